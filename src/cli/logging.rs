@@ -1,0 +1,29 @@
+//! `tracing` subscriber set-up shared by every subcommand.
+
+use tracing_subscriber::EnvFilter;
+
+/// Log output format (`--logging-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum LogFormat {
+    /// Human-readable text.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Installs the global subscriber. `verbosity` follows klog's `-v`: 0-1 info, 2-3 debug, 4+ trace.
+/// `RUST_LOG` overrides it. Logs go to stderr so stdout stays machine-readable.
+pub fn init(format: LogFormat, verbosity: u8) {
+    let default = match verbosity {
+        0 | 1 => "info",
+        2 | 3 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
