@@ -15,6 +15,7 @@
 //! - [`plan`]: the offline `plan` report.
 //! - [`cli`]: the command line.
 
+pub mod apicalls;
 pub mod cli;
 pub mod error;
 pub mod evictor;
