@@ -19,7 +19,10 @@ pub const EXIT_RUNTIME: i32 = 1;
 
 /// Maps an error chain to the process exit code.
 pub fn exit_code(err: &anyhow::Error) -> i32 {
-    if err.chain().any(|e| e.downcast_ref::<ConfigError>().is_some()) {
+    if err
+        .chain()
+        .any(|e| e.downcast_ref::<ConfigError>().is_some())
+    {
         EXIT_CONFIG
     } else {
         EXIT_RUNTIME

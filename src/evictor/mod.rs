@@ -1,1 +1,206 @@
-//! (in progress)
+//! Evictions: the per-cycle [`EvictionSession`] (limits, accounting, records) and the backends that
+//! carry an eviction out (planning here; the live API evictor lives in [`crate::live`]).
+
+pub mod limits;
+pub mod planner;
+
+use std::collections::HashSet;
+
+use crate::snapshot::{PodId, Snapshot};
+pub use limits::{LimitError, Limits};
+
+/// What happened to one eviction attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EvictOutcome {
+    /// The pod was evicted (or would be, when planning).
+    Evicted,
+    /// The eviction guard deflected it into a rolling restart: the pod moves without downtime.
+    Deflected {
+        /// The guard's message.
+        message: String,
+    },
+    /// Refused with 429 by a PodDisruptionBudget or the guard's health rule (upstream: "skipped").
+    Denied {
+        /// Why.
+        reason: String,
+    },
+    /// Any other failure.
+    Failed {
+        /// The error.
+        error: String,
+    },
+}
+
+impl EvictOutcome {
+    /// The outcome's short name, as `plan --output json` prints it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EvictOutcome::Evicted => "evicted",
+            EvictOutcome::Deflected { .. } => "deflected",
+            EvictOutcome::Denied { .. } => "denied",
+            EvictOutcome::Failed { .. } => "error",
+        }
+    }
+
+    /// The pod leaves its node (evicted or deflected); such outcomes count against limits.
+    pub fn moves_pod(&self) -> bool {
+        matches!(self, EvictOutcome::Evicted | EvictOutcome::Deflected { .. })
+    }
+}
+
+/// Why an eviction was not attempted or did not succeed, as plugins see it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EvictError {
+    /// A limit was reached (`maxNoOfPodsToEvict*`). Node limit: go to the next node; total: stop.
+    #[error(transparent)]
+    Limit(#[from] LimitError),
+    /// The DefaultEvictor's PreEvictionFilter rejected the pod (nodeFit, namespace labels).
+    #[error("pod does not pass the pre-eviction filter")]
+    Filtered,
+    /// The pod was already evicted in this cycle.
+    #[error("pod was already evicted in this cycle")]
+    AlreadyEvicted,
+    /// The attempt was made and did not move the pod (denied or failed).
+    #[error("eviction not done: {0:?}")]
+    NotEvicted(EvictOutcome),
+}
+
+impl EvictError {
+    /// The total limit was reached: the plugin should stop.
+    pub fn is_total_limit(&self) -> bool {
+        matches!(self, EvictError::Limit(LimitError::Total { .. }))
+    }
+    /// The node limit was reached: the plugin should move on to the next node.
+    pub fn is_node_limit(&self) -> bool {
+        matches!(self, EvictError::Limit(LimitError::Node { .. }))
+    }
+}
+
+/// Context of one eviction request.
+#[derive(Debug, Clone)]
+pub struct EvictionRequest<'a> {
+    /// Profile name.
+    pub profile: &'a str,
+    /// Plugin (strategy) name.
+    pub plugin: &'a str,
+    /// Why (upstream's eviction reason; defaults to the plugin name).
+    pub reason: &'a str,
+}
+
+/// Carries out an eviction: records it (planning), asks the guard, or calls the API (live).
+pub trait EvictionBackend {
+    /// Evicts `pod`. Limits were already checked by the session.
+    fn evict(&mut self, snapshot: &Snapshot, pod: PodId, req: &EvictionRequest<'_>)
+    -> EvictOutcome;
+}
+
+/// One eviction attempt and its outcome, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EvictionRecord {
+    /// The pod.
+    pub pod: PodId,
+    /// `namespace`.
+    pub namespace: String,
+    /// `name`.
+    pub name: String,
+    /// Node name (empty if unbound).
+    pub node: String,
+    /// Profile.
+    pub profile: String,
+    /// Plugin.
+    pub plugin: String,
+    /// Reason.
+    pub reason: String,
+    /// Outcome.
+    pub outcome: EvictOutcome,
+}
+
+/// Per-cycle eviction state: limits and their counters (shared by all profiles), the backend, and
+/// the record of every attempt.
+pub struct EvictionSession {
+    limits: Limits,
+    backend: Box<dyn EvictionBackend + Send>,
+    records: Vec<EvictionRecord>,
+    moved: HashSet<PodId>,
+}
+
+impl EvictionSession {
+    /// A new session; counters start at zero.
+    pub fn new(limits: Limits, backend: Box<dyn EvictionBackend + Send>) -> Self {
+        EvictionSession {
+            limits,
+            backend,
+            records: Vec::new(),
+            moved: HashSet::new(),
+        }
+    }
+
+    /// Evicts `pod`: checks limits (total → node → namespace), calls the backend, records the result.
+    pub fn evict(
+        &mut self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        req: &EvictionRequest<'_>,
+    ) -> Result<EvictOutcome, EvictError> {
+        if self.moved.contains(&pod) || snapshot.is_evicted(pod) {
+            return Err(EvictError::AlreadyEvicted);
+        }
+        let p = snapshot.pod(pod);
+        self.limits.check(p.node, &p.namespace)?;
+        let outcome = self.backend.evict(snapshot, pod, req);
+        if outcome.moves_pod() {
+            self.limits.count(p.node, &p.namespace);
+            self.moved.insert(pod);
+        }
+        let node = p
+            .node
+            .map(|n| snapshot.node(n).name.clone())
+            .or_else(|| p.node_name.clone())
+            .unwrap_or_default();
+        self.records.push(EvictionRecord {
+            pod,
+            namespace: p.namespace.to_string(),
+            name: p.name.clone(),
+            node,
+            profile: req.profile.to_string(),
+            plugin: req.plugin.to_string(),
+            reason: req.reason.to_string(),
+            outcome: outcome.clone(),
+        });
+        if outcome.moves_pod() {
+            Ok(outcome)
+        } else {
+            Err(EvictError::NotEvicted(outcome))
+        }
+    }
+
+    /// Whether `pod` was moved (evicted or deflected) in this session.
+    pub fn moved(&self, pod: PodId) -> bool {
+        self.moved.contains(&pod)
+    }
+
+    /// Pods moved so far, for marking in the snapshot.
+    pub fn moved_pods(&self) -> impl Iterator<Item = PodId> + '_ {
+        self.moved.iter().copied()
+    }
+
+    /// The limits and their counters.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Every attempt so far, in order.
+    pub fn records(&self) -> &[EvictionRecord] {
+        &self.records
+    }
+
+    /// Consumes the session, returning its records.
+    pub fn into_records(self) -> Vec<EvictionRecord> {
+        self.records
+    }
+
+    /// Consumes the session, returning its records and the backend.
+    pub fn into_parts(self) -> (Vec<EvictionRecord>, Box<dyn EvictionBackend + Send>) {
+        (self.records, self.backend)
+    }
+}

@@ -1,1 +1,30 @@
-//! (in progress)
+//! The plugin framework: extension-point traits, the [`Handle`] plugins work through, argument
+//! decoding, shared argument types, pod ordering, and the descheduling [`cycle`].
+
+pub mod args;
+pub mod cycle;
+pub mod handle;
+pub mod registry;
+pub mod sort;
+pub mod testing;
+
+pub use handle::Handle;
+pub use registry::{Plugin, PluginFactory};
+
+use crate::snapshot::NodeId;
+
+/// A plugin at the Deschedule extension point: evicts pods that violate a per-pod rule.
+pub trait DeschedulePlugin: Send + Sync {
+    /// The plugin's registered name.
+    fn name(&self) -> &'static str;
+    /// Examines the pods on `nodes` and evicts through `handle`.
+    fn deschedule(&self, handle: &mut Handle<'_>, nodes: &[NodeId]);
+}
+
+/// A plugin at the Balance extension point: moves pods to even out the cluster.
+pub trait BalancePlugin: Send + Sync {
+    /// The plugin's registered name.
+    fn name(&self) -> &'static str;
+    /// Examines `nodes` as a whole and evicts through `handle`.
+    fn balance(&self, handle: &mut Handle<'_>, nodes: &[NodeId]);
+}

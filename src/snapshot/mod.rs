@@ -1,1 +1,226 @@
-//! (in progress)
+//! The cluster snapshot: the engine's indexed, read-mostly view of a cluster.
+//!
+//! Built by [`SnapshotBuilder`] from Kubernetes objects — from a `List` file ([`load`]) for `plan`
+//! or from watch caches in live mode. The engine never assumes where it came from.
+
+pub mod builder;
+pub mod load;
+pub mod model;
+pub mod resources;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+
+pub use builder::{ConvertError, SnapshotBuilder};
+pub use model::{Node, NodeId, Pod, PodId};
+pub use resources::Resources;
+
+/// `namespace/name` of a namespaced object.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// A key from namespace and name.
+    pub fn new(namespace: &str, name: &str) -> Self {
+        ObjectKey {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+}
+
+/// What the engine and guard need of a PersistentVolumeClaim.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PvcInfo {
+    /// `spec.storageClassName`.
+    pub storage_class: Option<String>,
+    /// `spec.accessModes`.
+    pub access_modes: Vec<String>,
+}
+
+/// An indexed cluster snapshot.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// All nodes, indexed by [`NodeId`].
+    pub nodes: Vec<Node>,
+    /// All pods, indexed by [`PodId`] (evicted ones stay, flagged).
+    pub pods: Vec<Pod>,
+    /// Namespace labels by namespace name.
+    pub namespaces: HashMap<String, BTreeMap<String, String>>,
+    /// PriorityClass values by name.
+    pub priority_classes: HashMap<String, i32>,
+    /// PodDisruptionBudgets.
+    pub pdbs: Vec<PodDisruptionBudget>,
+    /// ReplicaSets (templates dropped).
+    pub replica_sets: Vec<ReplicaSet>,
+    /// Deployments (template specs dropped).
+    pub deployments: Vec<Deployment>,
+    /// StatefulSets (template specs dropped).
+    pub stateful_sets: Vec<StatefulSet>,
+    /// Jobs (template specs dropped).
+    pub jobs: Vec<Job>,
+    /// PVCs by namespace/name.
+    pub pvcs: HashMap<ObjectKey, PvcInfo>,
+    /// Problems found while building (unknown kinds, pods on unknown nodes, ...).
+    pub warnings: Vec<String>,
+    node_by_name: HashMap<String, NodeId>,
+    pods_by_node: Vec<Vec<PodId>>,
+    pods_by_namespace: HashMap<Arc<str>, Vec<PodId>>,
+    pods_by_owner: HashMap<String, Vec<PodId>>,
+    evicted: Vec<bool>,
+}
+
+impl Snapshot {
+    fn from_parts(b: SnapshotBuilder) -> Self {
+        let parts = b.into_parts();
+        let mut s = Snapshot {
+            nodes: parts.nodes,
+            pods: parts.pods,
+            namespaces: parts.namespaces,
+            priority_classes: parts.priority_classes,
+            pdbs: parts.pdbs,
+            replica_sets: parts.replica_sets,
+            deployments: parts.deployments,
+            stateful_sets: parts.stateful_sets,
+            jobs: parts.jobs,
+            pvcs: parts.pvcs,
+            warnings: parts.warnings,
+            ..Default::default()
+        };
+        let mut seen_nodes = HashMap::with_capacity(s.nodes.len());
+        let mut duplicate_nodes = Vec::new();
+        for (i, n) in s.nodes.iter().enumerate() {
+            if seen_nodes.insert(n.name.clone(), i as NodeId).is_some() {
+                duplicate_nodes.push(n.name.clone());
+            }
+        }
+        for name in duplicate_nodes {
+            s.warnings.push(format!(
+                "node {name} appears more than once; the last one is used"
+            ));
+        }
+        s.node_by_name = seen_nodes;
+        s.pods_by_node = vec![Vec::new(); s.nodes.len()];
+        s.evicted = vec![false; s.pods.len()];
+        let mut unknown_nodes: BTreeMap<String, usize> = BTreeMap::new();
+        for (i, pod) in s.pods.iter_mut().enumerate() {
+            let id = i as PodId;
+            if let Some(node_name) = &pod.node_name {
+                match s.node_by_name.get(node_name) {
+                    Some(&n) => {
+                        pod.node = Some(n);
+                        s.pods_by_node[n as usize].push(id);
+                    }
+                    None => *unknown_nodes.entry(node_name.clone()).or_default() += 1,
+                }
+            }
+            s.pods_by_namespace
+                .entry(pod.namespace.clone())
+                .or_default()
+                .push(id);
+            for o in &pod.owners {
+                s.pods_by_owner.entry(o.uid.clone()).or_default().push(id);
+            }
+        }
+        for (node, count) in unknown_nodes {
+            s.warnings.push(format!(
+                "{count} pod(s) are bound to node {node}, which is not in the snapshot; they are ignored by node-based plugins"
+            ));
+        }
+        s
+    }
+
+    /// The node named `name`.
+    pub fn node_id(&self, name: &str) -> Option<NodeId> {
+        self.node_by_name.get(name).copied()
+    }
+
+    /// The node with id `id`.
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id as usize]
+    }
+
+    /// The pod with id `id`.
+    pub fn pod(&self, id: PodId) -> &Pod {
+        &self.pods[id as usize]
+    }
+
+    /// Ids of the pods on `node` that have not been evicted in this cycle.
+    pub fn pods_on_node(&self, node: NodeId) -> impl Iterator<Item = PodId> + '_ {
+        self.pods_by_node[node as usize]
+            .iter()
+            .copied()
+            .filter(|&p| !self.evicted[p as usize])
+    }
+
+    /// Ids of the pods in `namespace` that have not been evicted in this cycle.
+    pub fn pods_in_namespace(&self, namespace: &str) -> impl Iterator<Item = PodId> + '_ {
+        self.pods_by_namespace
+            .get(namespace)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|&p| !self.evicted[p as usize])
+    }
+
+    /// Ids of the pods with an owner reference to `owner_uid` (not evicted in this cycle).
+    pub fn pods_owned_by(&self, owner_uid: &str) -> impl Iterator<Item = PodId> + '_ {
+        self.pods_by_owner
+            .get(owner_uid)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|&p| !self.evicted[p as usize])
+    }
+
+    /// Ids of all pods not evicted in this cycle.
+    pub fn live_pods(&self) -> impl Iterator<Item = PodId> + '_ {
+        (0..self.pods.len() as PodId).filter(|&p| !self.evicted[p as usize])
+    }
+
+    /// Whether `pod` has been evicted (or deflected) in this cycle.
+    pub fn is_evicted(&self, pod: PodId) -> bool {
+        self.evicted[pod as usize]
+    }
+
+    /// Records that `pod` left its node (evicted or deflected): later plugins no longer see it.
+    pub fn mark_evicted(&mut self, pod: PodId) {
+        if let Some(e) = self.evicted.get_mut(pod as usize) {
+            *e = true;
+        }
+    }
+
+    /// Forgets all evictions (a new cycle on the same snapshot).
+    pub fn reset_evictions(&mut self) {
+        self.evicted.iter_mut().for_each(|e| *e = false);
+    }
+
+    /// Labels of `namespace` (empty when unknown).
+    pub fn namespace_labels(&self, namespace: &str) -> Option<&BTreeMap<String, String>> {
+        self.namespaces.get(namespace)
+    }
+
+    /// Sum of requests of non-terminal pods on `node` (Succeeded/Failed pods free their resources).
+    pub fn node_requested(&self, node: NodeId) -> Resources {
+        let mut total = Resources::default();
+        for p in self.pods_on_node(node) {
+            let pod = self.pod(p);
+            if !matches!(
+                pod.phase,
+                model::PodPhase::Succeeded | model::PodPhase::Failed
+            ) {
+                total.add(&pod.requests);
+            }
+        }
+        total
+    }
+}

@@ -1,0 +1,140 @@
+//! Eviction limits (`maxNoOfPodsToEvictPerNode`, `...PerNamespace`, `...Total`) and their counters.
+//! As upstream: checked total → node → namespace before each eviction; `0` means "evict nothing".
+
+use std::collections::HashMap;
+
+use crate::snapshot::NodeId;
+
+/// A limit was reached.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LimitError {
+    /// `maxNoOfPodsToEvictTotal` reached.
+    #[error("maximum number of evicted pods per a descheduling cycle reached (limit {limit})")]
+    Total {
+        /// The limit.
+        limit: u32,
+    },
+    /// `maxNoOfPodsToEvictPerNode` (or a plugin's node limit) reached for this node.
+    #[error("maximum number of evicted pods per node reached (limit {limit})")]
+    Node {
+        /// The limit.
+        limit: u32,
+    },
+    /// `maxNoOfPodsToEvictPerNamespace` reached for this namespace.
+    #[error("maximum number of evicted pods per namespace reached (limit {limit})")]
+    Namespace {
+        /// The limit.
+        limit: u32,
+    },
+}
+
+/// Limits plus the counters of the current cycle.
+#[derive(Debug, Clone, Default)]
+pub struct Limits {
+    /// Per node.
+    pub per_node: Option<u32>,
+    /// Per namespace.
+    pub per_namespace: Option<u32>,
+    /// Per cycle.
+    pub total: Option<u32>,
+    node_counts: HashMap<NodeId, u32>,
+    namespace_counts: HashMap<String, u32>,
+    total_count: u32,
+}
+
+impl Limits {
+    /// Limits with zeroed counters.
+    pub fn new(per_node: Option<u32>, per_namespace: Option<u32>, total: Option<u32>) -> Self {
+        Limits {
+            per_node,
+            per_namespace,
+            total,
+            ..Default::default()
+        }
+    }
+
+    /// Checks whether one more eviction on `node` in `namespace` is allowed.
+    pub fn check(&self, node: Option<NodeId>, namespace: &str) -> Result<(), LimitError> {
+        if let Some(limit) = self.total
+            && self.total_count >= limit
+        {
+            return Err(LimitError::Total { limit });
+        }
+        if let (Some(limit), Some(node)) = (self.per_node, node)
+            && self.node_count(node) >= limit
+        {
+            return Err(LimitError::Node { limit });
+        }
+        if let Some(limit) = self.per_namespace
+            && self.namespace_counts.get(namespace).copied().unwrap_or(0) >= limit
+        {
+            return Err(LimitError::Namespace { limit });
+        }
+        Ok(())
+    }
+
+    /// Counts one eviction.
+    pub fn count(&mut self, node: Option<NodeId>, namespace: &str) {
+        self.total_count += 1;
+        if let Some(n) = node {
+            *self.node_counts.entry(n).or_default() += 1;
+        }
+        *self
+            .namespace_counts
+            .entry(namespace.to_string())
+            .or_default() += 1;
+    }
+
+    /// Evictions counted on `node` this cycle.
+    pub fn node_count(&self, node: NodeId) -> u32 {
+        self.node_counts.get(&node).copied().unwrap_or(0)
+    }
+
+    /// Evictions counted this cycle.
+    pub fn total_count(&self) -> u32 {
+        self.total_count
+    }
+
+    /// Whether the node limit is reached for `node`.
+    pub fn node_limit_reached(&self, node: NodeId) -> bool {
+        self.per_node.is_some_and(|l| self.node_count(node) >= l)
+    }
+
+    /// Whether the total limit is reached.
+    pub fn total_limit_reached(&self) -> bool {
+        self.total.is_some_and(|l| self.total_count >= l)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_is_total_then_node_then_namespace() {
+        let mut l = Limits::new(Some(1), Some(1), Some(2));
+        assert_eq!(l.check(Some(0), "a"), Ok(()));
+        l.count(Some(0), "a");
+        assert_eq!(l.check(Some(0), "b"), Err(LimitError::Node { limit: 1 }));
+        assert_eq!(
+            l.check(Some(1), "a"),
+            Err(LimitError::Namespace { limit: 1 })
+        );
+        l.count(Some(1), "b");
+        // Total is checked first even when the node and namespace are also exhausted.
+        assert_eq!(l.check(Some(0), "a"), Err(LimitError::Total { limit: 2 }));
+    }
+
+    #[test]
+    fn zero_means_evict_nothing_and_none_means_unlimited() {
+        let l = Limits::new(Some(0), None, None);
+        assert_eq!(l.check(Some(3), "x"), Err(LimitError::Node { limit: 0 }));
+        let l = Limits::new(None, None, Some(0));
+        assert!(l.check(None, "x").is_err());
+        let mut l = Limits::new(None, None, None);
+        for _ in 0..1000 {
+            l.count(Some(0), "x");
+        }
+        assert_eq!(l.check(Some(0), "x"), Ok(()));
+    }
+}

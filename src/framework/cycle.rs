@@ -1,0 +1,155 @@
+//! One descheduling cycle: every profile's Deschedule plugins, then every profile's Balance plugins,
+//! over the Ready nodes matching the policy's `nodeSelector`, with limits shared across profiles.
+
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use kube::core::{Selector, SelectorExt};
+
+use super::{BalancePlugin, DeschedulePlugin, Handle};
+use crate::evictor::{EvictionBackend, EvictionRecord, EvictionSession, Limits};
+use crate::plugins::default_evictor::DefaultEvictor;
+use crate::snapshot::{NodeId, Snapshot};
+
+/// A profile ready to run: its DefaultEvictor and plugins in policy order.
+pub struct Profile {
+    /// Profile name.
+    pub name: String,
+    /// The profile's DefaultEvictor.
+    pub evictor: DefaultEvictor,
+    /// Deschedule plugins.
+    pub deschedule: Vec<Box<dyn DeschedulePlugin>>,
+    /// Balance plugins.
+    pub balance: Vec<Box<dyn BalancePlugin>>,
+}
+
+/// Cycle-wide settings from the policy.
+#[derive(Debug, Clone, Default)]
+pub struct CycleConfig {
+    /// The policy's top-level `nodeSelector`.
+    pub node_selector: Option<Selector>,
+    /// `maxNoOfPodsToEvictPerNode`.
+    pub max_per_node: Option<u32>,
+    /// `maxNoOfPodsToEvictPerNamespace`.
+    pub max_per_namespace: Option<u32>,
+    /// `maxNoOfPodsToEvictTotal`.
+    pub max_total: Option<u32>,
+}
+
+/// How long one plugin ran.
+#[derive(Debug, Clone)]
+pub struct PluginTiming {
+    /// Profile.
+    pub profile: String,
+    /// Plugin.
+    pub plugin: String,
+    /// Wall time.
+    pub duration: Duration,
+}
+
+/// What a cycle did.
+#[derive(Debug, Default)]
+pub struct CycleReport {
+    /// Every eviction attempt, in order.
+    pub records: Vec<EvictionRecord>,
+    /// Set when the cycle did not run (e.g. fewer than two Ready nodes).
+    pub skipped: Option<String>,
+    /// Nodes the cycle considered.
+    pub nodes: usize,
+    /// Per-plugin wall time.
+    pub timings: Vec<PluginTiming>,
+    /// Total wall time.
+    pub duration: Duration,
+}
+
+/// Ready nodes matching `selector` (unschedulable nodes count as Ready, as upstream).
+pub fn ready_nodes(snapshot: &Snapshot, selector: Option<&Selector>) -> Vec<NodeId> {
+    (0..snapshot.nodes.len() as NodeId)
+        .filter(|&n| {
+            let node = snapshot.node(n);
+            node.ready && selector.is_none_or(|s| s.matches(&node.labels))
+        })
+        .collect()
+}
+
+/// Runs one cycle over `snapshot`, evicting through `backend`. Pods that move are marked evicted in
+/// the snapshot after each plugin, so later plugins see the effect.
+pub fn run_cycle(
+    profiles: &[Profile],
+    config: &CycleConfig,
+    snapshot: &mut Snapshot,
+    now: Timestamp,
+    backend: Box<dyn EvictionBackend + Send>,
+) -> (CycleReport, Box<dyn EvictionBackend + Send>) {
+    let start = Instant::now();
+    let mut report = CycleReport::default();
+    let nodes = ready_nodes(snapshot, config.node_selector.as_ref());
+    report.nodes = nodes.len();
+    let limits = Limits::new(
+        config.max_per_node,
+        config.max_per_namespace,
+        config.max_total,
+    );
+    let mut session = EvictionSession::new(limits, backend);
+    if nodes.len() <= 1 {
+        report.skipped = Some(format!(
+            "the cluster has {} Ready node(s) matching the node selector; at least 2 are needed, so evicting would only disrupt",
+            nodes.len()
+        ));
+    } else {
+        for profile in profiles {
+            for plugin in &profile.deschedule {
+                let t = Instant::now();
+                {
+                    let mut h = Handle::new(
+                        snapshot,
+                        now,
+                        &profile.evictor,
+                        &mut session,
+                        &profile.name,
+                        plugin.name(),
+                    );
+                    plugin.deschedule(&mut h, &nodes);
+                }
+                settle(snapshot, &session);
+                report.timings.push(timing(&profile.name, plugin.name(), t));
+            }
+        }
+        for profile in profiles {
+            for plugin in &profile.balance {
+                let t = Instant::now();
+                {
+                    let mut h = Handle::new(
+                        snapshot,
+                        now,
+                        &profile.evictor,
+                        &mut session,
+                        &profile.name,
+                        plugin.name(),
+                    );
+                    plugin.balance(&mut h, &nodes);
+                }
+                settle(snapshot, &session);
+                report.timings.push(timing(&profile.name, plugin.name(), t));
+            }
+        }
+    }
+    let (records, backend) = session.into_parts();
+    report.records = records;
+    report.duration = start.elapsed();
+    (report, backend)
+}
+
+fn settle(snapshot: &mut Snapshot, session: &EvictionSession) {
+    for p in session.moved_pods() {
+        snapshot.mark_evicted(p);
+    }
+}
+
+fn timing(profile: &str, plugin: &str, t: Instant) -> PluginTiming {
+    PluginTiming {
+        profile: profile.to_string(),
+        plugin: plugin.to_string(),
+        duration: t.elapsed(),
+    }
+}

@@ -1,0 +1,99 @@
+//! The [`Handle`] a plugin works through: the snapshot, the clock, the DefaultEvictor's filters and
+//! the eviction session (limits are enforced there, across all profiles of the cycle).
+
+use jiff::Timestamp;
+
+use crate::evictor::{EvictError, EvictOutcome, EvictionRequest, EvictionSession};
+use crate::plugins::default_evictor::DefaultEvictor;
+use crate::snapshot::{NodeId, PodId, Snapshot};
+
+/// What a plugin sees while it runs.
+pub struct Handle<'a> {
+    /// The cluster snapshot (pods evicted by earlier plugins in this cycle are already gone).
+    pub snapshot: &'a Snapshot,
+    /// The cycle's clock (`plan --now` fixes it).
+    pub now: Timestamp,
+    evictor: &'a DefaultEvictor,
+    session: &'a mut EvictionSession,
+    profile: &'a str,
+    plugin: &'static str,
+}
+
+impl<'a> Handle<'a> {
+    /// A handle for `plugin` of `profile`.
+    pub fn new(
+        snapshot: &'a Snapshot,
+        now: Timestamp,
+        evictor: &'a DefaultEvictor,
+        session: &'a mut EvictionSession,
+        profile: &'a str,
+        plugin: &'static str,
+    ) -> Self {
+        Handle {
+            snapshot,
+            now,
+            evictor,
+            session,
+            profile,
+            plugin,
+        }
+    }
+
+    /// The DefaultEvictor's Filter: is `pod` evictable at all (annotations, protections, selectors)?
+    /// Pods already moved in this cycle do not pass.
+    pub fn filter(&self, pod: PodId) -> bool {
+        !self.session.moved(pod) && self.evictor.filter(self.snapshot, pod, self.now)
+    }
+
+    /// The DefaultEvictor's PreEvictionFilter (nodeFit, namespace label selector).
+    pub fn pre_eviction_filter(&self, pod: PodId) -> bool {
+        self.evictor.pre_eviction_filter(self.snapshot, pod)
+    }
+
+    /// The DefaultEvictor in force for this profile.
+    pub fn evictor(&self) -> &DefaultEvictor {
+        self.evictor
+    }
+
+    /// Evicts `pod` with `reason` (None: the plugin name). Applies the PreEvictionFilter, then the
+    /// limits (total → node → namespace), then the backend. `Ok` means the pod moved.
+    pub fn evict(&mut self, pod: PodId, reason: Option<&str>) -> Result<EvictOutcome, EvictError> {
+        if self.session.moved(pod) {
+            return Err(EvictError::AlreadyEvicted);
+        }
+        if !self.pre_eviction_filter(pod) {
+            return Err(EvictError::Filtered);
+        }
+        let req = EvictionRequest {
+            profile: self.profile,
+            plugin: self.plugin,
+            reason: reason.unwrap_or(self.plugin),
+        };
+        self.session.evict(self.snapshot, pod, &req)
+    }
+
+    /// Whether `pod` was moved (evicted or deflected) earlier in this cycle.
+    pub fn is_moved(&self, pod: PodId) -> bool {
+        self.session.moved(pod) || self.snapshot.is_evicted(pod)
+    }
+
+    /// Whether the per-node limit is reached for `node`.
+    pub fn node_limit_reached(&self, node: NodeId) -> bool {
+        self.session.limits().node_limit_reached(node)
+    }
+
+    /// Whether the per-cycle total limit is reached.
+    pub fn total_limit_reached(&self) -> bool {
+        self.session.limits().total_limit_reached()
+    }
+
+    /// Evictions counted on `node` in this cycle (all profiles).
+    pub fn node_evictions(&self, node: NodeId) -> u32 {
+        self.session.limits().node_count(node)
+    }
+
+    /// The profile being run.
+    pub fn profile(&self) -> &str {
+        self.profile
+    }
+}

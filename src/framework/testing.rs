@@ -1,0 +1,502 @@
+//! Helpers for tests: concise builders of Kubernetes objects and one-call plugin runs.
+//! Public so integration tests and benchmarks can use them too.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+
+use super::cycle::{CycleConfig, Profile, run_cycle};
+use super::{BalancePlugin, DeschedulePlugin};
+use crate::evictor::EvictionRecord;
+use crate::evictor::planner::PlanBackend;
+use crate::plugins::default_evictor::DefaultEvictor;
+use crate::snapshot::{Snapshot, SnapshotBuilder};
+
+/// A fixed clock for tests: 2026-01-01T00:00:00Z.
+pub fn now() -> Timestamp {
+    Timestamp::from_second(1_767_225_600).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
+/// `now()` minus `secs` seconds.
+pub fn ago(secs: i64) -> Timestamp {
+    Timestamp::from_second(now().as_second() - secs).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
+fn q(s: &str) -> Quantity {
+    Quantity(s.to_string())
+}
+
+/// Builds a Ready, schedulable node.
+pub struct NodeBuilder(pub core::Node);
+
+/// A Ready node `name` with 4 CPUs, 16Gi memory and 110 pods allocatable.
+pub fn node(name: &str) -> NodeBuilder {
+    let alloc: BTreeMap<String, Quantity> = [
+        ("cpu".into(), q("4")),
+        ("memory".into(), q("16Gi")),
+        ("pods".into(), q("110")),
+    ]
+    .into();
+    NodeBuilder(core::Node {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: Some([("kubernetes.io/hostname".to_string(), name.to_string())].into()),
+            ..Default::default()
+        },
+        spec: Some(core::NodeSpec::default()),
+        status: Some(core::NodeStatus {
+            allocatable: Some(alloc),
+            conditions: Some(vec![core::NodeCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+    })
+}
+
+impl NodeBuilder {
+    /// Sets allocatable cpu / memory / pods.
+    pub fn allocatable(mut self, cpu: &str, memory: &str, pods: &str) -> Self {
+        let s = self.0.status.get_or_insert_with(Default::default);
+        let a = s.allocatable.get_or_insert_with(Default::default);
+        a.insert("cpu".into(), q(cpu));
+        a.insert("memory".into(), q(memory));
+        a.insert("pods".into(), q(pods));
+        self
+    }
+    /// Sets one allocatable resource.
+    pub fn resource(mut self, name: &str, value: &str) -> Self {
+        let s = self.0.status.get_or_insert_with(Default::default);
+        s.allocatable
+            .get_or_insert_with(Default::default)
+            .insert(name.into(), q(value));
+        self
+    }
+    /// Adds a label.
+    pub fn label(mut self, k: &str, v: &str) -> Self {
+        self.0
+            .metadata
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert(k.into(), v.into());
+        self
+    }
+    /// Adds a taint.
+    pub fn taint(mut self, key: &str, value: Option<&str>, effect: &str) -> Self {
+        let spec = self.0.spec.get_or_insert_with(Default::default);
+        spec.taints.get_or_insert_with(Vec::new).push(core::Taint {
+            key: key.into(),
+            value: value.map(Into::into),
+            effect: effect.into(),
+            ..Default::default()
+        });
+        self
+    }
+    /// Cordons the node.
+    pub fn unschedulable(mut self) -> Self {
+        self.0
+            .spec
+            .get_or_insert_with(Default::default)
+            .unschedulable = Some(true);
+        self
+    }
+    /// Marks the node NotReady.
+    pub fn not_ready(mut self) -> Self {
+        if let Some(s) = self.0.status.as_mut() {
+            s.conditions = Some(vec![core::NodeCondition {
+                type_: "Ready".into(),
+                status: "False".into(),
+                ..Default::default()
+            }]);
+        }
+        self
+    }
+    /// Applies an arbitrary change.
+    pub fn with(mut self, f: impl FnOnce(&mut core::Node)) -> Self {
+        f(&mut self.0);
+        self
+    }
+    /// The node.
+    pub fn build(self) -> core::Node {
+        self.0
+    }
+}
+
+/// Builds a pod.
+pub struct PodBuilder(pub core::Pod);
+
+/// A Running, Ready pod `namespace/name` on `node`, owned by ReplicaSet `rs-<name>`, one container
+/// `app` (image `nginx`) requesting 100m CPU / 128Mi, started an hour before [`now`].
+pub fn pod(namespace: &str, name: &str, node: &str) -> PodBuilder {
+    let requests: BTreeMap<String, Quantity> =
+        [("cpu".into(), q("100m")), ("memory".into(), q("128Mi"))].into();
+    PodBuilder(core::Pod {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(namespace.into()),
+            uid: Some(format!("uid-{namespace}-{name}")),
+            creation_timestamp: Some(Time(ago(3600))),
+            owner_references: Some(vec![OwnerReference {
+                api_version: "apps/v1".into(),
+                kind: "ReplicaSet".into(),
+                name: format!("rs-{name}"),
+                uid: format!("rs-uid-{namespace}-{name}"),
+                controller: Some(true),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        },
+        spec: Some(core::PodSpec {
+            node_name: if node.is_empty() {
+                None
+            } else {
+                Some(node.into())
+            },
+            containers: vec![core::Container {
+                name: "app".into(),
+                image: Some("nginx".into()),
+                resources: Some(core::ResourceRequirements {
+                    requests: Some(requests),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        status: Some(core::PodStatus {
+            phase: Some("Running".into()),
+            start_time: Some(Time(ago(3600))),
+            conditions: Some(vec![core::PodCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                ..Default::default()
+            }]),
+            container_statuses: Some(vec![core::ContainerStatus {
+                name: "app".into(),
+                image: "nginx".into(),
+                image_id: String::new(),
+                ready: true,
+                restart_count: 0,
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+    })
+}
+
+impl PodBuilder {
+    fn spec(&mut self) -> &mut core::PodSpec {
+        self.0.spec.get_or_insert_with(Default::default)
+    }
+    fn status(&mut self) -> &mut core::PodStatus {
+        self.0.status.get_or_insert_with(Default::default)
+    }
+    /// Replaces the owner with one of `kind`/`name` (uid `<kind>-<name>`).
+    pub fn owner(mut self, kind: &str, name: &str) -> Self {
+        self.0.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: if kind == "Job" {
+                "batch/v1".into()
+            } else {
+                "apps/v1".into()
+            },
+            kind: kind.into(),
+            name: name.into(),
+            uid: format!("{kind}-{name}"),
+            controller: Some(true),
+            ..Default::default()
+        }]);
+        self
+    }
+    /// Removes all owners (a bare pod).
+    pub fn bare(mut self) -> Self {
+        self.0.metadata.owner_references = None;
+        self
+    }
+    /// Sets `spec.priority`.
+    pub fn priority(mut self, p: i32) -> Self {
+        self.spec().priority = Some(p);
+        self
+    }
+    /// Sets `status.phase`.
+    pub fn phase(mut self, phase: &str) -> Self {
+        self.status().phase = Some(phase.into());
+        self
+    }
+    /// Adds a label.
+    pub fn label(mut self, k: &str, v: &str) -> Self {
+        self.0
+            .metadata
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert(k.into(), v.into());
+        self
+    }
+    /// Adds an annotation.
+    pub fn annotation(mut self, k: &str, v: &str) -> Self {
+        self.0
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(k.into(), v.into());
+        self
+    }
+    /// Sets the first container's requests.
+    pub fn requests(mut self, cpu: &str, memory: &str) -> Self {
+        let c = &mut self.spec().containers[0];
+        let r = c.resources.get_or_insert_with(Default::default);
+        r.requests = Some([("cpu".into(), q(cpu)), ("memory".into(), q(memory))].into());
+        self
+    }
+    /// Sets one request of the first container.
+    pub fn request(mut self, name: &str, value: &str) -> Self {
+        let c = &mut self.spec().containers[0];
+        let r = c.resources.get_or_insert_with(Default::default);
+        r.requests
+            .get_or_insert_with(Default::default)
+            .insert(name.into(), q(value));
+        self
+    }
+    /// Removes every request and limit (BestEffort).
+    pub fn best_effort(mut self) -> Self {
+        for c in &mut self.spec().containers {
+            c.resources = None;
+        }
+        self.status().qos_class = None;
+        self
+    }
+    /// Sets the first container's restart count.
+    pub fn restarts(mut self, n: i32) -> Self {
+        if let Some(cs) = self
+            .status()
+            .container_statuses
+            .as_mut()
+            .and_then(|v| v.first_mut())
+        {
+            cs.restart_count = n;
+        }
+        self
+    }
+    /// Sets the first container's waiting reason (e.g. `CrashLoopBackOff`).
+    pub fn waiting(mut self, reason: &str) -> Self {
+        if let Some(cs) = self
+            .status()
+            .container_statuses
+            .as_mut()
+            .and_then(|v| v.first_mut())
+        {
+            cs.state = Some(core::ContainerState {
+                waiting: Some(core::ContainerStateWaiting {
+                    reason: Some(reason.into()),
+                    message: None,
+                }),
+                ..Default::default()
+            });
+        }
+        self
+    }
+    /// Sets the first container's terminated state.
+    pub fn terminated(mut self, reason: &str, exit_code: i32) -> Self {
+        if let Some(cs) = self
+            .status()
+            .container_statuses
+            .as_mut()
+            .and_then(|v| v.first_mut())
+        {
+            cs.state = Some(core::ContainerState {
+                terminated: Some(core::ContainerStateTerminated {
+                    reason: Some(reason.into()),
+                    exit_code,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            });
+        }
+        self
+    }
+    /// Sets `status.startTime` (and creation time) to `secs` before [`now`].
+    pub fn age(mut self, secs: i64) -> Self {
+        self.0.metadata.creation_timestamp = Some(Time(ago(secs)));
+        self.status().start_time = Some(Time(ago(secs)));
+        self
+    }
+    /// Adds a `hostPath` volume.
+    pub fn host_path(mut self) -> Self {
+        self.spec()
+            .volumes
+            .get_or_insert_with(Vec::new)
+            .push(core::Volume {
+                name: "host".into(),
+                host_path: Some(core::HostPathVolumeSource {
+                    path: "/var".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            });
+        self
+    }
+    /// Adds an `emptyDir` volume.
+    pub fn empty_dir(mut self) -> Self {
+        self.spec()
+            .volumes
+            .get_or_insert_with(Vec::new)
+            .push(core::Volume {
+                name: "scratch".into(),
+                empty_dir: Some(Default::default()),
+                ..Default::default()
+            });
+        self
+    }
+    /// Adds a PVC volume.
+    pub fn pvc(mut self, claim: &str) -> Self {
+        self.spec()
+            .volumes
+            .get_or_insert_with(Vec::new)
+            .push(core::Volume {
+                name: format!("pvc-{claim}"),
+                persistent_volume_claim: Some(core::PersistentVolumeClaimVolumeSource {
+                    claim_name: claim.into(),
+                    read_only: None,
+                }),
+                ..Default::default()
+            });
+        self
+    }
+    /// Adds a toleration.
+    pub fn toleration(
+        mut self,
+        key: &str,
+        operator: &str,
+        value: Option<&str>,
+        effect: Option<&str>,
+    ) -> Self {
+        self.spec()
+            .tolerations
+            .get_or_insert_with(Vec::new)
+            .push(core::Toleration {
+                key: Some(key.into()),
+                operator: Some(operator.into()),
+                value: value.map(Into::into),
+                effect: effect.map(Into::into),
+                ..Default::default()
+            });
+        self
+    }
+    /// Adds a nodeSelector entry.
+    pub fn node_selector(mut self, k: &str, v: &str) -> Self {
+        self.spec()
+            .node_selector
+            .get_or_insert_with(Default::default)
+            .insert(k.into(), v.into());
+        self
+    }
+    /// Sets `spec.affinity`.
+    pub fn affinity(mut self, a: core::Affinity) -> Self {
+        self.spec().affinity = Some(a);
+        self
+    }
+    /// Marks the pod terminating.
+    pub fn terminating(mut self) -> Self {
+        self.0.metadata.deletion_timestamp = Some(Time(now()));
+        self
+    }
+    /// Marks the pod not Ready.
+    pub fn not_ready(mut self) -> Self {
+        self.status().conditions = Some(vec![core::PodCondition {
+            type_: "Ready".into(),
+            status: "False".into(),
+            ..Default::default()
+        }]);
+        self
+    }
+    /// Applies an arbitrary change.
+    pub fn with(mut self, f: impl FnOnce(&mut core::Pod)) -> Self {
+        f(&mut self.0);
+        self
+    }
+    /// The pod.
+    pub fn build(self) -> core::Pod {
+        self.0
+    }
+}
+
+/// Builds a snapshot from nodes and pods (panics on invalid test objects: tests only).
+pub fn snapshot(nodes: Vec<core::Node>, pods: Vec<core::Pod>) -> Snapshot {
+    let mut b = SnapshotBuilder::new();
+    for n in &nodes {
+        if let Err(e) = b.add_node(n) {
+            panic!("invalid test node: {e}");
+        }
+    }
+    for p in &pods {
+        if let Err(e) = b.add_pod(p) {
+            panic!("invalid test pod: {e}");
+        }
+    }
+    b.build()
+}
+
+/// Runs one Deschedule plugin as a one-profile cycle with no limits; returns the records.
+pub fn run_deschedule(
+    plugin: Box<dyn DeschedulePlugin>,
+    evictor: DefaultEvictor,
+    snapshot: &mut Snapshot,
+) -> Vec<EvictionRecord> {
+    run_profile(
+        Profile {
+            name: "test".into(),
+            evictor,
+            deschedule: vec![plugin],
+            balance: vec![],
+        },
+        &CycleConfig::default(),
+        snapshot,
+    )
+}
+
+/// Runs one Balance plugin as a one-profile cycle with no limits; returns the records.
+pub fn run_balance(
+    plugin: Box<dyn BalancePlugin>,
+    evictor: DefaultEvictor,
+    snapshot: &mut Snapshot,
+) -> Vec<EvictionRecord> {
+    run_profile(
+        Profile {
+            name: "test".into(),
+            evictor,
+            deschedule: vec![],
+            balance: vec![plugin],
+        },
+        &CycleConfig::default(),
+        snapshot,
+    )
+}
+
+/// Runs a profile under `config` at [`now`], planning only; returns the records.
+pub fn run_profile(
+    profile: Profile,
+    config: &CycleConfig,
+    snapshot: &mut Snapshot,
+) -> Vec<EvictionRecord> {
+    let (report, _) = run_cycle(
+        &[profile],
+        config,
+        snapshot,
+        now(),
+        Box::new(PlanBackend::new()),
+    );
+    report.records
+}
+
+/// Names (`ns/name`) of the pods in `records`, in order.
+pub fn evicted_names(records: &[EvictionRecord]) -> Vec<String> {
+    records
+        .iter()
+        .filter(|r| r.outcome.moves_pod())
+        .map(|r| format!("{}/{}", r.namespace, r.name))
+        .collect()
+}

@@ -1,0 +1,569 @@
+//! DefaultEvictor: the Filter and PreEvictionFilter every profile uses (upstream semantics).
+//!
+//! Filter order: the `descheduler.alpha.kubernetes.io/evict` annotation makes a pod evictable
+//! outright; `noEvictionPolicy: Mandatory` plus `prefer-no-eviction` makes it not evictable; mirror,
+//! static, terminating and UID-less pods are never evicted; then the protections and constraints
+//! (labelSelector, minReplicas, minPodAge). PreEvictionFilter: `nodeFit`, `namespaceLabelSelector`.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::core::{Selector, SelectorExt};
+use serde::Deserialize;
+
+use crate::framework::args::{ArgsError, de_opt_duration};
+use crate::scheduling::{fit, selector};
+use crate::snapshot::model::{PodPhase, Volume};
+use crate::snapshot::{NodeId, PodId, Snapshot};
+
+/// The plugin name.
+pub const NAME: &str = "DefaultEvictor";
+/// Pods at or above this priority are system-critical (`SystemCriticalPriority`).
+pub const SYSTEM_CRITICAL_PRIORITY: i32 = 2_000_000_000;
+
+/// `priorityThreshold`: a value or a PriorityClass name (not both).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriorityThreshold {
+    /// A priority value.
+    #[serde(default)]
+    pub value: Option<i32>,
+    /// A PriorityClass name.
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+/// A pod protection policy name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+pub enum Protection {
+    /// hostPath / emptyDir pods (default on).
+    PodsWithLocalStorage,
+    /// System-critical pods and the priority threshold (default on).
+    SystemCriticalPods,
+    /// Bare pods (default on; off: bare Failed pods become evictable).
+    FailedBarePods,
+    /// DaemonSet pods (default on).
+    DaemonSetPods,
+    /// Pods with PVCs (extra).
+    PodsWithPVC,
+    /// Pods not covered by a PDB (extra).
+    PodsWithoutPDB,
+    /// Pods with DRA resource claims (extra).
+    PodsWithResourceClaims,
+    /// Lets pods with a PDB be evicted when their owner has a single replica (extra).
+    PodsWithPDBBlockingSingleReplicaOwner,
+}
+
+const DEFAULT_PROTECTIONS: [Protection; 4] = [
+    Protection::PodsWithLocalStorage,
+    Protection::SystemCriticalPods,
+    Protection::FailedBarePods,
+    Protection::DaemonSetPods,
+];
+
+/// `podProtections.config.PodsWithPVC.protectedStorageClasses[]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProtectedStorageClass {
+    /// Storage class name.
+    pub name: String,
+}
+
+/// `podProtections.config.PodsWithPVC`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PodsWithPvcConfig {
+    /// Only these storage classes are protected (empty: every PVC).
+    #[serde(default)]
+    pub protected_storage_classes: Vec<ProtectedStorageClass>,
+}
+
+/// `podProtections.config`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PodProtectionsConfig {
+    /// Config of `PodsWithPVC`.
+    #[serde(default, rename = "PodsWithPVC")]
+    pub pods_with_pvc: Option<PodsWithPvcConfig>,
+}
+
+/// `podProtections`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PodProtections {
+    /// Extra protections to enable.
+    #[serde(default)]
+    pub extra_enabled: Vec<Protection>,
+    /// Default protections to disable.
+    #[serde(default)]
+    pub default_disabled: Vec<Protection>,
+    /// Per-protection configuration.
+    #[serde(default)]
+    pub config: Option<PodProtectionsConfig>,
+}
+
+/// DefaultEvictor args (upstream `DefaultEvictorArgs`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DefaultEvictorArgs {
+    /// Label selector string limiting the nodes `nodeFit` considers.
+    #[serde(default)]
+    pub node_selector: Option<String>,
+    /// Only pods matching this selector are evictable.
+    #[serde(default)]
+    pub label_selector: Option<LabelSelector>,
+    /// Only pods in namespaces matching this selector (`matchLabels` only, as upstream).
+    #[serde(default)]
+    pub namespace_label_selector: Option<LabelSelector>,
+    /// Pods at or above this priority are not evicted (with SystemCriticalPods protection).
+    #[serde(default)]
+    pub priority_threshold: Option<PriorityThreshold>,
+    /// Only evict pods that fit another node.
+    #[serde(default)]
+    pub node_fit: bool,
+    /// Owners with fewer pods than this are not touched (active when > 1).
+    #[serde(default)]
+    pub min_replicas: u32,
+    /// Pods younger than this (since `status.startTime`) are not evicted.
+    #[serde(default, deserialize_with = "de_opt_duration")]
+    pub min_pod_age: Option<Duration>,
+    /// `Preferred` (sort only) or `Mandatory` (never evict annotated pods).
+    #[serde(default)]
+    pub no_eviction_policy: Option<String>,
+    /// Protections to enable or disable.
+    #[serde(default)]
+    pub pod_protections: PodProtections,
+    /// Deprecated: disable `PodsWithLocalStorage`.
+    #[serde(default)]
+    pub evict_local_storage_pods: bool,
+    /// Deprecated: disable `DaemonSetPods`.
+    #[serde(default)]
+    pub evict_daemon_set_pods: bool,
+    /// Deprecated: disable `SystemCriticalPods`.
+    #[serde(default)]
+    pub evict_system_critical_pods: bool,
+    /// Deprecated: enable `PodsWithPVC`.
+    #[serde(default)]
+    pub ignore_pvc_pods: bool,
+    /// Deprecated: enable `PodsWithoutPDB`.
+    #[serde(default)]
+    pub ignore_pods_without_pdb: bool,
+    /// Deprecated: disable `FailedBarePods`.
+    #[serde(default)]
+    pub evict_failed_bare_pods: bool,
+}
+
+impl DefaultEvictorArgs {
+    /// Upstream validation, plus checks of the protection lists and selectors.
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        if let Some(pt) = &self.priority_threshold
+            && pt.value.is_some()
+            && pt.name.as_deref().is_some_and(|n| !n.is_empty())
+        {
+            return Err(ArgsError::new(
+                "priorityThreshold",
+                "priority threshold misconfigured, only one of priorityThreshold fields can be set",
+            ));
+        }
+        if let Some(p) = &self.no_eviction_policy
+            && !p.is_empty()
+            && p != "Preferred"
+            && p != "Mandatory"
+        {
+            return Err(ArgsError::new(
+                "noEvictionPolicy",
+                "noEvictionPolicy accepts only [\"Preferred\" \"Mandatory\"] values",
+            ));
+        }
+        for p in &self.pod_protections.default_disabled {
+            if !DEFAULT_PROTECTIONS.contains(p) {
+                return Err(ArgsError::new(
+                    "podProtections.defaultDisabled",
+                    format!(
+                        "{p:?} is not a default protection (expected one of PodsWithLocalStorage, SystemCriticalPods, FailedBarePods, DaemonSetPods)"
+                    ),
+                ));
+            }
+        }
+        for p in &self.pod_protections.extra_enabled {
+            if DEFAULT_PROTECTIONS.contains(p) {
+                return Err(ArgsError::new(
+                    "podProtections.extraEnabled",
+                    format!(
+                        "{p:?} is a default protection; extraEnabled accepts PodsWithPVC, PodsWithoutPDB, PodsWithResourceClaims, PodsWithPDBBlockingSingleReplicaOwner"
+                    ),
+                ));
+            }
+        }
+        let uses_new = !self.pod_protections.default_disabled.is_empty()
+            || !self.pod_protections.extra_enabled.is_empty();
+        let uses_old = self.evict_local_storage_pods
+            || self.evict_daemon_set_pods
+            || self.evict_system_critical_pods
+            || self.ignore_pvc_pods
+            || self.ignore_pods_without_pdb
+            || self.evict_failed_bare_pods;
+        if uses_new && uses_old {
+            return Err(ArgsError::new(
+                "podProtections",
+                "cannot be combined with the deprecated fields evictLocalStoragePods, evictDaemonSetPods, evictSystemCriticalPods, ignorePvcPods, ignorePodsWithoutPDB, evictFailedBarePods",
+            ));
+        }
+        if let Some(s) = &self.node_selector {
+            selector::parse(s).map_err(|e| ArgsError::new("nodeSelector", e))?;
+        }
+        if let Some(s) = &self.label_selector {
+            selector::compile(s).map_err(|e| ArgsError::new("labelSelector", e))?;
+        }
+        if let Some(s) = &self.namespace_label_selector {
+            selector::compile(s).map_err(|e| ArgsError::new("namespaceLabelSelector", e))?;
+        }
+        Ok(())
+    }
+
+    /// The protections in force: `podProtections` when it lists anything, else the deprecated booleans.
+    pub fn effective_protections(&self) -> Vec<Protection> {
+        let pp = &self.pod_protections;
+        if !pp.default_disabled.is_empty() || !pp.extra_enabled.is_empty() {
+            let mut v: Vec<Protection> = DEFAULT_PROTECTIONS
+                .into_iter()
+                .filter(|p| !pp.default_disabled.contains(p))
+                .collect();
+            v.extend(pp.extra_enabled.iter().copied());
+            return v;
+        }
+        let mut v = Vec::new();
+        if !self.evict_local_storage_pods {
+            v.push(Protection::PodsWithLocalStorage);
+        }
+        if !self.evict_daemon_set_pods {
+            v.push(Protection::DaemonSetPods);
+        }
+        if !self.evict_system_critical_pods {
+            v.push(Protection::SystemCriticalPods);
+        }
+        if !self.evict_failed_bare_pods {
+            v.push(Protection::FailedBarePods);
+        }
+        if self.ignore_pvc_pods {
+            v.push(Protection::PodsWithPVC);
+        }
+        if self.ignore_pods_without_pdb {
+            v.push(Protection::PodsWithoutPDB);
+        }
+        v
+    }
+}
+
+/// The built DefaultEvictor.
+#[derive(Debug, Clone)]
+pub struct DefaultEvictor {
+    args: DefaultEvictorArgs,
+    protections: Vec<Protection>,
+    label_selector: Option<Selector>,
+    namespace_selector: Option<Selector>,
+    node_selector: Option<Selector>,
+}
+
+impl Default for DefaultEvictor {
+    fn default() -> Self {
+        Self::new(DefaultEvictorArgs::default()).unwrap_or_else(|_| unreachable_default())
+    }
+}
+
+fn unreachable_default() -> DefaultEvictor {
+    // Default args always validate; this keeps `Default` panic-free without an `expect`.
+    DefaultEvictor {
+        args: DefaultEvictorArgs::default(),
+        protections: DEFAULT_PROTECTIONS.to_vec(),
+        label_selector: None,
+        namespace_selector: None,
+        node_selector: None,
+    }
+}
+
+impl DefaultEvictor {
+    /// Validates `args` and builds the evictor.
+    pub fn new(args: DefaultEvictorArgs) -> Result<Self, ArgsError> {
+        args.validate()?;
+        let label_selector = args
+            .label_selector
+            .as_ref()
+            .map(selector::compile)
+            .transpose()
+            .map_err(|e| ArgsError::new("labelSelector", e))?;
+        // Upstream only applies namespaceLabelSelector when it has matchLabels.
+        let namespace_selector = args
+            .namespace_label_selector
+            .as_ref()
+            .filter(|s| s.match_labels.as_ref().is_some_and(|m| !m.is_empty()))
+            .map(selector::compile)
+            .transpose()
+            .map_err(|e| ArgsError::new("namespaceLabelSelector", e))?;
+        let node_selector = args
+            .node_selector
+            .as_deref()
+            .filter(|s| !s.trim().is_empty())
+            .map(selector::parse)
+            .transpose()
+            .map_err(|e| ArgsError::new("nodeSelector", e))?;
+        let protections = args.effective_protections();
+        Ok(DefaultEvictor {
+            args,
+            protections,
+            label_selector,
+            namespace_selector,
+            node_selector,
+        })
+    }
+
+    /// Decodes, validates and builds from policy args.
+    pub fn from_args(args: &serde_json::Value) -> Result<Self, ArgsError> {
+        Self::new(crate::framework::args::decode(args)?)
+    }
+
+    /// The args in force.
+    pub fn args(&self) -> &DefaultEvictorArgs {
+        &self.args
+    }
+
+    /// Whether `p` is in force.
+    pub fn protects(&self, p: Protection) -> bool {
+        self.protections.contains(&p)
+    }
+
+    /// Filter: whether the pod may be evicted at all. `Err` carries the reasons it may not.
+    pub fn check(
+        &self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        now: Timestamp,
+    ) -> Result<(), Vec<String>> {
+        let p = snapshot.pod(pod);
+        if p.uid.is_empty() {
+            return Err(vec!["pod has no UID".into()]);
+        }
+        if p.annotations
+            .contains_key(crate::snapshot::model::ANNOTATION_EVICT)
+        {
+            return Ok(());
+        }
+        if self.args.no_eviction_policy.as_deref() == Some("Mandatory") && p.prefers_no_eviction() {
+            return Err(vec![
+                "pod has the prefer-no-eviction annotation and noEvictionPolicy is Mandatory"
+                    .into(),
+            ]);
+        }
+        let mut errs = Vec::new();
+        if p.is_mirror() {
+            errs.push("pod is a mirror pod".to_string());
+        }
+        if p.is_static() {
+            errs.push("pod is a static pod".to_string());
+        }
+        if p.is_terminating() {
+            errs.push("pod is terminating".to_string());
+        }
+        self.check_protections(snapshot, pod, &mut errs);
+        if let Some(sel) = &self.label_selector
+            && !sel.matches(&p.labels)
+        {
+            errs.push("pod labels do not match the labelSelector".into());
+        }
+        if self.args.min_replicas > 1 && p.owners.len() == 1 {
+            let replicas = snapshot.pods_owned_by(&p.owners[0].uid).count() as u32;
+            if replicas < self.args.min_replicas {
+                errs.push(format!(
+                    "owner has {replicas} replicas which is less than minReplicas of {}",
+                    self.args.min_replicas
+                ));
+            }
+        }
+        if let Some(min_age) = self.args.min_pod_age {
+            let old_enough = p
+                .start_time
+                .is_some_and(|st| now.duration_since(st).as_secs_f64() >= min_age.as_secs_f64());
+            if !old_enough {
+                errs.push("pod is younger than minPodAge".into());
+            }
+        }
+        if errs.is_empty() { Ok(()) } else { Err(errs) }
+    }
+
+    fn check_protections(&self, snapshot: &Snapshot, pod: PodId, errs: &mut Vec<String>) {
+        let p = snapshot.pod(pod);
+        if self.protects(Protection::SystemCriticalPods) {
+            if p.priority.is_some_and(|v| v >= SYSTEM_CRITICAL_PRIORITY) {
+                errs.push("pod has system critical priority".into());
+            }
+            if let Some(threshold) = self.priority_threshold(snapshot)
+                && p.priority.is_some_and(|v| v >= threshold)
+            {
+                errs.push("pod has higher priority than the priority threshold".into());
+            }
+        }
+        if self.protects(Protection::FailedBarePods) {
+            if p.owners.is_empty() {
+                errs.push("pod does not have any ownerRefs".into());
+            }
+        } else if p.owners.is_empty() && p.phase != PodPhase::Failed {
+            errs.push("pod does not have any ownerRefs and is not in failed phase".into());
+        }
+        if self.protects(Protection::PodsWithLocalStorage) && p.has_local_storage() {
+            errs.push("pod has local storage".into());
+        }
+        if self.protects(Protection::DaemonSetPods) && p.is_daemonset_pod() {
+            errs.push("daemonset pods are protected".into());
+        }
+        if self.protects(Protection::PodsWithPVC) {
+            let classes: Vec<&str> = self
+                .args
+                .pod_protections
+                .config
+                .as_ref()
+                .and_then(|c| c.pods_with_pvc.as_ref())
+                .map(|c| {
+                    c.protected_storage_classes
+                        .iter()
+                        .map(|s| s.name.as_str())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let claims: Vec<&String> = p
+                .volumes
+                .iter()
+                .filter_map(|v| {
+                    if let Volume::Pvc(c) = v {
+                        Some(c)
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            if classes.is_empty() {
+                if !claims.is_empty() {
+                    errs.push("pod with PVC is protected".into());
+                }
+            } else {
+                for claim in claims {
+                    let key = crate::snapshot::ObjectKey::new(&p.namespace, claim);
+                    match snapshot
+                        .pvcs
+                        .get(&key)
+                        .and_then(|c| c.storage_class.as_deref())
+                        .filter(|s| !s.is_empty())
+                    {
+                        // As upstream: an unresolvable storage class protects the pod.
+                        None => {
+                            errs.push(format!("cannot resolve the storage class of PVC {claim}"))
+                        }
+                        Some(sc) if classes.contains(&sc) => {
+                            errs.push(format!("pod using protected storage class {sc:?}"))
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+        }
+        if self.protects(Protection::PodsWithoutPDB) && !covered_by_pdb(snapshot, pod) {
+            errs.push("pod does not have a PodDisruptionBudget".into());
+        }
+        if self.protects(Protection::PodsWithPDBBlockingSingleReplicaOwner)
+            && covered_by_pdb(snapshot, pod)
+            && !owner_has_single_replica(snapshot, pod)
+        {
+            errs.push("pod is covered by PodDisruptionBudget".into());
+        }
+        if self.protects(Protection::PodsWithResourceClaims) && p.has_resource_claims {
+            errs.push("pod has ResourceClaims".into());
+        }
+    }
+
+    /// The resolved priority threshold (a PriorityClass name is looked up in the snapshot; an
+    /// unknown class protects nothing beyond system-critical pods and is reported by the cycle).
+    pub fn priority_threshold(&self, snapshot: &Snapshot) -> Option<i32> {
+        let pt = self.args.priority_threshold.as_ref()?;
+        if let Some(v) = pt.value {
+            return Some(v);
+        }
+        let name = pt.name.as_deref().filter(|n| !n.is_empty())?;
+        snapshot.priority_classes.get(name).copied()
+    }
+
+    /// Filter as a boolean.
+    pub fn filter(&self, snapshot: &Snapshot, pod: PodId, now: Timestamp) -> bool {
+        self.check(snapshot, pod, now).is_ok()
+    }
+
+    /// PreEvictionFilter: `nodeFit` (the pod fits another Ready node matching `nodeSelector`) and
+    /// `namespaceLabelSelector`.
+    pub fn pre_eviction_filter(&self, snapshot: &Snapshot, pod: PodId) -> bool {
+        if self.args.node_fit {
+            let nodes = self.node_fit_candidates(snapshot);
+            if !fit::fits_any_other_node(snapshot, pod, &nodes) {
+                return false;
+            }
+        }
+        if let Some(sel) = &self.namespace_selector {
+            let ns = &snapshot.pod(pod).namespace;
+            return snapshot
+                .namespace_labels(ns)
+                .is_some_and(|l| sel.matches(l));
+        }
+        true
+    }
+
+    /// Ready nodes matching the evictor's `nodeSelector`.
+    pub fn node_fit_candidates(&self, snapshot: &Snapshot) -> Vec<NodeId> {
+        (0..snapshot.nodes.len() as NodeId)
+            .filter(|&n| {
+                let node = snapshot.node(n);
+                node.ready
+                    && self
+                        .node_selector
+                        .as_ref()
+                        .is_none_or(|s| s.matches(&node.labels))
+            })
+            .collect()
+    }
+}
+
+/// Whether some PDB in the pod's namespace selects it.
+pub fn covered_by_pdb(snapshot: &Snapshot, pod: PodId) -> bool {
+    let p = snapshot.pod(pod);
+    snapshot.pdbs.iter().any(|pdb| {
+        pdb.metadata.namespace.as_deref().unwrap_or("default") == &*p.namespace
+            && pdb
+                .spec
+                .as_ref()
+                .and_then(|s| s.selector.as_ref())
+                // An empty selector matches every pod in the namespace (policy/v1).
+                .is_some_and(|sel| selector::matches(sel, &p.labels))
+    })
+}
+
+fn owner_has_single_replica(snapshot: &Snapshot, pod: PodId) -> bool {
+    let p = snapshot.pod(pod);
+    p.owners.iter().any(|o| {
+        let ns = &*p.namespace;
+        let same = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+            m.namespace.as_deref() == Some(ns) && m.name.as_deref() == Some(o.name.as_str())
+        };
+        match o.kind.as_str() {
+            "ReplicaSet" => snapshot
+                .replica_sets
+                .iter()
+                .any(|r| same(&r.metadata) && r.spec.replicas == Some(1)),
+            "Deployment" => snapshot
+                .deployments
+                .iter()
+                .any(|d| same(&d.metadata) && d.spec.replicas == Some(1)),
+            "StatefulSet" => snapshot
+                .stateful_sets
+                .iter()
+                .any(|s| same(&s.metadata) && s.spec.replicas == Some(1)),
+            _ => false,
+        }
+    })
+}

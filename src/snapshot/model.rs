@@ -1,0 +1,307 @@
+//! The engine's lean object model. Converted from Kubernetes objects by [`super::SnapshotBuilder`];
+//! holds only what plugins, the evictor and the guard read, so 150,000 pods stay small.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Affinity, Taint, Toleration, TopologySpreadConstraint};
+
+use super::resources::Resources;
+
+/// Index of a node in [`super::Snapshot::nodes`].
+pub type NodeId = u32;
+/// Index of a pod in [`super::Snapshot::pods`].
+pub type PodId = u32;
+
+/// A node as the engine sees it.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.labels`.
+    pub labels: BTreeMap<String, String>,
+    /// `spec.taints`.
+    pub taints: Vec<Taint>,
+    /// `spec.unschedulable` (cordoned).
+    pub unschedulable: bool,
+    /// The `Ready` condition is `True`.
+    pub ready: bool,
+    /// `status.allocatable` (falls back to `status.capacity`).
+    pub allocatable: Resources,
+}
+
+/// Pod phase (`status.phase`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum PodPhase {
+    /// Pending (also used when the phase is absent).
+    #[default]
+    Pending,
+    /// Running.
+    Running,
+    /// Succeeded.
+    Succeeded,
+    /// Failed.
+    Failed,
+    /// Unknown.
+    Unknown,
+}
+
+impl PodPhase {
+    /// Parses `status.phase`; absent or unrecognised values map to `Pending` / `Unknown`.
+    pub fn parse(s: Option<&str>) -> Self {
+        match s {
+            None | Some("") | Some("Pending") => PodPhase::Pending,
+            Some("Running") => PodPhase::Running,
+            Some("Succeeded") => PodPhase::Succeeded,
+            Some("Failed") => PodPhase::Failed,
+            Some(_) => PodPhase::Unknown,
+        }
+    }
+
+    /// The phase as Kubernetes spells it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PodPhase::Pending => "Pending",
+            PodPhase::Running => "Running",
+            PodPhase::Succeeded => "Succeeded",
+            PodPhase::Failed => "Failed",
+            PodPhase::Unknown => "Unknown",
+        }
+    }
+}
+
+/// Quality-of-service class; the order is eviction preference (BestEffort first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum QosClass {
+    /// No requests or limits.
+    BestEffort,
+    /// Some requests or limits.
+    Burstable,
+    /// Requests equal limits for cpu and memory in every container.
+    Guaranteed,
+}
+
+/// An owner reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerRef {
+    /// `apiVersion`.
+    pub api_version: String,
+    /// `kind`, e.g. `ReplicaSet`.
+    pub kind: String,
+    /// `name`.
+    pub name: String,
+    /// `uid`.
+    pub uid: String,
+    /// `controller: true`.
+    pub controller: bool,
+}
+
+/// A pod condition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Condition {
+    /// `type`, e.g. `Ready`.
+    pub type_: String,
+    /// `status`: `True`, `False` or `Unknown`.
+    pub status: String,
+    /// `reason`.
+    pub reason: Option<String>,
+    /// `lastTransitionTime`.
+    pub last_transition: Option<Timestamp>,
+}
+
+/// The state of one container, reduced to what plugins read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContainerState {
+    /// Container name.
+    pub name: String,
+    /// `restartCount`.
+    pub restart_count: i32,
+    /// `ready`.
+    pub ready: bool,
+    /// `state.waiting.reason`.
+    pub waiting_reason: Option<String>,
+    /// `state.terminated.reason`.
+    pub terminated_reason: Option<String>,
+    /// `state.terminated.exitCode`.
+    pub terminated_exit_code: Option<i32>,
+    /// `lastState.terminated.exitCode`.
+    pub last_terminated_exit_code: Option<i32>,
+}
+
+/// A pod volume, reduced to what the evictor and guard check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Volume {
+    /// `hostPath`.
+    HostPath,
+    /// `emptyDir`.
+    EmptyDir,
+    /// `persistentVolumeClaim.claimName`.
+    Pvc(String),
+    /// A generic ephemeral volume (creates a PVC named `<pod>-<volume>`).
+    Ephemeral(String),
+    /// Anything else (configMap, secret, projected, ...).
+    Other,
+}
+
+/// A pod as the engine sees it.
+#[derive(Debug, Clone)]
+pub struct Pod {
+    /// `metadata.uid` (empty when absent: such a pod is never evicted).
+    pub uid: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.namespace` (interned).
+    pub namespace: Arc<str>,
+    /// `spec.nodeName`.
+    pub node_name: Option<String>,
+    /// The node in the snapshot, if `node_name` names a known node.
+    pub node: Option<NodeId>,
+    /// `metadata.labels`.
+    pub labels: BTreeMap<String, String>,
+    /// The annotations the engine reads (descheduler, mirror/static, ours); others are dropped.
+    pub annotations: BTreeMap<String, String>,
+    /// `metadata.ownerReferences`.
+    pub owners: Vec<OwnerRef>,
+    /// `metadata.creationTimestamp`.
+    pub creation_timestamp: Option<Timestamp>,
+    /// `metadata.deletionTimestamp` (set: the pod is terminating).
+    pub deletion_timestamp: Option<Timestamp>,
+    /// `spec.priority`.
+    pub priority: Option<i32>,
+    /// `spec.priorityClassName`.
+    pub priority_class_name: Option<String>,
+    /// `status.phase`.
+    pub phase: PodPhase,
+    /// `status.reason`.
+    pub reason: Option<String>,
+    /// `status.startTime`.
+    pub start_time: Option<Timestamp>,
+    /// `status.conditions`.
+    pub conditions: Vec<Condition>,
+    /// Container images, in `spec.containers` order.
+    pub images: Vec<String>,
+    /// `status.containerStatuses`.
+    pub container_states: Vec<ContainerState>,
+    /// `status.initContainerStatuses`.
+    pub init_container_states: Vec<ContainerState>,
+    /// `status.ephemeralContainerStatuses`.
+    pub ephemeral_container_states: Vec<ContainerState>,
+    /// Effective requests as the scheduler computes them (init/sidecar rules plus overhead).
+    pub requests: Resources,
+    /// QoS class (`status.qosClass`, else computed).
+    pub qos: QosClass,
+    /// `spec.nodeSelector`.
+    pub node_selector: BTreeMap<String, String>,
+    /// `spec.affinity`.
+    pub affinity: Option<Box<Affinity>>,
+    /// `spec.tolerations`.
+    pub tolerations: Vec<Toleration>,
+    /// `spec.topologySpreadConstraints`.
+    pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
+    /// `spec.volumes`, reduced.
+    pub volumes: Vec<Volume>,
+    /// `spec.resourceClaims` is non-empty (DRA).
+    pub has_resource_claims: bool,
+}
+
+/// Annotation that marks a pod evictable regardless of other checks (upstream).
+pub const ANNOTATION_EVICT: &str = "descheduler.alpha.kubernetes.io/evict";
+/// Annotation that asks not to be evicted (upstream `noEvictionPolicy`).
+pub const ANNOTATION_PREFER_NO_EVICTION: &str =
+    "descheduler.alpha.kubernetes.io/prefer-no-eviction";
+/// Annotation set on mirror pods by the kubelet.
+pub const ANNOTATION_MIRROR: &str = "kubernetes.io/config.mirror";
+/// Annotation giving a pod's config source (static pods: not `api`).
+pub const ANNOTATION_CONFIG_SOURCE: &str = "kubernetes.io/config.source";
+/// Prefix of all kube-descheduler's own annotations.
+pub const OUR_ANNOTATION_PREFIX: &str = "kube-descheduler.io/";
+
+/// Whether an annotation is kept in the lean model.
+pub fn keep_annotation(key: &str) -> bool {
+    key.starts_with("descheduler.alpha.kubernetes.io/")
+        || key.starts_with(OUR_ANNOTATION_PREFIX)
+        || key == ANNOTATION_MIRROR
+        || key == ANNOTATION_CONFIG_SOURCE
+}
+
+impl Pod {
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// The controlling owner reference, if any.
+    pub fn controller(&self) -> Option<&OwnerRef> {
+        self.owners.iter().find(|o| o.controller)
+    }
+
+    /// Terminating: `deletionTimestamp` is set.
+    pub fn is_terminating(&self) -> bool {
+        self.deletion_timestamp.is_some()
+    }
+
+    /// Mirror pod (created by the kubelet for a static pod).
+    pub fn is_mirror(&self) -> bool {
+        self.annotations.contains_key(ANNOTATION_MIRROR)
+    }
+
+    /// Static pod: config source annotation present and not `api`.
+    pub fn is_static(&self) -> bool {
+        self.annotations
+            .get(ANNOTATION_CONFIG_SOURCE)
+            .is_some_and(|s| s != "api")
+    }
+
+    /// Owned by a DaemonSet.
+    pub fn is_daemonset_pod(&self) -> bool {
+        self.owners.iter().any(|o| o.kind == "DaemonSet")
+    }
+
+    /// Has a hostPath or emptyDir volume (upstream's "local storage").
+    pub fn has_local_storage(&self) -> bool {
+        self.volumes
+            .iter()
+            .any(|v| matches!(v, Volume::HostPath | Volume::EmptyDir))
+    }
+
+    /// Names of PVCs the pod uses (claims and generic ephemeral volumes).
+    pub fn pvc_names(&self) -> impl Iterator<Item = String> + '_ {
+        self.volumes.iter().filter_map(|v| match v {
+            Volume::Pvc(c) => Some(c.clone()),
+            Volume::Ephemeral(vol) => Some(format!("{}-{}", self.name, vol)),
+            _ => None,
+        })
+    }
+
+    /// The condition of `type_`, if present.
+    pub fn condition(&self, type_: &str) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.type_ == type_)
+    }
+
+    /// The `Ready` condition is `True`.
+    pub fn is_ready(&self) -> bool {
+        self.condition("Ready").is_some_and(|c| c.status == "True")
+    }
+
+    /// The pod's priority (`spec.priority`, 0 when unset).
+    pub fn priority_value(&self) -> i32 {
+        self.priority.unwrap_or(0)
+    }
+
+    /// Asks not to be evicted (`prefer-no-eviction` annotation).
+    pub fn prefers_no_eviction(&self) -> bool {
+        self.annotations.contains_key(ANNOTATION_PREFER_NO_EVICTION)
+    }
+
+    /// Total restarts of containers (and init containers when asked).
+    pub fn restarts(&self, including_init: bool) -> i64 {
+        let sum = |v: &[ContainerState]| v.iter().map(|c| c.restart_count as i64).sum::<i64>();
+        sum(&self.container_states)
+            + if including_init {
+                sum(&self.init_container_states)
+            } else {
+                0
+            }
+    }
+}
