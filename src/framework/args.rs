@@ -95,7 +95,7 @@ mod tests {
         let e = decode::<A>(&json!({"podRestartThreshold": "x"})).unwrap_err();
         assert_eq!(e.field, "podRestartThreshold");
         let e = decode::<A>(&json!({"namespaces": {"includ": ["a"]}})).unwrap_err();
-        assert_eq!(e.field, "namespaces");
+        assert_eq!(e.field, "namespaces.includ");
         assert!(e.message.contains("includ"), "{}", e.message);
         let e = decode::<A>(&json!({"bogus": 1})).unwrap_err();
         assert!(e.message.contains("bogus"));
