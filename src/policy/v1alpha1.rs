@@ -1,0 +1,390 @@
+//! `descheduler/v1alpha1` (strategies + params), converted to v1alpha2 the way upstream v0.30 did:
+//! each enabled strategy becomes a profile `strategy-<Name>-profile` with a DefaultEvictor built
+//! from the top-level booleans plus the strategy's `nodeFit` (ignored for PodLifeTime) and priority
+//! threshold. Upstream removed v1alpha1 in v0.31; we keep old files working.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::error::ConfigError;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct PolicyV1alpha1 {
+    #[allow(dead_code)]
+    api_version: String,
+    #[allow(dead_code)]
+    kind: String,
+    #[serde(default)]
+    strategies: BTreeMap<String, Strategy>,
+    #[serde(default)]
+    node_selector: Option<String>,
+    #[serde(default)]
+    evict_failed_bare_pods: Option<bool>,
+    #[serde(default)]
+    evict_local_storage_pods: Option<bool>,
+    #[serde(default)]
+    evict_system_critical_pods: Option<bool>,
+    #[serde(default)]
+    evict_daemon_set_pods: Option<bool>,
+    #[serde(default)]
+    ignore_pvc_pods: Option<bool>,
+    #[serde(default)]
+    max_no_of_pods_to_evict_per_node: Option<u32>,
+    #[serde(default)]
+    max_no_of_pods_to_evict_per_namespace: Option<u32>,
+    #[serde(default)]
+    max_no_of_pods_to_evict_total: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Strategy {
+    #[serde(default)]
+    enabled: bool,
+    #[serde(default)]
+    #[allow(dead_code)]
+    weight: Option<i64>,
+    #[serde(default)]
+    params: Option<Params>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Params {
+    #[serde(default)]
+    node_resource_utilization_thresholds: Option<NodeUtilization>,
+    #[serde(default)]
+    node_affinity_type: Option<Vec<String>>,
+    #[serde(default)]
+    pods_having_too_many_restarts: Option<TooManyRestarts>,
+    #[serde(default)]
+    pod_life_time: Option<PodLifeTime>,
+    #[serde(default)]
+    remove_duplicates: Option<RemoveDuplicates>,
+    #[serde(default)]
+    failed_pods: Option<FailedPods>,
+    #[serde(default)]
+    include_soft_constraints: bool,
+    #[serde(default)]
+    namespaces: Option<Value>,
+    #[serde(default)]
+    threshold_priority: Option<i32>,
+    #[serde(default)]
+    threshold_priority_class_name: Option<String>,
+    #[serde(default)]
+    label_selector: Option<Value>,
+    #[serde(default)]
+    node_fit: bool,
+    #[serde(default)]
+    include_prefer_no_schedule: bool,
+    #[serde(default)]
+    excluded_taints: Option<Vec<String>>,
+    #[serde(default)]
+    included_taints: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct NodeUtilization {
+    #[serde(default)]
+    use_deviation_thresholds: bool,
+    #[serde(default)]
+    thresholds: Option<BTreeMap<String, f64>>,
+    #[serde(default)]
+    target_thresholds: Option<BTreeMap<String, f64>>,
+    #[serde(default)]
+    number_of_nodes: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct TooManyRestarts {
+    #[serde(default)]
+    pod_restart_threshold: Option<i32>,
+    #[serde(default)]
+    including_init_containers: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct PodLifeTime {
+    #[serde(default)]
+    max_pod_life_time_seconds: Option<u64>,
+    #[serde(default)]
+    states: Option<Vec<String>>,
+    #[serde(default)]
+    pod_status_phases: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RemoveDuplicates {
+    #[serde(default)]
+    exclude_owner_kinds: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FailedPods {
+    #[serde(default)]
+    exclude_owner_kinds: Option<Vec<String>>,
+    #[serde(default)]
+    min_pod_lifetime_seconds: Option<u64>,
+    #[serde(default)]
+    reasons: Option<Vec<String>>,
+    #[serde(default)]
+    including_init_containers: bool,
+}
+
+/// Strategy names v1alpha1 accepted, and whether each was a Balance plugin.
+const STRATEGIES: &[(&str, bool)] = &[
+    ("HighNodeUtilization", true),
+    ("LowNodeUtilization", true),
+    ("PodLifeTime", false),
+    ("RemoveDuplicates", true),
+    ("RemoveFailedPods", false),
+    ("RemovePodsHavingTooManyRestarts", false),
+    ("RemovePodsViolatingInterPodAntiAffinity", false),
+    ("RemovePodsViolatingNodeAffinity", false),
+    ("RemovePodsViolatingNodeTaints", false),
+    ("RemovePodsViolatingTopologySpreadConstraint", true),
+];
+
+fn insert_opt<T: serde::Serialize>(m: &mut Map<String, Value>, key: &str, v: Option<T>) {
+    if let Some(v) = v
+        && let Ok(v) = serde_json::to_value(v)
+    {
+        m.insert(key.to_string(), v);
+    }
+}
+
+fn plugin_args(name: &str, p: &Params) -> Value {
+    let mut a = Map::new();
+    let ns = p.namespaces.clone();
+    let sel = p.label_selector.clone();
+    match name {
+        "RemovePodsViolatingNodeTaints" => {
+            insert_opt(&mut a, "namespaces", ns);
+            insert_opt(&mut a, "labelSelector", sel);
+            a.insert(
+                "includePreferNoSchedule".into(),
+                json!(p.include_prefer_no_schedule),
+            );
+            insert_opt(&mut a, "excludedTaints", p.excluded_taints.clone());
+            insert_opt(&mut a, "includedTaints", p.included_taints.clone());
+        }
+        "RemoveFailedPods" => {
+            let f = p.failed_pods.as_ref();
+            insert_opt(&mut a, "namespaces", ns);
+            insert_opt(&mut a, "labelSelector", sel);
+            a.insert(
+                "includingInitContainers".into(),
+                json!(f.is_some_and(|f| f.including_init_containers)),
+            );
+            insert_opt(
+                &mut a,
+                "minPodLifetimeSeconds",
+                f.and_then(|f| f.min_pod_lifetime_seconds),
+            );
+            insert_opt(
+                &mut a,
+                "excludeOwnerKinds",
+                f.and_then(|f| f.exclude_owner_kinds.clone()),
+            );
+            insert_opt(&mut a, "reasons", f.and_then(|f| f.reasons.clone()));
+        }
+        "RemovePodsViolatingNodeAffinity" => {
+            insert_opt(&mut a, "namespaces", ns);
+            insert_opt(&mut a, "labelSelector", sel);
+            insert_opt(&mut a, "nodeAffinityType", p.node_affinity_type.clone());
+        }
+        "RemovePodsViolatingInterPodAntiAffinity" => {
+            insert_opt(&mut a, "namespaces", ns);
+            insert_opt(&mut a, "labelSelector", sel);
+        }
+        "RemovePodsHavingTooManyRestarts" => {
+            let r = p.pods_having_too_many_restarts.as_ref();
+            insert_opt(&mut a, "namespaces", ns);
+            insert_opt(&mut a, "labelSelector", sel);
+            a.insert(
+                "podRestartThreshold".into(),
+                json!(r.and_then(|r| r.pod_restart_threshold).unwrap_or(0)),
+            );
+            a.insert(
+                "includingInitContainers".into(),
+                json!(r.is_some_and(|r| r.including_init_containers)),
+            );
+        }
+        "PodLifeTime" => {
+            let l = p.pod_life_time.as_ref();
+            let mut states: Vec<String> = Vec::new();
+            if let Some(l) = l {
+                states.extend(l.pod_status_phases.iter().flatten().cloned());
+                states.extend(l.states.iter().flatten().cloned());
+            }
+            insert_opt(&mut a, "namespaces", ns);
+            insert_opt(&mut a, "labelSelector", sel);
+            insert_opt(
+                &mut a,
+                "maxPodLifeTimeSeconds",
+                l.and_then(|l| l.max_pod_life_time_seconds),
+            );
+            if !states.is_empty() {
+                a.insert("states".into(), json!(states));
+            }
+        }
+        "RemoveDuplicates" => {
+            insert_opt(&mut a, "namespaces", ns);
+            insert_opt(
+                &mut a,
+                "excludeOwnerKinds",
+                p.remove_duplicates
+                    .as_ref()
+                    .and_then(|r| r.exclude_owner_kinds.clone()),
+            );
+        }
+        "RemovePodsViolatingTopologySpreadConstraint" => {
+            let mut constraints = vec!["DoNotSchedule"];
+            if p.include_soft_constraints {
+                constraints.push("ScheduleAnyway");
+            }
+            insert_opt(&mut a, "namespaces", ns);
+            insert_opt(&mut a, "labelSelector", sel);
+            a.insert("constraints".into(), json!(constraints));
+            a.insert("topologyBalanceNodeFit".into(), json!(true));
+        }
+        "HighNodeUtilization" | "LowNodeUtilization" => {
+            let t = p.node_resource_utilization_thresholds.as_ref();
+            if let Some(ns) = ns {
+                a.insert("evictableNamespaces".into(), ns);
+            }
+            a.insert(
+                "thresholds".into(),
+                json!(t.and_then(|t| t.thresholds.clone()).unwrap_or_default()),
+            );
+            insert_opt(&mut a, "numberOfNodes", t.and_then(|t| t.number_of_nodes));
+            if name == "LowNodeUtilization" {
+                a.insert(
+                    "targetThresholds".into(),
+                    json!(
+                        t.and_then(|t| t.target_thresholds.clone())
+                            .unwrap_or_default()
+                    ),
+                );
+                a.insert(
+                    "useDeviationThresholds".into(),
+                    json!(t.is_some_and(|t| t.use_deviation_thresholds)),
+                );
+            }
+        }
+        _ => {}
+    }
+    Value::Object(a)
+}
+
+/// Converts a v1alpha1 policy to an equivalent v1alpha2 document, with notes about the conversion.
+pub fn convert(value: &Value) -> Result<(Value, Vec<String>), ConfigError> {
+    let old: PolicyV1alpha1 = serde_path_to_error::deserialize(value)
+        .map_err(|e| ConfigError::new(format!("{}: {}", e.path(), e.inner())))?;
+    let mut profiles = Vec::new();
+    for (name, strategy) in &old.strategies {
+        let Some(&(_, is_balance)) = STRATEGIES.iter().find(|(n, _)| n == name) else {
+            let known: Vec<&str> = STRATEGIES.iter().map(|(n, _)| *n).collect();
+            return Err(ConfigError::new(format!(
+                "strategies.{name}: unknown strategy (known strategies: {})",
+                known.join(", ")
+            )));
+        };
+        if !strategy.enabled {
+            continue;
+        }
+        let empty = Params::default();
+        let params = strategy.params.as_ref().unwrap_or(&empty);
+        if params.threshold_priority.is_some()
+            && params
+                .threshold_priority_class_name
+                .as_deref()
+                .is_some_and(|s| !s.is_empty())
+        {
+            return Err(ConfigError::new(format!(
+                "strategies.{name}.params: priority threshold misconfigured, only one of thresholdPriority and thresholdPriorityClassName can be set"
+            )));
+        }
+        let mut evictor = Map::new();
+        insert_opt(
+            &mut evictor,
+            "evictLocalStoragePods",
+            old.evict_local_storage_pods.filter(|b| *b),
+        );
+        insert_opt(
+            &mut evictor,
+            "evictSystemCriticalPods",
+            old.evict_system_critical_pods.filter(|b| *b),
+        );
+        insert_opt(
+            &mut evictor,
+            "evictDaemonSetPods",
+            old.evict_daemon_set_pods.filter(|b| *b),
+        );
+        insert_opt(
+            &mut evictor,
+            "ignorePvcPods",
+            old.ignore_pvc_pods.filter(|b| *b),
+        );
+        insert_opt(
+            &mut evictor,
+            "evictFailedBarePods",
+            old.evict_failed_bare_pods.filter(|b| *b),
+        );
+        if name != "PodLifeTime" && params.node_fit {
+            evictor.insert("nodeFit".into(), json!(true));
+        }
+        if let Some(v) = params.threshold_priority {
+            evictor.insert("priorityThreshold".into(), json!({ "value": v }));
+        } else if let Some(n) = params
+            .threshold_priority_class_name
+            .as_deref()
+            .filter(|s| !s.is_empty())
+        {
+            evictor.insert("priorityThreshold".into(), json!({ "name": n }));
+        }
+        let point = if is_balance { "balance" } else { "deschedule" };
+        profiles.push(json!({
+            "name": format!("strategy-{name}-profile"),
+            "pluginConfig": [
+                { "name": "DefaultEvictor", "args": Value::Object(evictor) },
+                { "name": name, "args": plugin_args(name, params) },
+            ],
+            "plugins": {
+                "filter": { "enabled": ["DefaultEvictor"] },
+                "preevictionfilter": { "enabled": ["DefaultEvictor"] },
+                point: { "enabled": [name] },
+            },
+        }));
+    }
+    let mut out = Map::new();
+    out.insert("apiVersion".into(), json!("descheduler/v1alpha2"));
+    out.insert("kind".into(), json!("DeschedulerPolicy"));
+    out.insert("profiles".into(), Value::Array(profiles));
+    insert_opt(&mut out, "nodeSelector", old.node_selector);
+    insert_opt(
+        &mut out,
+        "maxNoOfPodsToEvictPerNode",
+        old.max_no_of_pods_to_evict_per_node,
+    );
+    insert_opt(
+        &mut out,
+        "maxNoOfPodsToEvictPerNamespace",
+        old.max_no_of_pods_to_evict_per_namespace,
+    );
+    insert_opt(
+        &mut out,
+        "maxNoOfPodsToEvictTotal",
+        old.max_no_of_pods_to_evict_total,
+    );
+    let notes = vec!["descheduler/v1alpha1 policy converted to descheduler/v1alpha2 (one profile per enabled strategy)".to_string()];
+    Ok((Value::Object(out), notes))
+}
