@@ -1,10 +1,91 @@
-//! `kube-descheduler plan` (filled in by the foundation issue).
+//! `kube-descheduler plan`: the engine (and the guard's verdicts) on a snapshot file, no cluster.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use crate::error::ConfigError;
+use crate::plan::{make_plan, render};
+use crate::{policy, snapshot};
+
+/// Bundled example policy (used when `--policy` is not given and `examples/policy.yaml` is absent).
+pub const EXAMPLE_POLICY: &str = include_str!("../../examples/policy.yaml");
+/// Bundled example cluster (used when `--snapshot` is not given and `examples/cluster.yaml` is absent).
+pub const EXAMPLE_CLUSTER: &str = include_str!("../../examples/cluster.yaml");
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    /// A table for people.
+    Table,
+    /// Exactly one JSON object on stdout.
+    Json,
+}
 
 /// Flags of `plan`.
 #[derive(Debug, clap::Args)]
-pub struct PlanArgs {}
+pub struct PlanArgs {
+    /// DeschedulerPolicy file (v1alpha2 or v1alpha1). Default: examples/policy.yaml (bundled).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Cluster snapshot: a Kubernetes List (YAML or JSON). Default: examples/cluster.yaml (bundled).
+    #[arg(long, value_name = "FILE")]
+    pub snapshot: Option<PathBuf>,
+    /// The clock for every age computation (RFC 3339). Default: now.
+    #[arg(long, value_name = "RFC3339")]
+    pub now: Option<String>,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value = "table")]
+    pub output: Output,
+    /// Log level verbosity (0-5).
+    #[arg(short = 'v', default_value_t = 0)]
+    pub verbosity: u8,
+}
 
-/// Plans evictions offline.
-pub fn run(_args: PlanArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`plan` is not available in this build yet")
+fn read_or_bundled(
+    given: &Option<PathBuf>,
+    default_path: &str,
+    bundled: &'static str,
+) -> anyhow::Result<(String, String)> {
+    match given {
+        Some(p) => Ok((
+            std::fs::read_to_string(p)
+                .map_err(|e| ConfigError::new(format!("cannot read {}: {e}", p.display())))?,
+            p.display().to_string(),
+        )),
+        None => match std::fs::read_to_string(default_path) {
+            Ok(text) => Ok((text, default_path.to_string())),
+            Err(_) => Ok((bundled.to_string(), format!("{default_path} (bundled)"))),
+        },
+    }
+}
+
+/// Plans evictions offline and prints the plan.
+pub fn run(args: PlanArgs) -> anyhow::Result<()> {
+    super::logging::init(super::logging::LogFormat::Text, args.verbosity);
+    let now = match &args.now {
+        Some(s) => s.parse::<jiff::Timestamp>().map_err(|e| {
+            ConfigError::new(format!(
+                "--now: expected an RFC 3339 time such as 2026-01-01T00:00:00Z, got {s:?}: {e}"
+            ))
+        })?,
+        None => jiff::Timestamp::now(),
+    };
+    let (policy_text, policy_name) =
+        read_or_bundled(&args.policy, "examples/policy.yaml", EXAMPLE_POLICY)?;
+    let policy = policy::load_str(&policy_text)
+        .map_err(|e| ConfigError::new(format!("policy {policy_name}: {}", e.0)))?;
+    let (snap_text, snap_name) =
+        read_or_bundled(&args.snapshot, "examples/cluster.yaml", EXAMPLE_CLUSTER)?;
+    let mut snapshot = snapshot::load::load_bytes(snap_text.as_bytes())
+        .map_err(|e| ConfigError::new(format!("snapshot {snap_name}: {}", e.0)))?;
+    let plan = make_plan(&policy, &mut snapshot, now, None);
+    let text = match args.output {
+        Output::Json => render::json(&plan),
+        Output::Table => render::table(&plan),
+    };
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", text.trim_end()).context("writing the plan to stdout")?;
+    Ok(())
 }

@@ -1,1 +1,142 @@
-//! (in progress)
+//! The offline plan: run a policy over a snapshot with the planning evictor and report what would
+//! be evicted, deflected or denied. The JSON shape is a contract other tools depend on.
+
+pub mod render;
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use serde::Serialize;
+
+use crate::evictor::EvictOutcome;
+use crate::evictor::planner::{PlanBackend, VerdictFn};
+use crate::framework::cycle::run_cycle;
+use crate::policy::Policy;
+use crate::snapshot::Snapshot;
+
+/// One planned eviction.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PlannedEviction {
+    /// Pod namespace.
+    pub namespace: String,
+    /// Pod name.
+    pub name: String,
+    /// Node the pod runs on.
+    pub node: String,
+    /// Profile.
+    pub profile: String,
+    /// Plugin.
+    pub plugin: String,
+    /// Eviction reason.
+    pub reason: String,
+    /// `evicted`, `deflected`, `denied` or `error`.
+    pub outcome: String,
+    /// The guard's message for deflected / denied evictions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Totals of a plan.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanSummary {
+    /// Nodes in the snapshot.
+    pub nodes: usize,
+    /// Ready nodes matching the policy's node selector (the cycle's nodes).
+    pub ready_nodes: usize,
+    /// Pods in the snapshot.
+    pub pods: usize,
+    /// Evictions with outcome `evicted`.
+    pub evicted: usize,
+    /// Evictions with outcome `deflected`.
+    pub deflected: usize,
+    /// Evictions with outcome `denied`.
+    pub denied: usize,
+    /// Evictions with outcome `error`.
+    pub errors: usize,
+    /// Pods moved (evicted or deflected) per plugin.
+    pub by_plugin: BTreeMap<String, usize>,
+    /// Pods moved per node.
+    pub by_node: BTreeMap<String, usize>,
+    /// Why the cycle did not run, if it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    /// Loader and policy warnings.
+    pub warnings: Vec<String>,
+}
+
+/// The plan: evictions in order plus a summary.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Plan {
+    /// Every eviction attempt in eviction order.
+    pub evictions: Vec<PlannedEviction>,
+    /// Totals.
+    pub summary: PlanSummary,
+}
+
+/// Runs `policy` over `snapshot` at `now`. `verdict` predicts each eviction's outcome (the guard);
+/// without it every eviction succeeds.
+pub fn make_plan(
+    policy: &Policy,
+    snapshot: &mut Snapshot,
+    now: Timestamp,
+    verdict: Option<VerdictFn>,
+) -> Plan {
+    let backend = match verdict {
+        Some(v) => PlanBackend::with_verdict(v),
+        None => PlanBackend::new(),
+    };
+    let (report, _) = run_cycle(
+        &policy.profiles,
+        &policy.cycle,
+        snapshot,
+        now,
+        Box::new(backend),
+    );
+    let mut summary = PlanSummary {
+        nodes: snapshot.nodes.len(),
+        ready_nodes: report.nodes,
+        pods: snapshot.pods.len(),
+        skipped: report.skipped.clone(),
+        warnings: snapshot
+            .warnings
+            .iter()
+            .chain(policy.warnings.iter())
+            .cloned()
+            .collect(),
+        ..Default::default()
+    };
+    let evictions = report
+        .records
+        .iter()
+        .map(|r| {
+            match &r.outcome {
+                EvictOutcome::Evicted => summary.evicted += 1,
+                EvictOutcome::Deflected { .. } => summary.deflected += 1,
+                EvictOutcome::Denied { .. } => summary.denied += 1,
+                EvictOutcome::Failed { .. } => summary.errors += 1,
+            }
+            if r.outcome.moves_pod() {
+                *summary.by_plugin.entry(r.plugin.clone()).or_default() += 1;
+                *summary.by_node.entry(r.node.clone()).or_default() += 1;
+            }
+            let message = match &r.outcome {
+                EvictOutcome::Evicted => None,
+                EvictOutcome::Deflected { message } => Some(message.clone()),
+                EvictOutcome::Denied { reason } => Some(reason.clone()),
+                EvictOutcome::Failed { error } => Some(error.clone()),
+            };
+            PlannedEviction {
+                namespace: r.namespace.clone(),
+                name: r.name.clone(),
+                node: r.node.clone(),
+                profile: r.profile.clone(),
+                plugin: r.plugin.clone(),
+                reason: r.reason.clone(),
+                outcome: r.outcome.as_str().to_string(),
+                message,
+            }
+        })
+        .collect();
+    Plan { evictions, summary }
+}

@@ -1,0 +1,94 @@
+//! Rendering a [`Plan`] for people (a table) or programs (one JSON object).
+
+use std::fmt::Write;
+
+use super::Plan;
+
+/// One JSON object on one line... pretty-printed for readability; exactly one object.
+pub fn json(plan: &Plan) -> String {
+    serde_json::to_string_pretty(plan).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+fn table_of(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            widths[i] = widths[i].max(c.len());
+        }
+    }
+    let mut out = String::new();
+    let line = |cells: Vec<&str>, out: &mut String| {
+        let mut l = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                l.push_str(c);
+            } else {
+                let _ = write!(l, "{:<w$}  ", c, w = widths[i]);
+            }
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    line(headers.to_vec(), &mut out);
+    for r in rows {
+        line(r.iter().map(String::as_str).collect(), &mut out);
+    }
+    out
+}
+
+/// A human-readable report: one row per eviction, then per-plugin and per-node totals.
+pub fn table(plan: &Plan) -> String {
+    let s = &plan.summary;
+    let mut out = String::new();
+    for w in &s.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    if let Some(reason) = &s.skipped {
+        let _ = writeln!(out, "cycle skipped: {reason}");
+    }
+    if plan.evictions.is_empty() {
+        let _ = writeln!(out, "No pods would be evicted.");
+    } else {
+        let rows: Vec<Vec<String>> = plan
+            .evictions
+            .iter()
+            .map(|e| {
+                vec![
+                    format!("{}/{}", e.namespace, e.name),
+                    e.node.clone(),
+                    e.profile.clone(),
+                    e.plugin.clone(),
+                    e.outcome.clone(),
+                    match &e.message {
+                        Some(m) => format!("{} ({m})", e.reason),
+                        None => e.reason.clone(),
+                    },
+                ]
+            })
+            .collect();
+        out.push_str(&table_of(
+            &["POD", "NODE", "PROFILE", "PLUGIN", "OUTCOME", "REASON"],
+            &rows,
+        ));
+    }
+    let _ = writeln!(
+        out,
+        "\n{} evicted, {} deflected, {} denied, {} errors — {} of {} nodes considered, {} pods",
+        s.evicted, s.deflected, s.denied, s.errors, s.ready_nodes, s.nodes, s.pods
+    );
+    if !s.by_plugin.is_empty() {
+        let rows: Vec<Vec<String>> = s
+            .by_plugin
+            .iter()
+            .map(|(k, v)| vec![k.clone(), v.to_string()])
+            .collect();
+        let _ = write!(out, "\n{}", table_of(&["PLUGIN", "PODS MOVED"], &rows));
+        let rows: Vec<Vec<String>> = s
+            .by_node
+            .iter()
+            .map(|(k, v)| vec![k.clone(), v.to_string()])
+            .collect();
+        let _ = write!(out, "\n{}", table_of(&["NODE", "PODS MOVED"], &rows));
+    }
+    out
+}

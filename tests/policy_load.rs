@@ -1,0 +1,151 @@
+//! Loading policies: strict decoding, validation and v1alpha1 conversion (plugin-independent parts).
+
+use kube_descheduler::policy::load_str;
+
+fn err(text: &str) -> String {
+    match load_str(text) {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+const HEAD: &str = "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n";
+
+#[test]
+fn top_level_fields_and_limits() {
+    let p = load_str(&format!(
+        "{HEAD}nodeSelector: 'pool in (a,b),!spot'\nmaxNoOfPodsToEvictPerNode: 0\nmaxNoOfPodsToEvictPerNamespace: 3\nmaxNoOfPodsToEvictTotal: 9\ngracePeriodSeconds: 30\nevictionFailureEventNotification: true\nprofiles: []\n"
+    ))
+    .unwrap();
+    assert_eq!(
+        p.cycle.max_per_node,
+        Some(0),
+        "0 is a real limit (evict nothing)"
+    );
+    assert_eq!(p.cycle.max_per_namespace, Some(3));
+    assert_eq!(p.cycle.max_total, Some(9));
+    assert_eq!(p.grace_period_seconds, Some(30));
+    assert!(p.eviction_failure_event_notification);
+    assert!(p.cycle.node_selector.is_some());
+    assert!(p.warnings.iter().any(|w| w.contains("no profiles")));
+}
+
+#[test]
+fn strict_decoding_names_the_field() {
+    assert!(
+        err(&format!("{HEAD}maxNoOfPodsToEvictPerNod: 1\n"))
+            .contains("unknown field `maxNoOfPodsToEvictPerNod`")
+    );
+    assert!(
+        err(&format!("{HEAD}maxNoOfPodsToEvictPerNode: -1\n"))
+            .contains("maxNoOfPodsToEvictPerNode")
+    );
+    assert!(
+        err(&format!(
+            "{HEAD}profiles:\n- name: a\n  plugins:\n    deschedul: {{}}\n"
+        ))
+        .contains("deschedul")
+    );
+    let e = err(&format!(
+        "{HEAD}profiles:\n- name: a\n  pluginConfig:\n  - name: DefaultEvictor\n    args: {{nodeFitt: true}}\n"
+    ));
+    assert!(
+        e.contains("profile \"a\"") && e.contains("DefaultEvictor") && e.contains("args.nodeFitt"),
+        "{e}"
+    );
+    assert!(err(&format!("{HEAD}nodeSelector: 'a in b'\n")).contains("nodeSelector"));
+    assert!(err(&format!("{HEAD}gracePeriodSeconds: -5\n")).contains("gracePeriodSeconds"));
+}
+
+#[test]
+fn header_and_syntax_errors() {
+    assert!(err("").contains("empty"));
+    assert!(
+        err("apiVersion: descheduler/v1alpha3\nkind: DeschedulerPolicy\n").contains("apiVersion")
+    );
+    assert!(err("apiVersion: descheduler/v1alpha2\nkind: Policy\n").contains("kind"));
+    let e = err("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles: [\n");
+    assert!(e.contains("invalid YAML") && e.contains("line"), "{e}");
+}
+
+#[test]
+fn profile_rules() {
+    let e = err(&format!("{HEAD}profiles:\n- name: a\n- name: a\n"));
+    assert!(e.contains("duplicate profile name"), "{e}");
+    let e = err(&format!("{HEAD}profiles:\n- name: ''\n"));
+    assert!(e.contains("profiles[0].name"), "{e}");
+    let e = err(&format!(
+        "{HEAD}profiles:\n- name: a\n  plugins:\n    deschedule:\n      enabled: [NoSuchPlugin]\n"
+    ));
+    assert!(
+        e.contains("NoSuchPlugin") && e.contains("known plugins") && e.contains("DefaultEvictor"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{HEAD}profiles:\n- name: a\n  plugins:\n    filter:\n      enabled: [Other]\n"
+    ));
+    assert!(e.contains("only DefaultEvictor"), "{e}");
+    let e = err(&format!(
+        "{HEAD}profiles:\n- name: a\n  pluginConfig:\n  - name: DefaultEvictor\n  - name: DefaultEvictor\n"
+    ));
+    assert!(e.contains("more than once"), "{e}");
+}
+
+#[test]
+fn default_evictor_validation_matches_upstream() {
+    let cfg = |args: &str| {
+        format!(
+            "{HEAD}profiles:\n- name: a\n  pluginConfig:\n  - name: DefaultEvictor\n    args: {args}\n"
+        )
+    };
+    let e = err(&cfg("{priorityThreshold: {value: 10, name: high}}"));
+    assert!(e.contains("only one of priorityThreshold"), "{e}");
+    let e = err(&cfg("{noEvictionPolicy: Sometimes}"));
+    assert!(e.contains("noEvictionPolicy"), "{e}");
+    let e = err(&cfg(
+        "{evictLocalStoragePods: true, podProtections: {defaultDisabled: [PodsWithLocalStorage]}}",
+    ));
+    assert!(e.contains("deprecated"), "{e}");
+    let e = err(&cfg(
+        "{podProtections: {extraEnabled: [PodsWithLocalStorage]}}",
+    ));
+    assert!(e.contains("extraEnabled"), "{e}");
+    let e = err(&cfg("{podProtections: {defaultDisabled: [Everything]}}"));
+    assert!(e.contains("defaultDisabled"), "{e}");
+    let e = err(&cfg("{minPodAge: 5 minutes}"));
+    assert!(e.contains("minPodAge"), "{e}");
+    load_str(&cfg(
+        "{minPodAge: 5m, minReplicas: 2, nodeFit: true, noEvictionPolicy: Mandatory}",
+    ))
+    .unwrap();
+}
+
+#[test]
+fn metrics_providers_are_validated() {
+    let e = err(&format!("{HEAD}metricsProviders:\n- source: Graphite\n"));
+    assert!(e.contains("metricsProviders[0].source"), "{e}");
+    let e = err(&format!("{HEAD}metricsProviders:\n- source: Prometheus\n"));
+    assert!(e.contains("prometheus.url"), "{e}");
+    load_str(&format!("{HEAD}metricsProviders:\n- source: Prometheus\n  prometheus: {{url: 'https://prom:9090'}}\n")).unwrap();
+}
+
+#[test]
+fn v1alpha1_header_and_unknown_strategy() {
+    let e = err(
+        "apiVersion: descheduler/v1alpha1\nkind: DeschedulerPolicy\nstrategies:\n  Bogus: {enabled: true}\n",
+    );
+    assert!(
+        e.contains("strategies.Bogus") && e.contains("known strategies"),
+        "{e}"
+    );
+    let e = err("apiVersion: descheduler/v1alpha1\nkind: DeschedulerPolicy\nevictPods: true\n");
+    assert!(e.contains("evictPods"), "{e}");
+    let e = err(
+        "apiVersion: descheduler/v1alpha1\nkind: DeschedulerPolicy\nstrategies:\n  RemoveDuplicates:\n    enabled: true\n    params: {thresholdPriority: 5, thresholdPriorityClassName: x}\n",
+    );
+    assert!(e.contains("priority threshold"), "{e}");
+    // Disabled strategies are not converted.
+    let p = load_str("apiVersion: descheduler/v1alpha1\nkind: DeschedulerPolicy\nmaxNoOfPodsToEvictPerNode: 2\nstrategies:\n  RemoveDuplicates: {enabled: false}\n").unwrap();
+    assert!(p.profiles.is_empty());
+    assert_eq!(p.cycle.max_per_node, Some(2));
+}

@@ -1,0 +1,130 @@
+//! Loading cluster snapshots: formats, indexes, and every kind of bad input.
+
+use kube_descheduler::snapshot::load::load_bytes;
+use kube_descheduler::snapshot::model::{PodPhase, QosClass};
+use kube_descheduler::snapshot::resources::{CPU, MEMORY};
+
+fn err(input: &str) -> String {
+    match load_bytes(input.as_bytes()) {
+        Ok(_) => panic!("expected an error for {input:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn loads_the_bundled_example_with_indexes() {
+    let snap = load_bytes(include_bytes!("../examples/cluster.yaml")).unwrap();
+    assert_eq!(snap.nodes.len(), 7);
+    assert!(snap.warnings.is_empty(), "{:?}", snap.warnings);
+    let node4 = snap.node_id("node-4").unwrap();
+    let on4: Vec<String> = snap
+        .pods_on_node(node4)
+        .map(|p| snap.pod(p).name.clone())
+        .collect();
+    assert!(
+        on4.iter().filter(|n| n.starts_with("web-")).count() == 3,
+        "{on4:?}"
+    );
+    assert!(on4.iter().any(|n| n.starts_with("api-")));
+    assert_eq!(
+        snap.namespace_labels("shop").unwrap()["kubernetes.io/metadata.name"],
+        "shop"
+    );
+    assert_eq!(
+        snap.priority_classes["system-cluster-critical"],
+        2_000_000_000
+    );
+    assert_eq!(snap.pdbs.len(), 2);
+    assert!(
+        snap.deployments
+            .iter()
+            .all(|d| d.spec.template.spec.is_none()),
+        "templates are dropped"
+    );
+    let failed = snap
+        .pods
+        .iter()
+        .find(|p| p.name.starts_with("nightly-import"))
+        .unwrap();
+    assert_eq!(failed.phase, PodPhase::Failed);
+    assert_eq!(failed.container_states[0].terminated_exit_code, Some(1));
+    // Requests as the scheduler computes them.
+    let api = snap
+        .pods
+        .iter()
+        .find(|p| p.name.starts_with("api-"))
+        .unwrap();
+    assert_eq!(api.requests.get(CPU), 1000);
+    assert_eq!(api.requests.get(MEMORY), 2 << 30);
+}
+
+#[test]
+fn json_and_yaml_and_typed_lists_agree() {
+    let json = r#"{"apiVersion":"v1","kind":"NodeList","items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#;
+    let snap = load_bytes(json.as_bytes()).unwrap();
+    assert_eq!(snap.nodes.len(), 2, "items of a NodeList need no kind");
+    let yaml = "---\nkind: Node\napiVersion: v1\nmetadata: {name: a}\n---\nkind: Node\napiVersion: v1\nmetadata: {name: b}\n";
+    assert_eq!(load_bytes(yaml.as_bytes()).unwrap().nodes.len(), 2);
+    let multi_json =
+        r#"{"kind":"Node","metadata":{"name":"a"}} {"kind":"Node","metadata":{"name":"b"}}"#;
+    assert_eq!(load_bytes(multi_json.as_bytes()).unwrap().nodes.len(), 2);
+}
+
+#[test]
+fn init_containers_sidecars_and_overhead_follow_the_scheduler() {
+    let json = r#"{"kind":"Pod","metadata":{"name":"p","namespace":"d","uid":"u"},"spec":{
+      "containers":[{"name":"a","resources":{"requests":{"cpu":"100m","memory":"100Mi"}}},
+                    {"name":"b","resources":{"limits":{"cpu":"200m"}}}],
+      "initContainers":[{"name":"i1","resources":{"requests":{"cpu":"1","memory":"10Mi"}}},
+                        {"name":"side","restartPolicy":"Always","resources":{"requests":{"cpu":"50m","memory":"1Gi"}}}],
+      "overhead":{"cpu":"10m"}}}"#;
+    let snap = load_bytes(json.as_bytes()).unwrap();
+    let p = &snap.pods[0];
+    // cpu: max(100m + 200m(limit as request) + 50m sidecar, 1000m init) + 10m overhead
+    assert_eq!(p.requests.get(CPU), 1010);
+    // memory: max(100Mi + 1Gi sidecar, 10Mi) = 100Mi + 1Gi
+    assert_eq!(p.requests.get(MEMORY), (100 << 20) + (1 << 30));
+    assert_eq!(p.qos, QosClass::Burstable);
+}
+
+#[test]
+fn unknown_kinds_are_skipped_with_a_warning_and_unknown_nodes_reported() {
+    let json = r#"{"kind":"List","items":[
+      {"kind":"ConfigMap","metadata":{"name":"c","namespace":"d"}},
+      {"kind":"Pod","metadata":{"name":"p","namespace":"d","uid":"u"},"spec":{"nodeName":"ghost","containers":[]}}]}"#;
+    let snap = load_bytes(json.as_bytes()).unwrap();
+    assert_eq!(snap.pods.len(), 1);
+    assert_eq!(snap.pods[0].node, None);
+    let w = snap.warnings.join("\n");
+    assert!(w.contains("ConfigMap d/c") && w.contains("items[0]"), "{w}");
+    assert!(w.contains("ghost"), "{w}");
+}
+
+#[test]
+fn bad_inputs_name_the_place_and_what_was_expected() {
+    assert!(err("").contains("empty"));
+    assert!(err("   \n").contains("empty"));
+    let e = err(
+        "apiVersion: v1\nkind: List\nitems:\n  - kind: Pod\n    metadata: {name: a\n  bad: [\n",
+    );
+    assert!(e.contains("invalid YAML") && e.contains("line 6"), "{e}");
+    let e = err(
+        r#"{"kind":"List","items":[{"kind":"Node","metadata":{"name":"n"}},{"kind":"Pod","metadata":{"name":"p","namespace":"x"},"spec":{"containers":[{"name":5}]}}]}"#,
+    );
+    assert!(
+        e.contains("items[1]") && e.contains("Pod x/p") && e.contains("spec.containers[0].name"),
+        "{e}"
+    );
+    let e = err(
+        r#"{"kind":"List","items":[{"kind":"Pod","metadata":{"name":"p","namespace":"x"},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"lots"}}}]}}]}"#,
+    );
+    assert!(e.contains("requests.cpu") && e.contains("lots"), "{e}");
+    let e = err(r#"{"kind":"List","items":[{"metadata":{"name":"p"}}]}"#);
+    assert!(e.contains("missing field `kind`"), "{e}");
+    let e = err(r#"{"kind":"List"}"#);
+    assert!(e.contains("items"), "{e}");
+    let e = err(r#"{"kind":"List","items":[{"kind":"Node","metadata":{}}]}"#);
+    assert!(e.contains("metadata.name"), "{e}");
+    let e = err(r#"{"kind":"List","items":[ {"kind":"Node" "#);
+    assert!(e.contains("line 1"), "{e}");
+}
