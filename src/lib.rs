@@ -31,3 +31,4 @@ pub mod restart;
 pub mod scheduling;
 pub mod serving;
 pub mod snapshot;
+pub mod synth;

@@ -37,6 +37,9 @@ pub struct PlanArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value = "table")]
     pub output: Output,
+    /// Print timings and peak memory to stderr as one JSON line (used by the benchmark).
+    #[arg(long, hide = true)]
+    pub stats: bool,
     /// Log level verbosity (0-5).
     #[arg(short = 'v', default_value_t = 0)]
     pub verbosity: u8,
@@ -75,11 +78,32 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         read_or_bundled(&args.policy, "examples/policy.yaml", EXAMPLE_POLICY)?;
     let policy = policy::load_str(&policy_text)
         .map_err(|e| ConfigError::new(format!("policy {policy_name}: {}", e.0)))?;
-    let (snap_text, snap_name) =
-        read_or_bundled(&args.snapshot, "examples/cluster.yaml", EXAMPLE_CLUSTER)?;
-    let mut snapshot = snapshot::load::load_bytes(snap_text.as_bytes())
-        .map_err(|e| ConfigError::new(format!("snapshot {snap_name}: {}", e.0)))?;
+    let started = std::time::Instant::now();
+    let mut snapshot = match &args.snapshot {
+        Some(path) => snapshot::load::load_file(path)?,
+        None => {
+            let (text, name) = read_or_bundled(&None, "examples/cluster.yaml", EXAMPLE_CLUSTER)?;
+            snapshot::load::load_bytes(text.as_bytes())
+                .map_err(|e| ConfigError::new(format!("snapshot {name}: {}", e.0)))?
+        }
+    };
+    let loaded = started.elapsed();
     let plan = make_plan(&policy, &mut snapshot, now, None);
+    let planned = started.elapsed();
+    if args.stats {
+        eprintln!(
+            "{}",
+            serde_json::json!({
+                "loadSeconds": loaded.as_secs_f64(),
+                "cycleSeconds": (planned - loaded).as_secs_f64(),
+                "totalSeconds": planned.as_secs_f64(),
+                "peakRssKiB": peak_rss_kib(),
+                "nodes": snapshot.nodes.len(),
+                "pods": snapshot.pods.len(),
+                "evictions": plan.evictions.len(),
+            })
+        );
+    }
     let text = match args.output {
         Output::Json => render::json(&plan),
         Output::Table => render::table(&plan),
@@ -88,4 +112,17 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", text.trim_end()).context("writing the plan to stdout")?;
     Ok(())
+}
+
+/// Peak resident set size of this process (`VmHWM`), in KiB; 0 where /proc is unavailable.
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
 }

@@ -1,0 +1,275 @@
+//! A deterministic synthetic cluster generator for benchmarks and scale tests.
+//!
+//! Realistic shapes: three zones, some tainted and cordoned nodes, Deployments with 1–20 replicas
+//! (with their ReplicaSets), two DaemonSets, skewed requests, topology spread constraints,
+//! anti-affinity, node affinity, PDBs, failed and restarting pods. The same seed always produces the
+//! same cluster.
+
+use std::io::Write;
+
+use serde_json::{Value, json};
+
+/// A small deterministic PRNG (SplitMix64).
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from `seed`.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// A number in `0..n` (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+    /// True with probability `percent`/100.
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// What to generate.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape {
+    /// Number of nodes.
+    pub nodes: usize,
+    /// Approximate number of pods (DaemonSet pods included).
+    pub pods: usize,
+    /// Seed.
+    pub seed: u64,
+}
+
+const ZONES: [&str; 3] = ["zone-a", "zone-b", "zone-c"];
+
+/// Writes the cluster as one Kubernetes `List` in JSON to `out`, item by item.
+pub fn write_cluster(shape: Shape, out: &mut impl Write) -> std::io::Result<()> {
+    let mut rng = Rng::new(shape.seed);
+    let mut first = true;
+    out.write_all(b"{\"apiVersion\":\"v1\",\"kind\":\"List\",\"metadata\":{},\"items\":[")?;
+    let mut emit = |v: Value, out: &mut dyn Write| -> std::io::Result<()> {
+        if !first {
+            out.write_all(b",\n")?;
+        }
+        first = false;
+        serde_json::to_writer(&mut *out, &v).map_err(std::io::Error::other)
+    };
+    for ns in [
+        "default",
+        "kube-system",
+        "team-a",
+        "team-b",
+        "team-c",
+        "batch",
+    ] {
+        emit(
+            json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name":ns,"labels":{"kubernetes.io/metadata.name":ns}}}),
+            out,
+        )?;
+    }
+    emit(
+        json!({"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"high"},"value":100000}),
+        out,
+    )?;
+    // Nodes: capacity varies; 3% tainted for a dedicated pool, 1% cordoned, 1% NotReady.
+    let mut node_cpu = Vec::with_capacity(shape.nodes);
+    for i in 0..shape.nodes {
+        let cpu = [16u64, 32, 64][rng.below(3) as usize];
+        node_cpu.push(cpu);
+        let mut spec = json!({});
+        if rng.chance(3) {
+            spec["taints"] = json!([{"key":"dedicated","value":"batch","effect":"NoSchedule"}]);
+        }
+        if rng.chance(1) {
+            spec["unschedulable"] = json!(true);
+        }
+        let ready = if rng.chance(1) { "False" } else { "True" };
+        let disk = if rng.chance(50) { "ssd" } else { "hdd" };
+        emit(
+            json!({"apiVersion":"v1","kind":"Node","metadata":{"name":format!("node-{i}"),"labels":{
+                "kubernetes.io/hostname":format!("node-{i}"),"topology.kubernetes.io/zone":ZONES[i % 3],"disktype":disk}},
+              "spec":spec,
+              "status":{"allocatable":{"cpu":cpu.to_string(),"memory":format!("{}Gi",cpu*4),"pods":"110"},
+                        "conditions":[{"type":"Ready","status":ready}]}}),
+            out,
+        )?;
+    }
+    // DaemonSets: two per node.
+    let mut pods_left = shape.pods as i64;
+    for (ds, cpu) in [("kube-proxy", "100m"), ("node-exporter", "50m")] {
+        for i in 0..shape.nodes {
+            let name = format!("{ds}-{i}");
+            emit(
+                pod_json(
+                    &name,
+                    "kube-system",
+                    &format!("node-{i}"),
+                    ("DaemonSet", ds, &format!("ds-{ds}")),
+                    json!({"app": ds}),
+                    cpu,
+                    "64Mi",
+                    &mut rng,
+                    json!({"tolerations":[{"operator":"Exists"}]}),
+                ),
+                out,
+            )?;
+            pods_left -= 1;
+        }
+    }
+    // Deployments with 1–20 replicas until the pod budget is spent.
+    let mut d = 0usize;
+    while pods_left > 0 {
+        let ns = ["default", "team-a", "team-b", "team-c", "batch"][d % 5];
+        let app = format!("app-{d}");
+        let replicas = (1 + rng.below(20)).min(pods_left as u64) as usize;
+        let hash = format!("{:08x}", rng.next_u64() as u32);
+        let rs_name = format!("{app}-{hash}");
+        let labels = json!({"app": app, "pod-template-hash": hash});
+        emit(
+            json!({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":app,"namespace":ns,"uid":format!("dep-{d}"),
+            "annotations":{"deployment.kubernetes.io/revision":"1"}},
+            "spec":{"replicas":replicas,"selector":{"matchLabels":{"app":app}},"template":{"metadata":{"labels":{"app":app}},"spec":{"containers":[{"name":"c","image":"img"}]}}},
+            "status":{"replicas":replicas,"readyReplicas":replicas,"availableReplicas":replicas,"updatedReplicas":replicas}}),
+            out,
+        )?;
+        emit(
+            json!({"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":rs_name,"namespace":ns,"uid":format!("rs-{d}"),"labels":labels,
+            "annotations":{"deployment.kubernetes.io/revision":"1"},
+            "ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":app,"uid":format!("dep-{d}"),"controller":true}]},
+            "spec":{"replicas":replicas,"selector":{"matchLabels":labels}},"status":{"replicas":replicas,"readyReplicas":replicas}}),
+            out,
+        )?;
+        if replicas > 2 && rng.chance(20) {
+            emit(
+                json!({"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":app,"namespace":ns},
+                "spec":{"maxUnavailable":1,"selector":{"matchLabels":{"app":app}}},
+                "status":{"currentHealthy":replicas,"desiredHealthy":replicas-1,"expectedPods":replicas,"disruptionsAllowed":1}}),
+                out,
+            )?;
+        }
+        // Scheduling features of this Deployment.
+        let mut extra = json!({});
+        let roll = rng.below(100);
+        if roll < 20 {
+            extra["topologySpreadConstraints"] = json!([{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone",
+                "whenUnsatisfiable": if rng.chance(70) {"DoNotSchedule"} else {"ScheduleAnyway"},"labelSelector":{"matchLabels":{"app":app}}}]);
+        } else if roll < 30 {
+            extra["affinity"] = json!({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[
+                {"topologyKey":"kubernetes.io/hostname","labelSelector":{"matchLabels":{"app":app}}}]}});
+        } else if roll < 38 {
+            extra["affinity"] = json!({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+                {"matchExpressions":[{"key":"disktype","operator":"In","values":["ssd"]}]}]},
+                "preferredDuringSchedulingIgnoredDuringExecution":[{"weight":50,"preference":{"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In","values":["zone-a"]}]}}]}});
+        }
+        // Requests skew: most pods small, some large.
+        let (cpu, mem) = match rng.below(10) {
+            0..=5 => ("100m", "128Mi"),
+            6..=7 => ("500m", "1Gi"),
+            8 => ("1", "2Gi"),
+            _ => ("2", "8Gi"),
+        };
+        // Placement: clustered on a few "hot" nodes for a third of the Deployments.
+        let hot = rng.chance(33);
+        let base = rng.below(shape.nodes as u64) as usize;
+        for r in 0..replicas {
+            let node = if hot {
+                (base + r % 3) % shape.nodes
+            } else {
+                rng.below(shape.nodes as u64) as usize
+            };
+            let name = format!("{rs_name}-{r}");
+            let mut p = pod_json(
+                &name,
+                ns,
+                &format!("node-{node}"),
+                ("ReplicaSet", &rs_name, &format!("rs-{d}")),
+                labels.clone(),
+                cpu,
+                mem,
+                &mut rng,
+                extra.clone(),
+            );
+            if let Some(obj) = p.as_object_mut()
+                && rng.chance(1)
+            {
+                obj["status"] = json!({"phase":"Failed","reason":"Error","startTime":"2025-12-01T00:00:00Z",
+                    "containerStatuses":[{"name":"c","image":"img","imageID":"","ready":false,"restartCount":0,
+                    "state":{"terminated":{"reason":"Error","exitCode":1}}}]});
+            }
+            emit(p, out)?;
+            pods_left -= 1;
+        }
+        d += 1;
+    }
+    out.write_all(b"]}\n")?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn pod_json(
+    name: &str,
+    ns: &str,
+    node: &str,
+    owner: (&str, &str, &str),
+    labels: Value,
+    cpu: &str,
+    mem: &str,
+    rng: &mut Rng,
+    extra: Value,
+) -> Value {
+    let restarts = if rng.chance(2) { 5 + rng.below(200) } else { 0 };
+    let age_days = 1 + rng.below(30);
+    let start = format!("2026-01-{:02}T00:00:00Z", 31 - age_days.min(30));
+    let mut spec = json!({"nodeName": node, "containers":[{"name":"c","image":format!("registry.example.com/{}:1", owner.1),
+        "resources":{"requests":{"cpu":cpu,"memory":mem}}}]});
+    if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            s.insert(k.clone(), v.clone());
+        }
+    }
+    json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":name,"namespace":ns,"uid":format!("uid-{ns}-{name}"),"labels":labels,
+        "ownerReferences":[{"apiVersion":"apps/v1","kind":owner.0,"name":owner.1,"uid":owner.2,"controller":true}]},
+      "spec":spec,
+      "status":{"phase":"Running","startTime":start,"conditions":[{"type":"Ready","status":"True"}],
+        "containerStatuses":[{"name":"c","image":"img","imageID":"","ready":true,"restartCount":restarts,
+          "state": if restarts > 100 { json!({"waiting":{"reason":"CrashLoopBackOff"}}) } else { json!({"running":{}}) }}]}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deterministic_and_loadable() {
+        let shape = Shape {
+            nodes: 20,
+            pods: 600,
+            seed: 7,
+        };
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        write_cluster(shape, &mut a).unwrap();
+        write_cluster(shape, &mut b).unwrap();
+        assert_eq!(a, b, "same seed, same cluster");
+        let snap = crate::snapshot::load::load_bytes(&a).unwrap();
+        assert_eq!(snap.nodes.len(), 20);
+        assert!(
+            (595..=600).contains(&snap.pods.len()),
+            "{}",
+            snap.pods.len()
+        );
+        assert!(snap.warnings.is_empty(), "{:?}", snap.warnings);
+        assert!(
+            snap.pods
+                .iter()
+                .any(|p| !p.topology_spread_constraints.is_empty())
+        );
+        assert!(snap.pods.iter().any(|p| p.affinity.is_some()));
+        assert!(!snap.deployments.is_empty() && !snap.replica_sets.is_empty());
+    }
+}
