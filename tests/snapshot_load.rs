@@ -128,3 +128,38 @@ fn bad_inputs_name_the_place_and_what_was_expected() {
     let e = err(r#"{"kind":"List","items":[ {"kind":"Node" "#);
     assert!(e.contains("line 1"), "{e}");
 }
+
+#[test]
+fn pods_of_one_owner_share_identical_parts_but_not_different_ones() {
+    use kube_descheduler::framework::testing::{node, pod, snapshot};
+    use std::sync::Arc;
+    let s = snapshot(
+        vec![node("n1").build()],
+        vec![
+            pod("a", "p1", "n1")
+                .owner("ReplicaSet", "rs")
+                .label("app", "x")
+                .toleration("k", "Exists", None, None)
+                .build(),
+            pod("a", "p2", "n1")
+                .owner("ReplicaSet", "rs")
+                .label("app", "x")
+                .toleration("k", "Exists", None, None)
+                .build(),
+            pod("a", "p3", "n1")
+                .owner("ReplicaSet", "rs")
+                .label("app", "y")
+                .build(),
+        ],
+    );
+    let (p1, p2, p3) = (&s.pods[0], &s.pods[1], &s.pods[2]);
+    assert!(Arc::ptr_eq(&p1.labels, &p2.labels));
+    assert!(Arc::ptr_eq(&p1.tolerations, &p2.tolerations));
+    assert!(Arc::ptr_eq(&p1.owners, &p2.owners));
+    assert_eq!(
+        p3.labels.get("app").map(String::as_str),
+        Some("y"),
+        "a different value is not shared"
+    );
+    assert!(p3.tolerations.is_empty());
+}

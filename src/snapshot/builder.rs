@@ -40,6 +40,31 @@ pub struct SnapshotBuilder {
     jobs: Vec<Job>,
     pvcs: HashMap<ObjectKey, PvcInfo>,
     warnings: Vec<String>,
+    shared: HashMap<String, SharedParts>,
+}
+
+/// Pod fields that pods of one owner usually have in common; shared (not copied) when equal.
+#[derive(Default, Clone)]
+struct SharedParts {
+    labels: Arc<BTreeMap<String, String>>,
+    node_selector: Arc<BTreeMap<String, String>>,
+    affinity: Option<Arc<core::Affinity>>,
+    tolerations: Arc<[core::Toleration]>,
+    tsc: Arc<[core::TopologySpreadConstraint]>,
+    owners: Arc<[OwnerRef]>,
+    images: Arc<[String]>,
+}
+
+/// Reuses `cached` when it equals `value`, else makes (and caches) a new shared copy.
+fn share<T: ?Sized + PartialEq>(
+    cached: &mut Arc<T>,
+    value: &T,
+    make: impl FnOnce() -> Arc<T>,
+) -> Arc<T> {
+    if **cached != *value {
+        *cached = make();
+    }
+    cached.clone()
 }
 
 fn ts(t: &Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>) -> Option<Timestamp> {
@@ -126,9 +151,9 @@ impl SnapshotBuilder {
             .map(|cs| {
                 cs.iter()
                     .map(|c| Condition {
-                        type_: c.type_.clone(),
-                        status: c.status.clone(),
-                        reason: c.reason.clone(),
+                        type_: c.type_.as_str().into(),
+                        status: c.status.as_str().into(),
+                        reason: c.reason.as_deref().map(Into::into),
                         last_transition: ts(&c.last_transition_time),
                     })
                     .collect()
@@ -159,13 +184,70 @@ impl SnapshotBuilder {
                     .collect()
             })
             .unwrap_or_default();
+        let owners: Vec<OwnerRef> = meta
+            .owner_references
+            .as_ref()
+            .map(|os| {
+                os.iter()
+                    .map(|o| OwnerRef {
+                        api_version: o.api_version.clone(),
+                        kind: o.kind.clone(),
+                        name: o.name.clone(),
+                        uid: o.uid.clone(),
+                        controller: o.controller.unwrap_or(false),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let key = owners
+            .iter()
+            .find(|o| o.controller)
+            .or(owners.first())
+            .map(|o| o.uid.clone())
+            .unwrap_or_default();
+        let cache = self.shared.entry(key).or_default();
+        let empty_map = BTreeMap::new();
+        let labels = meta.labels.as_ref().unwrap_or(&empty_map);
+        let node_selector = spec.node_selector.as_ref().unwrap_or(&empty_map);
+        let tolerations = spec.tolerations.as_deref().unwrap_or(&[]);
+        let tsc = spec.topology_spread_constraints.as_deref().unwrap_or(&[]);
+        let images: Vec<String> = spec
+            .containers
+            .iter()
+            .filter_map(|c| c.image.clone())
+            .collect();
+        let parts = SharedParts {
+            labels: share(&mut cache.labels, labels, || Arc::new(labels.clone())),
+            node_selector: share(&mut cache.node_selector, node_selector, || {
+                Arc::new(node_selector.clone())
+            }),
+            affinity: match &spec.affinity {
+                None => None,
+                Some(a) => {
+                    if cache.affinity.as_deref() != Some(a) {
+                        cache.affinity = Some(Arc::new(a.clone()));
+                    }
+                    cache.affinity.clone()
+                }
+            },
+            tolerations: share(&mut cache.tolerations, tolerations, || {
+                Arc::from(tolerations)
+            }),
+            tsc: share(&mut cache.tsc, tsc, || Arc::from(tsc)),
+            owners: share(&mut cache.owners, owners.as_slice(), || {
+                Arc::from(owners.as_slice())
+            }),
+            images: share(&mut cache.images, images.as_slice(), || {
+                Arc::from(images.as_slice())
+            }),
+        };
         self.pods.push(Pod {
             uid: meta.uid.clone().unwrap_or_default(),
             name,
             namespace,
             node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
             node: None,
-            labels: meta.labels.clone().unwrap_or_default(),
+            labels: parts.labels,
             annotations: meta
                 .annotations
                 .as_ref()
@@ -176,27 +258,13 @@ impl SnapshotBuilder {
                         .collect()
                 })
                 .unwrap_or_default(),
-            owners: meta
-                .owner_references
-                .as_ref()
-                .map(|os| {
-                    os.iter()
-                        .map(|o| OwnerRef {
-                            api_version: o.api_version.clone(),
-                            kind: o.kind.clone(),
-                            name: o.name.clone(),
-                            uid: o.uid.clone(),
-                            controller: o.controller.unwrap_or(false),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
+            owners: parts.owners,
             creation_timestamp: ts(&meta.creation_timestamp),
             deletion_timestamp: ts(&meta.deletion_timestamp),
             priority: spec.priority,
             priority_class_name: spec.priority_class_name.clone().filter(|s| !s.is_empty()),
             phase: PodPhase::parse(status.and_then(|s| s.phase.as_deref())),
-            reason: status.and_then(|s| s.reason.clone()),
+            reason: status.and_then(|s| s.reason.as_deref()).map(Into::into),
             start_time: status.and_then(|s| ts(&s.start_time)),
             conditions,
             images: spec
@@ -211,13 +279,10 @@ impl SnapshotBuilder {
             ),
             requests,
             qos,
-            node_selector: spec.node_selector.clone().unwrap_or_default(),
-            affinity: spec.affinity.clone().map(Box::new),
-            tolerations: spec.tolerations.clone().unwrap_or_default(),
-            topology_spread_constraints: spec
-                .topology_spread_constraints
-                .clone()
-                .unwrap_or_default(),
+            node_selector: parts.node_selector,
+            affinity: parts.affinity,
+            tolerations: parts.tolerations,
+            topology_spread_constraints: parts.tsc,
             volumes,
             has_resource_claims: spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()),
         });
@@ -304,6 +369,21 @@ impl SnapshotBuilder {
         self.pvcs.insert(key, info);
     }
 
+    /// Appends everything `other` collected (objects keep their order: ours, then theirs).
+    pub fn merge(&mut self, other: SnapshotBuilder) {
+        self.nodes.extend(other.nodes);
+        self.pods.extend(other.pods);
+        self.namespaces.extend(other.namespaces);
+        self.priority_classes.extend(other.priority_classes);
+        self.pdbs.extend(other.pdbs);
+        self.replica_sets.extend(other.replica_sets);
+        self.deployments.extend(other.deployments);
+        self.stateful_sets.extend(other.stateful_sets);
+        self.jobs.extend(other.jobs);
+        self.pvcs.extend(other.pvcs);
+        self.warnings.extend(other.warnings);
+    }
+
     /// Resolves pod → node references and builds the indexes.
     pub fn build(self) -> Snapshot {
         Snapshot::from_parts(self)
@@ -344,15 +424,17 @@ pub(super) struct Parts {
 fn container_state(c: &core::ContainerStatus) -> ContainerState {
     let state = c.state.as_ref();
     ContainerState {
-        name: c.name.clone(),
+        name: c.name.as_str().into(),
         restart_count: c.restart_count,
         ready: c.ready,
         waiting_reason: state
             .and_then(|s| s.waiting.as_ref())
-            .and_then(|w| w.reason.clone()),
+            .and_then(|w| w.reason.as_deref())
+            .map(Into::into),
         terminated_reason: state
             .and_then(|s| s.terminated.as_ref())
-            .and_then(|t| t.reason.clone()),
+            .and_then(|t| t.reason.as_deref())
+            .map(Into::into),
         terminated_exit_code: state
             .and_then(|s| s.terminated.as_ref())
             .map(|t| t.exit_code),

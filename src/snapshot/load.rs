@@ -232,9 +232,62 @@ impl<'de> Visitor<'de> for ItemsSeed<'_, '_> {
     }
 }
 
+/// A `List` document with its items as raw JSON slices.
+#[derive(Deserialize)]
+struct RawList<'a> {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(borrow, default)]
+    items: Option<Vec<&'a RawValue>>,
+}
+
+/// Converts the items of one `List` on up to two threads, keeping file order.
+fn load_list_parallel(list: RawList<'_>, b: &mut SnapshotBuilder) -> Result<(), ConfigError> {
+    let items = list.items.unwrap_or_default();
+    let default_kind = list.kind.as_deref().and_then(item_kind_from_list);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4);
+    let chunk = items.len().div_ceil(threads).max(1);
+    let results: Vec<Result<SnapshotBuilder, ConfigError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .enumerate()
+            .map(|(c, part)| {
+                scope.spawn(move || {
+                    let mut local = SnapshotBuilder::new();
+                    for (i, item) in part.iter().enumerate() {
+                        let where_ = format!("items[{}]", c * chunk + i);
+                        add_json_object(item.get(), &where_, default_kind, &mut local)?;
+                    }
+                    Ok(local)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(ConfigError::new("a snapshot loader thread panicked")))
+            })
+            .collect()
+    });
+    for r in results {
+        b.merge(r?);
+    }
+    Ok(())
+}
+
 fn load_json(bytes: &[u8], b: &mut SnapshotBuilder) -> Result<(), ConfigError> {
     let text = std::str::from_utf8(bytes)
         .map_err(|e| ConfigError::new(format!("the snapshot is not UTF-8: {e}")))?;
+    // The common case, one `List` object: convert its items in parallel.
+    if let Ok(list) = serde_json::from_str::<RawList>(text)
+        && list.items.is_some()
+        && list.kind.as_deref().is_some_and(|k| k.ends_with("List"))
+    {
+        return load_list_parallel(list, b);
+    }
     let stream = serde_json::Deserializer::from_str(text).into_iter::<&RawValue>();
     for (doc, next) in stream.enumerate() {
         let raw = next.map_err(|e| {

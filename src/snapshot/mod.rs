@@ -127,7 +127,7 @@ impl Snapshot {
                 .entry(pod.namespace.clone())
                 .or_default()
                 .push(id);
-            for o in &pod.owners {
+            for o in pod.owners.iter() {
                 s.pods_by_owner.entry(o.uid.clone()).or_default().push(id);
             }
         }

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use compact_str::CompactString;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Affinity, Taint, Toleration, TopologySpreadConstraint};
 
@@ -101,11 +102,11 @@ pub struct OwnerRef {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Condition {
     /// `type`, e.g. `Ready`.
-    pub type_: String,
+    pub type_: CompactString,
     /// `status`: `True`, `False` or `Unknown`.
-    pub status: String,
+    pub status: CompactString,
     /// `reason`.
-    pub reason: Option<String>,
+    pub reason: Option<CompactString>,
     /// `lastTransitionTime`.
     pub last_transition: Option<Timestamp>,
 }
@@ -114,15 +115,15 @@ pub struct Condition {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContainerState {
     /// Container name.
-    pub name: String,
+    pub name: CompactString,
     /// `restartCount`.
     pub restart_count: i32,
     /// `ready`.
     pub ready: bool,
     /// `state.waiting.reason`.
-    pub waiting_reason: Option<String>,
+    pub waiting_reason: Option<CompactString>,
     /// `state.terminated.reason`.
-    pub terminated_reason: Option<String>,
+    pub terminated_reason: Option<CompactString>,
     /// `state.terminated.exitCode`.
     pub terminated_exit_code: Option<i32>,
     /// `lastState.terminated.exitCode`.
@@ -157,12 +158,12 @@ pub struct Pod {
     pub node_name: Option<String>,
     /// The node in the snapshot, if `node_name` names a known node.
     pub node: Option<NodeId>,
-    /// `metadata.labels`.
-    pub labels: BTreeMap<String, String>,
+    /// `metadata.labels` (shared between pods of one owner when equal).
+    pub labels: Arc<BTreeMap<String, String>>,
     /// The annotations the engine reads (descheduler, mirror/static, ours); others are dropped.
     pub annotations: BTreeMap<String, String>,
-    /// `metadata.ownerReferences`.
-    pub owners: Vec<OwnerRef>,
+    /// `metadata.ownerReferences` (shared between pods of one owner).
+    pub owners: Arc<[OwnerRef]>,
     /// `metadata.creationTimestamp`.
     pub creation_timestamp: Option<Timestamp>,
     /// `metadata.deletionTimestamp` (set: the pod is terminating).
@@ -174,13 +175,13 @@ pub struct Pod {
     /// `status.phase`.
     pub phase: PodPhase,
     /// `status.reason`.
-    pub reason: Option<String>,
+    pub reason: Option<CompactString>,
     /// `status.startTime`.
     pub start_time: Option<Timestamp>,
     /// `status.conditions`.
     pub conditions: Vec<Condition>,
-    /// Container images, in `spec.containers` order.
-    pub images: Vec<String>,
+    /// Container images, in `spec.containers` order (shared between pods of one owner).
+    pub images: Arc<[String]>,
     /// `status.containerStatuses`.
     pub container_states: Vec<ContainerState>,
     /// `status.initContainerStatuses`.
@@ -191,14 +192,14 @@ pub struct Pod {
     pub requests: Resources,
     /// QoS class (`status.qosClass`, else computed).
     pub qos: QosClass,
-    /// `spec.nodeSelector`.
-    pub node_selector: BTreeMap<String, String>,
-    /// `spec.affinity`.
-    pub affinity: Option<Box<Affinity>>,
-    /// `spec.tolerations`.
-    pub tolerations: Vec<Toleration>,
-    /// `spec.topologySpreadConstraints`.
-    pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
+    /// `spec.nodeSelector` (shared between pods of one owner when equal).
+    pub node_selector: Arc<BTreeMap<String, String>>,
+    /// `spec.affinity` (shared between pods of one owner when equal).
+    pub affinity: Option<Arc<Affinity>>,
+    /// `spec.tolerations` (shared between pods of one owner when equal).
+    pub tolerations: Arc<[Toleration]>,
+    /// `spec.topologySpreadConstraints` (shared between pods of one owner when equal).
+    pub topology_spread_constraints: Arc<[TopologySpreadConstraint]>,
     /// `spec.volumes`, reduced.
     pub volumes: Vec<Volume>,
     /// `spec.resourceClaims` is non-empty (DRA).
