@@ -109,10 +109,17 @@ fn bad_inputs_name_the_place_and_what_was_expected() {
     );
     assert!(e.contains("invalid YAML") && e.contains("line 6"), "{e}");
     let e = err(
-        r#"{"kind":"List","items":[{"kind":"Node","metadata":{"name":"n"}},{"kind":"Pod","metadata":{"name":"p","namespace":"x"},"spec":{"containers":[{"name":5}]}}]}"#,
+        r#"{"kind":"List","items":[{"kind":"Node","metadata":{"name":"n"}},{"kind":"Pod","metadata":{"name":"p","namespace":"x"},"spec":{"priority":"high","containers":[]}}]}"#,
     );
     assert!(
-        e.contains("items[1]") && e.contains("Pod x/p") && e.contains("spec.containers[0].name"),
+        e.contains("items[1]") && e.contains("Pod x/p") && e.contains("spec.priority"),
+        "{e}"
+    );
+    let e = err(
+        r#"{"kind":"List","items":[{"kind":"Pod","metadata":{"name":"p","namespace":"x"},"status":{"startTime":"last week"}}]}"#,
+    );
+    assert!(
+        e.contains("status.startTime") && e.contains("RFC 3339"),
         "{e}"
     );
     let e = err(
@@ -162,4 +169,28 @@ fn pods_of_one_owner_share_identical_parts_but_not_different_ones() {
         "a different value is not shared"
     );
     assert!(p3.tolerations.is_empty());
+}
+
+#[test]
+fn live_objects_and_file_objects_build_the_same_pods() {
+    // The loader decodes pods straight from JSON; live mode converts typed k8s Pods. Same model.
+    let from_file = load_bytes(include_bytes!("../examples/cluster.yaml")).unwrap();
+    let text = include_str!("../examples/cluster.yaml");
+    let list: serde_json::Value = serde_saphyr::from_str(text).unwrap();
+    let mut b = kube_descheduler::snapshot::SnapshotBuilder::new();
+    for item in list["items"].as_array().unwrap() {
+        if item["kind"] == "Pod" {
+            let pod: k8s_openapi::api::core::v1::Pod =
+                serde_json::from_value(item.clone()).unwrap();
+            b.add_pod(&pod).unwrap();
+        }
+    }
+    let from_live = b.build();
+    assert_eq!(from_file.pods.len(), from_live.pods.len());
+    for (a, b) in from_file.pods.iter().zip(&from_live.pods) {
+        let (mut a, mut b) = (a.clone(), b.clone());
+        a.node = None; // the live snapshot above has no nodes
+        b.node = None;
+        assert_eq!(format!("{a:?}"), format!("{b:?}"), "pod {}", a.name);
+    }
 }

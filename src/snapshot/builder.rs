@@ -13,6 +13,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 
 use super::model::*;
 use super::resources::{self, Resources};
+use super::view::{ContainerStatusView, ContainerView, Pairs, PodView, ResourcesView, SpecView};
 use super::{ObjectKey, PvcInfo, Snapshot};
 
 /// An object that could not be converted, with the field at fault.
@@ -53,22 +54,6 @@ struct SharedParts {
     tsc: Arc<[core::TopologySpreadConstraint]>,
     owners: Arc<[OwnerRef]>,
     images: Arc<[String]>,
-}
-
-/// Reuses `cached` when it equals `value`, else makes (and caches) a new shared copy.
-fn share<T: ?Sized + PartialEq>(
-    cached: &mut Arc<T>,
-    value: &T,
-    make: impl FnOnce() -> Arc<T>,
-) -> Arc<T> {
-    if **cached != *value {
-        *cached = make();
-    }
-    cached.clone()
-}
-
-fn ts(t: &Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>) -> Option<Timestamp> {
-    t.as_ref().map(|t| t.0)
 }
 
 impl SnapshotBuilder {
@@ -127,8 +112,13 @@ impl SnapshotBuilder {
 
     /// Adds a pod.
     pub fn add_pod(&mut self, p: &core::Pod) -> Result<(), ConvertError> {
+        self.add_pod_view(&PodView::from_pod(p))
+    }
+
+    /// Adds a pod from its view (the snapshot loader decodes views straight from JSON).
+    pub fn add_pod_view(&mut self, p: &PodView<'_>) -> Result<(), ConvertError> {
         let meta = &p.metadata;
-        let name = meta.name.clone().unwrap_or_default();
+        let name = meta.name.as_deref().unwrap_or_default();
         if name.is_empty() {
             return Err(ConvertError {
                 field: "metadata.name".into(),
@@ -136,155 +126,162 @@ impl SnapshotBuilder {
             });
         }
         let namespace = self.intern(meta.namespace.as_deref().unwrap_or("default"));
-        let empty_spec = core::PodSpec::default();
-        let spec = p.spec.as_ref().unwrap_or(&empty_spec);
-        let status = p.status.as_ref();
+        let spec = &p.spec;
+        let status = &p.status;
         let requests = pod_requests(spec)?;
-        let qos = match status.and_then(|s| s.qos_class.as_deref()) {
+        let qos = match status.qos_class.as_deref() {
             Some("BestEffort") => QosClass::BestEffort,
             Some("Guaranteed") => QosClass::Guaranteed,
             Some("Burstable") => QosClass::Burstable,
             _ => compute_qos(spec),
         };
-        let conditions = status
-            .and_then(|s| s.conditions.as_ref())
-            .map(|cs| {
-                cs.iter()
-                    .map(|c| Condition {
-                        type_: c.type_.as_str().into(),
-                        status: c.status.as_str().into(),
-                        reason: c.reason.as_deref().map(Into::into),
-                        last_transition: ts(&c.last_transition_time),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let states = |v: Option<&Vec<core::ContainerStatus>>| -> Vec<ContainerState> {
-            v.map(|v| v.iter().map(container_state).collect())
-                .unwrap_or_default()
+        let mut conditions = Vec::with_capacity(status.conditions.len());
+        for (i, c) in status.conditions.iter().enumerate() {
+            conditions.push(Condition {
+                type_: c.type_.as_ref().into(),
+                status: c.status.as_ref().into(),
+                reason: c.reason.as_deref().map(Into::into),
+                last_transition: parse_time(&c.last_transition_time, || {
+                    format!("status.conditions[{i}].lastTransitionTime")
+                })?,
+            });
+        }
+        let states = |v: &[ContainerStatusView<'_>]| -> Vec<ContainerState> {
+            v.iter().map(container_state).collect()
         };
         let volumes = spec
             .volumes
-            .as_ref()
-            .map(|vs| {
-                vs.iter()
-                    .map(|v| {
-                        if v.host_path.is_some() {
-                            Volume::HostPath
-                        } else if v.empty_dir.is_some() {
-                            Volume::EmptyDir
-                        } else if let Some(c) = &v.persistent_volume_claim {
-                            Volume::Pvc(c.claim_name.clone())
-                        } else if v.ephemeral.is_some() {
-                            Volume::Ephemeral(v.name.clone())
-                        } else {
-                            Volume::Other
-                        }
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let owners: Vec<OwnerRef> = meta
-            .owner_references
-            .as_ref()
-            .map(|os| {
-                os.iter()
-                    .map(|o| OwnerRef {
-                        api_version: o.api_version.clone(),
-                        kind: o.kind.clone(),
-                        name: o.name.clone(),
-                        uid: o.uid.clone(),
-                        controller: o.controller.unwrap_or(false),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let key = owners
             .iter()
-            .find(|o| o.controller)
-            .or(owners.first())
-            .map(|o| o.uid.clone())
-            .unwrap_or_default();
-        let cache = self.shared.entry(key).or_default();
-        let empty_map = BTreeMap::new();
-        let labels = meta.labels.as_ref().unwrap_or(&empty_map);
-        let node_selector = spec.node_selector.as_ref().unwrap_or(&empty_map);
-        let tolerations = spec.tolerations.as_deref().unwrap_or(&[]);
-        let tsc = spec.topology_spread_constraints.as_deref().unwrap_or(&[]);
-        let images: Vec<String> = spec
-            .containers
-            .iter()
-            .filter_map(|c| c.image.clone())
-            .collect();
-        let parts = SharedParts {
-            labels: share(&mut cache.labels, labels, || Arc::new(labels.clone())),
-            node_selector: share(&mut cache.node_selector, node_selector, || {
-                Arc::new(node_selector.clone())
-            }),
-            affinity: match &spec.affinity {
-                None => None,
-                Some(a) => {
-                    if cache.affinity.as_deref() != Some(a) {
-                        cache.affinity = Some(Arc::new(a.clone()));
-                    }
-                    cache.affinity.clone()
+            .map(|v| {
+                if v.host_path {
+                    Volume::HostPath
+                } else if v.empty_dir {
+                    Volume::EmptyDir
+                } else if let Some(c) = &v.persistent_volume_claim {
+                    Volume::Pvc(c.claim_name.to_string())
+                } else if v.ephemeral {
+                    Volume::Ephemeral(v.name.to_string())
+                } else {
+                    Volume::Other
                 }
-            },
-            tolerations: share(&mut cache.tolerations, tolerations, || {
-                Arc::from(tolerations)
-            }),
-            tsc: share(&mut cache.tsc, tsc, || Arc::from(tsc)),
-            owners: share(&mut cache.owners, owners.as_slice(), || {
-                Arc::from(owners.as_slice())
-            }),
-            images: share(&mut cache.images, images.as_slice(), || {
-                Arc::from(images.as_slice())
-            }),
+            })
+            .collect();
+        let owner_views = meta.owner_references.as_deref().unwrap_or(&[]);
+        let key = owner_views
+            .iter()
+            .find(|o| o.controller == Some(true))
+            .or(owner_views.first())
+            .map(|o| o.uid.as_ref())
+            .unwrap_or_default();
+        let cache = match self.shared.get_mut(key) {
+            Some(c) => c,
+            None => self.shared.entry(key.to_string()).or_default(),
         };
-        self.pods.push(Pod {
-            uid: meta.uid.clone().unwrap_or_default(),
-            name,
-            namespace,
-            node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
-            node: None,
-            labels: parts.labels,
-            annotations: meta
-                .annotations
-                .as_ref()
-                .map(|a| {
-                    a.iter()
-                        .filter(|(k, _)| keep_annotation(k))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect()
+        let owners_equal = cache.owners.len() == owner_views.len()
+            && cache.owners.iter().zip(owner_views).all(|(a, b)| {
+                a.uid == b.uid
+                    && a.name == b.name
+                    && a.kind == b.kind
+                    && a.api_version == b.api_version
+                    && a.controller == b.controller.unwrap_or(false)
+            });
+        if !owners_equal {
+            cache.owners = owner_views
+                .iter()
+                .map(|o| OwnerRef {
+                    api_version: o.api_version.to_string(),
+                    kind: o.kind.to_string(),
+                    name: o.name.to_string(),
+                    uid: o.uid.to_string(),
+                    controller: o.controller.unwrap_or(false),
                 })
-                .unwrap_or_default(),
-            owners: parts.owners,
-            creation_timestamp: ts(&meta.creation_timestamp),
-            deletion_timestamp: ts(&meta.deletion_timestamp),
-            priority: spec.priority,
-            priority_class_name: spec.priority_class_name.clone().filter(|s| !s.is_empty()),
-            phase: PodPhase::parse(status.and_then(|s| s.phase.as_deref())),
-            reason: status.and_then(|s| s.reason.as_deref()).map(Into::into),
-            start_time: status.and_then(|s| ts(&s.start_time)),
-            conditions,
-            images: spec
+                .collect();
+        }
+        if !meta.labels.equals(&cache.labels) {
+            cache.labels = Arc::new(meta.labels.to_map());
+        }
+        if !spec.node_selector.equals(&cache.node_selector) {
+            cache.node_selector = Arc::new(spec.node_selector.to_map());
+        }
+        match spec.affinity.as_deref() {
+            None => {}
+            Some(a) if cache.affinity.as_deref() == Some(a) => {}
+            Some(a) => cache.affinity = Some(Arc::new(a.clone())),
+        }
+        let tolerations = spec.tolerations.as_deref().unwrap_or(&[]);
+        if *cache.tolerations != *tolerations {
+            cache.tolerations = Arc::from(tolerations);
+        }
+        let tsc = spec.topology_spread_constraints.as_deref().unwrap_or(&[]);
+        if *cache.tsc != *tsc {
+            cache.tsc = Arc::from(tsc);
+        }
+        let images_equal = cache.images.len()
+            == spec.containers.iter().filter(|c| c.image.is_some()).count()
+            && cache
+                .images
+                .iter()
+                .zip(spec.containers.iter().filter_map(|c| c.image.as_deref()))
+                .all(|(a, b)| a == b);
+        if !images_equal {
+            cache.images = spec
                 .containers
                 .iter()
-                .filter_map(|c| c.image.clone())
+                .filter_map(|c| c.image.as_deref().map(str::to_string))
+                .collect();
+        }
+        let affinity = if spec.affinity.is_some() {
+            cache.affinity.clone()
+        } else {
+            None
+        };
+        self.pods.push(Pod {
+            uid: meta.uid.as_deref().unwrap_or_default().to_string(),
+            name: name.to_string(),
+            namespace,
+            node_name: spec
+                .node_name
+                .as_deref()
+                .filter(|n| !n.is_empty())
+                .map(str::to_string),
+            node: None,
+            labels: cache.labels.clone(),
+            annotations: meta
+                .annotations
+                .0
+                .iter()
+                .filter(|(k, _)| keep_annotation(k))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
-            container_states: states(status.and_then(|s| s.container_statuses.as_ref())),
-            init_container_states: states(status.and_then(|s| s.init_container_statuses.as_ref())),
-            ephemeral_container_states: states(
-                status.and_then(|s| s.ephemeral_container_statuses.as_ref()),
-            ),
+            owners: cache.owners.clone(),
+            creation_timestamp: parse_time(&meta.creation_timestamp, || {
+                "metadata.creationTimestamp".into()
+            })?,
+            deletion_timestamp: parse_time(&meta.deletion_timestamp, || {
+                "metadata.deletionTimestamp".into()
+            })?,
+            priority: spec.priority,
+            priority_class_name: spec
+                .priority_class_name
+                .as_deref()
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+            phase: PodPhase::parse(status.phase.as_deref()),
+            reason: status.reason.as_deref().map(Into::into),
+            start_time: parse_time(&status.start_time, || "status.startTime".into())?,
+            conditions,
+            images: cache.images.clone(),
+            container_states: states(&status.container_statuses),
+            init_container_states: states(&status.init_container_statuses),
+            ephemeral_container_states: states(&status.ephemeral_container_statuses),
             requests,
             qos,
-            node_selector: parts.node_selector,
-            affinity: parts.affinity,
-            tolerations: parts.tolerations,
-            topology_spread_constraints: parts.tsc,
+            node_selector: cache.node_selector.clone(),
+            affinity,
+            tolerations: cache.tolerations.clone(),
+            topology_spread_constraints: cache.tsc.clone(),
             volumes,
-            has_resource_claims: spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()),
+            has_resource_claims: spec.resource_claims,
         });
         Ok(())
     }
@@ -421,10 +418,26 @@ pub(super) struct Parts {
     pub warnings: Vec<String>,
 }
 
-fn container_state(c: &core::ContainerStatus) -> ContainerState {
+fn parse_time(
+    t: &Option<std::borrow::Cow<'_, str>>,
+    field: impl FnOnce() -> String,
+) -> Result<Option<Timestamp>, ConvertError> {
+    match t.as_deref() {
+        None | Some("") => Ok(None),
+        Some(text) => text
+            .parse::<Timestamp>()
+            .map(Some)
+            .map_err(|e| ConvertError {
+                field: field(),
+                message: format!("expected an RFC 3339 time, got {text:?}: {e}"),
+            }),
+    }
+}
+
+fn container_state(c: &ContainerStatusView<'_>) -> ContainerState {
     let state = c.state.as_ref();
     ContainerState {
-        name: c.name.as_str().into(),
+        name: c.name.as_ref().into(),
         restart_count: c.restart_count,
         ready: c.ready,
         waiting_reason: state
@@ -437,44 +450,67 @@ fn container_state(c: &core::ContainerStatus) -> ContainerState {
             .map(Into::into),
         terminated_exit_code: state
             .and_then(|s| s.terminated.as_ref())
-            .map(|t| t.exit_code),
+            .and_then(|t| t.exit_code),
         last_terminated_exit_code: c
             .last_state
             .as_ref()
             .and_then(|s| s.terminated.as_ref())
-            .map(|t| t.exit_code),
+            .and_then(|t| t.exit_code),
     }
+}
+
+fn resources_of(
+    pairs: &Pairs<'_>,
+    field: &dyn Fn(&str) -> String,
+) -> Result<Resources, ConvertError> {
+    let mut r = Resources::default();
+    for (name, q) in &pairs.0 {
+        let parsed = crate::quantity::Quantity::parse(q).map_err(|e| ConvertError {
+            field: field(name),
+            message: e.to_string(),
+        })?;
+        r.set(
+            name,
+            if name == resources::CPU {
+                parsed.milli_value()
+            } else {
+                parsed.value()
+            },
+        );
+    }
+    Ok(r)
 }
 
 /// Requests of one container; a resource with a limit but no request defaults to the limit, as the
 /// API server's defaulting does.
-fn container_requests(c: &core::Container, field: &str) -> Result<Resources, ConvertError> {
+fn container_requests(
+    c: &ContainerView<'_>,
+    list: &str,
+    index: usize,
+) -> Result<Resources, ConvertError> {
     let Some(res) = c.resources.as_ref() else {
         return Ok(Resources::default());
     };
-    let mut merged = res.limits.clone().unwrap_or_default();
-    if let Some(req) = &res.requests {
-        for (k, v) in req {
-            merged.insert(k.clone(), v.clone());
-        }
+    let field = |kind: &str, n: &str| format!("spec.{list}[{index}].resources.{kind}.{n}");
+    let mut r = resources_of(&res.limits, &|n| field("limits", n))?;
+    let req = resources_of(&res.requests, &|n| field("requests", n))?;
+    for (name, _) in &res.requests.0 {
+        r.set(name, req.get(name));
     }
-    Resources::from_list(&merged).map_err(|(name, e)| ConvertError {
-        field: format!("{field}.resources.requests.{name}"),
-        message: e.to_string(),
-    })
+    Ok(r)
 }
 
 /// Effective pod requests as the scheduler computes them: the larger of the containers' sum and the
 /// init phase peak (restartable "sidecar" init containers keep running and add up), plus overhead.
-pub fn pod_requests(spec: &core::PodSpec) -> Result<Resources, ConvertError> {
+pub fn pod_requests(spec: &SpecView<'_>) -> Result<Resources, ConvertError> {
     let mut sum = Resources::default();
     for (i, c) in spec.containers.iter().enumerate() {
-        sum.add(&container_requests(c, &format!("spec.containers[{i}]"))?);
+        sum.add(&container_requests(c, "containers", i)?);
     }
     let mut sidecars = Resources::default();
     let mut init_peak = Resources::default();
-    for (i, c) in spec.init_containers.iter().flatten().enumerate() {
-        let req = container_requests(c, &format!("spec.initContainers[{i}]"))?;
+    for (i, c) in spec.init_containers.iter().enumerate() {
+        let req = container_requests(c, "initContainers", i)?;
         let phase = if c.restart_policy.as_deref() == Some("Always") {
             sum.add(&req);
             sidecars.add(&req);
@@ -487,39 +523,31 @@ pub fn pod_requests(spec: &core::PodSpec) -> Result<Resources, ConvertError> {
         init_peak.max_with(&phase);
     }
     sum.max_with(&init_peak);
-    if let Some(overhead) = &spec.overhead {
-        let o = Resources::from_list(overhead).map_err(|(name, e)| ConvertError {
-            field: format!("spec.overhead.{name}"),
-            message: e.to_string(),
-        })?;
-        sum.add(&o);
-    }
+    sum.add(&resources_of(&spec.overhead, &|n| {
+        format!("spec.overhead.{n}")
+    })?);
     sum.pods = 1;
     Ok(sum)
 }
 
 /// QoS class from the containers' requests and limits (Kubernetes `GetPodQOS`).
-fn compute_qos(spec: &core::PodSpec) -> QosClass {
+fn compute_qos(spec: &SpecView<'_>) -> QosClass {
     let mut any = false;
     let mut guaranteed = true;
-    for c in spec
-        .containers
-        .iter()
-        .chain(spec.init_containers.iter().flatten())
-    {
-        let res = c.resources.as_ref();
-        let req = res.and_then(|r| r.requests.as_ref());
-        let lim = res.and_then(|r| r.limits.as_ref());
+    let get = |p: &Pairs<'_>, name: &str| {
+        p.0.iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| crate::quantity::Quantity::parse(v).ok())
+    };
+    for c in spec.containers.iter().chain(spec.init_containers.iter()) {
+        let empty = ResourcesView::default();
+        let res = c.resources.as_ref().unwrap_or(&empty);
         for name in [resources::CPU, resources::MEMORY] {
-            let r = req.and_then(|m| m.get(name));
-            let l = lim.and_then(|m| m.get(name));
+            let (r, l) = (get(&res.requests, name), get(&res.limits, name));
             if r.is_some() || l.is_some() {
                 any = true;
             }
-            let parse = |q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>| {
-                q.and_then(|q| crate::quantity::Quantity::parse(&q.0).ok())
-            };
-            match (parse(r).or(parse(l)), parse(l)) {
+            match (r.or(l), l) {
                 (Some(a), Some(b)) if a == b => {}
                 _ => guaranteed = false,
             }

@@ -73,34 +73,105 @@ struct NameOnly {
 }
 
 /// Adds one object (given as JSON text) to the builder.
-fn add_json_object(
-    raw: &str,
-    where_: &str,
-    default_kind: Option<&str>,
-    b: &mut SnapshotBuilder,
-) -> Result<(), ConfigError> {
-    let meta: TypeMeta = serde_json::from_str(raw)
-        .map_err(|e| ConfigError::new(format!("{where_}: not a Kubernetes object: {e}")))?;
-    let kind = meta.kind.as_deref().or(default_kind).unwrap_or("");
-    let name = meta
-        .metadata
-        .as_ref()
+/// Finds the value of the top-level `"kind"` key of a JSON object without parsing the rest
+/// (kubectl prints `apiVersion` and `kind` first, so this usually stops after a few bytes).
+fn peek_kind(raw: &str) -> Option<&str> {
+    let b = raw.as_bytes();
+    let (mut i, mut depth) = (0usize, 0i32);
+    let mut expect_key = false;
+    while i < b.len() {
+        match b[i] {
+            b'{' => {
+                depth += 1;
+                expect_key = depth == 1;
+            }
+            b'[' => depth += 1,
+            b'}' | b']' => depth -= 1,
+            b',' if depth == 1 => expect_key = true,
+            b'"' => {
+                let start = i + 1;
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                let text = raw.get(start..i.min(b.len()))?;
+                if depth == 1 && expect_key {
+                    expect_key = false;
+                    if text == "kind" {
+                        // Skip `:` and whitespace, then read the string value.
+                        let rest = raw
+                            .get(i + 1..)?
+                            .trim_start()
+                            .strip_prefix(':')?
+                            .trim_start();
+                        let value = rest.strip_prefix('"')?;
+                        let end = value.find(['"', '\\'])?;
+                        return (value.as_bytes().get(end) == Some(&b'"')).then(|| &value[..end]);
+                    }
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// `namespace/name` of a JSON object, for error messages.
+fn object_name(raw: &str) -> String {
+    serde_json::from_str::<TypeMeta>(raw)
+        .ok()
+        .and_then(|m| m.metadata)
         .map(|m| match (&m.namespace, &m.name) {
             (Some(ns), Some(n)) => format!("{ns}/{n}"),
             (None, Some(n)) => n.clone(),
             _ => "<unnamed>".to_string(),
         })
-        .unwrap_or_else(|| "<unnamed>".to_string());
+        .unwrap_or_else(|| "<unnamed>".to_string())
+}
+
+/// Adds one object (given as JSON text) to the builder.
+fn add_json_object(
+    raw: &str,
+    where_: &dyn Fn() -> String,
+    default_kind: Option<&str>,
+    b: &mut SnapshotBuilder,
+) -> Result<(), ConfigError> {
+    let peeked = peek_kind(raw);
+    let kind = match peeked {
+        Some(k) => k,
+        None => {
+            // Escaped or absent: parse properly.
+            let meta: TypeMeta = serde_json::from_str(raw).map_err(|e| {
+                ConfigError::new(format!("{}: not a Kubernetes object: {e}", where_()))
+            })?;
+            match meta.kind {
+                Some(k) => return add_json_object_of_kind(raw, &k, where_, b),
+                None => default_kind.unwrap_or(""),
+            }
+        }
+    };
+    add_json_object_of_kind(raw, kind, where_, b)
+}
+
+fn add_json_object_of_kind(
+    raw: &str,
+    kind: &str,
+    where_: &dyn Fn() -> String,
+    b: &mut SnapshotBuilder,
+) -> Result<(), ConfigError> {
     if kind.is_empty() {
         return Err(ConfigError::new(format!(
-            "{where_} ({name}): missing field `kind`"
+            "{} ({}): missing field `kind`",
+            where_(),
+            object_name(raw)
         )));
     }
     if kind == "List" || kind.ends_with("List") {
         // A nested list (e.g. a multi-document file of lists).
         let mut de = serde_json::Deserializer::from_str(raw);
         return ListVisitor {
-            where_: where_.to_string(),
+            where_: where_(),
             builder: b,
         }
         .deserialize(&mut de)
@@ -108,11 +179,14 @@ fn add_json_object(
     }
     if !KNOWN_KINDS.contains(&kind) {
         b.warn(format!(
-            "{where_}: skipping {kind} {name}: kind not used by the engine"
+            "{}: skipping {kind} {}: kind not used by the engine",
+            where_(),
+            object_name(raw)
         ));
         return Ok(());
     }
-    let ctx = |e: String| ConfigError::new(format!("{where_} ({kind} {name}): {e}"));
+    let ctx =
+        |e: String| ConfigError::new(format!("{} ({kind} {}): {e}", where_(), object_name(raw)));
     macro_rules! typed {
         ($t:ty) => {{
             let de = &mut serde_json::Deserializer::from_str(raw);
@@ -127,7 +201,7 @@ fn add_json_object(
             .add_node(&typed!(core::Node))
             .map_err(|e| ctx(e.to_string()))?,
         "Pod" => b
-            .add_pod(&typed!(core::Pod))
+            .add_pod_view(&typed!(super::view::PodView))
             .map_err(|e| ctx(e.to_string()))?,
         "Namespace" => b.add_namespace(&typed!(core::Namespace)),
         "PriorityClass" => {
@@ -219,10 +293,13 @@ impl<'de> Visitor<'de> for ItemsSeed<'_, '_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut i = 0usize;
         while let Some(raw) = seq.next_element::<&'de RawValue>()? {
-            let where_ = if self.where_.is_empty() {
-                format!("items[{i}]")
-            } else {
-                format!("{}.items[{i}]", self.where_)
+            let parent = self.where_;
+            let where_ = || {
+                if parent.is_empty() {
+                    format!("items[{i}]")
+                } else {
+                    format!("{parent}.items[{i}]")
+                }
             };
             add_json_object(raw.get(), &where_, self.default_kind, self.builder)
                 .map_err(|e| serde::de::Error::custom(e.0))?;
@@ -257,7 +334,7 @@ fn load_list_parallel(list: RawList<'_>, b: &mut SnapshotBuilder) -> Result<(), 
                 scope.spawn(move || {
                     let mut local = SnapshotBuilder::new();
                     for (i, item) in part.iter().enumerate() {
-                        let where_ = format!("items[{}]", c * chunk + i);
+                        let where_ = || format!("items[{}]", c * chunk + i);
                         add_json_object(item.get(), &where_, default_kind, &mut local)?;
                     }
                     Ok(local)
@@ -306,16 +383,16 @@ fn load_json(bytes: &[u8], b: &mut SnapshotBuilder) -> Result<(), ConfigError> {
             let items: Vec<&RawValue> = serde_json::from_str(raw.get())
                 .map_err(|e| ConfigError::new(format!("invalid JSON array: {e}")))?;
             for (i, item) in items.iter().enumerate() {
-                add_json_object(item.get(), &format!("[{i}]"), None, b)?;
+                add_json_object(item.get(), &|| format!("[{i}]"), None, b)?;
             }
         } else {
-            add_json_object(
-                raw.get(),
-                if where_.is_empty() { "object" } else { &where_ },
-                None,
-                b,
-            )
-            .map_err(|e| ConfigError::new(e.0.replace("object.items", "items")))?;
+            let label = if where_.is_empty() {
+                "object".to_string()
+            } else {
+                where_
+            };
+            add_json_object(raw.get(), &|| label.clone(), None, b)
+                .map_err(|e| ConfigError::new(e.0.replace("object.items", "items")))?;
         }
     }
     Ok(())
@@ -337,7 +414,7 @@ fn load_yaml(bytes: &[u8], b: &mut SnapshotBuilder) -> Result<(), ConfigError> {
         } else {
             "object".to_string()
         };
-        add_json_object(&raw, &where_, None, b)
+        add_json_object(&raw, &|| where_.clone(), None, b)
             .map_err(|e| ConfigError::new(e.0.replace("object.items", "items")))?;
     }
     Ok(())
