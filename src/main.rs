@@ -1,6 +1,7 @@
 //! The `kube-descheduler` binary: subcommands `plan`, `run`, `webhook`, `certs`.
 
 use clap::Parser;
+
 use kube_descheduler::cli::Cli;
 
 fn main() {

@@ -54,11 +54,16 @@ impl Quantity {
             return Err(err("more than one decimal point"));
         }
         // Value = digits * 10^(-frac_len) * multiplier; work in a (numerator, pow10) form.
-        let digits = format!("{int_part}{frac_part}");
-        if digits.len() > 30 {
+        if int_part.len() + frac_part.len() > 30 {
             return Err(err("too many digits"));
         }
-        let mantissa: i128 = digits.parse().map_err(|_| err("expected digits"))?;
+        let mut mantissa: i128 = 0;
+        for c in int_part.bytes().chain(frac_part.bytes()) {
+            if !c.is_ascii_digit() {
+                return Err(err("expected digits"));
+            }
+            mantissa = mantissa * 10 + i128::from(c - b'0');
+        }
         let mut pow10: i32 = -(frac_part.len() as i32);
         let mut binary: u32 = 0; // multiplier 2^binary
         match suffix {

@@ -97,7 +97,8 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
                 "loadSeconds": loaded.as_secs_f64(),
                 "cycleSeconds": (planned - loaded).as_secs_f64(),
                 "totalSeconds": planned.as_secs_f64(),
-                "peakRssKiB": peak_rss_kib(),
+                "peakRssKiB": proc_status_kib("VmHWM:"),
+                "rssAfterKiB": proc_status_kib("VmRSS:"),
                 "nodes": snapshot.nodes.len(),
                 "pods": snapshot.pods.len(),
                 "evictions": plan.evictions.len(),
@@ -117,13 +118,14 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Peak resident set size of this process (`VmHWM`), in KiB; 0 where /proc is unavailable.
-fn peak_rss_kib() -> u64 {
+/// A `/proc/self/status` memory figure (`VmHWM:` peak or `VmRSS:` current), in KiB; 0 where /proc
+/// is unavailable.
+fn proc_status_kib(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse().ok())
         })

@@ -313,28 +313,33 @@ impl SnapshotBuilder {
         self.pdbs.push(pdb);
     }
 
-    /// Adds a ReplicaSet (its pod template is dropped).
+    /// Adds a ReplicaSet (its pod template and labels are dropped).
     pub fn add_replica_set(&mut self, rs: &ReplicaSet) {
         let mut rs = rs.clone();
-        rs.metadata.managed_fields = None;
+        strip_meta(&mut rs.metadata);
+        rs.spec.selector = Default::default();
         if let Some(t) = rs.spec.template.as_mut() {
             t.spec = None;
         }
         self.replica_sets.push(rs);
     }
 
-    /// Adds a Deployment (its pod template spec is dropped; template metadata is kept).
+    /// Adds a Deployment (its pod template spec and labels are dropped; template annotations are kept).
     pub fn add_deployment(&mut self, d: &Deployment) {
         let mut d = d.clone();
-        d.metadata.managed_fields = None;
+        strip_meta(&mut d.metadata);
         d.spec.template.spec = None;
+        if let Some(m) = d.spec.template.metadata.as_mut() {
+            m.labels = None;
+        }
+        d.spec.selector = Default::default();
         self.deployments.push(d);
     }
 
     /// Adds a StatefulSet (its pod template spec and claim templates are dropped).
     pub fn add_stateful_set(&mut self, s: &StatefulSet) {
         let mut s = s.clone();
-        s.metadata.managed_fields = None;
+        strip_meta(&mut s.metadata);
         s.spec.template.spec = None;
         s.spec.volume_claim_templates = None;
         self.stateful_sets.push(s);
@@ -343,7 +348,7 @@ impl SnapshotBuilder {
     /// Adds a Job (its pod template spec is dropped).
     pub fn add_job(&mut self, j: &Job) {
         let mut j = j.clone();
-        j.metadata.managed_fields = None;
+        strip_meta(&mut j.metadata);
         if let Some(spec) = j.spec.as_mut() {
             spec.template.spec = None;
         }
@@ -416,6 +421,17 @@ pub(super) struct Parts {
     pub jobs: Vec<Job>,
     pub pvcs: HashMap<ObjectKey, PvcInfo>,
     pub warnings: Vec<String>,
+}
+
+/// Drops object metadata the engine never reads (labels, managed fields, finalizers, annotations
+/// other than the Deployment controller's revision and ours).
+fn strip_meta(m: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) {
+    m.managed_fields = None;
+    m.labels = None;
+    m.finalizers = None;
+    if let Some(a) = m.annotations.as_mut() {
+        a.retain(|k, _| k.starts_with("deployment.kubernetes.io/") || keep_annotation(k));
+    }
 }
 
 fn parse_time(

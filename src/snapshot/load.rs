@@ -27,8 +27,28 @@ const KNOWN_KINDS: &[&str] = &[
     "PersistentVolumeClaim",
 ];
 
-/// Loads a snapshot file. Errors name the document / item index, kind and name.
+/// Loads a snapshot file. Errors name the document / item index, kind and name. A JSON `List` is
+/// streamed (see [`super::stream`]); anything else is read into memory first.
 pub fn load_file(path: &std::path::Path) -> Result<Snapshot, ConfigError> {
+    let mut head = [0u8; 64];
+    let starts_with_brace = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head).map(|n| head[..n].to_vec()))
+        .ok()
+        .and_then(|h| h.into_iter().find(|b| !b.is_ascii_whitespace()))
+        == Some(b'{');
+    if starts_with_brace {
+        match super::stream::load_json_list_file(path) {
+            Ok(Some(builder)) => return Ok(builder.build()),
+            Ok(None) => {}
+            Err(e) => {
+                return Err(ConfigError::new(format!(
+                    "snapshot {}: {}",
+                    path.display(),
+                    e.0
+                )));
+            }
+        }
+    }
     let bytes = std::fs::read(path)
         .map_err(|e| ConfigError::new(format!("cannot read snapshot {}: {e}", path.display())))?;
     load_bytes(&bytes)
@@ -128,6 +148,16 @@ fn object_name(raw: &str) -> String {
             _ => "<unnamed>".to_string(),
         })
         .unwrap_or_else(|| "<unnamed>".to_string())
+}
+
+/// Adds one object (given as JSON text) to the builder (for the streaming loader).
+pub(super) fn add_json_object_str(
+    raw: &str,
+    where_: &dyn Fn() -> String,
+    default_kind: Option<&str>,
+    b: &mut SnapshotBuilder,
+) -> Result<(), ConfigError> {
+    add_json_object(raw, where_, default_kind, b)
 }
 
 /// Adds one object (given as JSON text) to the builder.

@@ -7,6 +7,7 @@ pub mod builder;
 pub mod load;
 pub mod model;
 pub mod resources;
+pub mod stream;
 pub mod view;
 
 use std::collections::{BTreeMap, HashMap};
