@@ -4,6 +4,7 @@
 pub mod args;
 pub mod cycle;
 pub mod handle;
+pub mod podfilter;
 pub mod registry;
 pub mod sort;
 pub mod testing;

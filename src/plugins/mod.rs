@@ -1,12 +1,23 @@
 //! Plugins, one file each, and the registry that maps policy names to them.
 
 pub mod default_evictor;
+pub mod pod_lifetime;
+pub mod remove_failed_pods;
+pub mod remove_pods_having_too_many_restarts;
+pub mod remove_pods_violating_node_affinity;
+pub mod remove_pods_violating_node_taints;
 
 use crate::framework::PluginFactory;
 
 /// Every plugin a policy may enable (besides DefaultEvictor).
 pub fn registry() -> Vec<PluginFactory> {
-    vec![]
+    vec![
+        remove_failed_pods::factory(),
+        remove_pods_having_too_many_restarts::factory(),
+        pod_lifetime::factory(),
+        remove_pods_violating_node_taints::factory(),
+        remove_pods_violating_node_affinity::factory(),
+    ]
 }
 
 /// Looks up a plugin by name.

@@ -1,0 +1,157 @@
+//! RemoveFailedPods (Deschedule): evicts pods in phase `Failed`, optionally only those older than
+//! `minPodLifetimeSeconds` (default 3600), failing for given `reasons` or `exitCodes`, and not owned
+//! by `excludeOwnerKinds`.
+
+use std::collections::HashSet;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde::Deserialize;
+
+use crate::framework::args::{ArgsError, Namespaces, decode};
+use crate::framework::podfilter::PodFilter;
+use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
+use crate::framework::{DeschedulePlugin, Handle};
+use crate::snapshot::model::{ContainerState, PodPhase};
+use crate::snapshot::{NodeId, Pod, PodId};
+
+/// The plugin name.
+pub const NAME: &str = "RemoveFailedPods";
+
+/// Args (upstream `RemoveFailedPodsArgs`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Args {
+    /// Namespaces to include or exclude.
+    #[serde(default)]
+    pub namespaces: Option<Namespaces>,
+    /// Only pods matching this selector.
+    #[serde(default)]
+    pub label_selector: Option<LabelSelector>,
+    /// Pods owned by these kinds are left alone.
+    #[serde(default)]
+    pub exclude_owner_kinds: Vec<String>,
+    /// Minimum age (since creation) in seconds; default 3600.
+    #[serde(default)]
+    pub min_pod_lifetime_seconds: Option<u64>,
+    /// Only pods failing for one of these reasons (pod or container state reasons).
+    #[serde(default)]
+    pub reasons: Vec<String>,
+    /// Only pods with a terminated container exiting with one of these codes.
+    #[serde(default)]
+    pub exit_codes: Vec<i32>,
+    /// Also look at init containers for reasons and exit codes.
+    #[serde(default)]
+    pub including_init_containers: bool,
+}
+
+/// The built plugin.
+pub struct RemoveFailedPods {
+    filter: PodFilter,
+    exclude_owner_kinds: HashSet<String>,
+    min_age: u64,
+    reasons: HashSet<String>,
+    exit_codes: HashSet<i32>,
+    including_init: bool,
+}
+
+/// Registry entry.
+pub fn factory() -> PluginFactory {
+    PluginFactory {
+        name: NAME,
+        point: ExtensionPoint::Deschedule,
+        build,
+    }
+}
+
+fn build(args: &serde_json::Value) -> Result<Plugin, ArgsError> {
+    let a: Args = decode(args)?;
+    Ok(Plugin::Deschedule(Box::new(RemoveFailedPods::new(a)?)))
+}
+
+impl RemoveFailedPods {
+    /// Validates `args`, applies defaults and builds the plugin.
+    pub fn new(a: Args) -> Result<Self, ArgsError> {
+        let filter = PodFilter::new(a.namespaces, a.label_selector.as_ref())?;
+        Ok(RemoveFailedPods {
+            filter,
+            exclude_owner_kinds: a.exclude_owner_kinds.into_iter().collect(),
+            min_age: a.min_pod_lifetime_seconds.unwrap_or(3600),
+            reasons: a.reasons.into_iter().collect(),
+            exit_codes: a.exit_codes.into_iter().collect(),
+            including_init: a.including_init_containers,
+        })
+    }
+
+    fn states<'p>(&self, pod: &'p Pod) -> impl Iterator<Item = &'p ContainerState> {
+        let init: &[ContainerState] = if self.including_init {
+            &pod.init_container_states
+        } else {
+            &[]
+        };
+        pod.container_states.iter().chain(init.iter())
+    }
+
+    fn qualifies(&self, h: &Handle<'_>, id: PodId) -> bool {
+        let pod = h.snapshot.pod(id);
+        if pod.phase != PodPhase::Failed || !self.filter.matches(pod) {
+            return false;
+        }
+        // Age since creation, truncated to whole seconds; a pod without a creation time is very old.
+        let age = pod.creation_timestamp.map_or(u64::MAX, |c| {
+            h.now.duration_since(c).as_secs().max(0) as u64
+        });
+        if age < self.min_age {
+            return false;
+        }
+        if pod
+            .owners
+            .iter()
+            .any(|o| self.exclude_owner_kinds.contains(&o.kind))
+        {
+            return false;
+        }
+        if !self.reasons.is_empty() {
+            let pod_reason = pod.reason.as_deref().filter(|r| !r.is_empty());
+            let mut reasons = self
+                .states(pod)
+                .flat_map(|c| [c.waiting_reason.as_deref(), c.terminated_reason.as_deref()])
+                .flatten()
+                .chain(pod_reason);
+            if !reasons.any(|r| !r.is_empty() && self.reasons.contains(r)) {
+                return false;
+            }
+        }
+        if !self.exit_codes.is_empty()
+            && !self
+                .states(pod)
+                .filter_map(|c| c.terminated_exit_code)
+                .any(|code| self.exit_codes.contains(&code))
+        {
+            return false;
+        }
+        h.filter(id)
+    }
+}
+
+impl DeschedulePlugin for RemoveFailedPods {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+        for &node in nodes {
+            let pods: Vec<PodId> = h
+                .snapshot
+                .pods_on_node(node)
+                .filter(|&p| self.qualifies(h, p))
+                .collect();
+            for p in pods {
+                match h.evict(p, None) {
+                    Err(e) if e.is_node_limit() => break,
+                    Err(e) if e.is_total_limit() => return,
+                    _ => {}
+                }
+            }
+        }
+    }
+}

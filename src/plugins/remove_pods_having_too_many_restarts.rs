@@ -1,0 +1,142 @@
+//! RemovePodsHavingTooManyRestarts (Deschedule): evicts pods whose containers restarted at least
+//! `podRestartThreshold` times, most restarts first on each node.
+
+use std::collections::HashSet;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde::Deserialize;
+
+use crate::framework::args::{ArgsError, Namespaces, decode};
+use crate::framework::podfilter::PodFilter;
+use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
+use crate::framework::{DeschedulePlugin, Handle};
+use crate::snapshot::{NodeId, PodId};
+
+/// The plugin name.
+pub const NAME: &str = "RemovePodsHavingTooManyRestarts";
+
+/// Args (upstream `RemovePodsHavingTooManyRestartsArgs`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Args {
+    /// Namespaces to include or exclude.
+    #[serde(default)]
+    pub namespaces: Option<Namespaces>,
+    /// Only pods matching this selector.
+    #[serde(default)]
+    pub label_selector: Option<LabelSelector>,
+    /// Restarts at or above this count are evicted (required, ≥ 1).
+    #[serde(default)]
+    pub pod_restart_threshold: i32,
+    /// Count init container restarts too.
+    #[serde(default)]
+    pub including_init_containers: bool,
+    /// Only pods in these states: `Running` (phase) and/or `CrashLoopBackOff` (waiting reason).
+    #[serde(default)]
+    pub states: Vec<String>,
+}
+
+/// The built plugin.
+pub struct RemovePodsHavingTooManyRestarts {
+    filter: PodFilter,
+    threshold: i64,
+    including_init: bool,
+    states: HashSet<String>,
+}
+
+/// Registry entry.
+pub fn factory() -> PluginFactory {
+    PluginFactory {
+        name: NAME,
+        point: ExtensionPoint::Deschedule,
+        build,
+    }
+}
+
+fn build(args: &serde_json::Value) -> Result<Plugin, ArgsError> {
+    Ok(Plugin::Deschedule(Box::new(
+        RemovePodsHavingTooManyRestarts::new(decode(args)?)?,
+    )))
+}
+
+impl RemovePodsHavingTooManyRestarts {
+    /// Validates `args` and builds the plugin.
+    pub fn new(a: Args) -> Result<Self, ArgsError> {
+        let filter = PodFilter::new(a.namespaces, a.label_selector.as_ref())?;
+        if a.pod_restart_threshold < 1 {
+            return Err(ArgsError::new(
+                "podRestartThreshold",
+                "invalid PodsHavingTooManyRestarts threshold: must be at least 1",
+            ));
+        }
+        if let Some(bad) = a
+            .states
+            .iter()
+            .find(|s| *s != "Running" && *s != "CrashLoopBackOff")
+        {
+            return Err(ArgsError::new(
+                "states",
+                format!("{bad:?}: states must be one of [CrashLoopBackOff Running]"),
+            ));
+        }
+        Ok(RemovePodsHavingTooManyRestarts {
+            filter,
+            threshold: i64::from(a.pod_restart_threshold),
+            including_init: a.including_init_containers,
+            states: a.states.into_iter().collect(),
+        })
+    }
+
+    fn in_state(&self, h: &Handle<'_>, id: PodId) -> bool {
+        if self.states.is_empty() {
+            return true;
+        }
+        let pod = h.snapshot.pod(id);
+        if self.states.contains(pod.phase.as_str()) {
+            return true;
+        }
+        let init: &[_] = if self.including_init {
+            &pod.init_container_states
+        } else {
+            &[]
+        };
+        pod.container_states.iter().chain(init.iter()).any(|c| {
+            c.waiting_reason
+                .as_deref()
+                .is_some_and(|r| self.states.contains(r))
+        })
+    }
+}
+
+impl DeschedulePlugin for RemovePodsHavingTooManyRestarts {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+        for &node in nodes {
+            let mut pods: Vec<(i64, PodId)> = h
+                .snapshot
+                .pods_on_node(node)
+                .filter_map(|p| {
+                    let pod = h.snapshot.pod(p);
+                    let restarts = pod.restarts(self.including_init);
+                    (restarts >= self.threshold
+                        && self.filter.matches(pod)
+                        && self.in_state(h, p)
+                        && h.filter(p))
+                    .then_some((restarts, p))
+                })
+                .collect();
+            // Most restarts first (stable for equal counts).
+            pods.sort_by(|a, b| b.0.cmp(&a.0));
+            for (_, p) in pods {
+                match h.evict(p, None) {
+                    Err(e) if e.is_node_limit() => break,
+                    Err(e) if e.is_total_limit() => return,
+                    _ => {}
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! RemovePodsViolatingNodeTaints (Deschedule): evicts pods that do not tolerate a `NoSchedule`
+//! taint (and `PreferNoSchedule` when `includePreferNoSchedule`) on their node. `NoExecute` taints
+//! are left to the kubelet's taint manager, as upstream.
+
+use std::collections::HashSet;
+
+use k8s_openapi::api::core::v1::Taint;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde::Deserialize;
+
+use crate::framework::args::{ArgsError, Namespaces, decode};
+use crate::framework::podfilter::PodFilter;
+use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
+use crate::framework::{DeschedulePlugin, Handle};
+use crate::scheduling::taints;
+use crate::snapshot::model::PodPhase;
+use crate::snapshot::{NodeId, PodId};
+
+/// The plugin name.
+pub const NAME: &str = "RemovePodsViolatingNodeTaints";
+
+/// Args (upstream `RemovePodsViolatingNodeTaintsArgs`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Args {
+    /// Namespaces to include or exclude.
+    #[serde(default)]
+    pub namespaces: Option<Namespaces>,
+    /// Only pods matching this selector.
+    #[serde(default)]
+    pub label_selector: Option<LabelSelector>,
+    /// Also act on `PreferNoSchedule` taints.
+    #[serde(default)]
+    pub include_prefer_no_schedule: bool,
+    /// Taints (`key` or `key=value`) to ignore.
+    #[serde(default)]
+    pub excluded_taints: Vec<String>,
+    /// Only these taints (`key` or `key=value`); unset means all, `[]` means none.
+    #[serde(default)]
+    pub included_taints: Option<Vec<String>>,
+}
+
+/// The built plugin.
+pub struct RemovePodsViolatingNodeTaints {
+    filter: PodFilter,
+    include_prefer_no_schedule: bool,
+    excluded: HashSet<String>,
+    included: Option<HashSet<String>>,
+}
+
+/// Registry entry.
+pub fn factory() -> PluginFactory {
+    PluginFactory {
+        name: NAME,
+        point: ExtensionPoint::Deschedule,
+        build,
+    }
+}
+
+fn build(args: &serde_json::Value) -> Result<Plugin, ArgsError> {
+    Ok(Plugin::Deschedule(Box::new(
+        RemovePodsViolatingNodeTaints::new(decode(args)?)?,
+    )))
+}
+
+fn named(set: &HashSet<String>, t: &Taint) -> bool {
+    set.contains(&t.key)
+        || t.value
+            .as_deref()
+            .is_some_and(|v| !v.is_empty() && set.contains(&format!("{}={v}", t.key)))
+}
+
+impl RemovePodsViolatingNodeTaints {
+    /// Validates `args` and builds the plugin.
+    pub fn new(a: Args) -> Result<Self, ArgsError> {
+        let filter = PodFilter::new(a.namespaces, a.label_selector.as_ref())?;
+        if !a.excluded_taints.is_empty()
+            && a.included_taints.as_ref().is_some_and(|i| !i.is_empty())
+        {
+            return Err(ArgsError::new(
+                "includedTaints",
+                "either includedTaints or excludedTaints can be set, but not both",
+            ));
+        }
+        Ok(RemovePodsViolatingNodeTaints {
+            filter,
+            include_prefer_no_schedule: a.include_prefer_no_schedule,
+            excluded: a.excluded_taints.into_iter().collect(),
+            included: a.included_taints.map(|v| v.into_iter().collect()),
+        })
+    }
+
+    /// Whether `t` is a taint this plugin enforces.
+    fn considered(&self, t: &Taint) -> bool {
+        let effect = t.effect == "NoSchedule"
+            || (self.include_prefer_no_schedule && t.effect == "PreferNoSchedule");
+        effect
+            && !named(&self.excluded, t)
+            && self.included.as_ref().is_none_or(|inc| named(inc, t))
+    }
+}
+
+impl DeschedulePlugin for RemovePodsViolatingNodeTaints {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+        for &node in nodes {
+            let taints = &h.snapshot.node(node).taints;
+            let pods: Vec<PodId> = h
+                .snapshot
+                .pods_on_node(node)
+                .filter(|&p| {
+                    let pod = h.snapshot.pod(p);
+                    // Succeeded and Failed pods hold no resources and are not considered (upstream ListPodsOnANode).
+                    !matches!(pod.phase, PodPhase::Succeeded | PodPhase::Failed)
+                        && self.filter.matches(pod)
+                        && !taints::tolerates_all(&pod.tolerations, taints, |t| self.considered(t))
+                        && h.filter(p)
+                })
+                .collect();
+            for p in pods {
+                match h.evict(p, None) {
+                    Err(e) if e.is_node_limit() => break,
+                    Err(e) if e.is_total_limit() => return,
+                    _ => {}
+                }
+            }
+        }
+    }
+}
