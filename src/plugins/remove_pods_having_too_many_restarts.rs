@@ -129,7 +129,7 @@ impl DeschedulePlugin for RemovePodsHavingTooManyRestarts {
                 })
                 .collect();
             // Most restarts first (stable for equal counts).
-            pods.sort_by(|a, b| b.0.cmp(&a.0));
+            pods.sort_by_key(|&(restarts, _)| std::cmp::Reverse(restarts));
             for (_, p) in pods {
                 match h.evict(p, None) {
                     Err(e) if e.is_node_limit() => break,
