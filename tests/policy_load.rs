@@ -149,3 +149,113 @@ fn v1alpha1_header_and_unknown_strategy() {
     assert!(p.profiles.is_empty());
     assert_eq!(p.cycle.max_per_node, Some(2));
 }
+
+#[test]
+fn v1alpha1_strategies_become_one_profile_each_with_upstream_evictor_args() {
+    let p = load_str(
+        r#"
+apiVersion: "descheduler/v1alpha1"
+kind: "DeschedulerPolicy"
+nodeSelector: "pool=a"
+evictLocalStoragePods: true
+maxNoOfPodsToEvictPerNode: 3
+strategies:
+  "RemovePodsHavingTooManyRestarts":
+    enabled: true
+    params:
+      podsHavingTooManyRestarts:
+        podRestartThreshold: 100
+        includingInitContainers: true
+      nodeFit: true
+      thresholdPriority: 1000
+  "PodLifeTime":
+    enabled: true
+    params:
+      podLifeTime:
+        maxPodLifeTimeSeconds: 86400
+        podStatusPhases: ["Pending"]
+      nodeFit: true
+      namespaces:
+        include: ["batch"]
+  "RemoveFailedPods":
+    enabled: false
+"#,
+    )
+    .unwrap();
+    let names: Vec<&str> = p.profiles.iter().map(|x| x.name.as_str()).collect();
+    assert_eq!(
+        names,
+        vec![
+            "strategy-PodLifeTime-profile",
+            "strategy-RemovePodsHavingTooManyRestarts-profile"
+        ]
+    );
+    let lifetime = &p.profiles[0];
+    assert_eq!(lifetime.deschedule.len(), 1);
+    assert_eq!(lifetime.deschedule[0].name(), "PodLifeTime");
+    assert!(
+        !lifetime.evictor.args().node_fit,
+        "nodeFit is ignored for PodLifeTime, as upstream"
+    );
+    assert!(lifetime.evictor.args().evict_local_storage_pods);
+    let restarts = &p.profiles[1];
+    assert!(restarts.evictor.args().node_fit);
+    assert_eq!(
+        restarts
+            .evictor
+            .args()
+            .priority_threshold
+            .as_ref()
+            .and_then(|t| t.value),
+        Some(1000)
+    );
+    assert_eq!(p.cycle.max_per_node, Some(3));
+    assert!(p.cycle.node_selector.is_some());
+    assert!(p.warnings.iter().any(|w| w.contains("v1alpha1")));
+    // The converted args are validated like v1alpha2 ones.
+    let e = err(
+        "apiVersion: descheduler/v1alpha1\nkind: DeschedulerPolicy\nstrategies:\n  RemovePodsHavingTooManyRestarts: {enabled: true}\n",
+    );
+    assert!(
+        e.contains("strategy-RemovePodsHavingTooManyRestarts-profile")
+            && e.contains("podRestartThreshold"),
+        "{e}"
+    );
+}
+
+#[test]
+fn plugin_rules_with_real_plugins() {
+    // Enabled without a pluginConfig entry: an error, as upstream.
+    let e = err(&format!(
+        "{HEAD}profiles:\n- name: a\n  plugins:\n    deschedule:\n      enabled: [RemoveFailedPods]\n"
+    ));
+    assert!(
+        e.contains("RemoveFailedPods") && e.contains("pluginConfig"),
+        "{e}"
+    );
+    // A pluginConfig without args is fine and gets defaults.
+    load_str(&format!("{HEAD}profiles:\n- name: a\n  pluginConfig:\n  - name: RemoveFailedPods\n  plugins:\n    deschedule:\n      enabled: [RemoveFailedPods]\n")).unwrap();
+    // Wrong extension point.
+    let e = err(&format!(
+        "{HEAD}profiles:\n- name: a\n  pluginConfig:\n  - name: RemoveFailedPods\n  plugins:\n    balance:\n      enabled: [RemoveFailedPods]\n"
+    ));
+    assert!(e.contains("deschedule plugin"), "{e}");
+    // Args of a configured but not enabled plugin are still validated.
+    let e = err(&format!(
+        "{HEAD}profiles:\n- name: a\n  pluginConfig:\n  - name: RemovePodsHavingTooManyRestarts\n    args: {{podRestartThreshold: 0}}\n"
+    ));
+    assert!(
+        e.contains("profile \"a\"")
+            && e.contains("RemovePodsHavingTooManyRestarts")
+            && e.contains("podRestartThreshold"),
+        "{e}"
+    );
+    // Unknown plugin names list the known ones.
+    let e = err(&format!(
+        "{HEAD}profiles:\n- name: a\n  pluginConfig:\n  - name: RemoveFailedPod\n"
+    ));
+    assert!(
+        e.contains("known plugins") && e.contains("RemoveFailedPods") && e.contains("PodLifeTime"),
+        "{e}"
+    );
+}
