@@ -1,0 +1,265 @@
+//! PodDisruptionBudget status controller (after pkg/controller/disruption).
+//!
+//! * Pods: those in the PDB's namespace matching `spec.selector` (a null selector matches no
+//!   pod, an empty one every pod).
+//! * `maxUnavailable` (int or percent, rounded up) and percentage `minAvailable` (rounded up)
+//!   use `expectedPods` = the sum of the scales of the pods' controllers: a ReplicaSet's
+//!   `spec.replicas`, or its Deployment's when the ReplicaSet is Deployment-controlled. Pods
+//!   without a controller are ignored (upstream only records an event). StatefulSets and
+//!   ReplicationControllers are not in the snapshot: their scale is approximated by the number
+//!   of selected pods they control. Any other controller, or a missing ReplicaSet/Deployment,
+//!   fails the sync like upstream's `failSafe` (disruptionsAllowed 0, condition reason
+//!   `SyncFailed`).
+//! * Integer `minAvailable`: `desiredHealthy = minAvailable`, `expectedPods` = selected pods.
+//! * `currentHealthy`: selected pods that are Ready, not terminating and not listed in
+//!   `disruptedPods`; entries of `disruptedPods` are dropped when the pod is gone or terminating,
+//!   or after `DeletionTimeout` (2 minutes).
+//! * `disruptionsAllowed = max(0, currentHealthy − desiredHealthy)`, and 0 when `expectedPods`
+//!   is 0; condition `DisruptionAllowed` True/`SufficientPods` or False/`InsufficientPods`.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use super::util::{
+    add_secs, controller_ref, is_controlled_by, name, ns, pod_is_ready, same_json, scaled_value,
+    selector_matches, update_action,
+};
+use super::{Action, ClusterState};
+
+/// How long a pod stays in `disruptedPods` waiting for its deletion (upstream `DeletionTimeout`).
+pub const DELETION_TIMEOUT_SECONDS: f64 = 120.0;
+
+/// PDB status updates for one tick.
+pub fn reconcile(state: &ClusterState) -> Vec<Action> {
+    state
+        .pdbs
+        .iter()
+        .filter_map(|pdb| {
+            let status = compute_status(state, pdb);
+            (!same_json(&pdb.status, &Some(status.clone()))).then(|| {
+                let mut p = pdb.clone();
+                p.status = Some(status);
+                update_action(&p)
+            })?
+        })
+        .collect()
+}
+
+/// Pods selected by a PDB.
+pub fn selected_pods<'a>(state: &'a ClusterState, pdb: &PodDisruptionBudget) -> Vec<&'a Pod> {
+    let Some(sel) = pdb.spec.as_ref().and_then(|s| s.selector.as_ref()) else {
+        return Vec::new();
+    };
+    state
+        .pods
+        .iter()
+        .filter(|p| {
+            ns(&p.metadata) == ns(&pdb.metadata)
+                && selector_matches(sel, p.metadata.labels.as_ref())
+        })
+        .collect()
+}
+
+/// Sum of the scales of the selected pods' controllers.
+fn expected_scale(state: &ClusterState, pods: &[&Pod]) -> Result<i32, String> {
+    // controller uid (or kind/name) → scale
+    let mut scales: BTreeMap<String, i32> = BTreeMap::new();
+    let mut counted: BTreeMap<String, i32> = BTreeMap::new();
+    for pod in pods {
+        let Some(r) = controller_ref(&pod.metadata) else {
+            continue;
+        };
+        let pod_ns = ns(&pod.metadata);
+        match r.kind.as_str() {
+            "ReplicaSet" => {
+                let rs = state.replica_sets.iter().find(|rs| {
+                    ns(&rs.metadata) == pod_ns
+                        && is_controlled_by(&pod.metadata, "ReplicaSet", &rs.metadata)
+                });
+                let Some(rs) = rs else {
+                    return Err(format!(
+                        "found no controllers for pod \"{}\"",
+                        name(&pod.metadata)
+                    ));
+                };
+                match controller_ref(&rs.metadata).filter(|r| r.kind == "Deployment") {
+                    Some(_) => {
+                        let d = state.deployments.iter().find(|d| {
+                            ns(&d.metadata) == pod_ns
+                                && is_controlled_by(&rs.metadata, "Deployment", &d.metadata)
+                        });
+                        let Some(d) = d else {
+                            return Err(format!(
+                                "found no controllers for pod \"{}\"",
+                                name(&pod.metadata)
+                            ));
+                        };
+                        let key = format!(
+                            "Deployment/{}",
+                            d.metadata.uid.as_deref().unwrap_or(name(&d.metadata))
+                        );
+                        scales.insert(key, d.spec.replicas.unwrap_or(1));
+                    }
+                    None => {
+                        let key = format!(
+                            "ReplicaSet/{}",
+                            rs.metadata.uid.as_deref().unwrap_or(name(&rs.metadata))
+                        );
+                        scales.insert(key, rs.spec.replicas.unwrap_or(1));
+                    }
+                }
+            }
+            "StatefulSet" | "ReplicationController" => {
+                let key = format!("{}/{}/{}", r.kind, r.name, r.uid);
+                *counted.entry(key).or_default() += 1;
+            }
+            other => {
+                return Err(format!(
+                    "found no controllers for pod \"{}\" (controller kind {other} has no scale here)",
+                    name(&pod.metadata)
+                ));
+            }
+        }
+    }
+    Ok(scales.values().chain(counted.values()).sum())
+}
+
+/// `(expectedPods, desiredHealthy)` (upstream `getExpectedPodCount`).
+fn expected_and_desired(
+    state: &ClusterState,
+    pdb: &PodDisruptionBudget,
+    pods: &[&Pod],
+) -> Result<(i32, i32), String> {
+    let spec = pdb.spec.clone().unwrap_or_default();
+    let bad = |v: &IntOrString| format!("invalid value {v:?}");
+    if let Some(mu) = &spec.max_unavailable {
+        let expected = expected_scale(state, pods)?;
+        let max_unavailable = scaled_value(mu, expected, true).ok_or_else(|| bad(mu))?;
+        return Ok((expected, (expected - max_unavailable).max(0)));
+    }
+    match &spec.min_available {
+        Some(IntOrString::Int(n)) => Ok((pods.len() as i32, *n)),
+        Some(v @ IntOrString::String(_)) => {
+            let expected = expected_scale(state, pods)?;
+            Ok((
+                expected,
+                scaled_value(v, expected, true).ok_or_else(|| bad(v))?,
+            ))
+        }
+        None => Ok((0, 0)),
+    }
+}
+
+fn set_condition(
+    conds: &mut Vec<Condition>,
+    now: jiff::Timestamp,
+    status: &str,
+    reason: &str,
+    message: String,
+    generation: Option<i64>,
+) {
+    match conds.iter_mut().find(|c| c.type_ == "DisruptionAllowed") {
+        Some(c) => {
+            if c.status != status {
+                c.last_transition_time = Time(now);
+            }
+            c.status = status.to_string();
+            c.reason = reason.to_string();
+            c.message = message;
+            c.observed_generation = generation;
+        }
+        None => conds.push(Condition {
+            type_: "DisruptionAllowed".to_string(),
+            status: status.to_string(),
+            reason: reason.to_string(),
+            message,
+            observed_generation: generation,
+            last_transition_time: Time(now),
+        }),
+    }
+}
+
+/// The status the disruption controller would write for `pdb`.
+pub fn compute_status(
+    state: &ClusterState,
+    pdb: &PodDisruptionBudget,
+) -> PodDisruptionBudgetStatus {
+    let now = state.now;
+    let pods = selected_pods(state, pdb);
+    let old = pdb.status.clone().unwrap_or_default();
+    let (expected, desired) = match expected_and_desired(state, pdb, &pods) {
+        Ok(v) => v,
+        Err(msg) => {
+            let mut st = old;
+            st.disruptions_allowed = Some(0);
+            let generation = st.observed_generation;
+            set_condition(
+                st.conditions.get_or_insert_with(Vec::new),
+                now,
+                "False",
+                "SyncFailed",
+                msg,
+                generation,
+            );
+            return st;
+        }
+    };
+    let old_disrupted = old.disrupted_pods.clone().unwrap_or_default();
+    let mut disrupted: BTreeMap<String, Time> = BTreeMap::new();
+    for pod in &pods {
+        if pod.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        if let Some(t) = old_disrupted.get(name(&pod.metadata))
+            && add_secs(t.0, DELETION_TIMEOUT_SECONDS) >= now
+        {
+            disrupted.insert(name(&pod.metadata).to_string(), t.clone());
+        }
+    }
+    let current = pods
+        .iter()
+        .filter(|p| {
+            p.metadata.deletion_timestamp.is_none()
+                && !disrupted.contains_key(name(&p.metadata))
+                && pod_is_ready(p)
+        })
+        .count() as i32;
+    let mut allowed = current - desired;
+    if expected <= 0 || allowed <= 0 {
+        allowed = 0;
+    }
+    let generation = pdb.metadata.generation;
+    let mut conds = old.conditions.clone().unwrap_or_default();
+    if allowed > 0 {
+        set_condition(
+            &mut conds,
+            now,
+            "True",
+            "SufficientPods",
+            String::new(),
+            generation,
+        );
+    } else {
+        set_condition(
+            &mut conds,
+            now,
+            "False",
+            "InsufficientPods",
+            String::new(),
+            generation,
+        );
+    }
+    PodDisruptionBudgetStatus {
+        current_healthy: Some(current),
+        desired_healthy: Some(desired),
+        expected_pods: Some(expected),
+        disruptions_allowed: Some(allowed),
+        disrupted_pods: (!disrupted.is_empty()).then_some(disrupted),
+        observed_generation: generation,
+        conditions: Some(conds),
+    }
+}
