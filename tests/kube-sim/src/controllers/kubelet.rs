@@ -204,7 +204,7 @@ fn desired_status(state: &ClusterState, pod: &Pod, node: &Node) -> PodStatus {
     let mut statuses = Vec::new();
     for c in &spec.containers {
         let image = c.image.clone().unwrap_or_default();
-        let crashing = state.config.crashing_images.iter().any(|i| *i == image);
+        let crashing = state.config.crashing_images.contains(&image);
         let id_seed = format!("{}/{}", pod.metadata.uid.as_deref().unwrap_or(""), c.name);
         let mut cs = ContainerStatus {
             name: c.name.clone(),
