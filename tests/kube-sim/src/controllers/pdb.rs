@@ -263,3 +263,292 @@ pub fn compute_status(
         conditions: Some(conds),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controllers::testing::{self, Sim, deployment, node};
+    use IntOrString::{Int, String as S};
+    use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+    /// A pod labelled `app: web` owned by `owner` (`kind/name`), Ready or not.
+    fn pod(name: &str, owner: Option<(&str, &str)>, ready: bool) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("default".into()),
+                labels: Some([("app".to_string(), "web".to_string())].into()),
+                owner_references: owner.map(|(kind, n)| {
+                    vec![OwnerReference {
+                        api_version: "apps/v1".into(),
+                        kind: kind.into(),
+                        name: n.into(),
+                        uid: String::new(),
+                        controller: Some(true),
+                        block_owner_deletion: None,
+                    }]
+                }),
+                ..Default::default()
+            },
+            spec: None,
+            status: Some(PodStatus {
+                phase: Some("Running".into()),
+                conditions: Some(vec![PodCondition {
+                    type_: "Ready".into(),
+                    status: if ready { "True" } else { "False" }.into(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+        }
+    }
+
+    /// Deployment `web` (replicas `scale`) → ReplicaSet `web-rs` → `ready` Ready and
+    /// `unready` unready pods.
+    fn cluster(scale: i32, ready: usize, unready: usize, budget: PodDisruptionBudget) -> Sim {
+        let mut sim = Sim::with_nodes(vec![node("n1", "4", "8Gi")]);
+        sim.state
+            .deployments
+            .push(deployment("web", scale, "nginx"));
+        let mut rs = k8s_openapi::api::apps::v1::ReplicaSet::default();
+        rs.metadata.name = Some("web-rs".into());
+        rs.metadata.namespace = Some("default".into());
+        rs.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            name: "web".into(),
+            uid: String::new(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        }]);
+        rs.spec.replicas = Some(99); // the Deployment's scale wins
+        sim.state.replica_sets.push(rs);
+        for i in 0..ready {
+            sim.state
+                .pods
+                .push(pod(&format!("r{i}"), Some(("ReplicaSet", "web-rs")), true));
+        }
+        for i in 0..unready {
+            sim.state
+                .pods
+                .push(pod(&format!("u{i}"), Some(("ReplicaSet", "web-rs")), false));
+        }
+        let mut b = budget;
+        b.metadata.generation = Some(4);
+        sim.state.pdbs.push(b);
+        sim
+    }
+
+    fn numbers(st: &PodDisruptionBudgetStatus) -> (i32, i32, i32, i32) {
+        (
+            st.expected_pods.unwrap_or(-1),
+            st.desired_healthy.unwrap_or(-1),
+            st.current_healthy.unwrap_or(-1),
+            st.disruptions_allowed.unwrap_or(-1),
+        )
+    }
+
+    #[test]
+    fn status_numbers() {
+        type Case = (
+            &'static str,
+            i32,
+            usize,
+            usize,
+            Option<IntOrString>,
+            Option<IntOrString>,
+            (i32, i32, i32, i32),
+        );
+        let cases: Vec<Case> = vec![
+            // (desc, deployment replicas, ready, unready, minAvailable, maxUnavailable, (expected, desired, current, allowed))
+            (
+                "minAvailable int counts pods",
+                5,
+                3,
+                1,
+                Some(Int(2)),
+                None,
+                (4, 2, 3, 1),
+            ),
+            (
+                "minAvailable 1 of 1",
+                1,
+                1,
+                0,
+                Some(Int(1)),
+                None,
+                (1, 1, 1, 0),
+            ),
+            (
+                "minAvailable 1 during surge",
+                1,
+                2,
+                0,
+                Some(Int(1)),
+                None,
+                (2, 1, 2, 1),
+            ),
+            (
+                "minAvailable percent uses scale, rounds up",
+                3,
+                3,
+                0,
+                Some(S("50%".into())),
+                None,
+                (3, 2, 3, 1),
+            ),
+            (
+                "maxUnavailable int",
+                4,
+                4,
+                0,
+                None,
+                Some(Int(1)),
+                (4, 3, 4, 1),
+            ),
+            (
+                "maxUnavailable percent rounds up",
+                3,
+                2,
+                1,
+                None,
+                Some(S("34%".into())),
+                (3, 1, 2, 1),
+            ),
+            (
+                "maxUnavailable larger than scale",
+                1,
+                1,
+                0,
+                None,
+                Some(Int(5)),
+                (1, 0, 1, 1),
+            ),
+            (
+                "maxUnavailable 0",
+                2,
+                2,
+                0,
+                None,
+                Some(Int(0)),
+                (2, 2, 2, 0),
+            ),
+            ("no pods", 0, 0, 0, Some(Int(0)), None, (0, 0, 0, 0)),
+            ("neither field", 2, 2, 0, None, None, (0, 0, 2, 0)),
+        ];
+        for (desc, scale, ready, unready, min, max, want) in cases {
+            let sim = cluster(
+                scale,
+                ready,
+                unready,
+                testing::pdb("budget", "web", min, max),
+            );
+            let st = compute_status(&sim.state, &sim.state.pdbs[0]);
+            assert_eq!(numbers(&st), want, "{desc}");
+            assert_eq!(st.observed_generation, Some(4), "{desc}");
+            let cond = st
+                .conditions
+                .as_ref()
+                .and_then(|c| c.iter().find(|c| c.type_ == "DisruptionAllowed"));
+            let (status, reason) = if want.3 > 0 {
+                ("True", "SufficientPods")
+            } else {
+                ("False", "InsufficientPods")
+            };
+            assert_eq!(
+                cond.map(|c| (c.status.as_str(), c.reason.as_str())),
+                Some((status, reason)),
+                "{desc}"
+            );
+        }
+    }
+
+    #[test]
+    fn terminating_and_disrupted_pods_are_not_healthy_and_entries_expire() {
+        let mut sim = cluster(3, 3, 0, testing::pdb("budget", "web", Some(Int(1)), None));
+        let now = sim.state.now;
+        sim.state.pods[0].metadata.deletion_timestamp = Some(Time(now));
+        sim.state.pdbs[0].status = Some(PodDisruptionBudgetStatus {
+            disrupted_pods: Some(
+                [
+                    ("r0".to_string(), Time(now)),                   // terminating: dropped
+                    ("r1".to_string(), Time(add_secs(now, -60.0))),  // fresh: kept
+                    ("r2".to_string(), Time(add_secs(now, -121.0))), // expired: dropped
+                    ("gone".to_string(), Time(now)),                 // no such pod: dropped
+                ]
+                .into(),
+            ),
+            ..Default::default()
+        });
+        let st = compute_status(&sim.state, &sim.state.pdbs[0]);
+        assert_eq!(
+            st.disrupted_pods
+                .as_ref()
+                .map(|m| m.keys().cloned().collect::<Vec<_>>()),
+            Some(vec!["r1".to_string()])
+        );
+        assert_eq!(numbers(&st), (3, 1, 1, 0));
+        // 61 s later r1's entry expires and it counts again.
+        sim.advance(61.0);
+        let st = compute_status(&sim.state, &sim.state.pdbs[0]);
+        assert_eq!(st.disrupted_pods, None);
+        assert_eq!(numbers(&st), (3, 1, 2, 1));
+    }
+
+    #[test]
+    fn controllers_without_scale_fail_safe() {
+        let mut sim = cluster(1, 1, 0, testing::pdb("budget", "web", None, Some(Int(1))));
+        sim.state
+            .pods
+            .push(pod("ds", Some(("DaemonSet", "agent")), true));
+        sim.state.pdbs[0].status = Some(PodDisruptionBudgetStatus {
+            disruptions_allowed: Some(3),
+            current_healthy: Some(7),
+            ..Default::default()
+        });
+        let st = compute_status(&sim.state, &sim.state.pdbs[0]);
+        assert_eq!(st.disruptions_allowed, Some(0));
+        assert_eq!(
+            st.current_healthy,
+            Some(7),
+            "failSafe leaves the rest alone"
+        );
+        let cond = st.conditions.unwrap_or_default();
+        assert_eq!(cond[0].reason, "SyncFailed");
+        // Integer minAvailable does not need scales.
+        let mut sim = cluster(1, 1, 0, testing::pdb("budget", "web", Some(Int(1)), None));
+        sim.state
+            .pods
+            .push(pod("ds", Some(("DaemonSet", "agent")), true));
+        sim.state.pods.push(pod("bare", None, true));
+        let st = compute_status(&sim.state, &sim.state.pdbs[0]);
+        assert_eq!(numbers(&st), (3, 1, 3, 2));
+        // StatefulSet pods: scale approximated by their pod count; unmanaged pods ignored.
+        let mut sim = cluster(2, 2, 0, testing::pdb("budget", "web", None, Some(Int(1))));
+        sim.state
+            .pods
+            .push(pod("sts-0", Some(("StatefulSet", "db")), true));
+        sim.state.pods.push(pod("bare", None, true));
+        let st = compute_status(&sim.state, &sim.state.pdbs[0]);
+        assert_eq!(numbers(&st), (3, 2, 4, 2));
+    }
+
+    #[test]
+    fn null_selector_selects_nothing_and_update_is_idempotent() {
+        let mut b = testing::pdb("budget", "web", Some(Int(1)), None);
+        if let Some(s) = b.spec.as_mut() {
+            s.selector = None;
+        }
+        let sim = cluster(1, 1, 0, b);
+        assert_eq!(
+            numbers(&compute_status(&sim.state, &sim.state.pdbs[0])),
+            (0, 1, 0, 0)
+        );
+        let mut sim = cluster(2, 2, 0, testing::pdb("budget", "web", Some(Int(1)), None));
+        let first = reconcile(&sim.state);
+        assert_eq!(first.len(), 1);
+        sim.apply(first);
+        assert!(reconcile(&sim.state).is_empty());
+    }
+}

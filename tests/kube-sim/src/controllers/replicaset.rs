@@ -229,3 +229,348 @@ fn delete_order(_state: &ClusterState, a: &Pod, b: &Pod, rank_a: usize, rank_b: 
         })
         .then_with(|| name(&b.metadata).cmp(name(&a.metadata)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controllers::testing::{Sim, node, template};
+    use k8s_openapi::api::apps::v1::ReplicaSetSpec;
+    use k8s_openapi::api::core::v1::{ContainerStatus, PodCondition, PodStatus};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+    fn rs(name: &str, replicas: i32) -> ReplicaSet {
+        ReplicaSet {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("default".into()),
+                uid: Some(format!("rs-{name}")),
+                generation: Some(3),
+                ..Default::default()
+            },
+            spec: ReplicaSetSpec {
+                replicas: Some(replicas),
+                min_ready_seconds: None,
+                selector: LabelSelector {
+                    match_labels: Some([("app".to_string(), "web".to_string())].into()),
+                    ..Default::default()
+                },
+                template: Some(template("web", "nginx", None)),
+            },
+            status: None,
+        }
+    }
+
+    /// A pod of `rs-web` in a given state.
+    #[derive(Clone, Copy)]
+    struct P {
+        node: Option<&'static str>,
+        phase: &'static str,
+        ready_at: Option<i64>,
+        restarts: i32,
+        created: i64,
+    }
+
+    const BASE: i64 = 1_767_225_600; // 2026-01-01T00:00:00Z
+
+    fn ts(offset: i64) -> Time {
+        Time(jiff::Timestamp::from_second(BASE + offset).unwrap_or(jiff::Timestamp::UNIX_EPOCH))
+    }
+
+    fn pod(name: &str, p: P) -> Pod {
+        let owner = rs("web", 0);
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("default".into()),
+                uid: Some(format!("pod-{name}")),
+                labels: Some([("app".to_string(), "web".to_string())].into()),
+                owner_references: Some(vec![owner_ref("apps/v1", "ReplicaSet", &owner.metadata)]),
+                creation_timestamp: Some(ts(p.created)),
+                ..Default::default()
+            },
+            spec: Some(k8s_openapi::api::core::v1::PodSpec {
+                node_name: p.node.map(str::to_string),
+                ..template("web", "nginx", None).spec.unwrap_or_default()
+            }),
+            status: Some(PodStatus {
+                phase: Some(p.phase.into()),
+                conditions: p.ready_at.map(|t| {
+                    vec![PodCondition {
+                        type_: "Ready".into(),
+                        status: "True".into(),
+                        last_transition_time: Some(ts(t)),
+                        ..Default::default()
+                    }]
+                }),
+                container_statuses: Some(vec![ContainerStatus {
+                    name: "main".into(),
+                    restart_count: p.restarts,
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+        }
+    }
+
+    fn state(pods: Vec<Pod>, rs: ReplicaSet) -> ClusterState {
+        let mut sim = Sim::with_nodes(vec![node("n1", "4", "8Gi"), node("n2", "4", "8Gi")]);
+        sim.state.now = ts(1000).0;
+        sim.state.pods = pods;
+        sim.state.replica_sets = vec![rs];
+        sim.state
+    }
+
+    fn deleted_names(actions: &[Action]) -> Vec<String> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Delete { kind, name, .. } if kind == "Pod" => Some(name.clone()),
+                Action::Update(v)
+                    if v["kind"] == "Pod" && v["metadata"]["deletionTimestamp"].is_string() =>
+                {
+                    v["metadata"]["name"].as_str().map(str::to_string)
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    const RUNNING_READY: P = P {
+        node: Some("n1"),
+        phase: "Running",
+        ready_at: Some(100),
+        restarts: 0,
+        created: 50,
+    };
+
+    #[test]
+    fn scale_down_prefers_upstream_ranking() {
+        let cases: Vec<(&str, P, P)> = vec![
+            // (description, pod "a" (expected victim), pod "b")
+            (
+                "unassigned before assigned",
+                P {
+                    node: None,
+                    phase: "Pending",
+                    ready_at: None,
+                    ..RUNNING_READY
+                },
+                RUNNING_READY,
+            ),
+            (
+                "pending before running",
+                P {
+                    phase: "Pending",
+                    ready_at: None,
+                    ..RUNNING_READY
+                },
+                RUNNING_READY,
+            ),
+            (
+                "not ready before ready",
+                P {
+                    ready_at: None,
+                    ..RUNNING_READY
+                },
+                RUNNING_READY,
+            ),
+            (
+                "doubled-up node first",
+                RUNNING_READY,
+                P {
+                    node: Some("n2"),
+                    ..RUNNING_READY
+                },
+            ),
+            (
+                "ready more recently first",
+                P {
+                    node: Some("n2"),
+                    ready_at: Some(200),
+                    ..RUNNING_READY
+                },
+                P {
+                    node: Some("n1"),
+                    ..RUNNING_READY
+                },
+            ),
+            (
+                "more restarts first",
+                P {
+                    node: Some("n2"),
+                    restarts: 3,
+                    ..RUNNING_READY
+                },
+                P {
+                    node: Some("n1"),
+                    ..RUNNING_READY
+                },
+            ),
+            (
+                "newer first",
+                P {
+                    node: Some("n2"),
+                    created: 60,
+                    ..RUNNING_READY
+                },
+                P {
+                    node: Some("n1"),
+                    ..RUNNING_READY
+                },
+            ),
+        ];
+        for (desc, a, b) in cases {
+            let mut pods = vec![pod("b", b), pod("a", a)];
+            if desc == "doubled-up node first" {
+                // A third pod shares a's node n1; b alone on n2. Keep 2 → one of n1's goes.
+                pods.push(pod(
+                    "c",
+                    P {
+                        created: 40,
+                        ..RUNNING_READY
+                    },
+                ));
+                let st = state(pods, rs("web", 2));
+                assert_eq!(
+                    deleted_names(&reconcile(&st)),
+                    vec!["a".to_string()],
+                    "{desc}"
+                );
+                continue;
+            }
+            let st = state(pods, rs("web", 1));
+            assert_eq!(
+                deleted_names(&reconcile(&st)),
+                vec!["a".to_string()],
+                "{desc}"
+            );
+        }
+    }
+
+    #[test]
+    fn deletion_is_graceful_for_bound_pods_and_immediate_for_unbound() {
+        let st = state(vec![pod("a", RUNNING_READY)], rs("web", 0));
+        let actions = reconcile(&st);
+        let upd = actions.iter().find_map(|a| match a {
+            Action::Update(v) if v["kind"] == "Pod" => Some(v.clone()),
+            _ => None,
+        });
+        let upd = upd.unwrap_or_default();
+        assert_eq!(upd["metadata"]["deletionTimestamp"], "2026-01-01T00:17:10Z");
+        assert_eq!(upd["metadata"]["deletionGracePeriodSeconds"], 30);
+        let unbound = P {
+            node: None,
+            phase: "Pending",
+            ready_at: None,
+            ..RUNNING_READY
+        };
+        let st = state(vec![pod("u", unbound)], rs("web", 0));
+        assert!(reconcile(&st).iter().any(
+            |a| matches!(a, Action::Delete { name, uid, .. } if name == "u" && uid == "pod-u")
+        ));
+    }
+
+    #[test]
+    fn creates_missing_pods_and_ignores_terminating_ones() {
+        let mut terminating = pod("t", RUNNING_READY);
+        terminating.metadata.deletion_timestamp = Some(ts(1010));
+        let st = state(vec![terminating], rs("web", 2));
+        let actions = reconcile(&st);
+        let creates: Vec<&serde_json::Value> = actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Create(v) => Some(v),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(creates.len(), 2, "terminating pod is not active");
+        let c = creates[0];
+        assert_eq!(c["kind"], "Pod");
+        assert_eq!(c["apiVersion"], "v1");
+        assert_eq!(c["metadata"]["generateName"], "web-");
+        assert_eq!(c["metadata"]["namespace"], "default");
+        assert_eq!(c["metadata"]["labels"]["app"], "web");
+        let owner = &c["metadata"]["ownerReferences"][0];
+        assert_eq!(
+            (
+                &owner["kind"],
+                &owner["name"],
+                &owner["uid"],
+                &owner["controller"],
+                &owner["blockOwnerDeletion"]
+            ),
+            (
+                &"ReplicaSet".into(),
+                &"web".into(),
+                &"rs-web".into(),
+                &true.into(),
+                &true.into()
+            )
+        );
+        assert_eq!(c["spec"]["containers"][0]["image"], "nginx");
+        // Status counts the terminating pod only as terminating.
+        let status = actions
+            .iter()
+            .find_map(|a| match a {
+                Action::Update(v) if v["kind"] == "ReplicaSet" => Some(v["status"].clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        assert_eq!(status["replicas"], 0);
+        assert_eq!(status["terminatingReplicas"], 1);
+        assert_eq!(status["observedGeneration"], 3);
+    }
+
+    #[test]
+    fn status_counts_ready_available_and_fully_labeled() {
+        let mut mislabeled = pod("m", RUNNING_READY);
+        mislabeled.metadata.labels = Some([("other".to_string(), "x".to_string())].into());
+        let mut r = rs("web", 4);
+        r.spec.min_ready_seconds = Some(950);
+        // ready at 100 → available after 1050; now is 1000.
+        let recent = P {
+            ready_at: Some(10),
+            ..RUNNING_READY
+        };
+        let pods = vec![
+            pod("a", RUNNING_READY),
+            pod("b", recent),
+            pod(
+                "c",
+                P {
+                    ready_at: None,
+                    ..RUNNING_READY
+                },
+            ),
+            mislabeled,
+        ];
+        let st = state(pods, r);
+        let status = calculate_status(
+            &st,
+            &st.replica_sets[0],
+            &st.pods.iter().collect::<Vec<_>>(),
+        );
+        assert_eq!(status.replicas, 4);
+        assert_eq!(status.ready_replicas, Some(3));
+        assert_eq!(
+            status.available_replicas,
+            Some(1),
+            "only b has been ready > 950 s"
+        );
+        assert_eq!(status.fully_labeled_replicas, Some(3));
+    }
+
+    #[test]
+    fn converges_in_the_apply_loop() {
+        let mut sim = Sim::new(state(vec![], rs("web", 3)));
+        assert!(sim.settle(0.1, 500));
+        assert_eq!(sim.state.pods.len(), 3);
+        let st = sim.state.replica_sets[0].status.clone().unwrap_or_default();
+        assert_eq!(
+            (st.replicas, st.ready_replicas, st.available_replicas),
+            (3, Some(3), Some(3))
+        );
+        sim.state.replica_sets[0].spec.replicas = Some(1);
+        assert!(sim.run_until(0.5, 500, |s| s.pods.len() == 1));
+    }
+}
