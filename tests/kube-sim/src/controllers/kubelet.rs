@@ -347,3 +347,239 @@ fn set_pod_condition(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controllers::testing::{Sim, node, template};
+    use crate::controllers::util::{pod_is_ready, pod_is_terminating};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn bound_pod(name: &str, node: &str, image: &str) -> Pod {
+        let t = template("web", image, None);
+        let mut spec = t.spec.unwrap_or_default();
+        spec.node_name = Some(node.into());
+        Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("default".into()),
+                labels: t.metadata.and_then(|m| m.labels),
+                ..Default::default()
+            },
+            spec: Some(spec),
+            status: Some(PodStatus {
+                phase: Some("Pending".into()),
+                ..Default::default()
+            }),
+        }
+    }
+
+    fn sim(pods: Vec<Pod>) -> Sim {
+        let mut s = Sim::with_nodes(vec![node("n1", "4", "8Gi"), node("n2", "4", "8Gi")]);
+        s.state.pods = pods;
+        s.state.config.pod_start_delay_seconds = 3.0;
+        s.state.config.crashing_images = vec!["broken".into()];
+        Sim::new(s.state)
+    }
+
+    fn get<'a>(s: &'a Sim, name: &str) -> Option<&'a Pod> {
+        s.state
+            .pods
+            .iter()
+            .find(|p| p.metadata.name.as_deref() == Some(name))
+    }
+
+    fn container(p: &Pod) -> ContainerStatus {
+        p.status
+            .as_ref()
+            .and_then(|s| s.container_statuses.as_ref())
+            .and_then(|c| c.first().cloned())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn pod_runs_at_once_and_becomes_ready_after_the_delay() {
+        let mut s = sim(vec![bound_pod("p", "n1", "nginx")]);
+        s.step(0.5);
+        let p = get(&s, "p").cloned().unwrap_or_default();
+        let st = p.status.clone().unwrap_or_default();
+        assert_eq!(st.phase.as_deref(), Some("Running"));
+        assert!(st.start_time.is_some());
+        assert!(
+            st.pod_ip
+                .as_deref()
+                .is_some_and(|ip| ip.starts_with("10.244."))
+        );
+        assert!(!pod_is_ready(&p));
+        assert!(container(&p).state.and_then(|s| s.running).is_some());
+        // Not Ready before 3 s, Ready from 3 s on.
+        let start = st.start_time.map(|t| t.0).unwrap_or(s.state.now);
+        while crate::controllers::util::secs_between(start, s.state.now) < 2.9 {
+            s.step(0.1);
+            assert!(!get(&s, "p").is_some_and(pod_is_ready), "ready too early");
+        }
+        assert!(s.run_until(0.1, 10, |st| st.pods.iter().all(pod_is_ready)));
+        let p = get(&s, "p").cloned().unwrap_or_default();
+        assert!(container(&p).ready);
+        let conds = p.status.and_then(|s| s.conditions).unwrap_or_default();
+        for t in ["PodScheduled", "Initialized", "ContainersReady", "Ready"] {
+            assert!(
+                conds.iter().any(|c| c.type_ == t && c.status == "True"),
+                "{t}"
+            );
+        }
+        // Stable afterwards.
+        assert!(reconcile(&s.state).is_empty());
+    }
+
+    #[test]
+    fn crashing_image_never_becomes_ready_and_restarts_with_backoff() {
+        let mut s = sim(vec![bound_pod("p", "n1", "broken")]);
+        let mut restarts = Vec::new();
+        for _ in 0..1200 {
+            s.step(0.1);
+            let p = get(&s, "p").cloned().unwrap_or_default();
+            assert!(!pod_is_ready(&p));
+            assert_eq!(
+                p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                Some("Running")
+            );
+            restarts.push(container(&p).restart_count);
+        }
+        // 120 s: crashes at 3, 16 (3+10+3), 39 (16+20+3), 82 (39+40+3) s.
+        assert_eq!(restarts.last().copied(), Some(4));
+        assert!(restarts.windows(2).all(|w| w[0] <= w[1]));
+        let c = container(get(&s, "p").unwrap_or(&Pod::default()));
+        let waiting = c.state.and_then(|s| s.waiting).and_then(|w| w.reason);
+        let running = get(&s, "p").map(|p| container(p).state.and_then(|s| s.running).is_some());
+        assert!(waiting.as_deref() == Some("CrashLoopBackOff") || running == Some(true));
+        assert_eq!(
+            c.last_state.and_then(|s| s.terminated).map(|t| t.exit_code),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn crash_schedule() {
+        let cases = [
+            (0.0, "run", 0),
+            (2.9, "run", 0),
+            (3.0, "backoff", 1),
+            (12.9, "backoff", 1),
+            (13.0, "run", 1),
+            (16.0, "backoff", 2),
+            (36.0, "run", 2),
+        ];
+        for (elapsed, want, n) in cases {
+            let got = match crash_state(elapsed, 3.0) {
+                Crash::Running { restarts, .. } => ("run", restarts),
+                Crash::BackOff { crashes, .. } => ("backoff", crashes),
+            };
+            assert_eq!(got, (want, n), "elapsed {elapsed}");
+        }
+    }
+
+    #[test]
+    fn restart_policy_never_fails_the_pod() {
+        let mut p = bound_pod("p", "n1", "broken");
+        if let Some(s) = p.spec.as_mut() {
+            s.restart_policy = Some("Never".into());
+        }
+        let mut s = sim(vec![p]);
+        assert!(s.run_until(0.1, 100, |st| st.pods.iter().all(|p| {
+            p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Failed")
+        })));
+    }
+
+    #[test]
+    fn terminating_pod_is_removed_when_its_grace_period_ends() {
+        let mut s = sim(vec![bound_pod("p", "n1", "nginx")]);
+        assert!(s.run_until(0.1, 100, |st| st.pods.iter().all(pod_is_ready)));
+        assert!(s.delete_pod("default", "p", Some(5)));
+        let deleted_at = s.state.now;
+        while get(&s, "p").is_some() {
+            assert!(get(&s, "p").is_some_and(pod_is_terminating));
+            s.step(0.1);
+            assert!(
+                crate::controllers::util::secs_between(deleted_at, s.state.now) < 7.0,
+                "removed after ~5 s"
+            );
+        }
+        let waited = crate::controllers::util::secs_between(deleted_at, s.state.now);
+        assert!(waited >= 4.0, "not before the grace period: {waited}");
+    }
+
+    #[test]
+    fn unbound_terminating_pods_are_collected() {
+        let mut p = bound_pod("p", "n1", "nginx");
+        if let Some(s) = p.spec.as_mut() {
+            s.node_name = None;
+        }
+        p.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+        let mut s = sim(vec![p]);
+        s.step(0.1);
+        assert!(s.state.pods.is_empty());
+    }
+
+    #[test]
+    fn stopped_node_reports_unknown_and_its_pods_are_frozen() {
+        let mut s = sim(vec![
+            bound_pod("p", "n1", "nginx"),
+            bound_pod("q", "n2", "nginx"),
+        ]);
+        assert!(s.run_until(0.1, 100, |st| st.pods.iter().all(pod_is_ready)));
+        s.state.config.stopped_nodes = vec!["n1".into()];
+        assert!(s.delete_pod("default", "p", Some(1)));
+        for _ in 0..50 {
+            s.step(0.1);
+        }
+        let ready = |s: &Sim, n: &str| {
+            s.state
+                .nodes
+                .iter()
+                .find(|x| x.metadata.name.as_deref() == Some(n))
+                .and_then(|x| {
+                    x.status
+                        .as_ref()?
+                        .conditions
+                        .as_ref()?
+                        .iter()
+                        .find(|c| c.type_ == "Ready")
+                        .cloned()
+                })
+                .map(|c| (c.status, c.reason.unwrap_or_default()))
+        };
+        assert_eq!(
+            ready(&s, "n1"),
+            Some(("Unknown".into(), "NodeStatusUnknown".into()))
+        );
+        assert_eq!(ready(&s, "n2").map(|r| r.0), Some("True".into()));
+        assert!(
+            get(&s, "p").is_some_and(|p| pod_is_terminating(p) && pod_is_ready(p)),
+            "left as it was"
+        );
+        // Restarting the kubelet finishes the deletion.
+        s.state.config.stopped_nodes.clear();
+        assert!(s.run_until(0.1, 10, |st| st.pods.len() == 1));
+        assert_eq!(ready(&s, "n1").map(|r| r.0), Some("True".into()));
+    }
+
+    #[test]
+    fn node_status_defaults_allocatable_and_sets_ready() {
+        let mut n = node("n1", "2", "1Gi");
+        if let Some(st) = n.status.as_mut() {
+            st.allocatable = None;
+            st.conditions = None;
+        }
+        let mut s = Sim::with_nodes(vec![n]);
+        s.step(0.1);
+        let st = s.state.nodes[0].status.clone().unwrap_or_default();
+        assert_eq!(st.allocatable, st.capacity);
+        let c = st.conditions.unwrap_or_default();
+        assert_eq!(
+            (c[0].type_.as_str(), c[0].status.as_str()),
+            ("Ready", "True")
+        );
+        assert!(reconcile(&s.state).is_empty());
+    }
+}
