@@ -230,12 +230,26 @@ impl<'a> Sync<'a> {
             .collect();
         rss.sort_by(creation_order);
         let want = canonical_template(&spec.template);
-        let new_idx = rss.iter().position(|rs| {
-            rs.spec
-                .template
-                .as_ref()
-                .is_some_and(|t| canonical_template(t) == want)
-        });
+        // The oldest ReplicaSet with an equal template; failing that, the owned one named after
+        // the current hash (tolerates a server that defaults ReplicaSet templates differently
+        // from Deployment templates, which would otherwise create a ReplicaSet per tick).
+        let hashed_name = format!(
+            "{}-{}",
+            name(&d.metadata),
+            pod_template_hash(
+                &spec.template,
+                d.status.as_ref().and_then(|s| s.collision_count)
+            )
+        );
+        let new_idx = rss
+            .iter()
+            .position(|rs| {
+                rs.spec
+                    .template
+                    .as_ref()
+                    .is_some_and(|t| canonical_template(t) == want)
+            })
+            .or_else(|| rss.iter().position(|rs| name(&rs.metadata) == hashed_name));
         let (surge, unavailable) = fenceposts(d);
         let rolling = spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) != Some("Recreate");
         let mut out_d = d.clone();
@@ -373,8 +387,8 @@ impl<'a> Sync<'a> {
     }
 
     fn is_scaling_event(&self) -> bool {
-        self.rss.iter().enumerate().any(|(i, rs)| {
-            (Some(i) == self.new_idx || rs_replicas(rs) > 0)
+        self.rss.iter().any(|rs| {
+            rs_replicas(rs) > 0
                 && annotation(&rs.metadata, DESIRED_REPLICAS_ANNOTATION)
                     .and_then(|v| v.parse::<i32>().ok())
                     .is_some_and(|desired| desired != self.replicas)
@@ -461,7 +475,7 @@ impl<'a> Sync<'a> {
             .iter()
             .any(|rs| ns(&rs.metadata) == ns(&self.d.metadata) && name(&rs.metadata) == rs_name)
         {
-            // Hash collision with a ReplicaSet of another template: bump and retry next tick.
+            // Name taken by a ReplicaSet we do not own: bump collisionCount and retry next tick.
             let st = self.status_mut();
             st.collision_count = Some(collision.unwrap_or(0).saturating_add(1));
             return;
@@ -1447,6 +1461,54 @@ mod tests {
         assert_eq!(sim.state.replica_sets.len(), 2);
         let revs: Vec<i64> = sim.state.replica_sets.iter().map(revision).collect();
         assert!(revs.contains(&4) && revs.contains(&3), "{revs:?}");
+    }
+
+    #[test]
+    fn name_clash_bumps_collision_count() {
+        let d = deployment("web", 1, "nginx");
+        let hash = pod_template_hash(&d.spec.template, None);
+        let mut squatter = ReplicaSet::default();
+        squatter.metadata.name = Some(format!("web-{hash}"));
+        squatter.metadata.namespace = Some("default".into());
+        squatter.spec.replicas = Some(0);
+        let mut sim = Sim::with_nodes(vec![node("n1", "4", "8Gi")]);
+        sim.state.deployments.push(d);
+        sim.state.replica_sets.push(squatter);
+        let mut sim = Sim::new(sim.state);
+        assert!(sim.settle(DT, 500));
+        let d = sim
+            .deployment("default", "web")
+            .cloned()
+            .unwrap_or_else(|| deployment("", 0, ""));
+        assert_eq!(d.status.as_ref().and_then(|s| s.collision_count), Some(1));
+        let want = format!("web-{}", pod_template_hash(&d.spec.template, Some(1)));
+        assert!(
+            sim.state
+                .replica_sets
+                .iter()
+                .any(|rs| name(&rs.metadata) == want)
+        );
+        assert_eq!(sim.state.replica_sets.len(), 2);
+        assert!(rollout_done(&d));
+    }
+
+    #[test]
+    fn server_side_template_defaulting_does_not_spawn_replica_sets() {
+        let mut sim = sim_with(deployment("web", 1, "nginx"));
+        // Pretend the server defaulted a field in the stored ReplicaSet template only.
+        if let Some(spec) = sim.state.replica_sets[0]
+            .spec
+            .template
+            .as_mut()
+            .and_then(|t| t.spec.as_mut())
+        {
+            spec.dns_policy = Some("ClusterFirst".into());
+        }
+        for _ in 0..50 {
+            sim.step(DT);
+        }
+        assert_eq!(sim.state.replica_sets.len(), 1);
+        assert_eq!(sim.state.pods.len(), 1);
     }
 
     #[test]

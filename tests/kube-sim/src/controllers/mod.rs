@@ -234,4 +234,146 @@ mod tests {
         // Both touching status: no merge.
         assert_eq!(merge_updates(&orig, &status_only, &status_only), None);
     }
+
+    use crate::controllers::testing::{Sim, deployment, node, pdb};
+    use crate::controllers::util::{pod_is_ready, pod_is_terminating};
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+    fn serving(s: &ClusterState) -> usize {
+        s.pods
+            .iter()
+            .filter(|p| pod_is_ready(p) && !pod_is_terminating(p))
+            .count()
+    }
+
+    fn node_of(p: &Pod) -> Option<&str> {
+        p.spec.as_ref().and_then(|s| s.node_name.as_deref())
+    }
+
+    #[test]
+    fn one_tick_writes_each_object_once() {
+        // A bound Pending pod the kubelet wants to start, owned by a ReplicaSet scaled to 0
+        // that wants to delete it: the two writes are merged into one update.
+        let mut sim = Sim::with_nodes(vec![node("n1", "4", "8Gi")]);
+        sim.state.replica_sets.push(ReplicaSet {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some("web".into()),
+                namespace: Some("default".into()),
+                uid: Some("rs-uid".into()),
+                ..Default::default()
+            },
+            spec: k8s_openapi::api::apps::v1::ReplicaSetSpec {
+                replicas: Some(0),
+                ..Default::default()
+            },
+            status: None,
+        });
+        let mut p = Pod::default();
+        p.metadata.name = Some("web-abcde".into());
+        p.metadata.namespace = Some("default".into());
+        p.metadata.owner_references = Some(vec![util::owner_ref(
+            "apps/v1",
+            "ReplicaSet",
+            &sim.state.replica_sets[0].metadata,
+        )]);
+        p.spec = Some(k8s_openapi::api::core::v1::PodSpec {
+            node_name: Some("n1".into()),
+            ..Default::default()
+        });
+        sim.state.pods.push(p);
+        let mut sim = Sim::new(sim.state);
+        let actions = reconcile_all(&sim.state);
+        let pod_writes: Vec<&serde_json::Value> = actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Update(v) if v["kind"] == "Pod" => Some(v),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(pod_writes.len(), 1);
+        assert!(pod_writes[0]["metadata"]["deletionTimestamp"].is_string());
+        assert_eq!(pod_writes[0]["status"]["phase"], "Running");
+        assert_eq!(sim.apply(actions).rejected, 0);
+    }
+
+    /// The flow the eviction guard relies on: node cordoned, `kubectl rollout restart` of a
+    /// single-replica Deployment with a PDB; the new pod lands elsewhere and the old one goes
+    /// only once the new one is Ready. No controller write is ever rejected.
+    #[test]
+    fn cordon_and_restart_moves_the_pod_without_downtime() {
+        let mut sim = Sim::with_nodes(vec![node("n1", "4", "8Gi"), node("n2", "4", "8Gi")]);
+        sim.state.deployments.push(deployment("web", 1, "nginx"));
+        sim.state
+            .pdbs
+            .push(pdb("web", "web", Some(IntOrString::Int(1)), None));
+        let mut sim = Sim::new(sim.state);
+        assert!(sim.settle(0.05, 2000));
+        assert_eq!(sim.state.pods.len(), 1);
+        assert_eq!(node_of(&sim.state.pods[0]), Some("n1"));
+        let allowed = |s: &ClusterState| {
+            s.pdbs[0]
+                .status
+                .as_ref()
+                .and_then(|s| s.disruptions_allowed)
+        };
+        assert_eq!(allowed(&sim.state), Some(0));
+
+        if let Some(spec) = sim.state.nodes[0].spec.as_mut() {
+            spec.unschedulable = Some(true);
+        }
+        sim.edit_deployment("default", "web", |d| {
+            d.spec
+                .template
+                .metadata
+                .get_or_insert_with(Default::default)
+                .annotations
+                .get_or_insert_with(Default::default)
+                .insert(
+                    "kubectl.kubernetes.io/restartedAt".into(),
+                    "2026-01-01T00:10:00Z".into(),
+                );
+        });
+        let mut max_allowed = 0;
+        for _ in 0..2000 {
+            assert!(serving(&sim.state) >= 1, "never 0 Ready replicas");
+            max_allowed = max_allowed.max(allowed(&sim.state).unwrap_or(0));
+            let stats = sim.step(0.05);
+            assert_eq!(stats.rejected, 0, "no conflicting writes");
+            if sim.state.pods.len() == 1
+                && node_of(&sim.state.pods[0]) == Some("n2")
+                && serving(&sim.state) == 1
+            {
+                break;
+            }
+        }
+        assert_eq!(sim.state.pods.len(), 1);
+        assert_eq!(node_of(&sim.state.pods[0]), Some("n2"));
+        assert_eq!(
+            max_allowed, 1,
+            "PDB allowed a disruption while both pods were Ready"
+        );
+        assert!(sim.settle(0.05, 2000));
+        assert_eq!(allowed(&sim.state), Some(0));
+    }
+
+    /// A plain eviction (graceful delete) of the only pod: the ReplicaSet replaces it on the
+    /// other node, with a gap in readiness (what the guard prevents).
+    #[test]
+    fn plain_eviction_of_single_replica_has_downtime() {
+        let mut sim = Sim::with_nodes(vec![node("n1", "4", "8Gi"), node("n2", "4", "8Gi")]);
+        sim.state.deployments.push(deployment("web", 1, "nginx"));
+        let mut sim = Sim::new(sim.state);
+        assert!(sim.settle(0.05, 2000));
+        if let Some(spec) = sim.state.nodes[0].spec.as_mut() {
+            spec.unschedulable = Some(true);
+        }
+        let name = sim.state.pods[0].metadata.name.clone().unwrap_or_default();
+        assert!(sim.delete_pod("default", &name, Some(2)));
+        let mut saw_zero = false;
+        assert!(sim.run_until(0.05, 2000, |s| {
+            saw_zero |= serving(s) == 0;
+            s.pods.len() == 1 && node_of(&s.pods[0]) == Some("n2") && serving(s) == 1
+        }));
+        assert!(saw_zero);
+    }
 }
