@@ -44,6 +44,8 @@ pub const DESIRED_REPLICAS_ANNOTATION: &str = "deployment.kubernetes.io/desired-
 pub const MAX_REPLICAS_ANNOTATION: &str = "deployment.kubernetes.io/max-replicas";
 
 const DEFAULT_PROGRESS_DEADLINE: i32 = 600;
+/// Replica counts are clamped to this, so that sums cannot overflow on absurd input.
+const MAX_REPLICAS: i32 = 1_000_000;
 const DEFAULT_REVISION_HISTORY: i32 = 10;
 const ANNOTATIONS_NOT_COPIED: &[&str] = &[
     "kubectl.kubernetes.io/last-applied-configuration",
@@ -71,7 +73,7 @@ pub fn fenceposts(d: &Deployment) -> (i32, i32) {
     if strategy.and_then(|s| s.type_.as_deref()) == Some("Recreate") {
         return (0, 0);
     }
-    let replicas = spec.replicas.unwrap_or(1).max(0);
+    let replicas = spec.replicas.unwrap_or(1).clamp(0, MAX_REPLICAS);
     let ru = strategy.and_then(|s| s.rolling_update.as_ref());
     let default = IntOrString::String("25%".to_string());
     let surge_v = ru
@@ -83,11 +85,11 @@ pub fn fenceposts(d: &Deployment) -> (i32, i32) {
     let surge = scaled_value(&surge_v, replicas, true)
         .or_else(|| scaled_value(&IntOrString::String("25%".into()), replicas, true))
         .unwrap_or(0)
-        .max(0);
+        .clamp(0, MAX_REPLICAS);
     let mut unavailable = scaled_value(&unavail_v, replicas, false)
         .or_else(|| scaled_value(&IntOrString::String("25%".into()), replicas, false))
         .unwrap_or(0)
-        .max(0);
+        .clamp(0, MAX_REPLICAS);
     if surge == 0 && unavailable == 0 {
         unavailable = 1;
     }
@@ -129,15 +131,16 @@ fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
 }
 
 fn rs_replicas(rs: &ReplicaSet) -> i32 {
-    rs.spec.replicas.unwrap_or(1)
+    rs.spec.replicas.unwrap_or(1).clamp(0, MAX_REPLICAS)
 }
 
 fn rs_status(rs: &ReplicaSet) -> (i32, i32, i32) {
+    let c = |v: i32| v.clamp(0, MAX_REPLICAS);
     rs.status.as_ref().map_or((0, 0, 0), |s| {
         (
-            s.replicas,
-            s.ready_replicas.unwrap_or(0),
-            s.available_replicas.unwrap_or(0),
+            c(s.replicas),
+            c(s.ready_replicas.unwrap_or(0)),
+            c(s.available_replicas.unwrap_or(0)),
         )
     })
 }
@@ -258,7 +261,7 @@ impl<'a> Sync<'a> {
             state,
             d,
             out_d,
-            replicas: spec.replicas.unwrap_or(1).max(0),
+            replicas: spec.replicas.unwrap_or(1).clamp(0, MAX_REPLICAS),
             surge,
             unavailable,
             rolling,
@@ -1530,6 +1533,32 @@ mod tests {
         let _ = crate::controllers::reconcile_all(&sim.state);
         for _ in 0..5 {
             sim.step(DT);
+        }
+        // Absurd numbers.
+        let mut huge = deployment("huge", i32::MAX, "nginx");
+        strategy(
+            &mut huge,
+            Some(IntOrString::Int(i32::MAX)),
+            Some(IntOrString::String("100%".into())),
+        );
+        let mut rs = ReplicaSet::default();
+        rs.metadata.name = Some("huge-rs".into());
+        rs.spec.replicas = Some(i32::MAX);
+        rs.status = Some(k8s_openapi::api::apps::v1::ReplicaSetStatus {
+            replicas: i32::MAX,
+            available_replicas: Some(i32::MIN),
+            ..Default::default()
+        });
+        let mut budget =
+            crate::controllers::testing::pdb("b", "huge", Some(IntOrString::Int(i32::MIN)), None);
+        budget.metadata.generation = Some(i64::MAX);
+        let mut sim = Sim::with_nodes(vec![node("n1", "1e40", "-5")]);
+        sim.state.deployments = vec![huge];
+        sim.state.replica_sets = vec![rs];
+        sim.state.pdbs = vec![budget];
+        sim.state.config.pod_start_delay_seconds = f64::NAN;
+        for _ in 0..3 {
+            sim.step(f64::INFINITY);
         }
     }
 }

@@ -102,14 +102,14 @@ fn expected_scale(state: &ClusterState, pods: &[&Pod]) -> Result<i32, String> {
                             "Deployment/{}",
                             d.metadata.uid.as_deref().unwrap_or(name(&d.metadata))
                         );
-                        scales.insert(key, d.spec.replicas.unwrap_or(1));
+                        scales.insert(key, d.spec.replicas.unwrap_or(1).max(0));
                     }
                     None => {
                         let key = format!(
                             "ReplicaSet/{}",
                             rs.metadata.uid.as_deref().unwrap_or(name(&rs.metadata))
                         );
-                        scales.insert(key, rs.spec.replicas.unwrap_or(1));
+                        scales.insert(key, rs.spec.replicas.unwrap_or(1).max(0));
                     }
                 }
             }
@@ -125,7 +125,12 @@ fn expected_scale(state: &ClusterState, pods: &[&Pod]) -> Result<i32, String> {
             }
         }
     }
-    Ok(scales.values().chain(counted.values()).sum())
+    let total: i64 = scales
+        .values()
+        .chain(counted.values())
+        .map(|v| i64::from(*v))
+        .sum();
+    Ok(i32::try_from(total).unwrap_or(i32::MAX))
 }
 
 /// `(expectedPods, desiredHealthy)` (upstream `getExpectedPodCount`).
@@ -139,10 +144,10 @@ fn expected_and_desired(
     if let Some(mu) = &spec.max_unavailable {
         let expected = expected_scale(state, pods)?;
         let max_unavailable = scaled_value(mu, expected, true).ok_or_else(|| bad(mu))?;
-        return Ok((expected, (expected - max_unavailable).max(0)));
+        return Ok((expected, expected.saturating_sub(max_unavailable).max(0)));
     }
     match &spec.min_available {
-        Some(IntOrString::Int(n)) => Ok((pods.len() as i32, *n)),
+        Some(IntOrString::Int(n)) => Ok((i32::try_from(pods.len()).unwrap_or(i32::MAX), *n)),
         Some(v @ IntOrString::String(_)) => {
             let expected = expected_scale(state, pods)?;
             Ok((
@@ -228,7 +233,7 @@ pub fn compute_status(
                 && pod_is_ready(p)
         })
         .count() as i32;
-    let mut allowed = current - desired;
+    let mut allowed = current.saturating_sub(desired);
     if expected <= 0 || allowed <= 0 {
         allowed = 0;
     }

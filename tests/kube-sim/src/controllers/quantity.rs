@@ -64,7 +64,7 @@ pub fn parse_milli(s: &str) -> Option<i128> {
                 .strip_prefix('e')
                 .or_else(|| other.strip_prefix('E'))?;
             let exp: i32 = exp.parse().ok()?;
-            if exp.abs() > 40 {
+            if exp.unsigned_abs() > 40 {
                 return None;
             }
             dec_exp += exp;
@@ -78,7 +78,7 @@ pub fn parse_milli(s: &str) -> Option<i128> {
     } else {
         let div = 10i128.checked_pow((-dec_exp) as u32)?;
         // Round up (away from zero) like Quantity.MilliValue.
-        (value + div - 1) / div
+        value.checked_add(div - 1)? / div
     };
     Some(if negative { -milli } else { milli })
 }
@@ -108,6 +108,9 @@ mod tests {
             ("+2", Some(2000)),
             ("110", Some(110_000)),
             ("1Ei", Some((1i128 << 60) * 1000)),
+            ("1e-2147483648", None),
+            ("99999999999999999999999999999999999", None),
+            ("999999999999999999999999999999Ei", None),
             ("", None),
             ("abc", None),
             ("1x", None),

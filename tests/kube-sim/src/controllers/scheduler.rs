@@ -196,10 +196,13 @@ fn set_scheduled(pod: &mut Pod, now: jiff::Timestamp, ok: bool, message: Option<
     }
 }
 
+/// Largest quantity considered (milli-units); keeps all sums far from overflow.
+const MAX_QUANTITY: i128 = 1_000_000_000_000_000_000_000_000;
+
 fn to_resources(map: Option<&BTreeMap<String, Quantity>>) -> Resources {
     map.into_iter()
         .flatten()
-        .filter_map(|(k, q)| parse_milli(&q.0).map(|v| (k.clone(), v)))
+        .filter_map(|(k, q)| parse_milli(&q.0).map(|v| (k.clone(), v.clamp(0, MAX_QUANTITY))))
         .collect()
 }
 
@@ -214,7 +217,8 @@ fn allocatable(node: &Node) -> Resources {
 
 fn add_resources(into: &mut Resources, add: &Resources) {
     for (k, v) in add {
-        *into.entry(k.clone()).or_default() += v;
+        let e = into.entry(k.clone()).or_default();
+        *e = e.saturating_add(*v);
     }
 }
 
@@ -329,7 +333,7 @@ fn check_node(
         }
         let alloc = info.allocatable.get(res).copied().unwrap_or(0);
         let used = info.requested.get(res).copied().unwrap_or(0);
-        if used + want > alloc {
+        if used.saturating_add(*want) > alloc {
             reasons.push(format!("Insufficient {res}"));
         }
     }
@@ -559,7 +563,12 @@ fn score(info: &NodeInfo, req: &Resources) -> i128 {
             continue;
         }
         let want = req.get(res).copied().filter(|v| *v > 0).unwrap_or(non_zero);
-        let used = info.requested.get(res).copied().unwrap_or(0) + want;
+        let used = info
+            .requested
+            .get(res)
+            .copied()
+            .unwrap_or(0)
+            .saturating_add(want);
         total += (alloc - used).max(0) * 1000 / alloc;
     }
     total

@@ -170,9 +170,9 @@ pub fn scaled_value(v: &IntOrString, total: i32, round_up: bool) -> Option<i32> 
             let s = s.trim();
             if let Some(p) = s.strip_suffix('%') {
                 let p: i64 = p.trim().parse().ok()?;
-                let prod = p * i64::from(total);
+                let prod = p.checked_mul(i64::from(total))?;
                 let v = if round_up {
-                    (prod + 99).div_euclid(100)
+                    prod.checked_add(99)?.div_euclid(100)
                 } else {
                     prod.div_euclid(100)
                 };
@@ -247,6 +247,12 @@ mod tests {
             (IntOrString::String("50%".into()), 5, false, Some(2)),
             (IntOrString::String("2".into()), 5, false, Some(2)),
             (IntOrString::String("x%".into()), 5, false, None),
+            (
+                IntOrString::String("9223372036854775807%".into()),
+                5,
+                true,
+                None,
+            ),
         ];
         for (v, total, up, want) in cases {
             assert_eq!(
