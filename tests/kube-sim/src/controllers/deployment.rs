@@ -1467,6 +1467,48 @@ mod tests {
     }
 
     #[test]
+    fn rollback_reuses_the_old_replica_set_with_a_new_revision() {
+        let mut sim = sim_with(deployment("web", 1, "nginx"));
+        let original = sim.state.replica_sets[0].metadata.name.clone();
+        restart(&mut sim, "web", "2026-01-01T00:01:00Z");
+        assert!(sim.run_until(DT, 2000, |s| s.pods.len() == 1
+            && s.replica_sets.len() == 2
+            && s.deployments.iter().all(rollout_done)));
+        // `kubectl rollout undo`: the template goes back to revision 1's.
+        sim.edit_deployment("default", "web", |d| {
+            if let Some(a) = d
+                .spec
+                .template
+                .metadata
+                .as_mut()
+                .and_then(|m| m.annotations.as_mut())
+            {
+                a.clear();
+            }
+        });
+        assert!(sim.run_until(DT, 2000, |s| {
+            s.pods.len() == 1
+                && s.pods
+                    .iter()
+                    .all(|p| p.metadata.deletion_timestamp.is_none())
+                && s.deployments.iter().all(rollout_done)
+        }));
+        assert_eq!(sim.state.replica_sets.len(), 2, "no third ReplicaSet");
+        let reused = sim
+            .state
+            .replica_sets
+            .iter()
+            .find(|rs| rs.metadata.name == original);
+        assert_eq!(reused.map(revision), Some(3));
+        assert_eq!(reused.map(rs_replicas), Some(1));
+        let d = sim
+            .deployment("default", "web")
+            .cloned()
+            .unwrap_or_else(|| deployment("", 0, ""));
+        assert_eq!(annotation(&d.metadata, REVISION_ANNOTATION), Some("3"));
+    }
+
+    #[test]
     fn name_clash_bumps_collision_count() {
         let d = deployment("web", 1, "nginx");
         let hash = pod_template_hash(&d.spec.template, None);
