@@ -83,6 +83,7 @@ mod tests {
 
     #[derive(Debug, Deserialize, Default)]
     #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    #[allow(dead_code)]
     struct A {
         #[serde(default)]
         namespaces: Option<Namespaces>,
