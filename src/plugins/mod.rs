@@ -1,12 +1,13 @@
 //! Plugins, one file each, and the registry that maps policy names to them.
 
 pub mod default_evictor;
+pub mod remove_pods_violating_inter_pod_anti_affinity;
 
 use crate::framework::PluginFactory;
 
 /// Every plugin a policy may enable (besides DefaultEvictor).
 pub fn registry() -> Vec<PluginFactory> {
-    vec![]
+    vec![remove_pods_violating_inter_pod_anti_affinity::factory()]
 }
 
 /// Looks up a plugin by name.
