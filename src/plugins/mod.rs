@@ -2,12 +2,16 @@
 
 pub mod default_evictor;
 pub mod remove_pods_violating_inter_pod_anti_affinity;
+pub mod remove_pods_violating_topology_spread_constraint;
 
 use crate::framework::PluginFactory;
 
 /// Every plugin a policy may enable (besides DefaultEvictor).
 pub fn registry() -> Vec<PluginFactory> {
-    vec![remove_pods_violating_inter_pod_anti_affinity::factory()]
+    vec![
+        remove_pods_violating_inter_pod_anti_affinity::factory(),
+        remove_pods_violating_topology_spread_constraint::factory(),
+    ]
 }
 
 /// Looks up a plugin by name.
