@@ -451,8 +451,30 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
                     }
                 }
             }
+            // Pods by label pair, so a constraint with matchLabels only scans pods that can match.
+            let mut by_label: HashMap<(&str, &str), Vec<PodId>> = HashMap::new();
+            if constraints.len() > 1 {
+                for &p in pods {
+                    for (k, v) in &s.pod(p).labels {
+                        by_label.entry((k, v)).or_default().push(p);
+                    }
+                }
+            }
             for c in &constraints {
-                run.process(c, pods);
+                let narrowed = c
+                    .label_selector
+                    .and_then(|ls| ls.match_labels.as_ref())
+                    .filter(|_| !by_label.is_empty())
+                    .and_then(|ml| {
+                        ml.iter()
+                            .map(|(k, v)| by_label.get(&(k.as_str(), v.as_str())))
+                            .min_by_key(|l| l.map_or(0, Vec::len))
+                    });
+                match narrowed {
+                    Some(Some(candidates)) => run.process(c, candidates),
+                    Some(None) => run.process(c, &[]),
+                    None => run.process(c, pods),
+                }
             }
         }
         let mut node_limited: HashSet<NodeId> = HashSet::new();
