@@ -4,20 +4,18 @@ use std::cmp::Ordering;
 
 use crate::snapshot::{PodId, Snapshot};
 
-/// Eviction preference between two pods: lower priority first; equal priority → QoS BestEffort,
-/// Burstable, Guaranteed; pods annotated `prefer-no-eviction` last (upstream
-/// `SortPodsBasedOnPriorityLowToHigh` with the `noEvictionPolicy: Preferred` tweak).
+/// Eviction preference between two pods (upstream `SortPodsBasedOnPriorityLowToHigh`): lower
+/// priority first (a pod without a priority sorts first); equal priority → QoS BestEffort,
+/// Burstable, Guaranteed; equal QoS → pods annotated `prefer-no-eviction` last.
 pub fn priority_low_to_high(snapshot: &Snapshot, a: PodId, b: PodId) -> Ordering {
     let (pa, pb) = (snapshot.pod(a), snapshot.pod(b));
-    pa.prefers_no_eviction()
-        .cmp(&pb.prefers_no_eviction())
-        .then_with(|| match (pa.priority, pb.priority) {
-            // A pod without a priority sorts first, as upstream.
-            (None, Some(_)) => Ordering::Less,
-            (Some(_), None) => Ordering::Greater,
-            (x, y) => x.cmp(&y),
-        })
-        .then_with(|| pa.qos.cmp(&pb.qos))
+    match (pa.priority, pb.priority) {
+        (None, Some(_)) => Ordering::Less,
+        (Some(_), None) => Ordering::Greater,
+        (x, y) => x.cmp(&y),
+    }
+    .then_with(|| pa.qos.cmp(&pb.qos))
+    .then_with(|| pa.prefers_no_eviction().cmp(&pb.prefers_no_eviction()))
 }
 
 /// Sorts `pods` for eviction by [`priority_low_to_high`] (stable).

@@ -4,8 +4,10 @@ pub mod default_evictor;
 pub mod pod_lifetime;
 pub mod remove_failed_pods;
 pub mod remove_pods_having_too_many_restarts;
+pub mod remove_pods_violating_inter_pod_anti_affinity;
 pub mod remove_pods_violating_node_affinity;
 pub mod remove_pods_violating_node_taints;
+pub mod remove_pods_violating_topology_spread_constraint;
 
 use crate::framework::PluginFactory;
 
@@ -17,6 +19,8 @@ pub fn registry() -> Vec<PluginFactory> {
         pod_lifetime::factory(),
         remove_pods_violating_node_taints::factory(),
         remove_pods_violating_node_affinity::factory(),
+        remove_pods_violating_inter_pod_anti_affinity::factory(),
+        remove_pods_violating_topology_spread_constraint::factory(),
     ]
 }
 

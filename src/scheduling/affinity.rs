@@ -5,31 +5,49 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, PodAffinityTerm};
 
+use kube::core::{Selector, SelectorExt};
+
 use super::selector;
 use crate::snapshot::{Node, Pod, Snapshot};
 
+/// Whether a node label requirement matches (`nodeSelectorRequirementsAsSelector`): an invalid
+/// requirement (`In`/`NotIn` without values, `Exists`/`DoesNotExist` with values, `Gt`/`Lt` without
+/// exactly one integer, an unknown operator) makes its term match nothing.
 fn requirement_matches(req: &NodeSelectorRequirement, value: Option<&str>) -> bool {
     let values = req.values.as_deref().unwrap_or(&[]);
     match req.operator.as_str() {
-        "In" => value.is_some_and(|v| values.iter().any(|x| x == v)),
-        "NotIn" => value.is_none_or(|v| !values.iter().any(|x| x == v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
+        "In" => !values.is_empty() && value.is_some_and(|v| values.iter().any(|x| x == v)),
+        "NotIn" => !values.is_empty() && value.is_none_or(|v| !values.iter().any(|x| x == v)),
+        "Exists" => values.is_empty() && value.is_some(),
+        "DoesNotExist" => values.is_empty() && value.is_none(),
         "Gt" | "Lt" => {
-            let (Some(v), [bound]) = (value, values) else {
+            let [bound] = values else {
                 return false;
             };
-            match (v.parse::<i64>(), bound.parse::<i64>()) {
-                (Ok(v), Ok(b)) => {
-                    if req.operator == "Gt" {
-                        v > b
-                    } else {
-                        v < b
-                    }
-                }
+            let Ok(bound) = bound.parse::<i64>() else {
+                return false;
+            };
+            match value.map(str::parse::<i64>) {
+                Some(Ok(v)) if req.operator == "Gt" => v > bound,
+                Some(Ok(v)) => v < bound,
                 _ => false,
             }
         }
+        _ => false,
+    }
+}
+
+/// Whether a node field requirement matches (`nodeSelectorRequirementsAsFieldSelector`): only
+/// `In` / `NotIn` with exactly one value; the only field a node has is `metadata.name`.
+fn field_requirement_matches(req: &NodeSelectorRequirement, node_name: &str) -> bool {
+    let field = if req.key == "metadata.name" {
+        node_name
+    } else {
+        ""
+    };
+    match (req.operator.as_str(), req.values.as_deref().unwrap_or(&[])) {
+        ("In", [v]) => field == v,
+        ("NotIn", [v]) => field != v,
         _ => false,
     }
 }
@@ -47,7 +65,7 @@ pub fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
         .all(|r| requirement_matches(r, node.labels.get(&r.key).map(String::as_str)))
         && fields
             .iter()
-            .all(|r| r.key == "metadata.name" && requirement_matches(r, Some(&node.name)))
+            .all(|r| field_requirement_matches(r, &node.name))
 }
 
 /// Whether `node` satisfies the pod's `nodeSelector` and required node affinity (terms are ORed).
@@ -194,4 +212,87 @@ pub fn same_topology(a: &Node, b: &Node, key: &str) -> bool {
         (Some(x), Some(y)) => x == y,
         _ => false,
     }
+}
+
+/// How a compiled anti-affinity term picks namespaces: the term's `namespaces`, else the owner's
+/// namespace (upstream descheduler ignores `namespaceSelector`).
+#[derive(Debug, Clone)]
+pub enum TermNamespaces<'a> {
+    /// `term.namespaces`.
+    Listed(&'a [String]),
+    /// The owner pod's namespace.
+    Own(&'a str),
+}
+
+impl TermNamespaces<'_> {
+    /// Whether `namespace` is one of them.
+    pub fn contains(&self, namespace: &str) -> bool {
+        match self {
+            TermNamespaces::Listed(l) => l.iter().any(|n| n == namespace),
+            TermNamespaces::Own(n) => *n == namespace,
+        }
+    }
+}
+
+/// A term's label selector after `LabelSelectorAsSelector`.
+#[derive(Debug, Clone)]
+pub enum TermSelector {
+    /// A nil selector: selects no pod.
+    Nothing,
+    /// The selector does not convert (the error text).
+    Invalid(String),
+    /// A valid selector (empty selects every pod).
+    Match(Selector),
+}
+
+/// A required pod anti-affinity term prepared the way upstream descheduler evaluates it
+/// (`GetNamespacesFromPodAffinityTerm` + `LabelSelectorAsSelector`; `namespaceSelector`,
+/// `matchLabelKeys` and `mismatchLabelKeys` are not consulted — the API server already merged the
+/// label keys into the selector).
+#[derive(Debug, Clone)]
+pub struct CompiledAntiAffinityTerm<'a> {
+    /// Namespaces the term looks at.
+    pub namespaces: TermNamespaces<'a>,
+    /// Its selector.
+    pub selector: TermSelector,
+    /// `topologyKey`.
+    pub topology_key: &'a str,
+}
+
+impl CompiledAntiAffinityTerm<'_> {
+    /// Whether the term selects `other` by namespace and labels (an invalid selector selects none).
+    pub fn selects(&self, other: &Pod) -> bool {
+        match &self.selector {
+            TermSelector::Match(sel) => {
+                self.namespaces.contains(&other.namespace) && sel.matches(&other.labels)
+            }
+            TermSelector::Nothing | TermSelector::Invalid(_) => false,
+        }
+    }
+
+    /// Whether the selector failed to convert.
+    pub fn is_invalid(&self) -> bool {
+        matches!(self.selector, TermSelector::Invalid(_))
+    }
+}
+
+/// The pod's required anti-affinity terms, compiled (empty when it has none).
+pub fn compile_anti_affinity_terms(pod: &Pod) -> Vec<CompiledAntiAffinityTerm<'_>> {
+    required_anti_affinity_terms(pod)
+        .iter()
+        .map(|t| CompiledAntiAffinityTerm {
+            namespaces: match t.namespaces.as_deref() {
+                Some(l) if !l.is_empty() => TermNamespaces::Listed(l),
+                _ => TermNamespaces::Own(&pod.namespace),
+            },
+            selector: match &t.label_selector {
+                None => TermSelector::Nothing,
+                Some(sel) => match selector::compile_strict(sel) {
+                    Ok(s) => TermSelector::Match(s),
+                    Err(e) => TermSelector::Invalid(e),
+                },
+            },
+            topology_key: &t.topology_key,
+        })
+        .collect()
 }

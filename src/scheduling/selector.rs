@@ -115,6 +115,31 @@ pub fn compile(sel: &LabelSelector) -> Result<Selector, String> {
     Selector::try_from(sel.clone()).map_err(|e| e.to_string())
 }
 
+/// Converts a `metav1.LabelSelector` as `LabelSelectorAsSelector` does: `In` / `NotIn` need
+/// values, `Exists` / `DoesNotExist` take none, any other operator is an error.
+pub fn compile_strict(sel: &LabelSelector) -> Result<Selector, String> {
+    for r in sel.match_expressions.iter().flatten() {
+        let n = r.values.as_ref().map_or(0, Vec::len);
+        match r.operator.as_str() {
+            "In" | "NotIn" if n == 0 => {
+                return Err(format!(
+                    "values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty (key {:?})",
+                    r.key
+                ));
+            }
+            "Exists" | "DoesNotExist" if n > 0 => {
+                return Err(format!(
+                    "values: Invalid value: for 'exists', 'doesnotexist' operators, values set must be empty (key {:?})",
+                    r.key
+                ));
+            }
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            op => return Err(format!("{op:?} is not a valid label selector operator")),
+        }
+    }
+    compile(sel)
+}
+
 /// Whether `labels` match `sel`. An invalid selector matches nothing (as a failed
 /// `LabelSelectorAsSelector` does upstream).
 pub fn matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {

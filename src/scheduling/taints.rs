@@ -2,8 +2,10 @@
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
-/// Whether `toleration` tolerates `taint`: effects match (empty effect = all), keys match (empty
-/// key with `Exists` = all keys), and the value matches for `Equal` (the empty operator is `Equal`).
+/// Whether `toleration` tolerates `taint` (`Toleration.ToleratesTaint` with comparison operators
+/// enabled, as upstream calls it): effects match (empty effect = all), keys match (empty key = all
+/// keys), then `Equal` (also the empty operator) compares values, `Exists` matches any value, and
+/// `Lt` / `Gt` compare canonical decimal integers (taint value < / > toleration value).
 pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
     let effect_ok = toleration
         .effect
@@ -16,15 +18,33 @@ pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
     if !key.is_empty() && key != taint.key {
         return false;
     }
-    match toleration.operator.as_deref().unwrap_or("Equal") {
+    let tol_value = toleration.value.as_deref().unwrap_or("");
+    let taint_value = taint.value.as_deref().unwrap_or("");
+    match toleration.operator.as_deref().unwrap_or("") {
+        "" | "Equal" => tol_value == taint_value,
         "Exists" => true,
-        "" | "Equal" => {
-            // An empty key is only valid with Exists.
-            !key.is_empty()
-                && toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
-        }
+        op @ ("Lt" | "Gt") => match (decimal_integer(tol_value), decimal_integer(taint_value)) {
+            (Some(t), Some(v)) => {
+                if op == "Lt" {
+                    v < t
+                } else {
+                    v > t
+                }
+            }
+            _ => false,
+        },
         _ => false,
     }
+}
+
+/// Parses a decimal integer in canonical form (`0`, `-12`, `340`; no `+`, no leading zeros).
+fn decimal_integer(s: &str) -> Option<i64> {
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'))
+        && s != "-0";
+    if canonical { s.parse().ok() } else { None }
 }
 
 /// Whether some toleration tolerates `taint`.
@@ -91,6 +111,7 @@ mod tests {
             (tol(None, Some("Exists"), None, Some("NoExecute")), false),
             (tol(Some("other"), Some("Exists"), None, None), false),
             (tol(None, None, None, None), false),
+            (tol(Some("k"), Some("Bogus"), Some("v"), None), false),
         ];
         for (i, (tl, want)) in cases.iter().enumerate() {
             assert_eq!(tolerates(tl, &t), *want, "case {i}");
@@ -102,5 +123,27 @@ mod tests {
             is_scheduling_taint
         ));
         assert!(!tolerates_all(&[], &taints, is_scheduling_taint));
+    }
+
+    #[test]
+    fn comparison_operators() {
+        let t = taint("gpu-gen", Some("5"), "NoSchedule");
+        let cases = [
+            (tol(Some("gpu-gen"), Some("Gt"), Some("4"), None), true),
+            (tol(Some("gpu-gen"), Some("Gt"), Some("5"), None), false),
+            (tol(Some("gpu-gen"), Some("Lt"), Some("6"), None), true),
+            (tol(Some("gpu-gen"), Some("Lt"), Some("5"), None), false),
+            (tol(Some("gpu-gen"), Some("Lt"), Some("06"), None), false),
+            (tol(Some("gpu-gen"), Some("Lt"), Some("x"), None), false),
+            (tol(Some("gpu-gen"), Some("Gt"), Some("-1"), None), true),
+        ];
+        for (i, (tl, want)) in cases.iter().enumerate() {
+            assert_eq!(tolerates(tl, &t), *want, "case {i}");
+        }
+        let bad = taint("gpu-gen", Some("five"), "NoSchedule");
+        assert!(!tolerates(
+            &tol(Some("gpu-gen"), Some("Gt"), Some("1"), None),
+            &bad
+        ));
     }
 }

@@ -11,7 +11,7 @@ pub mod stream;
 pub mod view;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
@@ -49,6 +49,16 @@ pub struct PvcInfo {
     pub access_modes: Vec<String>,
 }
 
+/// What the non-terminal pods on a node use (upstream `ListPodsOnANode`: Succeeded and Failed pods
+/// are left out because they hold no resources).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeUsage {
+    /// Sum of their requests.
+    pub requested: Resources,
+    /// How many there are (pod slots taken).
+    pub pods: i64,
+}
+
 /// An indexed cluster snapshot.
 #[derive(Debug, Default)]
 pub struct Snapshot {
@@ -79,6 +89,8 @@ pub struct Snapshot {
     pods_by_namespace: HashMap<Arc<str>, Vec<PodId>>,
     pods_by_owner: HashMap<String, Vec<PodId>>,
     evicted: Vec<bool>,
+    /// Per-node usage, computed on first use and dropped when a pod on the node is evicted.
+    usage: Vec<OnceLock<NodeUsage>>,
 }
 
 impl Snapshot {
@@ -113,6 +125,7 @@ impl Snapshot {
         s.node_by_name = seen_nodes;
         s.pods_by_node = vec![Vec::new(); s.nodes.len()];
         s.evicted = vec![false; s.pods.len()];
+        s.usage = (0..s.nodes.len()).map(|_| OnceLock::new()).collect();
         let mut unknown_nodes: BTreeMap<String, usize> = BTreeMap::new();
         for (i, pod) in s.pods.iter_mut().enumerate() {
             let id = i as PodId;
@@ -199,11 +212,19 @@ impl Snapshot {
         if let Some(e) = self.evicted.get_mut(pod as usize) {
             *e = true;
         }
+        if let Some(n) = self.pods.get(pod as usize).and_then(|p| p.node)
+            && let Some(u) = self.usage.get_mut(n as usize)
+        {
+            u.take();
+        }
     }
 
     /// Forgets all evictions (a new cycle on the same snapshot).
     pub fn reset_evictions(&mut self) {
         self.evicted.iter_mut().for_each(|e| *e = false);
+        self.usage.iter_mut().for_each(|u| {
+            u.take();
+        });
     }
 
     /// Labels of `namespace` (empty when unknown).
@@ -213,16 +234,35 @@ impl Snapshot {
 
     /// Sum of requests of non-terminal pods on `node` (Succeeded/Failed pods free their resources).
     pub fn node_requested(&self, node: NodeId) -> Resources {
-        let mut total = Resources::default();
-        for p in self.pods_on_node(node) {
-            let pod = self.pod(p);
-            if !matches!(
-                pod.phase,
-                model::PodPhase::Succeeded | model::PodPhase::Failed
-            ) {
-                total.add(&pod.requests);
-            }
+        self.node_usage(node).requested.clone()
+    }
+
+    /// Requests and pod count of the non-terminal pods on `node`, cached until a pod on the node
+    /// is marked evicted.
+    pub fn node_usage(&self, node: NodeId) -> std::borrow::Cow<'_, NodeUsage> {
+        match self.usage.get(node as usize) {
+            Some(cell) => std::borrow::Cow::Borrowed(cell.get_or_init(|| self.compute_usage(node))),
+            // Nodes added after the snapshot was built are not cached.
+            None => std::borrow::Cow::Owned(self.compute_usage(node)),
         }
-        total
+    }
+
+    /// Ids of the non-terminal (not Succeeded/Failed) pods on `node`, not evicted in this cycle.
+    pub fn active_pods_on_node(&self, node: NodeId) -> impl Iterator<Item = PodId> + '_ {
+        self.pods_on_node(node).filter(|&p| {
+            !matches!(
+                self.pod(p).phase,
+                model::PodPhase::Succeeded | model::PodPhase::Failed
+            )
+        })
+    }
+
+    fn compute_usage(&self, node: NodeId) -> NodeUsage {
+        let mut usage = NodeUsage::default();
+        for p in self.active_pods_on_node(node) {
+            usage.requested.add(&self.pod(p).requests);
+            usage.pods += 1;
+        }
+        usage
     }
 }
