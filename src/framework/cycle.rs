@@ -97,7 +97,17 @@ pub fn run_cycle(
             nodes.len()
         ));
     } else {
-        for profile in profiles {
+        let candidates: Vec<Vec<NodeId>> = profiles
+            .iter()
+            .map(|p| {
+                if p.evictor.args().node_fit {
+                    p.evictor.node_fit_candidates(snapshot)
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        for (profile, fit_nodes) in profiles.iter().zip(&candidates) {
             for plugin in &profile.deschedule {
                 let t = Instant::now();
                 {
@@ -105,6 +115,7 @@ pub fn run_cycle(
                         snapshot,
                         now,
                         &profile.evictor,
+                        fit_nodes,
                         &mut session,
                         &profile.name,
                         plugin.name(),
@@ -115,7 +126,7 @@ pub fn run_cycle(
                 report.timings.push(timing(&profile.name, plugin.name(), t));
             }
         }
-        for profile in profiles {
+        for (profile, fit_nodes) in profiles.iter().zip(&candidates) {
             for plugin in &profile.balance {
                 let t = Instant::now();
                 {
@@ -123,6 +134,7 @@ pub fn run_cycle(
                         snapshot,
                         now,
                         &profile.evictor,
+                        fit_nodes,
                         &mut session,
                         &profile.name,
                         plugin.name(),

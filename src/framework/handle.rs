@@ -14,17 +14,21 @@ pub struct Handle<'a> {
     /// The cycle's clock (`plan --now` fixes it).
     pub now: Timestamp,
     evictor: &'a DefaultEvictor,
+    fit_candidates: &'a [NodeId],
     session: &'a mut EvictionSession,
     profile: &'a str,
     plugin: &'static str,
 }
 
 impl<'a> Handle<'a> {
-    /// A handle for `plugin` of `profile`.
+    /// A handle for `plugin` of `profile`. `fit_candidates` are the evictor's `nodeFit` nodes for
+    /// this cycle ([`DefaultEvictor::node_fit_candidates`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         snapshot: &'a Snapshot,
         now: Timestamp,
         evictor: &'a DefaultEvictor,
+        fit_candidates: &'a [NodeId],
         session: &'a mut EvictionSession,
         profile: &'a str,
         plugin: &'static str,
@@ -33,6 +37,7 @@ impl<'a> Handle<'a> {
             snapshot,
             now,
             evictor,
+            fit_candidates,
             session,
             profile,
             plugin,
@@ -47,7 +52,8 @@ impl<'a> Handle<'a> {
 
     /// The DefaultEvictor's PreEvictionFilter (nodeFit, namespace label selector).
     pub fn pre_eviction_filter(&self, pod: PodId) -> bool {
-        self.evictor.pre_eviction_filter(self.snapshot, pod)
+        self.evictor
+            .pre_eviction_filter_with(self.snapshot, pod, self.fit_candidates)
     }
 
     /// The DefaultEvictor in force for this profile.

@@ -499,11 +499,24 @@ impl DefaultEvictor {
     /// PreEvictionFilter: `nodeFit` (the pod fits another Ready node matching `nodeSelector`) and
     /// `namespaceLabelSelector`.
     pub fn pre_eviction_filter(&self, snapshot: &Snapshot, pod: PodId) -> bool {
-        if self.args.node_fit {
-            let nodes = self.node_fit_candidates(snapshot);
-            if !fit::fits_any_other_node(snapshot, pod, &nodes) {
-                return false;
-            }
+        let candidates = if self.args.node_fit {
+            self.node_fit_candidates(snapshot)
+        } else {
+            Vec::new()
+        };
+        self.pre_eviction_filter_with(snapshot, pod, &candidates)
+    }
+
+    /// PreEvictionFilter with the `nodeFit` candidates computed once per cycle by the caller
+    /// ([`Self::node_fit_candidates`]).
+    pub fn pre_eviction_filter_with(
+        &self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        candidates: &[NodeId],
+    ) -> bool {
+        if self.args.node_fit && !fit::fits_any_other_node(snapshot, pod, candidates) {
+            return false;
         }
         if let Some(sel) = &self.namespace_selector {
             let ns = &snapshot.pod(pod).namespace;
