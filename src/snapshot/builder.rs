@@ -316,7 +316,12 @@ impl SnapshotBuilder {
     /// Adds a ReplicaSet (its pod template and labels are dropped).
     pub fn add_replica_set(&mut self, rs: &ReplicaSet) {
         let mut rs = rs.clone();
+        let hash = rs.metadata.labels.as_ref().and_then(|l| l.get("pod-template-hash").cloned());
         strip_meta(&mut rs.metadata);
+        // The guard tells the current ReplicaSet by this label.
+        if let Some(h) = hash {
+            rs.metadata.labels = Some([("pod-template-hash".to_string(), h)].into());
+        }
         rs.spec.selector = Default::default();
         if let Some(t) = rs.spec.template.as_mut() {
             t.spec = None;
