@@ -85,6 +85,7 @@ mod tests {
     #[serde(deny_unknown_fields, rename_all = "camelCase")]
     struct A {
         #[serde(default)]
+        #[allow(dead_code)] // decoded only, to test error paths
         namespaces: Option<Namespaces>,
         #[serde(default)]
         pod_restart_threshold: i32,

@@ -235,9 +235,8 @@ impl<'de> Visitor<'de> for ItemsSeed<'_, '_> {
 fn load_json(bytes: &[u8], b: &mut SnapshotBuilder) -> Result<(), ConfigError> {
     let text = std::str::from_utf8(bytes)
         .map_err(|e| ConfigError::new(format!("the snapshot is not UTF-8: {e}")))?;
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<&RawValue>();
-    let mut doc = 0usize;
-    while let Some(next) = stream.next() {
+    let stream = serde_json::Deserializer::from_str(text).into_iter::<&RawValue>();
+    for (doc, next) in stream.enumerate() {
         let raw = next.map_err(|e| {
             ConfigError::new(format!(
                 "invalid JSON at line {}, column {}: {e}",
@@ -265,7 +264,6 @@ fn load_json(bytes: &[u8], b: &mut SnapshotBuilder) -> Result<(), ConfigError> {
             )
             .map_err(|e| ConfigError::new(e.0.replace("object.items", "items")))?;
         }
-        doc += 1;
     }
     Ok(())
 }
