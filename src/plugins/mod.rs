@@ -1,12 +1,14 @@
 //! Plugins, one file each, and the registry that maps policy names to them.
 
 pub mod default_evictor;
+pub mod low_node_utilization;
+pub mod node_utilization;
 
 use crate::framework::PluginFactory;
 
 /// Every plugin a policy may enable (besides DefaultEvictor).
 pub fn registry() -> Vec<PluginFactory> {
-    vec![]
+    vec![low_node_utilization::factory()]
 }
 
 /// Looks up a plugin by name.
