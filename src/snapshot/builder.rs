@@ -429,15 +429,17 @@ fn compute_qos(spec: &core::PodSpec) -> QosClass {
         let req = res.and_then(|r| r.requests.as_ref());
         let lim = res.and_then(|r| r.limits.as_ref());
         for name in [resources::CPU, resources::MEMORY] {
-            let r = req.and_then(|m| m.get(name));
-            let l = lim.and_then(|m| m.get(name));
+            // As `GetPodQOS`: zero quantities do not count.
+            let parse = |q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>| {
+                q.and_then(|q| crate::quantity::Quantity::parse(&q.0).ok())
+                    .filter(|q| q.milli_value() > 0)
+            };
+            let r = parse(req.and_then(|m| m.get(name)));
+            let l = parse(lim.and_then(|m| m.get(name)));
             if r.is_some() || l.is_some() {
                 any = true;
             }
-            let parse = |q: Option<&k8s_openapi::apimachinery::pkg::api::resource::Quantity>| {
-                q.and_then(|q| crate::quantity::Quantity::parse(&q.0).ok())
-            };
-            match (parse(r).or(parse(l)), parse(l)) {
+            match (r.or(l), l) {
                 (Some(a), Some(b)) if a == b => {}
                 _ => guaranteed = false,
             }
@@ -449,5 +451,28 @@ fn compute_qos(spec: &core::PodSpec) -> QosClass {
         QosClass::Guaranteed
     } else {
         QosClass::Burstable
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::testing::pod;
+
+    #[test]
+    fn qos_ignores_zero_quantities() {
+        let qos = |p: core::Pod| compute_qos(p.spec.as_ref().unwrap());
+        assert_eq!(
+            qos(pod("a", "zero", "n").requests("0", "0").build()),
+            QosClass::BestEffort
+        );
+        assert_eq!(
+            qos(pod("a", "cpu", "n").requests("100m", "0").build()),
+            QosClass::Burstable
+        );
+        assert_eq!(
+            qos(pod("a", "none", "n").best_effort().build()),
+            QosClass::BestEffort
+        );
     }
 }
