@@ -1,6 +1,7 @@
 //! Plugins, one file each, and the registry that maps policy names to them.
 
 pub mod default_evictor;
+pub mod high_node_utilization;
 pub mod low_node_utilization;
 pub mod node_utilization;
 
@@ -8,7 +9,10 @@ use crate::framework::PluginFactory;
 
 /// Every plugin a policy may enable (besides DefaultEvictor).
 pub fn registry() -> Vec<PluginFactory> {
-    vec![low_node_utilization::factory()]
+    vec![
+        high_node_utilization::factory(),
+        low_node_utilization::factory(),
+    ]
 }
 
 /// Looks up a plugin by name.
