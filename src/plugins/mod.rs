@@ -4,6 +4,7 @@ pub mod default_evictor;
 pub mod high_node_utilization;
 pub mod low_node_utilization;
 pub mod node_utilization;
+pub mod remove_duplicates;
 
 use crate::framework::PluginFactory;
 
@@ -12,6 +13,7 @@ pub fn registry() -> Vec<PluginFactory> {
     vec![
         high_node_utilization::factory(),
         low_node_utilization::factory(),
+        remove_duplicates::factory(),
     ]
 }
 

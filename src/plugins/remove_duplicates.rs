@@ -1,0 +1,565 @@
+//! RemoveDuplicates (Balance): spreads pods of the same owner and images over the nodes they could
+//! run on. On each node the first matching pod seen is the original and later ones duplicates; an
+//! owner key (namespace / owner kind / owner name / sorted images) with `n` pods over `t` feasible
+//! nodes keeps at most `ceil(n / t)` pods per node. Feasible nodes are those whose NoSchedule /
+//! NoExecute taints the duplicates tolerate and whose labels match their nodeSelector and required
+//! node affinity (cordoned nodes count, as upstream); fewer than two means nothing is evicted.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Deserialize;
+
+use super::node_utilization::occupies;
+use crate::framework::args::{ArgsError, Namespaces, allows_namespace, decode};
+use crate::framework::registry::ExtensionPoint;
+use crate::framework::{BalancePlugin, Handle, Plugin, PluginFactory};
+use crate::scheduling::{affinity, taints};
+use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
+
+/// The plugin name.
+pub const NAME: &str = "RemoveDuplicates";
+
+/// RemoveDuplicates args (upstream `RemoveDuplicatesArgs`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RemoveDuplicatesArgs {
+    /// Namespaces to include or exclude.
+    #[serde(default)]
+    pub namespaces: Option<Namespaces>,
+    /// Pods with an owner of one of these kinds are ignored.
+    #[serde(default)]
+    pub exclude_owner_kinds: Vec<String>,
+}
+
+/// The RemoveDuplicates plugin.
+#[derive(Debug)]
+pub struct RemoveDuplicates {
+    args: RemoveDuplicatesArgs,
+}
+
+impl RemoveDuplicates {
+    /// A plugin with validated `args`.
+    pub fn new(args: RemoveDuplicatesArgs) -> Result<Self, ArgsError> {
+        if let Some(ns) = &args.namespaces {
+            ns.validate("namespaces")?;
+        }
+        Ok(RemoveDuplicates { args })
+    }
+}
+
+fn build(args: &serde_json::Value) -> Result<Plugin, ArgsError> {
+    let args: RemoveDuplicatesArgs = decode(args)?;
+    Ok(Plugin::Balance(Box::new(RemoveDuplicates::new(args)?)))
+}
+
+/// The registry entry.
+pub fn factory() -> PluginFactory {
+    PluginFactory {
+        name: NAME,
+        point: ExtensionPoint::Balance,
+        build,
+    }
+}
+
+/// Namespace, owner kind, owner name and the id of the pod's sorted image list.
+type OwnerKey<'a> = (&'a str, &'a str, &'a str, u32);
+
+/// What makes two pods on a node duplicates: the same namespace, owners and images. (Upstream
+/// compares the sorted `namespace/kind/name/image` strings of every owner × image.)
+#[derive(Debug, PartialEq, Eq, Hash)]
+enum DupKey<'a> {
+    /// One owner: its key says it all.
+    Single(OwnerKey<'a>),
+    /// Several owners: the sorted (kind, name, image) triples.
+    Multi(&'a str, Vec<(&'a str, &'a str, &'a str)>),
+}
+
+/// Pods of one owner key: how many there are and the duplicates found on each node.
+#[derive(Debug, Default)]
+struct Group {
+    occurrences: u32,
+    duplicates: Vec<(NodeId, Vec<PodId>)>,
+}
+
+/// The nodes a pod could land on, by scheduling signature (tolerations, nodeSelector, required
+/// node affinity); pods with equal signatures share the result.
+struct Feasibility<'a> {
+    snapshot: &'a Snapshot,
+    nodes: &'a [NodeId],
+    signatures: Vec<(PodId, Vec<NodeId>)>,
+}
+
+impl<'a> Feasibility<'a> {
+    fn same_signature(a: &Pod, b: &Pod) -> bool {
+        a.tolerations == b.tolerations
+            && a.node_selector == b.node_selector
+            && affinity::required_node_terms(a) == affinity::required_node_terms(b)
+    }
+
+    /// Index of the signature of `pod`, computing its feasible nodes on first sight.
+    fn signature(&mut self, pod: PodId) -> usize {
+        let p = self.snapshot.pod(pod);
+        if let Some(i) = self
+            .signatures
+            .iter()
+            .position(|(rep, _)| Self::same_signature(self.snapshot.pod(*rep), p))
+        {
+            return i;
+        }
+        let feasible = self
+            .nodes
+            .iter()
+            .copied()
+            .filter(|&n| {
+                let node = self.snapshot.node(n);
+                taints::tolerates_all(&p.tolerations, &node.taints, taints::is_scheduling_taint)
+                    && affinity::matches_node_selector_and_affinity(p, node)
+            })
+            .collect();
+        self.signatures.push((pod, feasible));
+        self.signatures.len() - 1
+    }
+}
+
+impl BalancePlugin for RemoveDuplicates {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+        let snapshot = h.snapshot;
+        let excluded_kinds = &self.args.exclude_owner_kinds;
+        let mut image_ids: HashMap<Vec<&str>, u32> = HashMap::new();
+        let mut group_of: HashMap<OwnerKey<'_>, usize> = HashMap::new();
+        let mut groups: Vec<Group> = Vec::new();
+        let mut seen: HashSet<DupKey<'_>> = HashSet::new();
+        let mut images: Vec<&str> = Vec::new();
+        for &node in nodes {
+            seen.clear();
+            for p in snapshot.pods_on_node(node) {
+                let pod = snapshot.pod(p);
+                if !occupies(pod)
+                    || pod.owners.is_empty()
+                    || pod.images.is_empty()
+                    || pod.owners.iter().any(|o| excluded_kinds.contains(&o.kind))
+                    || !allows_namespace(&self.args.namespaces, &pod.namespace)
+                    || !h.filter(p)
+                    || !h.pre_eviction_filter(p)
+                {
+                    continue;
+                }
+                images.clear();
+                images.extend(pod.images.iter().map(String::as_str));
+                images.sort_unstable();
+                let next_id = image_ids.len() as u32;
+                let images_id = match image_ids.get(images.as_slice()) {
+                    Some(&id) => id,
+                    None => {
+                        image_ids.insert(images.clone(), next_id);
+                        next_id
+                    }
+                };
+                let ns: &str = &pod.namespace;
+                let owner_key = |i: usize| {
+                    (
+                        ns,
+                        pod.owners[i].kind.as_str(),
+                        pod.owners[i].name.as_str(),
+                        images_id,
+                    )
+                };
+                for i in 0..pod.owners.len() {
+                    let next = groups.len();
+                    let g = *group_of.entry(owner_key(i)).or_insert(next);
+                    if g == next {
+                        groups.push(Group::default());
+                    }
+                    groups[g].occurrences += 1;
+                }
+                let dup_key = if pod.owners.len() == 1 {
+                    DupKey::Single(owner_key(0))
+                } else {
+                    let mut triples: Vec<_> = pod
+                        .owners
+                        .iter()
+                        .flat_map(|o| {
+                            images
+                                .iter()
+                                .map(|&img| (o.kind.as_str(), o.name.as_str(), img))
+                        })
+                        .collect();
+                    triples.sort_unstable();
+                    DupKey::Multi(ns, triples)
+                };
+                if seen.insert(dup_key) {
+                    continue;
+                }
+                for i in 0..pod.owners.len() {
+                    let Some(&g) = group_of.get(&owner_key(i)) else {
+                        continue;
+                    };
+                    let dups = &mut groups[g].duplicates;
+                    match dups.last_mut() {
+                        Some((n, pods)) if *n == node => pods.push(p),
+                        _ => dups.push((node, vec![p])),
+                    }
+                }
+            }
+        }
+
+        let mut feasibility = Feasibility {
+            snapshot,
+            nodes,
+            signatures: Vec::new(),
+        };
+        let mut mark = vec![u32::MAX; snapshot.nodes.len()];
+        let mut sigs: Vec<usize> = Vec::new();
+        for (gi, group) in groups.iter().enumerate() {
+            if group.duplicates.is_empty() {
+                continue;
+            }
+            // Feasible nodes: the union over the duplicates' signatures of those with at least
+            // two feasible nodes.
+            sigs.clear();
+            for (_, pods) in &group.duplicates {
+                for &p in pods {
+                    let s = feasibility.signature(p);
+                    if !sigs.contains(&s) {
+                        sigs.push(s);
+                    }
+                }
+            }
+            let mut targets = 0usize;
+            for &s in &sigs {
+                let feasible = &feasibility.signatures[s].1;
+                if feasible.len() < 2 {
+                    continue;
+                }
+                for &n in feasible {
+                    if mark[n as usize] != gi as u32 {
+                        mark[n as usize] = gi as u32;
+                        targets += 1;
+                    }
+                }
+            }
+            if targets < 2 {
+                tracing::debug!(
+                    plugin = NAME,
+                    "fewer than two feasible nodes for duplicates"
+                );
+                continue;
+            }
+            let upper = (group.occurrences as usize).div_ceil(targets);
+            'nodes: for (_, pods) in &group.duplicates {
+                // The original is not in the list: the node holds `pods.len() + 1`.
+                if pods.len() < upper {
+                    continue;
+                }
+                for &p in &pods[upper.saturating_sub(1)..] {
+                    match h.evict(p, None) {
+                        Ok(_) => {}
+                        Err(e) if e.is_total_limit() => return,
+                        Err(e) if e.is_node_limit() => continue 'nodes,
+                        Err(_) => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::cycle::{CycleConfig, Profile};
+    use crate::framework::testing::{evicted_names, node, pod, run_balance, run_profile, snapshot};
+    use crate::plugins::default_evictor::DefaultEvictor;
+    use k8s_openapi::api::core::v1 as core;
+    use serde_json::{Value, json};
+
+    fn plugin(args: Value) -> Box<dyn BalancePlugin> {
+        match build(&args) {
+            Ok(Plugin::Balance(p)) => p,
+            Ok(_) => panic!("not a balance plugin"),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    fn run(args: Value, nodes: Vec<core::Node>, pods: Vec<core::Pod>) -> Vec<String> {
+        let mut snap = snapshot(nodes, pods);
+        evicted_names(&run_balance(
+            plugin(args),
+            DefaultEvictor::default(),
+            &mut snap,
+        ))
+    }
+
+    /// `count` replicas `<rs>-<i>` of ReplicaSet `rs` in `ns` on `node`.
+    fn replicas(ns: &str, rs: &str, node: &str, count: usize) -> Vec<core::Pod> {
+        (0..count)
+            .map(|i| {
+                pod(ns, &format!("{rs}-{node}-{i}"), node)
+                    .owner("ReplicaSet", rs)
+                    .build()
+            })
+            .collect()
+    }
+
+    fn three_nodes() -> Vec<core::Node> {
+        vec![node("n1").build(), node("n2").build(), node("n3").build()]
+    }
+
+    #[test]
+    fn evicts_above_the_upper_average() {
+        // 6 pods on n1, 0 elsewhere: ceil(6 / 3) = 2 stay.
+        let pods = replicas("default", "rs", "n1", 6);
+        assert_eq!(
+            run(json!({}), three_nodes(), pods),
+            [
+                "default/rs-n1-2",
+                "default/rs-n1-3",
+                "default/rs-n1-4",
+                "default/rs-n1-5"
+            ]
+        );
+    }
+
+    #[test]
+    fn upper_average_counts_every_node() {
+        // n1: 5, n2: 2, n3: 0 → ceil(7 / 3) = 3: n1 loses 2, n2 keeps its 2.
+        let mut pods = replicas("default", "rs", "n1", 5);
+        pods.extend(replicas("default", "rs", "n2", 2));
+        assert_eq!(
+            run(json!({}), three_nodes(), pods),
+            ["default/rs-n1-3", "default/rs-n1-4"]
+        );
+        // n1: 2, n2: 2, n3: 2 → nothing.
+        let mut pods = replicas("default", "rs", "n1", 2);
+        pods.extend(replicas("default", "rs", "n2", 2));
+        pods.extend(replicas("default", "rs", "n3", 2));
+        assert!(run(json!({}), three_nodes(), pods).is_empty());
+    }
+
+    #[test]
+    fn different_images_or_owners_are_not_duplicates() {
+        let mut pods = replicas("default", "rs", "n1", 2);
+        pods[1] = pod("default", "other-image", "n1")
+            .owner("ReplicaSet", "rs")
+            .with(|p| {
+                p.spec.as_mut().unwrap().containers[0].image = Some("redis".into());
+            })
+            .build();
+        pods.push(
+            pod("default", "other-rs", "n1")
+                .owner("ReplicaSet", "rs2")
+                .build(),
+        );
+        pods.push(
+            pod("other", "other-ns", "n1")
+                .owner("ReplicaSet", "rs")
+                .build(),
+        );
+        pods.push(pod("default", "bare", "n1").bare().build());
+        pods.push(pod("default", "bare2", "n1").bare().build());
+        assert!(run(json!({}), three_nodes(), pods).is_empty());
+    }
+
+    #[test]
+    fn image_order_does_not_matter() {
+        let two_images = |name: &str, first: &str, second: &str| {
+            let (first, second) = (first.to_string(), second.to_string());
+            pod("default", name, "n1")
+                .owner("ReplicaSet", "rs")
+                .with(move |p| {
+                    let spec = p.spec.as_mut().unwrap();
+                    spec.containers[0].image = Some(first);
+                    let mut c = spec.containers[0].clone();
+                    c.name = "sidecar".into();
+                    c.image = Some(second);
+                    spec.containers.push(c);
+                })
+                .build()
+        };
+        let pods = vec![
+            two_images("a", "nginx", "envoy"),
+            two_images("b", "envoy", "nginx"),
+            two_images("c", "nginx", "envoy"),
+        ];
+        // ceil(3 / 3) = 1: both later pods are duplicates of the first.
+        assert_eq!(
+            run(json!({}), three_nodes(), pods),
+            ["default/b", "default/c"]
+        );
+    }
+
+    #[test]
+    fn exclude_owner_kinds() {
+        let mut pods = replicas("default", "rs", "n1", 4);
+        pods.extend((0..4).map(|i| {
+            pod("default", &format!("job-{i}"), "n1")
+                .owner("Job", "job")
+                .build()
+        }));
+        assert_eq!(
+            run(
+                json!({"excludeOwnerKinds": ["ReplicaSet"]}),
+                three_nodes(),
+                pods.clone()
+            ),
+            ["default/job-2", "default/job-3"]
+        );
+        assert_eq!(run(json!({}), three_nodes(), pods).len(), 4);
+    }
+
+    #[test]
+    fn namespaces_include_and_exclude() {
+        let mut pods = replicas("a", "rs", "n1", 3);
+        pods.extend(replicas("b", "rs", "n1", 3));
+        assert_eq!(
+            run(
+                json!({"namespaces": {"include": ["a"]}}),
+                three_nodes(),
+                pods.clone()
+            ),
+            ["a/rs-n1-1", "a/rs-n1-2"]
+        );
+        assert_eq!(
+            run(
+                json!({"namespaces": {"exclude": ["a"]}}),
+                three_nodes(),
+                pods.clone()
+            ),
+            ["b/rs-n1-1", "b/rs-n1-2"]
+        );
+        assert_eq!(
+            run(json!({}), three_nodes(), pods),
+            ["a/rs-n1-1", "a/rs-n1-2", "b/rs-n1-1", "b/rs-n1-2"]
+        );
+    }
+
+    #[test]
+    fn infeasible_nodes_do_not_count() {
+        let nodes = vec![
+            node("n1").build(),
+            node("n2").unschedulable().build(),
+            node("n3").taint("dedicated", None, "NoSchedule").build(),
+            node("n4")
+                .taint("soft", None, "PreferNoSchedule")
+                .label("zone", "b")
+                .build(),
+        ];
+        let pods = replicas("default", "rs", "n1", 6);
+        // n1, n2 (cordoned still counts) and n4 (PreferNoSchedule ignored): ceil(6 / 3) = 2.
+        assert_eq!(run(json!({}), nodes.clone(), pods).len(), 4);
+        // With a nodeSelector on zone=b only n4 matches: fewer than two targets.
+        let pods: Vec<core::Pod> = (0..6)
+            .map(|i| {
+                pod("default", &format!("z{i}"), "n1")
+                    .owner("ReplicaSet", "rs")
+                    .node_selector("zone", "b")
+                    .build()
+            })
+            .collect();
+        assert!(run(json!({}), nodes.clone(), pods).is_empty());
+        // Tolerating the taint brings n3 in: 4 targets → ceil(6 / 4) = 2 stay.
+        let pods: Vec<core::Pod> = (0..6)
+            .map(|i| {
+                pod("default", &format!("t{i}"), "n1")
+                    .owner("ReplicaSet", "rs")
+                    .toleration("dedicated", "Exists", None, None)
+                    .build()
+            })
+            .collect();
+        assert_eq!(
+            run(json!({}), nodes, pods),
+            ["default/t2", "default/t3", "default/t4", "default/t5"]
+        );
+    }
+
+    #[test]
+    fn taint_reduces_the_target_count() {
+        let nodes = vec![
+            node("n1").build(),
+            node("n2").build(),
+            node("n3").taint("dedicated", None, "NoExecute").build(),
+        ];
+        // Two targets: ceil(6 / 2) = 3 stay.
+        assert_eq!(
+            run(json!({}), nodes, replicas("default", "rs", "n1", 6)),
+            ["default/rs-n1-3", "default/rs-n1-4", "default/rs-n1-5"]
+        );
+    }
+
+    #[test]
+    fn fewer_than_two_targets_evicts_nothing() {
+        let nodes = vec![
+            node("n1").build(),
+            node("n2").taint("dedicated", None, "NoSchedule").build(),
+        ];
+        assert!(run(json!({}), nodes, replicas("default", "rs", "n1", 4)).is_empty());
+    }
+
+    #[test]
+    fn unevictable_pods_are_neither_originals_nor_counted() {
+        // The first pod has local storage (not evictable): the second is the original.
+        let mut pods = replicas("default", "rs", "n1", 4);
+        pods[0] = pod("default", "local", "n1")
+            .owner("ReplicaSet", "rs")
+            .empty_dir()
+            .build();
+        // 3 evictable pods over 3 nodes: 1 stays.
+        assert_eq!(
+            run(json!({}), three_nodes(), pods),
+            ["default/rs-n1-2", "default/rs-n1-3"]
+        );
+    }
+
+    #[test]
+    fn node_limit_moves_to_the_next_node() {
+        let mut pods = replicas("default", "rs", "n1", 4);
+        pods.extend(replicas("default", "rs", "n2", 4));
+        let nodes = vec![
+            node("n1").build(),
+            node("n2").build(),
+            node("n3").build(),
+            node("n4").build(),
+        ];
+        let mut snap = snapshot(nodes, pods);
+        let records = run_profile(
+            Profile {
+                name: "p".into(),
+                evictor: DefaultEvictor::default(),
+                deschedule: vec![],
+                balance: vec![plugin(json!({}))],
+            },
+            &CycleConfig {
+                max_per_node: Some(1),
+                ..Default::default()
+            },
+            &mut snap,
+        );
+        // ceil(8 / 4) = 2: two to go per node, the node limit allows one each.
+        assert_eq!(
+            evicted_names(&records),
+            ["default/rs-n1-2", "default/rs-n2-2"]
+        );
+    }
+
+    #[test]
+    fn validation() {
+        let e = match build(&json!({"namespaces": {"include": ["a"], "exclude": ["b"]}})) {
+            Err(e) => e,
+            Ok(_) => panic!("should fail"),
+        };
+        assert_eq!(e.field, "namespaces");
+        let e = match build(&json!({"excludeOwnerKind": ["Job"]})) {
+            Err(e) => e,
+            Ok(_) => panic!("should fail"),
+        };
+        assert_eq!(e.field, "excludeOwnerKind");
+        assert!(build(&json!(null)).is_ok());
+        assert!(
+            build(&json!({"excludeOwnerKinds": ["Job"], "namespaces": {"exclude": ["x"]}})).is_ok()
+        );
+    }
+}
