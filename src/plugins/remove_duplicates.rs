@@ -5,7 +5,8 @@
 //! NoExecute taints the duplicates tolerate and whose labels match their nodeSelector and required
 //! node affinity (cordoned nodes count, as upstream); fewer than two means nothing is evicted.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde::Deserialize;
 
@@ -68,9 +69,9 @@ type OwnerKey<'a> = (&'a str, &'a str, &'a str, u32);
 /// compares the sorted `namespace/kind/name/image` strings of every owner × image.)
 #[derive(Debug, PartialEq, Eq, Hash)]
 enum DupKey<'a> {
-    /// One owner: its key says it all.
-    Single(OwnerKey<'a>),
-    /// Several owners: the sorted (kind, name, image) triples.
+    /// One owner: its owner key (group index) says it all.
+    Single(u32),
+    /// Several owners: the namespace and the sorted (kind, name, image) triples.
     Multi(&'a str, Vec<(&'a str, &'a str, &'a str)>),
 }
 
@@ -78,15 +79,52 @@ enum DupKey<'a> {
 #[derive(Debug, Default)]
 struct Group {
     occurrences: u32,
+    /// Some node holds two pods with a duplicate key involving this owner key (before the
+    /// PreEvictionFilter, which can only remove pods).
+    hot: bool,
     duplicates: Vec<(NodeId, Vec<PodId>)>,
 }
 
-/// The nodes a pod could land on, by scheduling signature (tolerations, nodeSelector, required
-/// node affinity); pods with equal signatures share the result.
+/// A pod that passed the cheap checks and the Filter.
+struct Candidate {
+    pod: PodId,
+    node: u32,
+    dup: u32,
+    groups: std::ops::Range<u32>,
+}
+
+/// Hash of a pod's scheduling signature (tolerations, nodeSelector, required node affinity).
+fn signature_hash(p: &Pod) -> u64 {
+    let mut h = DefaultHasher::new();
+    for t in &p.tolerations {
+        (
+            &t.key,
+            &t.operator,
+            &t.value,
+            &t.effect,
+            t.toleration_seconds,
+        )
+            .hash(&mut h);
+    }
+    p.node_selector.hash(&mut h);
+    for term in affinity::required_node_terms(p).unwrap_or(&[]) {
+        for e in term.match_expressions.iter().flatten() {
+            (0u8, &e.key, &e.operator, &e.values).hash(&mut h);
+        }
+        for f in term.match_fields.iter().flatten() {
+            (1u8, &f.key, &f.operator, &f.values).hash(&mut h);
+        }
+        2u8.hash(&mut h);
+    }
+    h.finish()
+}
+
+/// The nodes a pod could land on, by scheduling signature; pods with equal signatures share it.
 struct Feasibility<'a> {
     snapshot: &'a Snapshot,
     nodes: &'a [NodeId],
     signatures: Vec<(PodId, Vec<NodeId>)>,
+    by_hash: HashMap<u64, Vec<usize>>,
 }
 
 impl<'a> Feasibility<'a> {
@@ -96,13 +134,14 @@ impl<'a> Feasibility<'a> {
             && affinity::required_node_terms(a) == affinity::required_node_terms(b)
     }
 
-    /// Index of the signature of `pod`, computing its feasible nodes on first sight.
+    /// Index of the signature of `pod`, computing its feasible nodes on first sight: NoSchedule /
+    /// NoExecute taints tolerated, nodeSelector and required node affinity matched.
     fn signature(&mut self, pod: PodId) -> usize {
         let p = self.snapshot.pod(pod);
-        if let Some(i) = self
-            .signatures
+        let bucket = self.by_hash.entry(signature_hash(p)).or_default();
+        if let Some(&i) = bucket
             .iter()
-            .position(|(rep, _)| Self::same_signature(self.snapshot.pod(*rep), p))
+            .find(|&&i| Self::same_signature(self.snapshot.pod(self.signatures[i].0), p))
         {
             return i;
         }
@@ -116,8 +155,10 @@ impl<'a> Feasibility<'a> {
                     && affinity::matches_node_selector_and_affinity(p, node)
             })
             .collect();
+        let i = self.signatures.len();
         self.signatures.push((pod, feasible));
-        self.signatures.len() - 1
+        bucket.push(i);
+        i
     }
 }
 
@@ -130,12 +171,18 @@ impl BalancePlugin for RemoveDuplicates {
         let snapshot = h.snapshot;
         let excluded_kinds = &self.args.exclude_owner_kinds;
         let mut image_ids: HashMap<Vec<&str>, u32> = HashMap::new();
-        let mut group_of: HashMap<OwnerKey<'_>, usize> = HashMap::new();
+        let mut group_of: HashMap<OwnerKey<'_>, u32> = HashMap::new();
         let mut groups: Vec<Group> = Vec::new();
-        let mut seen: HashSet<DupKey<'_>> = HashSet::new();
+        let mut dup_ids: HashMap<DupKey<'_>, u32> = HashMap::new();
+        // Per duplicate key: the last node (index into `nodes`) it was seen on, for each pass.
+        let mut last_node: Vec<u32> = Vec::new();
+        let mut candidates: Vec<Candidate> = Vec::new();
+        let mut group_ids: Vec<u32> = Vec::new();
         let mut images: Vec<&str> = Vec::new();
-        for &node in nodes {
-            seen.clear();
+
+        // Pass 1: the cheap checks and the Filter; find the owner keys with co-located duplicates.
+        for (ni, &node) in nodes.iter().enumerate() {
+            let ni = ni as u32;
             for p in snapshot.pods_on_node(node) {
                 let pod = snapshot.pod(p);
                 if !occupies(pod)
@@ -144,7 +191,6 @@ impl BalancePlugin for RemoveDuplicates {
                     || pod.owners.iter().any(|o| excluded_kinds.contains(&o.kind))
                     || !allows_namespace(&self.args.namespaces, &pod.namespace)
                     || !h.filter(p)
-                    || !h.pre_eviction_filter(p)
                 {
                     continue;
                 }
@@ -160,24 +206,19 @@ impl BalancePlugin for RemoveDuplicates {
                     }
                 };
                 let ns: &str = &pod.namespace;
-                let owner_key = |i: usize| {
-                    (
-                        ns,
-                        pod.owners[i].kind.as_str(),
-                        pod.owners[i].name.as_str(),
-                        images_id,
-                    )
-                };
-                for i in 0..pod.owners.len() {
-                    let next = groups.len();
-                    let g = *group_of.entry(owner_key(i)).or_insert(next);
+                let first = group_ids.len() as u32;
+                for o in &pod.owners {
+                    let next = groups.len() as u32;
+                    let g = *group_of
+                        .entry((ns, o.kind.as_str(), o.name.as_str(), images_id))
+                        .or_insert(next);
                     if g == next {
                         groups.push(Group::default());
                     }
-                    groups[g].occurrences += 1;
+                    group_ids.push(g);
                 }
                 let dup_key = if pod.owners.len() == 1 {
-                    DupKey::Single(owner_key(0))
+                    DupKey::Single(group_ids[first as usize])
                 } else {
                     let mut triples: Vec<_> = pod
                         .owners
@@ -191,26 +232,59 @@ impl BalancePlugin for RemoveDuplicates {
                     triples.sort_unstable();
                     DupKey::Multi(ns, triples)
                 };
-                if seen.insert(dup_key) {
-                    continue;
+                let next = dup_ids.len() as u32;
+                let dup = *dup_ids.entry(dup_key).or_insert(next);
+                if dup == next {
+                    last_node.push(u32::MAX);
                 }
-                for i in 0..pod.owners.len() {
-                    let Some(&g) = group_of.get(&owner_key(i)) else {
-                        continue;
-                    };
-                    let dups = &mut groups[g].duplicates;
-                    match dups.last_mut() {
-                        Some((n, pods)) if *n == node => pods.push(p),
-                        _ => dups.push((node, vec![p])),
+                let range = first..group_ids.len() as u32;
+                if last_node[dup as usize] == ni {
+                    for &g in &group_ids[range.start as usize..range.end as usize] {
+                        groups[g as usize].hot = true;
                     }
+                } else {
+                    last_node[dup as usize] = ni;
+                }
+                candidates.push(Candidate {
+                    pod: p,
+                    node: ni,
+                    dup,
+                    groups: range,
+                });
+            }
+        }
+
+        // Pass 2: pods of hot owner keys that also pass the PreEvictionFilter are counted; on
+        // each node the first pod of a duplicate key is the original.
+        last_node.iter_mut().for_each(|n| *n = u32::MAX);
+        for c in &candidates {
+            let gs = &group_ids[c.groups.start as usize..c.groups.end as usize];
+            if !gs.iter().any(|&g| groups[g as usize].hot) || !h.pre_eviction_filter(c.pod) {
+                continue;
+            }
+            for &g in gs {
+                groups[g as usize].occurrences += 1;
+            }
+            if last_node[c.dup as usize] != c.node {
+                last_node[c.dup as usize] = c.node;
+                continue;
+            }
+            let node = nodes[c.node as usize];
+            for &g in gs {
+                let dups = &mut groups[g as usize].duplicates;
+                match dups.last_mut() {
+                    Some((n, pods)) if *n == node => pods.push(c.pod),
+                    _ => dups.push((node, vec![c.pod])),
                 }
             }
         }
+        drop(candidates);
 
         let mut feasibility = Feasibility {
             snapshot,
             nodes,
             signatures: Vec::new(),
+            by_hash: HashMap::new(),
         };
         let mut mark = vec![u32::MAX; snapshot.nodes.len()];
         let mut sigs: Vec<usize> = Vec::new();
@@ -218,7 +292,7 @@ impl BalancePlugin for RemoveDuplicates {
             if group.duplicates.is_empty() {
                 continue;
             }
-            // Feasible nodes: the union over the duplicates' signatures of those with at least
+            // Feasible nodes: the union, over the duplicates' signatures, of those with at least
             // two feasible nodes.
             sigs.clear();
             for (_, pods) in &group.duplicates {
@@ -543,6 +617,87 @@ mod tests {
             evicted_names(&records),
             ["default/rs-n1-2", "default/rs-n2-2"]
         );
+    }
+
+    #[test]
+    fn pre_eviction_filter_applies_before_counting() {
+        // nodeFit: n1's first pod fits nowhere else (nodeSelector to n1), so it is neither the
+        // original nor counted: 4 over 3 nodes → 2 stay (counting it, 3 would be evicted).
+        let mut pods = replicas("default", "rs", "n1", 5);
+        pods[0] = pod("default", "pinned", "n1")
+            .owner("ReplicaSet", "rs")
+            .node_selector("kubernetes.io/hostname", "n1")
+            .build();
+        let mut snap = snapshot(three_nodes(), pods);
+        let evictor = DefaultEvictor::from_args(&json!({"nodeFit": true})).unwrap();
+        let records = run_balance(plugin(json!({})), evictor, &mut snap);
+        assert_eq!(
+            evicted_names(&records),
+            ["default/rs-n1-3", "default/rs-n1-4"]
+        );
+    }
+
+    #[test]
+    fn feasible_nodes_are_the_union_over_duplicate_signatures() {
+        let nodes = vec![
+            node("n1").label("zone", "a").build(),
+            node("n2").label("zone", "a").build(),
+            node("n3").label("zone", "b").build(),
+            node("n4").label("zone", "b").build(),
+            node("n5").label("zone", "c").build(),
+        ];
+        let in_zone = |name: &str, zone: &str| {
+            pod("default", name, "n1")
+                .owner("ReplicaSet", "rs")
+                .node_selector("zone", zone)
+                .build()
+        };
+        // Duplicates select zone a (2 nodes) and zone b (2 nodes); zone c is never targeted.
+        // 8 pods over 4 targets → 2 stay.
+        let mut pods = vec![in_zone("p0", "a")];
+        pods.extend((1..4).map(|i| in_zone(&format!("p{i}"), "a")));
+        pods.extend((4..8).map(|i| in_zone(&format!("p{i}"), "b")));
+        assert_eq!(
+            run(json!({}), nodes, pods),
+            [
+                "default/p2",
+                "default/p3",
+                "default/p4",
+                "default/p5",
+                "default/p6",
+                "default/p7"
+            ]
+        );
+    }
+
+    #[test]
+    fn pods_with_several_owners() {
+        let two_owners = |name: &str| {
+            pod("default", name, "n1")
+                .with(|p| {
+                    let mut second = p.metadata.owner_references.as_ref().unwrap()[0].clone();
+                    second.kind = "Foo".into();
+                    second.name = "foo".into();
+                    second.uid = "foo".into();
+                    second.controller = None;
+                    let refs = p.metadata.owner_references.as_mut().unwrap();
+                    refs[0].name = "rs".into();
+                    refs.push(second);
+                })
+                .build()
+        };
+        // Same two owners and image: duplicates, counted under both owner keys.
+        let pods = vec![two_owners("a"), two_owners("b"), two_owners("c")];
+        let mut snap = snapshot(three_nodes(), pods);
+        let records = run_balance(plugin(json!({})), DefaultEvictor::default(), &mut snap);
+        // Both keys evict b and c; the second attempt is refused as already evicted.
+        assert_eq!(evicted_names(&records), ["default/b", "default/c"]);
+        // A pod with only one of those owners is not their duplicate.
+        let pods = vec![
+            two_owners("a"),
+            pod("default", "b", "n1").owner("ReplicaSet", "rs").build(),
+        ];
+        assert!(run(json!({}), three_nodes(), pods).is_empty());
     }
 
     #[test]
