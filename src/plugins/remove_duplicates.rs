@@ -6,7 +6,7 @@
 //! node affinity (cordoned nodes count, as upstream); fewer than two means nothing is evicted.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
 
 use serde::Deserialize;
 
@@ -62,6 +62,41 @@ pub fn factory() -> PluginFactory {
     }
 }
 
+/// A fast, non-cryptographic hasher (FxHash) for the per-pod maps: interned keys of cluster data.
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+        for &b in chunks.remainder() {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(i as u64);
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(i as u64);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
 /// Namespace, owner kind, owner name and the id of the pod's sorted image list.
 type OwnerKey<'a> = (&'a str, &'a str, &'a str, u32);
 
@@ -80,12 +115,12 @@ enum DupKey<'a> {
 struct Group {
     occurrences: u32,
     /// Some node holds two pods with a duplicate key involving this owner key (before the
-    /// PreEvictionFilter, which can only remove pods).
+    /// evictor's filters, which can only remove pods).
     hot: bool,
     duplicates: Vec<(NodeId, Vec<PodId>)>,
 }
 
-/// A pod that passed the cheap checks and the Filter.
+/// A pod that passed the cheap checks (owners, namespace, excluded kinds).
 struct Candidate {
     pod: PodId,
     node: u32,
@@ -170,17 +205,19 @@ impl BalancePlugin for RemoveDuplicates {
     fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let snapshot = h.snapshot;
         let excluded_kinds = &self.args.exclude_owner_kinds;
-        let mut image_ids: HashMap<Vec<&str>, u32> = HashMap::new();
-        let mut group_of: HashMap<OwnerKey<'_>, u32> = HashMap::new();
+        let mut image_ids: FxMap<Vec<&str>, u32> = FxMap::default();
+        let mut group_of: FxMap<OwnerKey<'_>, u32> = FxMap::default();
         let mut groups: Vec<Group> = Vec::new();
-        let mut dup_ids: HashMap<DupKey<'_>, u32> = HashMap::new();
+        let mut dup_ids: FxMap<DupKey<'_>, u32> = FxMap::default();
         // Per duplicate key: the last node (index into `nodes`) it was seen on, for each pass.
         let mut last_node: Vec<u32> = Vec::new();
         let mut candidates: Vec<Candidate> = Vec::new();
         let mut group_ids: Vec<u32> = Vec::new();
         let mut images: Vec<&str> = Vec::new();
 
-        // Pass 1: the cheap checks and the Filter; find the owner keys with co-located duplicates.
+        // Pass 1: the cheap checks; find the owner keys with co-located duplicates. The evictor's
+        // filters can only remove pods, so an owner key not found here cannot have duplicates
+        // and they are run in pass 2 for the pods of the others only.
         for (ni, &node) in nodes.iter().enumerate() {
             let ni = ni as u32;
             for p in snapshot.pods_on_node(node) {
@@ -190,7 +227,6 @@ impl BalancePlugin for RemoveDuplicates {
                     || pod.images.is_empty()
                     || pod.owners.iter().any(|o| excluded_kinds.contains(&o.kind))
                     || !allows_namespace(&self.args.namespaces, &pod.namespace)
-                    || !h.filter(p)
                 {
                     continue;
                 }
@@ -254,12 +290,15 @@ impl BalancePlugin for RemoveDuplicates {
             }
         }
 
-        // Pass 2: pods of hot owner keys that also pass the PreEvictionFilter are counted; on
-        // each node the first pod of a duplicate key is the original.
+        // Pass 2: pods of hot owner keys that pass the Filter and the PreEvictionFilter are
+        // counted; on each node the first pod of a duplicate key is the original.
         last_node.iter_mut().for_each(|n| *n = u32::MAX);
         for c in &candidates {
             let gs = &group_ids[c.groups.start as usize..c.groups.end as usize];
-            if !gs.iter().any(|&g| groups[g as usize].hot) || !h.pre_eviction_filter(c.pod) {
+            if !gs.iter().any(|&g| groups[g as usize].hot)
+                || !h.filter(c.pod)
+                || !h.pre_eviction_filter(c.pod)
+            {
                 continue;
             }
             for &g in gs {
