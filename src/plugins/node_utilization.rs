@@ -29,7 +29,7 @@ pub const METRIC_RESOURCE: &str = "MetricResource";
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EvictableNamespaces {
-    /// Namespaces whose pods are never evicted by the plugin.
+    /// Accepted by the schema but rejected by validation.
     #[serde(default)]
     pub include: Vec<String>,
     /// Namespaces whose pods are never evicted by the plugin.
@@ -281,7 +281,9 @@ impl Usage {
     }
 
     /// Allocatable of row `i`, column `r` capped to `level` (truncated: 50 % of 9 pods is 4);
-    /// the full allocatable without a level; 0 when the node lacks the resource.
+    /// the full allocatable without a level (so unthresholded cpu / memory / pods act as 100 % in
+    /// the stop conditions; classification ignores them, as upstream v0.36); 0 when the node lacks
+    /// the resource.
     fn capped(&self, i: usize, r: usize, level: Option<f64>) -> i64 {
         let Some(cap) = self.capacity[i * self.resources.len() + r] else {
             return 0;
