@@ -86,6 +86,7 @@ mod tests {
     #[allow(dead_code)]
     struct A {
         #[serde(default)]
+        #[allow(dead_code)] // decoded only, to test error paths
         namespaces: Option<Namespaces>,
         #[serde(default)]
         pod_restart_threshold: i32,

@@ -1,7 +1,11 @@
 //! Plugins, one file each, and the registry that maps policy names to them.
 
 pub mod default_evictor;
+pub mod high_node_utilization;
+pub mod low_node_utilization;
+pub mod node_utilization;
 pub mod pod_lifetime;
+pub mod remove_duplicates;
 pub mod remove_failed_pods;
 pub mod remove_pods_having_too_many_restarts;
 pub mod remove_pods_violating_inter_pod_anti_affinity;
@@ -21,6 +25,9 @@ pub fn registry() -> Vec<PluginFactory> {
         remove_pods_violating_node_affinity::factory(),
         remove_pods_violating_inter_pod_anti_affinity::factory(),
         remove_pods_violating_topology_spread_constraint::factory(),
+        high_node_utilization::factory(),
+        low_node_utilization::factory(),
+        remove_duplicates::factory(),
     ]
 }
 

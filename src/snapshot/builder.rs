@@ -316,7 +316,11 @@ impl SnapshotBuilder {
     /// Adds a ReplicaSet (its pod template and labels are dropped).
     pub fn add_replica_set(&mut self, rs: &ReplicaSet) {
         let mut rs = rs.clone();
-        let hash = rs.metadata.labels.as_ref().and_then(|l| l.get("pod-template-hash").cloned());
+        let hash = rs
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("pod-template-hash").cloned());
         strip_meta(&mut rs.metadata);
         // The guard tells the current ReplicaSet by this label.
         if let Some(h) = hash {
@@ -564,7 +568,12 @@ fn compute_qos(spec: &SpecView<'_>) -> QosClass {
         let empty = ResourcesView::default();
         let res = c.resources.as_ref().unwrap_or(&empty);
         for name in [resources::CPU, resources::MEMORY] {
-            let (r, l) = (get(&res.requests, name), get(&res.limits, name));
+            // As `GetPodQOS`: zero quantities do not count.
+            let nonzero = |q: Option<crate::quantity::Quantity>| q.filter(|q| q.milli_value() > 0);
+            let (r, l) = (
+                nonzero(get(&res.requests, name)),
+                nonzero(get(&res.limits, name)),
+            );
             if r.is_some() || l.is_some() {
                 any = true;
             }
@@ -580,5 +589,28 @@ fn compute_qos(spec: &SpecView<'_>) -> QosClass {
         QosClass::Guaranteed
     } else {
         QosClass::Burstable
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::testing::pod;
+
+    #[test]
+    fn qos_ignores_zero_quantities() {
+        let qos = |p: core::Pod| compute_qos(&PodView::from_pod(&p).spec);
+        assert_eq!(
+            qos(pod("a", "zero", "n").requests("0", "0").build()),
+            QosClass::BestEffort
+        );
+        assert_eq!(
+            qos(pod("a", "cpu", "n").requests("100m", "0").build()),
+            QosClass::Burstable
+        );
+        assert_eq!(
+            qos(pod("a", "none", "n").best_effort().build()),
+            QosClass::BestEffort
+        );
     }
 }

@@ -1,0 +1,531 @@
+//! Machinery shared by LowNodeUtilization and HighNodeUtilization (upstream `nodeutilization`):
+//! request-based node usage, percentages of allocatable, static or deviation thresholds,
+//! classification helpers, capacity caps and the eviction loop that moves pods from source nodes
+//! while the destinations have room.
+//!
+//! Usage is computed once per run in flat per-node arrays; the eviction loop sorts each source
+//! node's pods once and filters them lazily, so a run is O(pods + nodes · resources).
+
+use std::collections::{BTreeMap, HashSet};
+
+use k8s_openapi::api::core::v1::Taint;
+use serde::Deserialize;
+
+use crate::framework::Handle;
+use crate::framework::args::ArgsError;
+use crate::framework::sort::priority_low_to_high;
+use crate::scheduling::taints;
+use crate::snapshot::model::PodPhase;
+use crate::snapshot::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
+use crate::snapshot::{Node, NodeId, Pod, PodId, Resources, Snapshot};
+
+/// Percentages of allocatable by resource name (upstream `ResourceThresholds`).
+pub type Thresholds = BTreeMap<String, f64>;
+
+/// The pseudo-resource upstream uses for Prometheus-provided usage; every node has 100 of it.
+pub const METRIC_RESOURCE: &str = "MetricResource";
+
+/// `evictableNamespaces`: only `exclude` is supported (upstream rejects `include`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvictableNamespaces {
+    /// Accepted by the schema but rejected by validation.
+    #[serde(default)]
+    pub include: Vec<String>,
+    /// Namespaces whose pods are never evicted by the plugin.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+}
+
+impl EvictableNamespaces {
+    /// Upstream: "only Exclude namespaces can be set, inclusion is not supported".
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        if !self.include.is_empty() {
+            return Err(ArgsError::new(
+                "evictableNamespaces.include",
+                "only Exclude namespaces can be set, inclusion is not supported",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Upstream `validateThresholds`: at least one resource, each percentage in [0, 100]. `prefix`
+/// starts the message (LowNodeUtilization names which map is wrong).
+pub fn validate_thresholds(
+    field: &str,
+    prefix: &str,
+    thresholds: &Thresholds,
+) -> Result<(), ArgsError> {
+    if thresholds.is_empty() {
+        return Err(ArgsError::new(
+            field,
+            format!("{prefix}no resource threshold is configured"),
+        ));
+    }
+    for (name, &pct) in thresholds {
+        if !(0.0..=100.0).contains(&pct) {
+            return Err(ArgsError::new(
+                format!("{field}.{name}"),
+                format!("{prefix}{name} threshold not in [0, 100] range"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A resource the plugins track: every thresholded one plus cpu, memory and pods.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tracked {
+    /// CPU in millicores.
+    Cpu,
+    /// Memory in bytes.
+    Memory,
+    /// Pod count (a pod uses one).
+    Pods,
+    /// Ephemeral storage in bytes.
+    EphemeralStorage,
+    /// Upstream's `MetricResource` (capacity 100 on every node).
+    Metric,
+    /// An extended or other resource.
+    Scalar(String),
+}
+
+impl Tracked {
+    fn from_name(name: &str) -> Self {
+        match name {
+            CPU => Tracked::Cpu,
+            MEMORY => Tracked::Memory,
+            PODS => Tracked::Pods,
+            EPHEMERAL_STORAGE => Tracked::EphemeralStorage,
+            METRIC_RESOURCE => Tracked::Metric,
+            other => Tracked::Scalar(other.to_string()),
+        }
+    }
+
+    /// The resource name.
+    pub fn name(&self) -> &str {
+        match self {
+            Tracked::Cpu => CPU,
+            Tracked::Memory => MEMORY,
+            Tracked::Pods => PODS,
+            Tracked::EphemeralStorage => EPHEMERAL_STORAGE,
+            Tracked::Metric => METRIC_RESOURCE,
+            Tracked::Scalar(n) => n,
+        }
+    }
+
+    /// What one pod with `requests` uses of this resource (pods: one).
+    fn request(&self, requests: &Resources) -> i64 {
+        match self {
+            Tracked::Cpu => requests.cpu_milli,
+            Tracked::Memory => requests.memory,
+            Tracked::Pods => 1,
+            Tracked::EphemeralStorage => requests.ephemeral_storage,
+            Tracked::Metric | Tracked::Scalar(_) => requests.get(self.name()),
+        }
+    }
+
+    /// The node's allocatable amount; `None` when the node does not know the resource.
+    fn capacity(&self, node: &Node) -> Option<i64> {
+        let a = &node.allocatable;
+        match self {
+            Tracked::Cpu => Some(a.cpu_milli),
+            Tracked::Memory => Some(a.memory),
+            Tracked::Pods => Some(a.pods),
+            Tracked::EphemeralStorage => Some(a.ephemeral_storage),
+            Tracked::Metric => Some(100),
+            Tracked::Scalar(n) => a.has(n).then(|| a.get(n)),
+        }
+    }
+}
+
+/// The tracked resources for `threshold_names`: those plus cpu, memory and pods, deduplicated.
+pub fn tracked_resources<'a>(threshold_names: impl IntoIterator<Item = &'a str>) -> Vec<Tracked> {
+    let mut out = vec![Tracked::Cpu, Tracked::Memory, Tracked::Pods];
+    for name in threshold_names {
+        let t = Tracked::from_name(name);
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// A percentage level per tracked resource (`None`: no threshold for that resource).
+pub type Levels = Vec<Option<f64>>;
+
+/// Request-based usage of every node of a run (pods not Succeeded/Failed, evictable or not).
+#[derive(Debug)]
+pub struct Usage {
+    /// Tracked resources (columns).
+    pub resources: Vec<Tracked>,
+    /// The nodes (rows), in the order the plugin received them.
+    pub nodes: Vec<NodeId>,
+    used: Vec<i64>,
+    capacity: Vec<Option<i64>>,
+}
+
+/// Whether a pod occupies resources on its node (Succeeded and Failed pods do not).
+pub fn occupies(pod: &Pod) -> bool {
+    !matches!(pod.phase, PodPhase::Succeeded | PodPhase::Failed)
+}
+
+impl Usage {
+    /// Sums the requests of the pods on each of `nodes`.
+    pub fn compute(snapshot: &Snapshot, nodes: &[NodeId], resources: Vec<Tracked>) -> Self {
+        let r = resources.len();
+        let mut used = vec![0i64; nodes.len() * r];
+        let mut capacity = Vec::with_capacity(nodes.len() * r);
+        for (i, &n) in nodes.iter().enumerate() {
+            let row = &mut used[i * r..(i + 1) * r];
+            for p in snapshot.pods_on_node(n) {
+                let pod = snapshot.pod(p);
+                if !occupies(pod) {
+                    continue;
+                }
+                for (slot, res) in row.iter_mut().zip(&resources) {
+                    *slot = slot.saturating_add(res.request(&pod.requests));
+                }
+            }
+            let node = snapshot.node(n);
+            capacity.extend(resources.iter().map(|res| res.capacity(node)));
+        }
+        Usage {
+            resources,
+            nodes: nodes.to_vec(),
+            used,
+            capacity,
+        }
+    }
+
+    /// Index of the column for `name`.
+    pub fn column(&self, name: &str) -> Option<usize> {
+        self.resources.iter().position(|t| t.name() == name)
+    }
+
+    /// Raw usage of node row `i`, resource column `r`.
+    pub fn used(&self, i: usize, r: usize) -> i64 {
+        self.used[i * self.resources.len() + r]
+    }
+
+    /// Usage of row `i`, column `r` as a percentage of allocatable (0 when allocatable is 0);
+    /// `None` when the node does not have the resource.
+    pub fn percent(&self, i: usize, r: usize) -> Option<f64> {
+        let cap = self.capacity[i * self.resources.len() + r]?;
+        let used = self.used(i, r);
+        Some(if cap > 0 {
+            used as f64 / cap as f64 * 100.0
+        } else {
+            0.0
+        })
+    }
+
+    /// Sum of all raw usages of row `i` (cpu in millicores), upstream's node sort key.
+    pub fn total(&self, i: usize) -> i64 {
+        let r = self.resources.len();
+        self.used[i * r..(i + 1) * r]
+            .iter()
+            .fold(0i64, |acc, &v| acc.saturating_add(v))
+    }
+
+    /// `thresholds` as levels over the tracked resources.
+    pub fn levels(&self, thresholds: &Thresholds) -> Levels {
+        self.resources
+            .iter()
+            .map(|t| thresholds.get(t.name()).copied())
+            .collect()
+    }
+
+    /// Deviation mode: the mean usage of each thresholded resource (over the nodes that have it),
+    /// minus `low` and plus `high`, clamped to [0, 100]. A resource no node has gets no level.
+    pub fn deviation_levels(&self, low: &Thresholds, high: &Thresholds) -> (Levels, Levels) {
+        let mut lows = vec![None; self.resources.len()];
+        let mut highs = vec![None; self.resources.len()];
+        for (r, res) in self.resources.iter().enumerate() {
+            let (Some(&lo), Some(&hi)) = (low.get(res.name()), high.get(res.name())) else {
+                continue;
+            };
+            let (mut sum, mut count) = (0.0f64, 0u32);
+            for i in 0..self.nodes.len() {
+                if let Some(p) = self.percent(i, r) {
+                    sum += p;
+                    count += 1;
+                }
+            }
+            if count == 0 {
+                continue;
+            }
+            let mean = sum / count as f64;
+            lows[r] = Some((mean - lo).clamp(0.0, 100.0));
+            highs[r] = Some((mean + hi).clamp(0.0, 100.0));
+        }
+        (lows, highs)
+    }
+
+    /// Every thresholded resource of row `i` is at or below its level (upstream
+    /// `isNodeBelowThreshold`; a resource the node lacks counts as 0 %).
+    pub fn is_below(&self, i: usize, levels: &Levels) -> bool {
+        levels
+            .iter()
+            .enumerate()
+            .all(|(r, level)| level.is_none_or(|l| l >= self.percent(i, r).unwrap_or(0.0)))
+    }
+
+    /// Some thresholded resource of row `i` is above its level (upstream `isNodeAboveThreshold`).
+    pub fn is_above(&self, i: usize, levels: &Levels) -> bool {
+        !levels
+            .iter()
+            .enumerate()
+            .all(|(r, level)| level.is_none_or(|l| l >= self.percent(i, r).unwrap_or(0.0)))
+    }
+
+    /// Allocatable of row `i`, column `r` capped to `level` (truncated: 50 % of 9 pods is 4);
+    /// the full allocatable without a level (so unthresholded cpu / memory / pods act as 100 % in
+    /// the stop conditions; classification ignores them, as upstream v0.36); 0 when the node lacks
+    /// the resource.
+    fn capped(&self, i: usize, r: usize, level: Option<f64>) -> i64 {
+        let Some(cap) = self.capacity[i * self.resources.len() + r] else {
+            return 0;
+        };
+        match level {
+            None => cap,
+            Some(t) => (t * 0.01 * cap as f64) as i64,
+        }
+    }
+}
+
+/// Upstream `PodToleratesTaints` over the destination nodes: the pod tolerates every taint (any
+/// effect) of at least one destination, and has at least as many tolerations as it has taints.
+struct DestinationTaints<'a> {
+    any_untainted: bool,
+    distinct: Vec<&'a [Taint]>,
+}
+
+impl<'a> DestinationTaints<'a> {
+    fn new(snapshot: &'a Snapshot, nodes: impl Iterator<Item = NodeId>) -> Self {
+        let mut seen: HashSet<Vec<(&str, Option<&str>, &str)>> = HashSet::new();
+        let mut out = DestinationTaints {
+            any_untainted: false,
+            distinct: Vec::new(),
+        };
+        for n in nodes {
+            let t = snapshot.node(n).taints.as_slice();
+            if t.is_empty() {
+                out.any_untainted = true;
+                continue;
+            }
+            let key = t
+                .iter()
+                .map(|t| (t.key.as_str(), t.value.as_deref(), t.effect.as_str()))
+                .collect();
+            if seen.insert(key) {
+                out.distinct.push(t);
+            }
+        }
+        out
+    }
+
+    fn tolerated_by(&self, pod: &Pod) -> bool {
+        self.any_untainted
+            || self.distinct.iter().any(|ts| {
+                pod.tolerations.len() >= ts.len()
+                    && taints::tolerates_all(&pod.tolerations, ts, |_| true)
+            })
+    }
+}
+
+/// How [`evict_from_sources`] runs.
+pub struct EvictionSpec<'a> {
+    /// Rows of the source nodes, in eviction order.
+    pub sources: Vec<usize>,
+    /// Rows of the destination nodes.
+    pub destinations: Vec<usize>,
+    /// Per-resource levels capping every node's allocatable (the target / high thresholds).
+    pub caps: &'a Levels,
+    /// Pods in these namespaces are not evicted.
+    pub excluded_namespaces: &'a [String],
+    /// At most this many evictions per source node by this plugin (`evictionLimits.node`).
+    pub node_limit: Option<u64>,
+    /// Also stop a node once no resource is above its capped allocatable (LowNodeUtilization).
+    pub stop_under_target: bool,
+    /// An extra pod filter (HighNodeUtilization's `OnlyThresholdingResources`).
+    pub pod_filter: &'a dyn Fn(&Pod) -> bool,
+}
+
+/// Evicts pods from the source nodes, lowest priority first, while the pooled spare capacity of the
+/// destinations (capped allocatable minus usage, per resource) stays above zero for every tracked
+/// resource, and — with `stop_under_target` — while the source is above its capped allocatable.
+/// Node and total limits end the node and the run, as upstream.
+pub fn evict_from_sources(h: &mut Handle<'_>, usage: &mut Usage, spec: &EvictionSpec<'_>) {
+    let snapshot = h.snapshot;
+    let nres = usage.resources.len();
+    let capped_row = |u: &Usage, i: usize| -> Vec<i64> {
+        (0..nres).map(|r| u.capped(i, r, spec.caps[r])).collect()
+    };
+    let mut pooled = vec![0i64; nres];
+    for &d in &spec.destinations {
+        for (r, p) in pooled.iter_mut().enumerate() {
+            *p = p
+                .saturating_add(usage.capped(d, r, spec.caps[r]))
+                .saturating_sub(usage.used(d, r));
+        }
+    }
+    let taints =
+        DestinationTaints::new(snapshot, spec.destinations.iter().map(|&d| usage.nodes[d]));
+    let mut pods: Vec<PodId> = Vec::new();
+    for &src in &spec.sources {
+        if pooled.iter().any(|&p| p <= 0) {
+            // No destination room left: no later node can continue either.
+            return;
+        }
+        let caps = capped_row(usage, src);
+        let above_target = |u: &Usage| (0..nres).any(|r| caps[r] < u.used(src, r));
+        if spec.stop_under_target && !above_target(usage) {
+            continue;
+        }
+        let node = usage.nodes[src];
+        pods.clear();
+        pods.extend(
+            snapshot
+                .pods_on_node(node)
+                .filter(|&p| occupies(snapshot.pod(p))),
+        );
+        pods.sort_by(|&a, &b| priority_low_to_high(snapshot, a, b));
+        let mut evicted = 0u64;
+        for &p in &pods {
+            if spec.node_limit.is_some_and(|l| evicted >= l) {
+                break;
+            }
+            let pod = snapshot.pod(p);
+            if !h.filter(p) || !(spec.pod_filter)(pod) || !taints.tolerated_by(pod) {
+                continue;
+            }
+            if spec
+                .excluded_namespaces
+                .iter()
+                .any(|n| **n == *pod.namespace)
+            {
+                continue;
+            }
+            match h.evict(p, None) {
+                Ok(_) => {}
+                Err(e) if e.is_total_limit() => return,
+                Err(e) if e.is_node_limit() => break,
+                Err(_) => continue,
+            }
+            evicted += 1;
+            let row = src * nres;
+            for (r, res) in usage.resources.iter().enumerate() {
+                let amount = res.request(&pod.requests);
+                usage.used[row + r] = usage.used[row + r].saturating_sub(amount);
+                pooled[r] = pooled[r].saturating_sub(amount);
+            }
+            if pooled.iter().any(|&v| v <= 0) || (spec.stop_under_target && !above_target(usage)) {
+                break;
+            }
+        }
+    }
+}
+
+/// Sorts rows by total usage, descending (LowNodeUtilization) or ascending (HighNodeUtilization);
+/// ties keep the input order.
+pub fn sort_rows_by_usage(usage: &Usage, rows: &mut [usize], ascending: bool) {
+    rows.sort_by(|&a, &b| {
+        let o = usage.total(a).cmp(&usage.total(b));
+        if ascending { o } else { o.reverse() }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::testing::{node, pod, snapshot};
+
+    #[test]
+    fn usage_percentages_caps_and_deviation() {
+        let snap = snapshot(
+            vec![
+                node("n1")
+                    .allocatable("4", "16Gi", "9")
+                    .resource("gpu", "4")
+                    .build(),
+                node("n2").allocatable("2", "8Gi", "10").build(),
+            ],
+            vec![
+                pod("a", "p1", "n1")
+                    .requests("1", "4Gi")
+                    .request("gpu", "1")
+                    .build(),
+                pod("a", "p2", "n1").requests("1", "0").build(),
+                pod("a", "done", "n1")
+                    .requests("1", "0")
+                    .phase("Succeeded")
+                    .build(),
+                pod("a", "p3", "n2").requests("500m", "2Gi").build(),
+            ],
+        );
+        let t: Thresholds = [("gpu".to_string(), 10.0), ("cpu".to_string(), 20.0)].into();
+        let u = Usage::compute(
+            &snap,
+            &[0, 1],
+            tracked_resources(t.keys().map(String::as_str)),
+        );
+        let (cpu, pods, gpu) = (
+            u.column("cpu").unwrap(),
+            u.column("pods").unwrap(),
+            u.column("gpu").unwrap(),
+        );
+        assert_eq!(u.used(0, cpu), 2000);
+        assert_eq!(u.used(0, pods), 2);
+        assert_eq!(u.percent(0, cpu), Some(50.0));
+        assert_eq!(u.percent(0, gpu), Some(25.0));
+        assert_eq!(u.percent(1, gpu), None);
+        assert_eq!(u.percent(1, cpu), Some(25.0));
+        // 50 % of 9 pods truncates to 4; no level: full allocatable; missing resource: 0.
+        assert_eq!(u.capped(0, pods, Some(50.0)), 4);
+        assert_eq!(u.capped(0, pods, None), 9);
+        assert_eq!(u.capped(1, gpu, Some(50.0)), 0);
+        // Deviation: gpu is averaged over n1 only; cpu mean 37.5.
+        let lo: Thresholds = [("gpu".to_string(), 30.0), ("cpu".to_string(), 10.0)].into();
+        let hi: Thresholds = [("gpu".to_string(), 90.0), ("cpu".to_string(), 10.0)].into();
+        let (l, h) = u.deviation_levels(&lo, &hi);
+        assert_eq!(l[gpu], Some(0.0));
+        assert_eq!(h[gpu], Some(100.0));
+        assert_eq!(l[cpu], Some(27.5));
+        assert_eq!(h[cpu], Some(47.5));
+        assert_eq!(l[pods], None);
+        assert!(u.is_above(0, &h) && !u.is_below(0, &l));
+        assert!(u.is_below(1, &l) && !u.is_above(1, &h));
+    }
+
+    #[test]
+    fn destination_taints_follow_upstream_quirks() {
+        let snap = snapshot(
+            vec![
+                node("t1").taint("a", None, "NoSchedule").build(),
+                node("t2")
+                    .taint("a", None, "NoSchedule")
+                    .taint("b", None, "PreferNoSchedule")
+                    .build(),
+            ],
+            vec![
+                pod("x", "none", "").build(),
+                pod("x", "tol-a", "")
+                    .toleration("a", "Exists", None, None)
+                    .build(),
+                pod("x", "tol-all", "")
+                    .toleration("", "Exists", None, None)
+                    .build(),
+            ],
+        );
+        let dt = DestinationTaints::new(&snap, [1].into_iter());
+        // t2 has two taints (PreferNoSchedule counts too): one toleration is not enough.
+        assert!(!dt.tolerated_by(snap.pod(1)));
+        // A single wildcard toleration is fewer than two taints: upstream's count check rejects it.
+        assert!(!dt.tolerated_by(snap.pod(2)));
+        let dt = DestinationTaints::new(&snap, [0, 1].into_iter());
+        assert!(!dt.tolerated_by(snap.pod(0)));
+        assert!(dt.tolerated_by(snap.pod(1)));
+    }
+}
