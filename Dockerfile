@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# kube-descheduler: one static-ish binary (glibc, no OpenSSL: rustls) on a distroless base.
+# kube-descheduler: one binary (links glibc only; TLS is rustls, no OpenSSL) on distroless cc.
 #   docker build -t kube-descheduler:0.1.0 .
 # Subcommands: run | webhook | certs | plan (the Helm chart passes them as args).
 
