@@ -1216,6 +1216,7 @@ fn deployment_with_leader_election_and_two_replicas() {
         "leaderElection": {"enabled": true},
         "podDisruptionBudget": {"enabled": true},
         "serviceMonitor": {"enabled": true, "interval": "30s"},
+        "cmdOptions": {"v": 5, "client-connection-qps": 30, "dry-run": null},
     }));
     check_everything(&r);
     let dep = r.get("Deployment", "kube-descheduler");
