@@ -1,2 +1,581 @@
-//! The single list of Kubernetes API calls each component makes (the Helm chart's RBAC is tested
-//! against it). Filled in by the packaging issue; every component keeps it accurate.
+//! The single list of Kubernetes API calls each component makes.
+//!
+//! The Helm chart's RBAC (`charts/kube-descheduler`) is tested against this list
+//! (`tests/chart_render.rs`): every call must be allowed for the ServiceAccount of its component,
+//! and the chart must not grant much more. **Whoever adds, removes or changes an API call in a
+//! component updates [`API_CALLS`] in the same change** — a missing entry means a `403 Forbidden`
+//! in a real cluster that no unit test against a fake client will show.
+//!
+//! One entry is one (component, verb, API group, resource[/subresource]) as RBAC sees it: the
+//! API version does not matter (`policy/v1` and `policy/v1beta1` evictions are both
+//! `create pods/eviction` in group `""`), and a watch cache (kube-runtime reflector) is `list` +
+//! `watch`.
+
+/// A process (or Pod) of ours that talks to the API server with its own ServiceAccount.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Component {
+    /// `kube-descheduler run`: the descheduling engine (CronJob, Job or Deployment).
+    Engine,
+    /// `kube-descheduler webhook`: the eviction guard and its rollout-restart actor.
+    Guard,
+    /// `kube-descheduler certs` in the chart's hook Job: the webhook's serving-certificate Secret
+    /// and the `caBundle` of the webhook configuration.
+    CertsJob,
+}
+
+/// Where the objects of a call live, as RBAC sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// A cluster-scoped resource (nodes, priorityclasses, tokenreviews, webhook configurations).
+    Cluster,
+    /// A namespaced resource in any namespace (needs a ClusterRole + ClusterRoleBinding).
+    AllNamespaces,
+    /// A namespaced resource in the namespace the component is installed in.
+    OwnNamespace,
+    /// A namespaced resource in the leader-election namespace
+    /// (`--leader-elect-resource-namespace`).
+    LeaseNamespace,
+}
+
+/// Which object names a call touches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Names {
+    /// Any object (collection calls such as `list`/`watch`, `create`, or any name).
+    Any,
+    /// Only the Lease named by `--leader-elect-resource-name`.
+    LeaderElectionLease,
+    /// Only the webhook's serving-certificate Secret.
+    CertsSecret,
+    /// Only our own ValidatingWebhookConfiguration.
+    WebhookConfiguration,
+}
+
+/// When a component makes a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Needed {
+    /// Always.
+    Always,
+    /// Only with `--leader-elect`.
+    LeaderElection,
+    /// Only when the secure port authenticates callers: the trigger API
+    /// (`--enable-trigger-api`) or `/metrics` (unless `--disable-metrics`).
+    AuthenticatedServing,
+}
+
+/// One Kubernetes API call as RBAC sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ApiCall {
+    /// Who makes it.
+    pub component: Component,
+    /// RBAC verb: get, list, watch, create, update, patch, delete, deletecollection.
+    pub verb: &'static str,
+    /// API group (`""` for the core group).
+    pub group: &'static str,
+    /// Resource (plural, lower case).
+    pub resource: &'static str,
+    /// Subresource, e.g. `eviction` for `pods/eviction`.
+    pub subresource: Option<&'static str>,
+    /// Where the objects live.
+    pub scope: Scope,
+    /// Which names it touches.
+    pub names: Names,
+    /// When it is made.
+    pub needed: Needed,
+    /// Why the component makes it.
+    pub why: &'static str,
+}
+
+impl ApiCall {
+    /// `resource` or `resource/subresource`, as written in an RBAC rule.
+    pub fn rbac_resource(&self) -> String {
+        match self.subresource {
+            Some(sub) => format!("{}/{}", self.resource, sub),
+            None => self.resource.to_owned(),
+        }
+    }
+}
+
+/// The RBAC verbs a call may use.
+pub const VALID_VERBS: &[&str] = &[
+    "get",
+    "list",
+    "watch",
+    "create",
+    "update",
+    "patch",
+    "delete",
+    "deletecollection",
+];
+
+const fn call(
+    component: Component,
+    verb: &'static str,
+    group: &'static str,
+    resource: &'static str,
+    scope: Scope,
+    why: &'static str,
+) -> ApiCall {
+    ApiCall {
+        component,
+        verb,
+        group,
+        resource,
+        subresource: None,
+        scope,
+        names: Names::Any,
+        needed: Needed::Always,
+        why,
+    }
+}
+
+const fn named(mut c: ApiCall, names: Names) -> ApiCall {
+    c.names = names;
+    c
+}
+
+const fn when(mut c: ApiCall, needed: Needed) -> ApiCall {
+    c.needed = needed;
+    c
+}
+
+const fn sub(mut c: ApiCall, subresource: &'static str) -> ApiCall {
+    c.subresource = Some(subresource);
+    c
+}
+
+use Component::{CertsJob, Engine, Guard};
+use Scope::{AllNamespaces, Cluster, LeaseNamespace, OwnNamespace};
+
+const CACHE: &str = "watch cache (reflector) the cycle's snapshot is built from";
+
+/// Every Kubernetes API call of every component. Keep it exact: the chart's RBAC is derived from
+/// and tested against it.
+pub const API_CALLS: &[ApiCall] = &[
+    // ---- Engine (`run`) -------------------------------------------------------------------
+    call(Engine, "list", "", "nodes", Cluster, CACHE),
+    call(Engine, "watch", "", "nodes", Cluster, CACHE),
+    call(Engine, "list", "", "pods", AllNamespaces, CACHE),
+    call(Engine, "watch", "", "pods", AllNamespaces, CACHE),
+    call(Engine, "list", "", "namespaces", Cluster, CACHE),
+    call(Engine, "watch", "", "namespaces", Cluster, CACHE),
+    call(
+        Engine,
+        "list",
+        "policy",
+        "poddisruptionbudgets",
+        AllNamespaces,
+        CACHE,
+    ),
+    call(
+        Engine,
+        "watch",
+        "policy",
+        "poddisruptionbudgets",
+        AllNamespaces,
+        CACHE,
+    ),
+    call(
+        Engine,
+        "list",
+        "scheduling.k8s.io",
+        "priorityclasses",
+        Cluster,
+        CACHE,
+    ),
+    call(
+        Engine,
+        "watch",
+        "scheduling.k8s.io",
+        "priorityclasses",
+        Cluster,
+        CACHE,
+    ),
+    call(
+        Engine,
+        "list",
+        "",
+        "persistentvolumeclaims",
+        AllNamespaces,
+        CACHE,
+    ),
+    call(
+        Engine,
+        "watch",
+        "",
+        "persistentvolumeclaims",
+        AllNamespaces,
+        CACHE,
+    ),
+    call(Engine, "list", "apps", "replicasets", AllNamespaces, CACHE),
+    call(Engine, "watch", "apps", "replicasets", AllNamespaces, CACHE),
+    call(Engine, "list", "apps", "deployments", AllNamespaces, CACHE),
+    call(Engine, "watch", "apps", "deployments", AllNamespaces, CACHE),
+    call(Engine, "list", "apps", "statefulsets", AllNamespaces, CACHE),
+    call(
+        Engine,
+        "watch",
+        "apps",
+        "statefulsets",
+        AllNamespaces,
+        CACHE,
+    ),
+    sub(
+        call(
+            Engine,
+            "create",
+            "",
+            "pods",
+            AllNamespaces,
+            "evict a pod (policy/v1 Eviction, v1beta1 fallback)",
+        ),
+        "eviction",
+    ),
+    call(
+        Engine,
+        "create",
+        "",
+        "events",
+        AllNamespaces,
+        "Descheduled / EvictionFailed events (core/v1)",
+    ),
+    call(
+        Engine,
+        "patch",
+        "",
+        "events",
+        AllNamespaces,
+        "series count of a repeated core/v1 event",
+    ),
+    call(
+        Engine,
+        "create",
+        "events.k8s.io",
+        "events",
+        AllNamespaces,
+        "Descheduled / EvictionFailed events",
+    ),
+    call(
+        Engine,
+        "patch",
+        "events.k8s.io",
+        "events",
+        AllNamespaces,
+        "series count of a repeated event",
+    ),
+    named(
+        when(
+            call(
+                Engine,
+                "get",
+                "coordination.k8s.io",
+                "leases",
+                LeaseNamespace,
+                "read the leader-election Lease",
+            ),
+            Needed::LeaderElection,
+        ),
+        Names::LeaderElectionLease,
+    ),
+    when(
+        call(
+            Engine,
+            "create",
+            "coordination.k8s.io",
+            "leases",
+            LeaseNamespace,
+            "create the Lease the first time",
+        ),
+        Needed::LeaderElection,
+    ),
+    named(
+        when(
+            call(
+                Engine,
+                "update",
+                "coordination.k8s.io",
+                "leases",
+                LeaseNamespace,
+                "acquire / renew / release the Lease (resourceVersion compare-and-set)",
+            ),
+            Needed::LeaderElection,
+        ),
+        Names::LeaderElectionLease,
+    ),
+    when(
+        call(
+            Engine,
+            "create",
+            "authentication.k8s.io",
+            "tokenreviews",
+            Cluster,
+            "authenticate bearer tokens on the trigger API and /metrics",
+        ),
+        Needed::AuthenticatedServing,
+    ),
+    when(
+        call(
+            Engine,
+            "create",
+            "authorization.k8s.io",
+            "subjectaccessreviews",
+            Cluster,
+            "authorize callers of the trigger API and /metrics",
+        ),
+        Needed::AuthenticatedServing,
+    ),
+    // ---- Guard (`webhook`) ------------------------------------------------------------------
+    call(
+        Guard,
+        "get",
+        "",
+        "pods",
+        AllNamespaces,
+        "read the pod named by the eviction, on demand",
+    ),
+    call(
+        Guard,
+        "get",
+        "",
+        "persistentvolumeclaims",
+        AllNamespaces,
+        "access modes of the pod's claims (RWO blocks a surge), on demand",
+    ),
+    call(
+        Guard,
+        "list",
+        "apps",
+        "replicasets",
+        AllNamespaces,
+        "watch cache: the pod's owner",
+    ),
+    call(
+        Guard,
+        "watch",
+        "apps",
+        "replicasets",
+        AllNamespaces,
+        "watch cache: the pod's owner",
+    ),
+    call(
+        Guard,
+        "get",
+        "apps",
+        "replicasets",
+        AllNamespaces,
+        "cache miss on a just-created ReplicaSet",
+    ),
+    call(
+        Guard,
+        "list",
+        "apps",
+        "deployments",
+        AllNamespaces,
+        "watch cache: the ReplicaSet's owner",
+    ),
+    call(
+        Guard,
+        "watch",
+        "apps",
+        "deployments",
+        AllNamespaces,
+        "watch cache: the ReplicaSet's owner",
+    ),
+    call(
+        Guard,
+        "get",
+        "apps",
+        "deployments",
+        AllNamespaces,
+        "restart actor: fresh read before the compare-and-set",
+    ),
+    call(
+        Guard,
+        "patch",
+        "apps",
+        "deployments",
+        AllNamespaces,
+        "restart actor: rollout restart (json-patch with test op)",
+    ),
+    call(
+        Guard,
+        "list",
+        "policy",
+        "poddisruptionbudgets",
+        AllNamespaces,
+        "watch cache: health guard",
+    ),
+    call(
+        Guard,
+        "watch",
+        "policy",
+        "poddisruptionbudgets",
+        AllNamespaces,
+        "watch cache: health guard",
+    ),
+    call(
+        Guard,
+        "create",
+        "events.k8s.io",
+        "events",
+        AllNamespaces,
+        "events on the Deployment and the Pod",
+    ),
+    call(
+        Guard,
+        "patch",
+        "events.k8s.io",
+        "events",
+        AllNamespaces,
+        "series count of a repeated event",
+    ),
+    // ---- Certs hook Job (`certs --secret-name … --webhook-configuration …`) -----------------
+    named(
+        call(
+            CertsJob,
+            "get",
+            "",
+            "secrets",
+            OwnNamespace,
+            "reuse the CA of an existing serving-certificate Secret",
+        ),
+        Names::CertsSecret,
+    ),
+    call(
+        CertsJob,
+        "create",
+        "",
+        "secrets",
+        OwnNamespace,
+        "write the serving-certificate Secret the first time",
+    ),
+    named(
+        call(
+            CertsJob,
+            "update",
+            "",
+            "secrets",
+            OwnNamespace,
+            "replace an expiring or mismatched certificate",
+        ),
+        Names::CertsSecret,
+    ),
+    named(
+        call(
+            CertsJob,
+            "patch",
+            "",
+            "secrets",
+            OwnNamespace,
+            "replace an expiring or mismatched certificate",
+        ),
+        Names::CertsSecret,
+    ),
+    named(
+        call(
+            CertsJob,
+            "get",
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+            Cluster,
+            "read the webhooks whose caBundle to set",
+        ),
+        Names::WebhookConfiguration,
+    ),
+    named(
+        call(
+            CertsJob,
+            "patch",
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations",
+            Cluster,
+            "set the caBundle",
+        ),
+        Names::WebhookConfiguration,
+    ),
+];
+
+/// The calls of one component.
+pub fn calls_of(component: Component) -> impl Iterator<Item = &'static ApiCall> {
+    API_CALLS.iter().filter(move |c| c.component == component)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn no_duplicate_calls() {
+        let mut seen = HashSet::new();
+        for c in API_CALLS {
+            let key = (c.component, c.verb, c.group, c.rbac_resource(), c.scope);
+            assert!(
+                seen.insert(key.clone()),
+                "duplicate API call entry: {key:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn verbs_are_rbac_verbs_and_fields_are_well_formed() {
+        for c in API_CALLS {
+            assert!(
+                VALID_VERBS.contains(&c.verb),
+                "{c:?}: `{}` is not an RBAC verb",
+                c.verb
+            );
+            assert!(
+                !c.resource.is_empty() && c.resource == c.resource.to_lowercase(),
+                "{c:?}: resource must be lower-case plural"
+            );
+            assert!(
+                !c.resource.contains('/'),
+                "{c:?}: put the subresource in `subresource`"
+            );
+            assert!(c.group != "core", "{c:?}: the core group is \"\"");
+            assert!(!c.why.trim().is_empty(), "{c:?}: say why");
+            // RBAC cannot restrict collection calls or create by name.
+            if matches!(c.verb, "list" | "watch" | "create" | "deletecollection") {
+                assert_eq!(
+                    c.names,
+                    Names::Any,
+                    "{c:?}: RBAC resourceNames cannot restrict `{}`",
+                    c.verb
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_component_has_calls_and_watches_come_with_lists() {
+        for component in [Component::Engine, Component::Guard, Component::CertsJob] {
+            assert!(
+                calls_of(component).next().is_some(),
+                "{component:?} has no calls"
+            );
+        }
+        for c in API_CALLS.iter().filter(|c| c.verb == "watch") {
+            assert!(
+                API_CALLS.iter().any(|l| l.verb == "list"
+                    && l.component == c.component
+                    && l.group == c.group
+                    && l.resource == c.resource),
+                "{c:?}: a watch cache needs list too"
+            );
+        }
+    }
+
+    #[test]
+    fn engine_evicts_and_guard_does_not() {
+        let evicts = |comp| {
+            calls_of(comp).any(|c| c.verb == "create" && c.rbac_resource() == "pods/eviction")
+        };
+        assert!(evicts(Component::Engine));
+        assert!(!evicts(Component::Guard));
+        assert!(
+            !calls_of(Component::Engine)
+                .chain(calls_of(Component::Guard))
+                .any(|c| c.resource == "secrets")
+        );
+    }
+}

@@ -1,0 +1,241 @@
+{{/* Name of the chart, or nameOverride. */}}
+{{- define "kube-descheduler.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Full name: fullnameOverride, else <release>-<name> (or the release name when it already contains the name).
+     Kept at 45 characters so that suffixes such as "-eviction-guard" still fit in 63. */}}
+{{- define "kube-descheduler.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 45 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 45 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 45 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "kube-descheduler.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels on every object. */}}
+{{- define "kube-descheduler.labels" -}}
+helm.sh/chart: {{ include "kube-descheduler.chart" . }}
+app.kubernetes.io/name: {{ include "kube-descheduler.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Selector labels of the descheduler (engine) pods. */}}
+{{- define "kube-descheduler.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "kube-descheduler.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: descheduler
+{{- end -}}
+
+{{/* Selector labels of the eviction guard pods. */}}
+{{- define "kube-descheduler.webhook.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "kube-descheduler.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: eviction-guard
+{{- end -}}
+
+{{- define "kube-descheduler.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "kube-descheduler.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "kube-descheduler.webhook.fullname" -}}
+{{- printf "%s-webhook" (include "kube-descheduler.fullname" .) -}}
+{{- end -}}
+
+{{- define "kube-descheduler.webhook.serviceAccountName" -}}
+{{- if .Values.webhook.serviceAccount.create -}}
+{{- default (include "kube-descheduler.webhook.fullname" .) .Values.webhook.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.webhook.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "kube-descheduler.webhook.configurationName" -}}
+{{- printf "%s-eviction-guard" (include "kube-descheduler.fullname" .) -}}
+{{- end -}}
+
+{{- define "kube-descheduler.webhook.secretName" -}}
+{{- default (printf "%s-tls" (include "kube-descheduler.webhook.fullname" .)) .Values.webhook.certs.secretName -}}
+{{- end -}}
+
+{{- define "kube-descheduler.certs.fullname" -}}
+{{- printf "%s-certs" (include "kube-descheduler.fullname" .) -}}
+{{- end -}}
+
+{{- define "kube-descheduler.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{- define "kube-descheduler.webhook.image" -}}
+{{- $repo := .Values.webhook.image.repository | default .Values.image.repository -}}
+{{- $tag := .Values.webhook.image.tag | default .Values.image.tag | default .Chart.AppVersion -}}
+{{- printf "%s:%s" $repo $tag -}}
+{{- end -}}
+
+{{/* Namespace of the leader-election Lease. */}}
+{{- define "kube-descheduler.leaseNamespace" -}}
+{{- .Values.leaderElection.resourceNamespace | default .Release.Namespace -}}
+{{- end -}}
+
+{{/* "true" when metrics are served (metrics.enabled and no disable-metrics in cmdOptions). */}}
+{{- define "kube-descheduler.metricsServed" -}}
+{{- $disabled := false -}}
+{{- if hasKey .Values.cmdOptions "disable-metrics" -}}
+{{- $v := get .Values.cmdOptions "disable-metrics" -}}
+{{- if or (eq $v nil) (eq (toString $v) "true") -}}{{- $disabled = true -}}{{- end -}}
+{{- end -}}
+{{- if and .Values.metrics.enabled (not $disabled) -}}true{{- end -}}
+{{- end -}}
+
+{{/* "true" when the secure port authenticates callers (TokenReview + SubjectAccessReview). */}}
+{{- define "kube-descheduler.authenticatedServing" -}}
+{{- if or .Values.trigger.enabled (include "kube-descheduler.metricsServed" .) -}}true{{- end -}}
+{{- end -}}
+
+{{/* Validation that JSON Schema cannot express. */}}
+{{- define "kube-descheduler.validate" -}}
+{{- if and .Values.leaderElection.enabled (ne .Values.kind "Deployment") -}}
+{{- fail (printf "leaderElection.enabled=true needs kind=Deployment (got kind=%s): a CronJob or Job runs one cycle and exits, so there is nothing to elect" .Values.kind) -}}
+{{- end -}}
+{{- if and (eq .Values.kind "Deployment") (gt (int .Values.replicas) 1) (not .Values.leaderElection.enabled) -}}
+{{- fail (printf "replicas=%d needs leaderElection.enabled=true: without it every replica would evict on its own" (int .Values.replicas)) -}}
+{{- end -}}
+{{- if and .Values.trigger.enabled (ne .Values.kind "Deployment") -}}
+{{- fail (printf "trigger.enabled=true needs kind=Deployment (got kind=%s): the trigger API needs a long-running process" .Values.kind) -}}
+{{- end -}}
+{{- if and (eq .Values.kind "Deployment") (not .Values.deschedulingInterval) -}}
+{{- fail "kind=Deployment needs deschedulingInterval (e.g. 5m)" -}}
+{{- end -}}
+{{- if and .Values.webhook.enabled .Values.webhook.podDisruptionBudget.enabled (hasKey .Values.webhook.podDisruptionBudget "minAvailable") -}}
+{{- if ge (int .Values.webhook.podDisruptionBudget.minAvailable) (int .Values.webhook.replicas) -}}
+{{- fail (printf "webhook.podDisruptionBudget.minAvailable=%d with webhook.replicas=%d would block every node drain: run more replicas (>= 2) or lower minAvailable" (int .Values.webhook.podDisruptionBudget.minAvailable) (int .Values.webhook.replicas)) -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.webhook.enabled .Values.webhook.preStop.enabled (semverCompare "<1.30.0-0" .Capabilities.KubeVersion.Version) -}}
+{{- fail (printf "webhook.preStop.enabled=true uses the preStop sleep action of Kubernetes >= 1.30 (cluster: %s); set webhook.preStop.enabled=false" .Capabilities.KubeVersion.Version) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The descheduler pod spec, shared by the CronJob, the Job and the Deployment. */}}
+{{- define "kube-descheduler.podSpec" -}}
+{{- with .Values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+serviceAccountName: {{ include "kube-descheduler.serviceAccountName" . }}
+{{- if ne .Values.kind "Deployment" }}
+restartPolicy: Never
+{{- end }}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.podSecurityContext }}
+securityContext:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+containers:
+  - name: descheduler
+    image: {{ include "kube-descheduler.image" . | quote }}
+    imagePullPolicy: {{ .Values.image.pullPolicy }}
+    command:
+      {{- toYaml .Values.command | nindent 6 }}
+    args:
+      - run
+      - --policy-config-file=/policy-dir/policy.yaml
+      {{- if eq .Values.kind "Deployment" }}
+      - {{ printf "--descheduling-interval=%s" (toString .Values.deschedulingInterval) | quote }}
+      {{- end }}
+      {{- if .Values.leaderElection.enabled }}
+      - --leader-elect=true
+      - {{ printf "--leader-elect-lease-duration=%s" .Values.leaderElection.leaseDuration | quote }}
+      - {{ printf "--leader-elect-renew-deadline=%s" .Values.leaderElection.renewDeadline | quote }}
+      - {{ printf "--leader-elect-retry-period=%s" .Values.leaderElection.retryPeriod | quote }}
+      - {{ printf "--leader-elect-resource-name=%s" .Values.leaderElection.resourceName | quote }}
+      - {{ printf "--leader-elect-resource-namespace=%s" (include "kube-descheduler.leaseNamespace" .) | quote }}
+      {{- end }}
+      {{- if .Values.trigger.enabled }}
+      - --enable-trigger-api
+      {{- end }}
+      {{- if not .Values.metrics.enabled }}
+      - --disable-metrics
+      {{- end }}
+      {{- range $key, $value := .Values.cmdOptions }}
+      {{- if eq $value nil }}
+      - {{ printf "--%s" $key | quote }}
+      {{- else }}
+      - {{ printf "--%s=%s" $key (toString $value) | quote }}
+      {{- end }}
+      {{- end }}
+    ports:
+      - name: https
+        containerPort: 10258
+        protocol: TCP
+    {{- with .Values.livenessProbe }}
+    livenessProbe:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    {{- with .Values.resources }}
+    resources:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    {{- with .Values.securityContext }}
+    securityContext:
+      {{- toYaml . | nindent 6 }}
+    {{- end }}
+    volumeMounts:
+      - name: policy-volume
+        mountPath: /policy-dir
+        readOnly: true
+volumes:
+  - name: policy-volume
+    configMap:
+      name: {{ include "kube-descheduler.fullname" . }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Pod template metadata of the descheduler. */}}
+{{- define "kube-descheduler.podMetadata" -}}
+labels:
+  {{- include "kube-descheduler.selectorLabels" . | nindent 2 }}
+  {{- with .Values.podLabels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+annotations:
+  checksum/policy: {{ include (print $.Template.BasePath "/configmap.yaml") . | sha256sum }}
+  {{- with .Values.podAnnotations }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end -}}
