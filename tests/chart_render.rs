@@ -1012,8 +1012,10 @@ fn check_policy(r: &Rendered) -> Value {
         .unwrap_or_else(|e| panic!("policy.yaml is not YAML: {e}\n{text}"));
     assert_eq!(policy["apiVersion"], "descheduler/v1alpha2");
     assert_eq!(policy["kind"], "DeschedulerPolicy");
-    // TODO(lead): also load it strictly with `kube_descheduler::policy::load_str(text)` once the
-    // policy loader and every plugin of the default profile are merged into one branch.
+    // The chart's policy must load with our strict loader (every plugin, arg and default).
+    if let Err(e) = kube_descheduler::policy::load_str(text) {
+        panic!("the chart's policy does not load: {e}\n{text}");
+    }
     policy
 }
 
