@@ -80,6 +80,8 @@ impl RemovePodsViolatingNodeAffinity {
         })
     }
 
+    /// Whether `pod` on `node` violates affinity of `kind`. `best_scores` memoizes the best
+    /// preferred-affinity weight over `nodes` per shared affinity value (pods of one owner share it).
     fn violates(
         &self,
         h: &Handle<'_>,
@@ -87,6 +89,7 @@ impl RemovePodsViolatingNodeAffinity {
         pod: PodId,
         node: NodeId,
         nodes: &[NodeId],
+        best_scores: &mut std::collections::HashMap<usize, i64>,
     ) -> bool {
         let p = h.snapshot.pod(pod);
         let n = h.snapshot.node(node);
@@ -97,15 +100,22 @@ impl RemovePodsViolatingNodeAffinity {
                     && fit::fits_any_node(h.snapshot, pod, nodes)
             }
             _ => {
-                affinity::has_preferred_node_affinity(p) && {
-                    let best = nodes
+                if !affinity::has_preferred_node_affinity(p) {
+                    return false;
+                }
+                let key = p
+                    .affinity
+                    .as_ref()
+                    .map_or(0, |a| std::sync::Arc::as_ptr(a) as usize);
+                let best = *best_scores.entry(key).or_insert_with(|| {
+                    nodes
                         .iter()
                         .map(|&m| affinity::preferred_node_affinity_score(p, h.snapshot.node(m)))
                         .max()
-                        .unwrap_or(0);
-                    best > affinity::preferred_node_affinity_score(p, n)
-                        && fit::fits_any_node(h.snapshot, pod, nodes)
-                }
+                        .unwrap_or(0)
+                });
+                best > affinity::preferred_node_affinity_score(p, n)
+                    && fit::fits_any_node(h.snapshot, pod, nodes)
             }
         }
     }
@@ -117,6 +127,7 @@ impl DeschedulePlugin for RemovePodsViolatingNodeAffinity {
     }
 
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+        let mut best_scores = std::collections::HashMap::new();
         for kind in &self.types {
             for &node in nodes {
                 let pods: Vec<PodId> = h
@@ -128,7 +139,7 @@ impl DeschedulePlugin for RemovePodsViolatingNodeAffinity {
                             && !h.is_moved(p)
                             && self.filter.matches(pod)
                             && h.filter(p)
-                            && self.violates(h, kind, p, node, nodes)
+                            && self.violates(h, kind, p, node, nodes, &mut best_scores)
                     })
                     .collect();
                 for p in pods {
