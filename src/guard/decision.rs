@@ -305,7 +305,7 @@ fn decide_inner(
                 deployment: d.key(),
                 restarted_at: restart.at,
                 message: format!(
-                    "{DEFLECTION_PHRASE}: a rolling restart of Deployment {} is in progress (started {} by the kube-descheduler eviction guard); pod {pod_key} will be replaced by the rollout. Retry later; the guard allows the eviction once the rollout ends or after {}.",
+                    "{DEFLECTION_PHRASE}: a rolling restart is in progress for Deployment {} (started {} by the kube-descheduler eviction guard); pod {pod_key} will be replaced by the rollout. Retry later; the guard allows the eviction once the rollout ends or after {}.",
                     d.key(),
                     restart.at,
                     fmt_duration(config.deflect_deadline)

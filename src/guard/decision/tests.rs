@@ -576,7 +576,7 @@ fn in_flight_rollout_denies_again_without_deflecting() {
         "{message}"
     );
     assert!(
-        message.contains("rolling restart of Deployment shop/web is in progress"),
+        message.contains("a rolling restart is in progress for Deployment shop/web"),
         "{message}"
     );
 }
