@@ -3,7 +3,7 @@
 //! `cargo bench --bench guard_http [-- --rate 2000 --count 20000]`
 //!
 //! Sends allow-path AdmissionReviews (a pod of a healthy 3-replica Deployment whose budget allows
-//! disruptions) open-loop at `--rate` requests/s over HTTP/1.1 keep-alive TLS connections, and
+//! disruptions) open-loop at `--rate` requests/s over HTTP/2 over TLS (ALPN h2, as the API server's webhook client negotiates), and
 //! reports server-side latency (request received → response produced, measured by a middleware
 //! around the real router) and client-side round trips. Two fact sources:
 //! - `memory`: pod facts from memory (decision + parsing + serialisation only);
@@ -269,8 +269,7 @@ async fn run(
         .tls_built_in_root_certs(false)
         .add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes()).expect("ca"))
         .resolve(host, server.addr)
-        .http1_only()
-        .pool_max_idle_per_host(64)
+        .http2_adaptive_window(true)
         .build()
         .expect("client");
     let url = format!("https://{host}:{}/validate/eviction", server.addr.port());
@@ -339,6 +338,83 @@ async fn run(
     }
 }
 
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .map_or(0, |pages| pages * 4096)
+}
+
+type Lean<F> = HashMap<String, HashMap<String, Arc<F>>>;
+
+/// Builds the guard's caches for a synthetic large cluster from API objects (as the watchers do)
+/// and reports the resident memory they add.
+fn memory_estimate(deployments: usize, pdbs: usize) {
+    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    let before = rss_bytes();
+    let mut deps: Lean<DeploymentFacts> = HashMap::new();
+    let mut rss: Lean<ReplicaSetFacts> = HashMap::new();
+    let mut budgets: Lean<PdbFacts> = HashMap::new();
+    for i in 0..deployments {
+        let ns = format!("team-{:04}", i % 2000);
+        let name = format!("service-{i:06}-api");
+        let labels = json!({"app.kubernetes.io/name": name, "app.kubernetes.io/instance": "prod", "app.kubernetes.io/part-of": "platform"});
+        let d: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": ns, "uid": format!("{i:08}-aaaa-bbbb-cccc-dddddddddddd"), "generation": 12,
+                "labels": labels,
+                "annotations": {"deployment.kubernetes.io/revision": "7", "meta.helm.sh/release-name": "platform"},
+                "managedFields": [{"manager": "helm", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}}}]},
+            "spec": {"replicas": 3, "selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "api", "image": "registry.example/api:1.2.3", "env": [{"name": "A", "value": "x".repeat(200)}]}]}}},
+            "status": {"observedGeneration": 12, "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3, "availableReplicas": 3,
+                "conditions": [{"type": "Available", "status": "True"}, {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"}]}
+        }))
+        .expect("deployment");
+        let f = DeploymentFacts::from_deployment(&d);
+        deps.entry(f.namespace.clone())
+            .or_default()
+            .insert(f.name.clone(), Arc::new(f));
+        let rs: ReplicaSet = serde_json::from_value(json!({
+            "metadata": {"name": format!("{name}-7d9f8c6b5"), "namespace": ns, "uid": format!("{i:08}-rs-uid"),
+                "labels": {"pod-template-hash": "7d9f8c6b5"},
+                "annotations": {"deployment.kubernetes.io/revision": "7"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "uid": format!("{i:08}-aaaa-bbbb-cccc-dddddddddddd"), "controller": true}]},
+            "spec": {"replicas": 3, "selector": {}},
+            "status": {"replicas": 3, "readyReplicas": 3}
+        }))
+        .expect("replicaset");
+        let f = ReplicaSetFacts::from_replica_set(&rs);
+        rss.entry(f.namespace.clone())
+            .or_default()
+            .insert(f.name.clone(), Arc::new(f));
+    }
+    for i in 0..pdbs {
+        let p: PodDisruptionBudget = serde_json::from_value(json!({
+            "metadata": {"name": format!("pdb-{i}"), "namespace": format!("team-{:04}", i % 2000)},
+            "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": format!("service-{i:06}-api")}}},
+            "status": {"disruptionsAllowed": 1}
+        }))
+        .expect("pdb");
+        let f = PdbFacts::from_pdb(&p);
+        budgets
+            .entry(f.namespace.clone())
+            .or_default()
+            .insert(f.name.clone(), Arc::new(f));
+    }
+    let after = rss_bytes();
+    println!(
+        "cache memory: {deployments} Deployments + {deployments} active ReplicaSets + {pdbs} PDBs as facts: +{:.1} MiB RSS (total RSS {:.1} MiB)",
+        (after.saturating_sub(before)) as f64 / 1048576.0,
+        after as f64 / 1048576.0
+    );
+    drop((deps, rss, budgets));
+}
+
 fn arg(args: &HashMap<String, String>, name: &str, default: u64) -> u64 {
     args.get(name)
         .and_then(|v| v.parse().ok())
@@ -358,6 +434,10 @@ fn main() {
     let rate = arg(&args, "rate", 2000);
     let count = arg(&args, "count", 20_000) as usize;
     let workers = arg(&args, "workers", 2) as usize;
+    let memory_deployments = arg(&args, "memory-deployments", 50_000) as usize;
+    if memory_deployments > 0 {
+        memory_estimate(memory_deployments, memory_deployments / 10);
+    }
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
@@ -380,16 +460,22 @@ fn main() {
         write_files(dir.path(), &certs).expect("write certs");
 
         println!("eviction guard benchmark: allow path, {rate} req/s, {count} requests, {workers} runtime workers");
-        println!("| source | sent | errors | achieved req/s | server p50 | server p99 | server max | client p50 | client p99 |");
-        println!("|---|---|---|---|---|---|---|---|---|");
+        println!("| source | target req/s | sent | errors | achieved req/s | server p50 | server p99 | server max | client p50 | client p99 |");
+        println!("|---|---|---|---|---|---|---|---|---|---|");
         let memory: Arc<dyn FactSource> = Arc::new(memory_cluster());
         let pod_get: Arc<dyn FactSource> = Arc::new(PodGetSource { inner: memory_cluster(), client: fake_api().await });
-        for (name, source) in [("memory", memory), ("pod-get", pod_get)] {
+        let slow = (rate / 10).max(1);
+        let scenarios = [
+            ("memory", memory, rate, count),
+            ("pod-get", pod_get.clone(), rate, count),
+            ("pod-get", pod_get, slow, (count / 10).max(100)),
+        ];
+        for (name, source, rate, count) in scenarios {
             let mut r = run(source, rate, count, dir.path(), &certs.ca_cert_pem).await;
             r.server.sort();
             r.client.sort();
             println!(
-                "| {name} | {count} | {} | {:.0} | {} | {} | {} | {} | {} |",
+                "| {name} | {rate} | {count} | {} | {:.0} | {} | {} | {} | {} | {} |",
                 r.errors,
                 count as f64 / r.elapsed.as_secs_f64(),
                 fmt_us(percentile(&r.server, 0.50)),
