@@ -184,6 +184,15 @@ impl KubeSource {
         ));
         source
     }
+
+    /// Cached objects: (Deployments, ReplicaSets, PodDisruptionBudgets).
+    pub fn cache_sizes(&self) -> (usize, usize, usize) {
+        (
+            self.deployments.len(),
+            self.replica_sets.len(),
+            self.pdbs.len(),
+        )
+    }
 }
 
 async fn read<K, T>(
