@@ -171,9 +171,7 @@ impl RestartActor {
                 error: format!("Deployment {key} has no resourceVersion"),
             };
         };
-        let at = Timestamp::now()
-            .round(jiff::Unit::Second)
-            .unwrap_or_else(|_| Timestamp::now());
+        let at = next_restart_time(&current, Timestamp::now());
         let by = format!(
             "{} (eviction requested by {})",
             self.instance, req.requested_by
@@ -274,6 +272,26 @@ pub fn restart_in_flight(d: &Deployment) -> Option<Timestamp> {
     let facts = DeploymentFacts::from_deployment(d);
     let in_progress = facts.rollout_in_progress();
     facts.restart.filter(|_| in_progress).map(|r| r.at)
+}
+
+/// The `restartedAt` value for a new restart: now, in whole seconds, but strictly later than the
+/// template's current value — an unchanged value would start no rollout.
+pub fn next_restart_time(current: &Deployment, now: Timestamp) -> Timestamp {
+    let now = now.round(jiff::Unit::Second).unwrap_or(now);
+    let previous: Option<Timestamp> = current
+        .spec
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.annotations.as_ref())
+        .and_then(|a| a.get(TEMPLATE_RESTARTED_AT))
+        .and_then(|v| v.parse().ok());
+    match previous {
+        Some(p) if p >= now => p
+            .checked_add(jiff::SignedDuration::from_secs(1))
+            .unwrap_or(now),
+        _ => now,
+    }
 }
 
 /// The compare-and-set JSON patch of a restart: test the resourceVersion, then set the template

@@ -227,11 +227,16 @@ async fn in_flight_restart_is_not_patched_again() {
         let generation = d["metadata"]["generation"].clone();
         d["status"]["observedGeneration"] = generation;
     }
-    tokio::time::sleep(Duration::from_millis(1100)).await; // a distinct restartedAt second
-    assert!(matches!(
-        a.restart(request("web-new")).await,
-        RestartOutcome::Restarted { .. }
-    ));
+    let first_at = fake.deployment.lock().unwrap()["spec"]["template"]["metadata"]["annotations"]
+        [TEMPLATE_RESTARTED_AT]
+        .clone();
+    // No sleep: even within the same second the new restartedAt differs, so a rollout starts.
+    let outcome = a.restart(request("web-new")).await;
+    let RestartOutcome::Restarted { at } = outcome else {
+        panic!("expected Restarted, got {outcome:?}")
+    };
+    let first: Timestamp = first_at.as_str().unwrap().parse().unwrap();
+    assert!(at > first, "{at} must be later than {first}");
     assert_eq!(fake.patches.load(Ordering::SeqCst), 2);
 }
 
@@ -287,5 +292,37 @@ fn patch_creates_missing_annotation_maps_and_tests_the_resource_version() {
     assert!(
         json_patch::patch(&mut stale, &patch).is_err(),
         "a changed resourceVersion fails the test op"
+    );
+}
+
+#[test]
+fn restart_time_is_strictly_later_than_the_current_one() {
+    let mut d: Deployment = serde_json::from_value(deployment()).unwrap();
+    let now: Timestamp = "2026-11-22T12:00:00.4Z".parse().unwrap();
+    assert_eq!(
+        next_restart_time(&d, now).to_string(),
+        "2026-11-22T12:00:00Z"
+    );
+    d.spec.template.metadata.as_mut().unwrap().annotations = Some(
+        [(
+            TEMPLATE_RESTARTED_AT.to_string(),
+            "2026-11-22T12:00:00Z".to_string(),
+        )]
+        .into(),
+    );
+    assert_eq!(
+        next_restart_time(&d, now).to_string(),
+        "2026-11-22T12:00:01Z"
+    );
+    d.spec.template.metadata.as_mut().unwrap().annotations = Some(
+        [(
+            TEMPLATE_RESTARTED_AT.to_string(),
+            "2026-11-22T11:00:00Z".to_string(),
+        )]
+        .into(),
+    );
+    assert_eq!(
+        next_restart_time(&d, now).to_string(),
+        "2026-11-22T12:00:00Z"
     );
 }
