@@ -106,7 +106,27 @@ where
     let kind = K::kind(&K::DynamicType::default()).to_string();
     let cfg = watcher::Config::default().page_size(500);
     let mut stream = watcher::watcher(api, cfg).default_backoff().boxed();
-    let mut buffer: HashMap<String, HashMap<String, Arc<F>>> = HashMap::new();
+    let mut buffer = HashMap::new();
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(ev) => {
+                if apply_event(&store, &mut buffer, ev, convert) {
+                    tracing::info!(%kind, objects = store.len(), "cache synced");
+                }
+            }
+            Err(e) => tracing::warn!(%kind, error = %e, "watch error; retrying"),
+        }
+    }
+}
+
+/// Applies one watch event to the store; initial lists are buffered and swapped in whole at
+/// `InitDone` (returns true then).
+fn apply_event<K: Resource, F>(
+    store: &LeanMap<F>,
+    buffer: &mut HashMap<String, HashMap<String, Arc<F>>>,
+    ev: Event<K>,
+    convert: fn(&K) -> Option<F>,
+) -> bool {
     let key = |o: &K| {
         let m = o.meta();
         (
@@ -114,33 +134,31 @@ where
             m.name.clone().unwrap_or_default(),
         )
     };
-    while let Some(ev) = stream.next().await {
-        match ev {
-            Ok(Event::Init) => buffer = HashMap::new(),
-            Ok(Event::InitApply(o)) => {
-                if let Some(f) = convert(&o) {
-                    let (ns, name) = key(&o);
-                    buffer.entry(ns).or_default().insert(name, Arc::new(f));
-                }
-            }
-            Ok(Event::InitDone) => {
-                store.replace(std::mem::take(&mut buffer));
-                tracing::info!(%kind, objects = store.len(), "cache synced");
-            }
-            Ok(Event::Apply(o)) => {
+    match ev {
+        Event::Init => buffer.clear(),
+        Event::InitApply(o) => {
+            if let Some(f) = convert(&o) {
                 let (ns, name) = key(&o);
-                match convert(&o) {
-                    Some(f) => store.insert(ns, name, f),
-                    None => store.remove(&ns, &name),
-                }
+                buffer.entry(ns).or_default().insert(name, Arc::new(f));
             }
-            Ok(Event::Delete(o)) => {
-                let (ns, name) = key(&o);
-                store.remove(&ns, &name);
+        }
+        Event::InitDone => {
+            store.replace(std::mem::take(buffer));
+            return true;
+        }
+        Event::Apply(o) => {
+            let (ns, name) = key(&o);
+            match convert(&o) {
+                Some(f) => store.insert(ns, name, f),
+                None => store.remove(&ns, &name),
             }
-            Err(e) => tracing::warn!(%kind, error = %e, "watch error; retrying"),
+        }
+        Event::Delete(o) => {
+            let (ns, name) = key(&o);
+            store.remove(&ns, &name);
         }
     }
+    false
 }
 
 /// Keep ReplicaSets that have or want pods; old revisions scaled to zero are left out.
@@ -264,5 +282,56 @@ impl FactSource for KubeSource {
     ) -> BoxFuture<'a, Result<Option<PvcFacts>, SourceError>> {
         let api = Api::<PersistentVolumeClaim>::namespaced(self.client.clone(), namespace);
         Box::pin(read(api, name, "persistentvolumeclaim", PvcFacts::from_pvc))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn rs(name: &str, replicas: i32) -> ReplicaSet {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "shop"},
+            "spec": {"replicas": replicas, "selector": {}},
+            "status": {"replicas": replicas}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn watch_events_maintain_a_lean_store() {
+        let store = LeanMap::<ReplicaSetFacts>::default();
+        let mut buffer = HashMap::new();
+        let conv: fn(&ReplicaSet) -> Option<ReplicaSetFacts> = replica_set_facts;
+        assert!(!apply_event(&store, &mut buffer, Event::Init, conv));
+        apply_event(&store, &mut buffer, Event::InitApply(rs("a", 1)), conv);
+        apply_event(&store, &mut buffer, Event::InitApply(rs("old", 0)), conv);
+        assert!(
+            !store.synced() && store.is_empty(),
+            "nothing visible before InitDone"
+        );
+        assert!(apply_event(&store, &mut buffer, Event::InitDone, conv));
+        assert!(store.synced());
+        assert_eq!(store.len(), 1, "zero-replica ReplicaSets are skipped");
+        assert!(store.get("shop", "a").is_some());
+
+        apply_event(&store, &mut buffer, Event::Apply(rs("b", 2)), conv);
+        assert_eq!(store.get("shop", "b").map(|f| f.desired), Some(2));
+        // Scaled to zero: dropped.
+        apply_event(&store, &mut buffer, Event::Apply(rs("b", 0)), conv);
+        assert!(store.get("shop", "b").is_none());
+        apply_event(&store, &mut buffer, Event::Delete(rs("a", 1)), conv);
+        assert!(store.is_empty());
+
+        // A re-list replaces the content wholesale.
+        apply_event(&store, &mut buffer, Event::Apply(rs("stale", 1)), conv);
+        apply_event(&store, &mut buffer, Event::Init, conv);
+        apply_event(&store, &mut buffer, Event::InitApply(rs("fresh", 1)), conv);
+        apply_event(&store, &mut buffer, Event::InitDone, conv);
+        assert!(store.get("shop", "stale").is_none() && store.get("shop", "fresh").is_some());
+        assert_eq!(store.namespace("shop").len(), 1);
+        assert!(store.namespace("other").is_empty());
     }
 }

@@ -24,6 +24,10 @@ use crate::restart::{RestartOutcome, RestartRequest, Restarter};
 /// Largest AdmissionReview body accepted (an object and its old version, with headroom).
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
+/// Time budget for reading the facts of one eviction. With the restart actor's 2 s this keeps an
+/// answer inside the webhook's 5 s timeout.
+pub const GATHER_BUDGET: std::time::Duration = std::time::Duration::from_millis(2500);
+
 /// A clock (replaceable in tests).
 pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
 
@@ -117,9 +121,14 @@ impl GuardState {
         eviction: &EvictionRequest,
     ) -> AdmissionReview<DynamicObject> {
         let pod_key = format!("{}/{}", eviction.namespace, eviction.name);
-        let gathered = match gather(self.source.as_ref(), eviction).await {
-            Ok(g) => g,
-            Err(e) => {
+        let gathered = match tokio::time::timeout(
+            GATHER_BUDGET,
+            gather(self.source.as_ref(), eviction),
+        )
+        .await
+        {
+            Ok(Ok(g)) => g,
+            Ok(Err(e)) => {
                 // Never block a drain because we cannot see: allow.
                 tracing::warn!(pod = %pod_key, error = %e, "cannot decide; allowing the eviction");
                 self.metrics.error("lookup");
@@ -127,6 +136,17 @@ impl GuardState {
                 let warning =
                     format!("eviction guard could not check pod {pod_key} ({e}); allowing");
                 return allow(request, vec![warning]);
+            }
+            Err(_) => {
+                tracing::warn!(pod = %pod_key, "reading the facts took longer than {GATHER_BUDGET:?}; allowing the eviction");
+                self.metrics.error("lookup_timeout");
+                self.metrics.allow(AllowReason::Unknown.as_str());
+                return allow(
+                    request,
+                    vec![format!(
+                        "eviction guard could not check pod {pod_key} in time; allowing"
+                    )],
+                );
             }
         };
         let now = (self.clock)();
