@@ -1,10 +1,145 @@
-//! `kube-descheduler webhook` (filled in by the eviction-guard issue).
+//! `kube-descheduler webhook`: serves the eviction guard admission webhook.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use prometheus_client::registry::Registry;
+
+use super::logging::{self, LogFormat};
+use crate::error::ConfigError;
+use crate::guard::cache::KubeSource;
+use crate::guard::decision::{GuardConfig, parse_duration};
+use crate::guard::metrics::GuardMetrics;
+use crate::guard::server::{GuardState, router};
+use crate::restart::RestartActor;
+use crate::serving::tls::{load_with_reload, serve_https};
 
 /// Flags of `webhook`.
-#[derive(Debug, clap::Args)]
-pub struct WebhookArgs {}
+#[derive(Debug, Clone, clap::Args)]
+pub struct WebhookArgs {
+    /// PEM serving certificate (reloaded when it changes).
+    #[arg(long)]
+    pub tls_cert_file: PathBuf,
+    /// PEM private key of the serving certificate (reloaded when it changes).
+    #[arg(long)]
+    pub tls_private_key_file: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind_address: IpAddr,
+    /// HTTPS port.
+    #[arg(long, default_value_t = 8443)]
+    pub port: u16,
+    /// kubeconfig file (default: in-cluster config, then the usual kubeconfig lookup).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// How long to refuse an eviction (since our restart or the first refusal) before allowing it.
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub deflect_deadline: Duration,
+    /// Turn the health guard off (PDB / short-of-ready denials); deflection stays on.
+    #[arg(long)]
+    pub disable_health_guard: bool,
+    /// How often to check the certificate files for changes.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub cert_reload_interval: Duration,
+    /// Name of this replica in restart records and Events.
+    #[arg(long, env = "POD_NAME", default_value = "kube-descheduler-webhook")]
+    pub instance_name: String,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub logging_format: LogFormat,
+    /// Log verbosity (klog style: -v=2 debug, -v=4 trace).
+    #[arg(short = 'v', long = "v", default_value_t = 0)]
+    pub verbosity: u8,
+}
 
-/// Serves the eviction guard.
-pub fn run(_args: WebhookArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`webhook` is not available in this build yet")
+/// Serves the eviction guard until SIGTERM / Ctrl-C.
+pub fn run(args: WebhookArgs) -> anyhow::Result<()> {
+    logging::init(args.logging_format, args.verbosity);
+    if args.deflect_deadline.is_zero() {
+        return Err(ConfigError::new("--deflect-deadline must be greater than 0").into());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    runtime.block_on(serve(args))
+}
+
+async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| ConfigError::new(format!("--kubeconfig {}: {e}", path.display())))?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| ConfigError::new(format!("--kubeconfig {}: {e}", path.display())))?
+        }
+        None => kube::Config::infer()
+            .await
+            .context("no in-cluster config or kubeconfig found")?,
+    };
+    kube::Client::try_from(config).context("building the Kubernetes client")
+}
+
+async fn serve(args: WebhookArgs) -> anyhow::Result<()> {
+    let (tls, _reloader) = load_with_reload(
+        args.tls_cert_file.clone(),
+        args.tls_private_key_file.clone(),
+        args.cert_reload_interval,
+    )
+    .await
+    .map_err(|e| ConfigError::new(e.to_string()))?;
+    let client = client(args.kubeconfig.as_ref()).await?;
+    let mut registry = Registry::default();
+    let metrics = GuardMetrics::register(&mut registry);
+    let source = KubeSource::start(client.clone());
+    let restarter = Arc::new(RestartActor::new(
+        client,
+        args.instance_name.clone(),
+        metrics.clone(),
+    ));
+    let config = GuardConfig {
+        deflect_deadline: args.deflect_deadline,
+        health_guard: !args.disable_health_guard,
+    };
+    let state = Arc::new(GuardState::with_registry(
+        source, restarter, config, metrics, registry,
+    ));
+    let addr = SocketAddr::new(args.bind_address, args.port);
+    let server = serve_https(router(state), addr, tls)
+        .await
+        .with_context(|| format!("listening on {addr}"))?;
+    tracing::info!(addr = %server.addr, deadline = ?config.deflect_deadline, health_guard = config.health_guard, "eviction guard serving");
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    server
+        .shutdown(Duration::from_secs(10))
+        .await
+        .context("serving")?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

@@ -1,1 +1,34 @@
-//! (filled in by its issue)
+//! The eviction guard: a validating admission webhook on `pods/eviction` that makes evictions of
+//! single-replica Deployments zero-downtime, and otherwise gets out of the way.
+//!
+//! Rules (see [`decision::decide`]):
+//! 1. Allow at once when the pod is missing, the uid precondition does not match, the pod is
+//!    terminating, Succeeded, Failed, Pending or not Ready, or it (or its Deployment) carries the
+//!    opt-out annotation [`annotations::OPT_OUT`]` = "disabled"`.
+//! 2. While a rolling restart we started is in flight (pod on an old ReplicaSet, or the rollout
+//!    not complete): deny 429 again without writing, until `--deflect-deadline` has passed since
+//!    the restart or the Deployment reports ProgressDeadlineExceeded; then allow.
+//! 3. Deflect (restart, then deny 429 with [`decision::DEFLECTION_PHRASE`]) when the Deployment
+//!    has one replica, RollingUpdate resolving to surge ≥ 1 and unavailable 0, is not paused, has
+//!    not exceeded its progress deadline, the pod is in the current ReplicaSet and mounts no
+//!    ReadWriteOnce/ReadWriteOncePod claim.
+//! 4. Health guard (switchable): deny 429 when a matching PodDisruptionBudget allows no
+//!    disruption, or when no budget covers the pod and its controller already has fewer ready
+//!    replicas than desired. Bounded by the same deadline, counted from the first denial.
+//! 5. Dry run → no side effects, allow with a warning saying what would have happened.
+//! 6. Everything else, and whenever the guard cannot tell: allow.
+
+pub mod annotations;
+pub mod cache;
+pub mod decision;
+pub mod facts;
+pub mod metrics;
+pub mod review;
+pub mod server;
+pub mod source;
+
+pub use decision::{
+    AllowReason, DEFLECTION_PHRASE, EvictionRequest, Facts, GuardConfig, Verdict, decide,
+    is_deflection_message,
+};
+pub use facts::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};

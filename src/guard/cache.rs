@@ -1,0 +1,337 @@
+//! The webhook's [`FactSource`] against a cluster: lean watch caches of Deployments, ReplicaSets
+//! and PodDisruptionBudgets (converted to facts on arrival, so managedFields, pod templates and
+//! everything else we do not read are never kept), and on-demand GETs of the pod and its claims.
+//!
+//! Memory: only facts are stored, and ReplicaSets scaled to zero (old revisions) are skipped —
+//! a cache miss falls back to a GET. Pods are never cached.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+
+use super::facts::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
+use super::source::{FactSource, SourceError};
+
+/// Time budget of one on-demand read (the webhook answers within its 5 s timeout).
+pub const READ_TIMEOUT: Duration = Duration::from_millis(1500);
+
+/// Objects indexed by namespace, then name.
+#[derive(Debug)]
+pub struct LeanMap<F> {
+    inner: RwLock<HashMap<String, HashMap<String, Arc<F>>>>,
+    synced: AtomicBool,
+}
+
+impl<F> Default for LeanMap<F> {
+    fn default() -> Self {
+        LeanMap {
+            inner: RwLock::new(HashMap::new()),
+            synced: AtomicBool::new(false),
+        }
+    }
+}
+
+impl<F> LeanMap<F> {
+    /// One object.
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<F>> {
+        let map = self.inner.read().unwrap_or_else(|e| e.into_inner());
+        map.get(namespace).and_then(|m| m.get(name)).cloned()
+    }
+
+    /// All objects of a namespace.
+    pub fn namespace(&self, namespace: &str) -> Vec<Arc<F>> {
+        let map = self.inner.read().unwrap_or_else(|e| e.into_inner());
+        map.get(namespace)
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Number of objects.
+    pub fn len(&self) -> usize {
+        let map = self.inner.read().unwrap_or_else(|e| e.into_inner());
+        map.values().map(HashMap::len).sum()
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// True once an initial list has completed.
+    pub fn synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    fn insert(&self, namespace: String, name: String, f: F) {
+        let mut map = self.inner.write().unwrap_or_else(|e| e.into_inner());
+        map.entry(namespace).or_default().insert(name, Arc::new(f));
+    }
+
+    fn remove(&self, namespace: &str, name: &str) {
+        let mut map = self.inner.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = map.get_mut(namespace) {
+            m.remove(name);
+            if m.is_empty() {
+                map.remove(namespace);
+            }
+        }
+    }
+
+    fn replace(&self, all: HashMap<String, HashMap<String, Arc<F>>>) {
+        *self.inner.write().unwrap_or_else(|e| e.into_inner()) = all;
+        self.synced.store(true, Ordering::Release);
+    }
+}
+
+/// Watches one resource into a [`LeanMap`]; `convert` returns `None` for objects not worth
+/// keeping. Runs until the stream ends (never, with the default backoff).
+async fn run_watch<K, F>(api: Api<K>, store: Arc<LeanMap<F>>, convert: fn(&K) -> Option<F>)
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    K::DynamicType: Default,
+    F: Send + Sync + 'static,
+{
+    let kind = K::kind(&K::DynamicType::default()).to_string();
+    let cfg = watcher::Config::default().page_size(500);
+    let mut stream = watcher::watcher(api, cfg).default_backoff().boxed();
+    let mut buffer = HashMap::new();
+    while let Some(ev) = stream.next().await {
+        match ev {
+            Ok(ev) => {
+                if apply_event(&store, &mut buffer, ev, convert) {
+                    tracing::info!(%kind, objects = store.len(), "cache synced");
+                }
+            }
+            Err(e) => tracing::warn!(%kind, error = %e, "watch error; retrying"),
+        }
+    }
+}
+
+/// Applies one watch event to the store; initial lists are buffered and swapped in whole at
+/// `InitDone` (returns true then).
+fn apply_event<K: Resource, F>(
+    store: &LeanMap<F>,
+    buffer: &mut HashMap<String, HashMap<String, Arc<F>>>,
+    ev: Event<K>,
+    convert: fn(&K) -> Option<F>,
+) -> bool {
+    let key = |o: &K| {
+        let m = o.meta();
+        (
+            m.namespace.clone().unwrap_or_default(),
+            m.name.clone().unwrap_or_default(),
+        )
+    };
+    match ev {
+        Event::Init => buffer.clear(),
+        Event::InitApply(o) => {
+            if let Some(f) = convert(&o) {
+                let (ns, name) = key(&o);
+                buffer.entry(ns).or_default().insert(name, Arc::new(f));
+            }
+        }
+        Event::InitDone => {
+            store.replace(std::mem::take(buffer));
+            return true;
+        }
+        Event::Apply(o) => {
+            let (ns, name) = key(&o);
+            match convert(&o) {
+                Some(f) => store.insert(ns, name, f),
+                None => store.remove(&ns, &name),
+            }
+        }
+        Event::Delete(o) => {
+            let (ns, name) = key(&o);
+            store.remove(&ns, &name);
+        }
+    }
+    false
+}
+
+/// Keep ReplicaSets that have or want pods; old revisions scaled to zero are left out.
+fn replica_set_facts(rs: &ReplicaSet) -> Option<ReplicaSetFacts> {
+    let f = ReplicaSetFacts::from_replica_set(rs);
+    (f.desired > 0 || f.replicas > 0).then_some(f)
+}
+
+/// A cluster-backed [`FactSource`].
+pub struct KubeSource {
+    client: Client,
+    deployments: Arc<LeanMap<DeploymentFacts>>,
+    replica_sets: Arc<LeanMap<ReplicaSetFacts>>,
+    pdbs: Arc<LeanMap<PdbFacts>>,
+}
+
+impl KubeSource {
+    /// Creates the source and spawns its three watchers (cluster-wide list/watch of Deployments,
+    /// ReplicaSets and PodDisruptionBudgets).
+    pub fn start(client: Client) -> Arc<Self> {
+        let source = Arc::new(KubeSource {
+            client: client.clone(),
+            deployments: Arc::default(),
+            replica_sets: Arc::default(),
+            pdbs: Arc::default(),
+        });
+        tokio::spawn(run_watch(
+            Api::<Deployment>::all(client.clone()),
+            source.deployments.clone(),
+            |d| Some(DeploymentFacts::from_deployment(d)),
+        ));
+        tokio::spawn(run_watch(
+            Api::<ReplicaSet>::all(client.clone()),
+            source.replica_sets.clone(),
+            replica_set_facts,
+        ));
+        tokio::spawn(run_watch(
+            Api::<PodDisruptionBudget>::all(client),
+            source.pdbs.clone(),
+            |p| Some(PdbFacts::from_pdb(p)),
+        ));
+        source
+    }
+
+    /// Cached objects: (Deployments, ReplicaSets, PodDisruptionBudgets).
+    pub fn cache_sizes(&self) -> (usize, usize, usize) {
+        (
+            self.deployments.len(),
+            self.replica_sets.len(),
+            self.pdbs.len(),
+        )
+    }
+}
+
+async fn read<K, T>(
+    api: Api<K>,
+    name: &str,
+    what: &str,
+    map: fn(&K) -> T,
+) -> Result<Option<T>, SourceError>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    match tokio::time::timeout(READ_TIMEOUT, api.get_opt(name)).await {
+        Ok(Ok(o)) => Ok(o.as_ref().map(map)),
+        Ok(Err(e)) => Err(SourceError::Api(format!("reading {what} {name}: {e}"))),
+        Err(_) => Err(SourceError::Api(format!(
+            "reading {what} {name}: timed out after {READ_TIMEOUT:?}"
+        ))),
+    }
+}
+
+impl FactSource for KubeSource {
+    fn ready(&self) -> bool {
+        self.deployments.synced() && self.replica_sets.synced() && self.pdbs.synced()
+    }
+
+    fn pod<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PodFacts>, SourceError>> {
+        Box::pin(read(
+            Api::<Pod>::namespaced(self.client.clone(), namespace),
+            name,
+            "pod",
+            PodFacts::from_pod,
+        ))
+    }
+
+    fn replica_set<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Arc<ReplicaSetFacts>>, SourceError>> {
+        Box::pin(async move {
+            if let Some(rs) = self.replica_sets.get(namespace, name) {
+                return Ok(Some(rs));
+            }
+            let api = Api::<ReplicaSet>::namespaced(self.client.clone(), namespace);
+            Ok(
+                read(api, name, "replicaset", ReplicaSetFacts::from_replica_set)
+                    .await?
+                    .map(Arc::new),
+            )
+        })
+    }
+
+    fn deployment(&self, namespace: &str, name: &str) -> Option<Arc<DeploymentFacts>> {
+        self.deployments.get(namespace, name)
+    }
+
+    fn pdbs(&self, namespace: &str) -> Vec<Arc<PdbFacts>> {
+        self.pdbs.namespace(namespace)
+    }
+
+    fn pvc<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PvcFacts>, SourceError>> {
+        let api = Api::<PersistentVolumeClaim>::namespaced(self.client.clone(), namespace);
+        Box::pin(read(api, name, "persistentvolumeclaim", PvcFacts::from_pvc))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn rs(name: &str, replicas: i32) -> ReplicaSet {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "shop"},
+            "spec": {"replicas": replicas, "selector": {}},
+            "status": {"replicas": replicas}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn watch_events_maintain_a_lean_store() {
+        let store = LeanMap::<ReplicaSetFacts>::default();
+        let mut buffer = HashMap::new();
+        let conv: fn(&ReplicaSet) -> Option<ReplicaSetFacts> = replica_set_facts;
+        assert!(!apply_event(&store, &mut buffer, Event::Init, conv));
+        apply_event(&store, &mut buffer, Event::InitApply(rs("a", 1)), conv);
+        apply_event(&store, &mut buffer, Event::InitApply(rs("old", 0)), conv);
+        assert!(
+            !store.synced() && store.is_empty(),
+            "nothing visible before InitDone"
+        );
+        assert!(apply_event(&store, &mut buffer, Event::InitDone, conv));
+        assert!(store.synced());
+        assert_eq!(store.len(), 1, "zero-replica ReplicaSets are skipped");
+        assert!(store.get("shop", "a").is_some());
+
+        apply_event(&store, &mut buffer, Event::Apply(rs("b", 2)), conv);
+        assert_eq!(store.get("shop", "b").map(|f| f.desired), Some(2));
+        // Scaled to zero: dropped.
+        apply_event(&store, &mut buffer, Event::Apply(rs("b", 0)), conv);
+        assert!(store.get("shop", "b").is_none());
+        apply_event(&store, &mut buffer, Event::Delete(rs("a", 1)), conv);
+        assert!(store.is_empty());
+
+        // A re-list replaces the content wholesale.
+        apply_event(&store, &mut buffer, Event::Apply(rs("stale", 1)), conv);
+        apply_event(&store, &mut buffer, Event::Init, conv);
+        apply_event(&store, &mut buffer, Event::InitApply(rs("fresh", 1)), conv);
+        apply_event(&store, &mut buffer, Event::InitDone, conv);
+        assert!(store.get("shop", "stale").is_none() && store.get("shop", "fresh").is_some());
+        assert_eq!(store.namespace("shop").len(), 1);
+        assert!(store.namespace("other").is_empty());
+    }
+}

@@ -1,0 +1,162 @@
+//! The guard's Prometheus metrics (own registry, served on `/metrics` of the webhook).
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// A `reason` label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    /// Machine-readable reason.
+    pub reason: String,
+}
+
+/// Counters and histograms of the guard.
+#[derive(Debug)]
+pub struct GuardMetrics {
+    allows: Family<ReasonLabel, Counter>,
+    denials: Family<ReasonLabel, Counter>,
+    deflections: Counter,
+    errors: Family<ReasonLabel, Counter>,
+    restart_errors: Counter,
+    restart_seconds: Histogram,
+    review_seconds: Histogram,
+}
+
+impl Default for GuardMetrics {
+    fn default() -> Self {
+        GuardMetrics {
+            allows: Family::default(),
+            denials: Family::default(),
+            deflections: Counter::default(),
+            errors: Family::default(),
+            restart_errors: Counter::default(),
+            restart_seconds: Histogram::new(exponential_buckets(0.005, 2.0, 12)),
+            review_seconds: Histogram::new(exponential_buckets(0.000_05, 2.0, 16)),
+        }
+    }
+}
+
+impl GuardMetrics {
+    /// Creates the metrics and registers them under `kube_descheduler_guard_*`.
+    pub fn register(registry: &mut Registry) -> std::sync::Arc<Self> {
+        let m = std::sync::Arc::new(GuardMetrics::default());
+        let r = registry.sub_registry_with_prefix("kube_descheduler_guard");
+        r.register("allows", "Evictions allowed, by reason", m.allows.clone());
+        r.register(
+            "denials",
+            "Evictions refused with 429, by reason",
+            m.denials.clone(),
+        );
+        r.register(
+            "deflections",
+            "Evictions deflected into a rolling restart",
+            m.deflections.clone(),
+        );
+        r.register(
+            "errors",
+            "Admission requests that failed (bad request, lookup error), by reason",
+            m.errors.clone(),
+        );
+        r.register(
+            "restart_errors",
+            "Rolling restarts that could not be made",
+            m.restart_errors.clone(),
+        );
+        r.register(
+            "restart_duration_seconds",
+            "Time to restart a Deployment (read + patch)",
+            m.restart_seconds.clone(),
+        );
+        r.register(
+            "review_duration_seconds",
+            "Time to answer an eviction AdmissionReview",
+            m.review_seconds.clone(),
+        );
+        m
+    }
+
+    /// Counts an allowed eviction.
+    pub fn allow(&self, reason: &str) {
+        self.allows
+            .get_or_create(&ReasonLabel {
+                reason: reason.into(),
+            })
+            .inc();
+    }
+
+    /// Counts a refused eviction (`in_flight`, `pdb`, `unhealthy`, `restart_failed`, `deflected`).
+    pub fn deny(&self, reason: &str) {
+        self.denials
+            .get_or_create(&ReasonLabel {
+                reason: reason.into(),
+            })
+            .inc();
+    }
+
+    /// Counts a deflection (restart started or found in flight by the actor).
+    pub fn deflect(&self) {
+        self.deflections.inc();
+    }
+
+    /// Counts a request-level error.
+    pub fn error(&self, reason: &str) {
+        self.errors
+            .get_or_create(&ReasonLabel {
+                reason: reason.into(),
+            })
+            .inc();
+    }
+
+    /// Counts a failed restart.
+    pub fn restart_error(&self) {
+        self.restart_errors.inc();
+    }
+
+    /// Records the duration of a successful restart.
+    pub fn observe_restart(&self, d: Duration) {
+        self.restart_seconds.observe(d.as_secs_f64());
+    }
+
+    /// Records the time spent answering one eviction review.
+    pub fn observe_review(&self, d: Duration) {
+        self.review_seconds.observe(d.as_secs_f64());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_are_exposed_with_labels() {
+        let mut registry = Registry::default();
+        let m = GuardMetrics::register(&mut registry);
+        m.allow("not_guarded");
+        m.deny("pdb");
+        m.deflect();
+        m.observe_restart(Duration::from_millis(20));
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &registry).unwrap();
+        assert!(
+            out.contains("kube_descheduler_guard_allows_total{reason=\"not_guarded\"} 1"),
+            "{out}"
+        );
+        assert!(
+            out.contains("kube_descheduler_guard_denials_total{reason=\"pdb\"} 1"),
+            "{out}"
+        );
+        assert!(
+            out.contains("kube_descheduler_guard_deflections_total 1"),
+            "{out}"
+        );
+        assert!(
+            out.contains("kube_descheduler_guard_restart_duration_seconds_count 1"),
+            "{out}"
+        );
+    }
+}

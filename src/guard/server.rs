@@ -1,0 +1,280 @@
+//! The webhook's HTTP routes: `POST /validate/eviction`, `/healthz`, `/readyz`, `/metrics`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use jiff::Timestamp;
+use kube::core::DynamicObject;
+use kube::core::admission::{AdmissionRequest, AdmissionReview};
+use prometheus_client::registry::Registry;
+
+use super::decision::{AllowReason, EvictionRequest, GuardConfig, Verdict, decide};
+use super::metrics::GuardMetrics;
+use super::review::{ParsedReview, allow, deny_429, parse_review};
+use super::source::{FactSource, gather};
+use crate::restart::{RestartOutcome, RestartRequest, Restarter};
+
+/// Largest AdmissionReview body accepted (an object and its old version, with headroom).
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// Time budget for reading the facts of one eviction. With the restart actor's 2 s this keeps an
+/// answer inside the webhook's 5 s timeout.
+pub const GATHER_BUDGET: std::time::Duration = std::time::Duration::from_millis(2500);
+
+/// A clock (replaceable in tests).
+pub type Clock = Arc<dyn Fn() -> Timestamp + Send + Sync>;
+
+/// Remembers when this replica first refused each pod (by uid), to bound refusals by the deadline.
+#[derive(Debug, Default)]
+pub struct DenialMemory {
+    first: Mutex<HashMap<String, Timestamp>>,
+}
+
+impl DenialMemory {
+    /// When this pod was first refused.
+    pub fn first(&self, uid: &str) -> Option<Timestamp> {
+        self.first
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(uid)
+            .copied()
+    }
+
+    /// Notes a refusal (keeps the first one); forgets entries older than `forget_after`.
+    pub fn note(&self, uid: &str, now: Timestamp, forget_after: std::time::Duration) {
+        let mut map = self.first.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= 4096 {
+            let horizon =
+                jiff::SignedDuration::try_from(forget_after).unwrap_or(jiff::SignedDuration::MAX);
+            map.retain(|_, t| now.duration_since(*t) < horizon);
+        }
+        map.entry(uid.to_owned()).or_insert(now);
+    }
+}
+
+/// Everything the routes share.
+pub struct GuardState {
+    /// Where facts come from.
+    pub source: Arc<dyn FactSource>,
+    /// Who restarts Deployments.
+    pub restarter: Arc<dyn Restarter>,
+    /// Decision configuration.
+    pub config: GuardConfig,
+    /// Metrics (registered in `registry`).
+    pub metrics: Arc<GuardMetrics>,
+    /// Registry served on `/metrics`.
+    pub registry: Arc<Registry>,
+    /// First refusals per pod.
+    pub denials: DenialMemory,
+    /// The clock.
+    pub clock: Clock,
+}
+
+impl GuardState {
+    /// State with a fresh registry, the system clock and the given parts.
+    pub fn new(
+        source: Arc<dyn FactSource>,
+        restarter: Arc<dyn Restarter>,
+        config: GuardConfig,
+    ) -> Self {
+        let mut registry = Registry::default();
+        let metrics = GuardMetrics::register(&mut registry);
+        Self::with_registry(source, restarter, config, metrics, registry)
+    }
+
+    /// State with metrics already registered in `registry` (the restart actor shares them).
+    pub fn with_registry(
+        source: Arc<dyn FactSource>,
+        restarter: Arc<dyn Restarter>,
+        config: GuardConfig,
+        metrics: Arc<GuardMetrics>,
+        registry: Registry,
+    ) -> Self {
+        GuardState {
+            source,
+            restarter,
+            config,
+            metrics,
+            registry: Arc::new(registry),
+            denials: DenialMemory::default(),
+            clock: Arc::new(Timestamp::now),
+        }
+    }
+
+    /// Replaces the clock.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Answers one eviction review.
+    pub async fn review_eviction(
+        &self,
+        request: &AdmissionRequest<DynamicObject>,
+        eviction: &EvictionRequest,
+    ) -> AdmissionReview<DynamicObject> {
+        let pod_key = format!("{}/{}", eviction.namespace, eviction.name);
+        let gathered = match tokio::time::timeout(
+            GATHER_BUDGET,
+            gather(self.source.as_ref(), eviction),
+        )
+        .await
+        {
+            Ok(Ok(g)) => g,
+            Ok(Err(e)) => {
+                // Never block a drain because we cannot see: allow.
+                tracing::warn!(pod = %pod_key, error = %e, "cannot decide; allowing the eviction");
+                self.metrics.error("lookup");
+                self.metrics.allow(AllowReason::Unknown.as_str());
+                let warning =
+                    format!("eviction guard could not check pod {pod_key} ({e}); allowing");
+                return allow(request, vec![warning]);
+            }
+            Err(_) => {
+                tracing::warn!(pod = %pod_key, "reading the facts took longer than {GATHER_BUDGET:?}; allowing the eviction");
+                self.metrics.error("lookup_timeout");
+                self.metrics.allow(AllowReason::Unknown.as_str());
+                return allow(
+                    request,
+                    vec![format!(
+                        "eviction guard could not check pod {pod_key} in time; allowing"
+                    )],
+                );
+            }
+        };
+        let now = (self.clock)();
+        let pod_uid = gathered
+            .pod
+            .as_ref()
+            .map(|p| p.uid.clone())
+            .unwrap_or_default();
+        let first = self.denials.first(&pod_uid);
+        let mut scratch = Vec::new();
+        let verdict = decide(
+            eviction,
+            &gathered.facts(&mut scratch, first),
+            now,
+            &self.config,
+        );
+        tracing::debug!(pod = %pod_key, outcome = verdict.outcome(), "eviction reviewed");
+        let forget = self.config.deflect_deadline * 2;
+        match verdict {
+            Verdict::Allow { reason, warnings } => {
+                self.metrics.allow(reason.as_str());
+                allow(request, warnings)
+            }
+            Verdict::Deflect {
+                deployment,
+                message,
+            } => {
+                self.denials.note(&pod_uid, now, forget);
+                let (namespace, name) = deployment
+                    .split_once('/')
+                    .unwrap_or((&eviction.namespace, &deployment));
+                let outcome = self
+                    .restarter
+                    .restart(RestartRequest {
+                        namespace: namespace.to_owned(),
+                        deployment: name.to_owned(),
+                        pod: eviction.name.clone(),
+                        pod_uid: pod_uid.clone(),
+                        requested_by: request
+                            .user_info
+                            .username
+                            .clone()
+                            .unwrap_or_else(|| "unknown".into()),
+                    })
+                    .await;
+                match outcome {
+                    RestartOutcome::Restarted { .. } | RestartOutcome::InFlight { .. } => {
+                        self.metrics.deflect();
+                        self.metrics.deny("deflected");
+                        deny_429(request, &message)
+                    }
+                    RestartOutcome::Failed { error } => {
+                        self.metrics.deny("restart_failed");
+                        let msg = format!(
+                            "Cannot evict pod {pod_key} yet: the kube-descheduler eviction guard could not start a rolling restart of Deployment {deployment} ({error}). Retry the eviction."
+                        );
+                        deny_429(request, &msg)
+                    }
+                }
+            }
+            Verdict::DenyInFlight { message, .. } => {
+                self.metrics.deny("in_flight");
+                deny_429(request, &message)
+            }
+            Verdict::DenyPdb { message, .. } => {
+                self.denials.note(&pod_uid, now, forget);
+                self.metrics.deny("pdb");
+                deny_429(request, &message)
+            }
+            Verdict::DenyUnhealthy { message, .. } => {
+                self.denials.note(&pod_uid, now, forget);
+                self.metrics.deny("unhealthy");
+                deny_429(request, &message)
+            }
+        }
+    }
+}
+
+/// The webhook router.
+pub fn router(state: Arc<GuardState>) -> Router {
+    Router::new()
+        .route("/validate/eviction", post(validate))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+async fn validate(State(state): State<Arc<GuardState>>, body: Bytes) -> Response {
+    let started = Instant::now();
+    let parsed = match parse_review(&body) {
+        Ok(p) => p,
+        Err(e) => {
+            state.metrics.error("bad_request");
+            tracing::warn!(error = %e, "rejecting malformed AdmissionReview");
+            return (StatusCode::BAD_REQUEST, e.0).into_response();
+        }
+    };
+    let review = match parsed {
+        ParsedReview::Other(request) => allow(&request, Vec::new()),
+        ParsedReview::Eviction { request, eviction } => {
+            state.review_eviction(&request, &eviction).await
+        }
+    };
+    state.metrics.observe_review(started.elapsed());
+    axum::Json(review).into_response()
+}
+
+async fn readyz(State(state): State<Arc<GuardState>>) -> Response {
+    if state.source.ready() {
+        (StatusCode::OK, "ok").into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced").into_response()
+    }
+}
+
+async fn metrics(State(state): State<Arc<GuardState>>) -> Response {
+    let mut out = String::new();
+    match prometheus_client::encoding::text::encode(&mut out, &state.registry) {
+        Ok(()) => (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            out,
+        )
+            .into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}

@@ -1,0 +1,113 @@
+//! The shipped webhook configuration registers the guard narrowly (rule 8 of the eviction notes)
+//! and its RBAC covers the calls the guard makes.
+
+use serde_json::Value;
+
+fn load(path: &str) -> Value {
+    let text = std::fs::read_to_string(format!("{}/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    serde_saphyr::from_str(&text).unwrap()
+}
+
+#[test]
+fn webhook_registration_is_narrow() {
+    let cfg = load("webhook-config/base/validatingwebhookconfiguration.yaml");
+    assert_eq!(cfg["kind"], "ValidatingWebhookConfiguration");
+    let hooks = cfg["webhooks"].as_array().unwrap();
+    assert_eq!(hooks.len(), 1);
+    let w = &hooks[0];
+    assert_eq!(w["name"], "eviction-guard.kube-descheduler.io");
+    assert_eq!(w["admissionReviewVersions"], serde_json::json!(["v1"]));
+    assert_eq!(w["sideEffects"], "NoneOnDryRun");
+    assert_eq!(w["failurePolicy"], "Ignore");
+    let timeout = w["timeoutSeconds"].as_i64().unwrap();
+    assert!((1..=5).contains(&timeout));
+    assert!(
+        w.get("objectSelector").is_none(),
+        "objectSelector would match the Eviction, not the Pod"
+    );
+    let rules = w["rules"].as_array().unwrap();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(rules[0]["operations"], serde_json::json!(["CREATE"]));
+    assert_eq!(rules[0]["resources"], serde_json::json!(["pods/eviction"]));
+    assert_eq!(rules[0]["apiGroups"], serde_json::json!([""]));
+    let expr = &w["namespaceSelector"]["matchExpressions"][0];
+    assert_eq!(expr["key"], "kubernetes.io/metadata.name");
+    assert_eq!(expr["operator"], "NotIn");
+    let excluded: Vec<&str> = expr["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        excluded.contains(&"kube-system") && excluded.contains(&"kube-descheduler"),
+        "{excluded:?}"
+    );
+    assert_eq!(w["clientConfig"]["service"]["path"], "/validate/eviction");
+    assert_eq!(
+        w["clientConfig"]["service"]["namespace"],
+        "kube-descheduler"
+    );
+}
+
+#[test]
+fn webhook_deployment_is_highly_available() {
+    let d = load("webhook-config/base/deployment.yaml");
+    assert!(d["spec"]["replicas"].as_i64().unwrap() >= 2);
+    let pod = &d["spec"]["template"]["spec"];
+    assert!(
+        pod["topologySpreadConstraints"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+    );
+    let c = &pod["containers"][0];
+    assert!(c["lifecycle"]["preStop"].is_object(), "preStop delay");
+    let args: Vec<&str> = c["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(args[0], "webhook");
+    assert!(args.iter().any(|a| a.starts_with("--tls-cert-file=")));
+    let pdb = load("webhook-config/base/pdb.yaml");
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+}
+
+#[test]
+fn rbac_covers_the_guard_api_calls() {
+    let text = std::fs::read_to_string(format!(
+        "{}/webhook-config/base/rbac.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
+    let role = docs.iter().find(|d| d["kind"] == "ClusterRole").unwrap();
+    let allows = |group: &str, resource: &str, verb: &str| {
+        role["rules"].as_array().unwrap().iter().any(|r| {
+            let has = |k: &str, v: &str| r[k].as_array().is_some_and(|a| a.iter().any(|x| x == v));
+            has("apiGroups", group) && has("resources", resource) && has("verbs", verb)
+        })
+    };
+    for (g, r, v) in [
+        ("apps", "deployments", "list"),
+        ("apps", "deployments", "watch"),
+        ("apps", "deployments", "get"),
+        ("apps", "deployments", "patch"),
+        ("apps", "replicasets", "list"),
+        ("apps", "replicasets", "watch"),
+        ("apps", "replicasets", "get"),
+        ("policy", "poddisruptionbudgets", "list"),
+        ("policy", "poddisruptionbudgets", "watch"),
+        ("", "pods", "get"),
+        ("", "persistentvolumeclaims", "get"),
+        ("events.k8s.io", "events", "create"),
+        ("events.k8s.io", "events", "patch"),
+    ] {
+        assert!(allows(g, r, v), "missing {v} {g}/{r}");
+    }
+    assert!(
+        !allows("", "pods", "delete"),
+        "the guard never deletes pods"
+    );
+}
