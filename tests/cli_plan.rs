@@ -113,3 +113,110 @@ fn table_output_reports_a_skipped_cycle() {
         "{text}"
     );
 }
+
+#[test]
+fn the_bundled_example_exercises_every_plugin_and_the_guard() {
+    let out = bin()
+        .args(["plan", "-o", "json", "--now", "2026-01-10T00:00:00Z"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<(String, String, String)> = v["evictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                format!(
+                    "{}/{}",
+                    e["namespace"].as_str().unwrap(),
+                    e["name"].as_str().unwrap()
+                ),
+                e["plugin"].as_str().unwrap().to_string(),
+                e["outcome"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let has = |pod: &str, plugin: &str, outcome: &str| {
+        rows.iter()
+            .any(|(p, pl, o)| p.starts_with(pod) && pl == plugin && o == outcome)
+    };
+    assert!(
+        has("batch/nightly-import", "RemoveFailedPods", "evicted"),
+        "{rows:?}"
+    );
+    assert!(has(
+        "shop/cart-worker-59d8f7c6b4-m2x8d",
+        "RemovePodsHavingTooManyRestarts",
+        "evicted"
+    ));
+    assert!(has("batch/report-runner", "PodLifeTime", "evicted"));
+    assert!(has(
+        "monitoring/exporter",
+        "RemovePodsViolatingNodeTaints",
+        "evicted"
+    ));
+    assert!(has(
+        "shop/search-8b7d6c5f4-h5j6k",
+        "RemovePodsViolatingNodeAffinity",
+        "evicted"
+    ));
+    assert!(has(
+        "monitoring/db-proxy",
+        "RemovePodsViolatingInterPodAntiAffinity",
+        "evicted"
+    ));
+    assert!(has("shop/web-", "RemoveDuplicates", "evicted"));
+    // The web budget allows one disruption: the second web eviction is denied.
+    assert!(has("shop/web-", "RemoveDuplicates", "denied"));
+    assert!(has(
+        "shop/cache-",
+        "RemovePodsViolatingTopologySpreadConstraint",
+        "denied"
+    ));
+    // The single-replica Deployment is deflected into a rolling restart; the RWO-volume one is not.
+    assert!(has("shop/api-", "LowNodeUtilization", "deflected"));
+    assert!(has("shop/ledger-", "LowNodeUtilization", "evicted"));
+    let deflection = v["evictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["outcome"] == "deflected")
+        .unwrap();
+    assert!(
+        deflection["message"]
+            .as_str()
+            .unwrap()
+            .contains("Eviction triggered evacuation")
+    );
+    assert_eq!(v["summary"]["deflected"], 1);
+
+    // Without the guard every attempt is an eviction.
+    let out = bin()
+        .args([
+            "plan",
+            "-o",
+            "json",
+            "--no-guard",
+            "--now",
+            "2026-01-10T00:00:00Z",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["evictions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["outcome"] == "evicted")
+    );
+    assert_eq!(v["summary"]["deflected"], 0);
+}

@@ -37,6 +37,9 @@ pub struct PlanArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value = "table")]
     pub output: Output,
+    /// Plan as if the eviction guard were not installed (every eviction succeeds).
+    #[arg(long)]
+    pub no_guard: bool,
     /// Print timings and peak memory to stderr as one JSON line (used by the benchmark).
     #[arg(long, hide = true)]
     pub stats: bool,
@@ -88,7 +91,14 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         }
     };
     let loaded = started.elapsed();
-    let plan = make_plan(&policy, &mut snapshot, now, None);
+    let verdict = (!args.no_guard).then(|| {
+        crate::plan::guard_verdict::guard_verdict(
+            &snapshot,
+            now,
+            crate::guard::GuardConfig::default(),
+        )
+    });
+    let plan = make_plan(&policy, &mut snapshot, now, verdict);
     let planned = started.elapsed();
     if args.stats {
         eprintln!(

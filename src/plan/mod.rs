@@ -1,6 +1,7 @@
 //! The offline plan: run a policy over a snapshot with the planning evictor and report what would
 //! be evicted, deflected or denied. The JSON shape is a contract other tools depend on.
 
+pub mod guard_verdict;
 pub mod render;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,171 @@
+//! The eviction guard's decision evaluated against a snapshot: builds the guard's facts from the
+//! engine's model, so `plan` (and `run --dry-run`) show what the guard would really do — evicted,
+//! deflected into a rolling restart, or denied by a PodDisruptionBudget or the health rule.
+//! PodDisruptionBudgets are spent as the plan goes, as the API server would spend them.
+
+use std::collections::HashMap;
+
+use jiff::Timestamp;
+
+use crate::evictor::EvictOutcome;
+use crate::evictor::planner::VerdictFn;
+use crate::guard::facts::{OwnerFacts, PodPhase as GuardPhase};
+use crate::guard::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
+use crate::guard::{EvictionRequest, Facts, GuardConfig, Verdict, decide};
+use crate::snapshot::model::Volume;
+use crate::snapshot::{ObjectKey, Pod, PodId, Snapshot};
+
+/// The guard's opt-out annotation and value (see [`crate::guard::annotations`]).
+use crate::guard::annotations::{OPT_OUT, OPT_OUT_VALUE};
+
+/// Guard facts about a pod of the snapshot.
+pub fn pod_facts(p: &Pod) -> PodFacts {
+    PodFacts {
+        namespace: p.namespace.to_string(),
+        name: p.name.clone(),
+        uid: p.uid.clone(),
+        labels: (*p.labels).clone(),
+        opt_out: p
+            .annotations
+            .get(OPT_OUT)
+            .is_some_and(|v| v == OPT_OUT_VALUE),
+        phase: GuardPhase::parse(Some(p.phase.as_str())),
+        terminating: p.is_terminating(),
+        ready: p.is_ready(),
+        owner: p.controller().map(|o| OwnerFacts {
+            kind: o.kind.clone(),
+            name: o.name.clone(),
+            uid: o.uid.clone(),
+        }),
+        pod_template_hash: p.labels.get("pod-template-hash").cloned(),
+        claims: p
+            .volumes
+            .iter()
+            .filter_map(|v| {
+                if let Volume::Pvc(c) = v {
+                    Some(c.clone())
+                } else {
+                    None
+                }
+            })
+            .collect(),
+        // The snapshot keeps no claim templates: assume a generic ephemeral volume is single-node
+        // (the guard then does not deflect — the safe side).
+        ephemeral_single_node_volume: p.volumes.iter().any(|v| matches!(v, Volume::Ephemeral(_))),
+    }
+}
+
+/// State kept across the evictions of one plan: indexes and PodDisruptionBudgets being spent.
+struct GuardState {
+    config: GuardConfig,
+    now: Timestamp,
+    rs_by_uid: HashMap<String, usize>,
+    deploy_by_uid: HashMap<String, usize>,
+    pdbs_by_ns: HashMap<String, Vec<PdbFacts>>,
+}
+
+impl GuardState {
+    fn new(snapshot: &Snapshot, now: Timestamp, config: GuardConfig) -> Self {
+        let uid = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+            m.uid.clone().unwrap_or_default()
+        };
+        let mut pdbs_by_ns: HashMap<String, Vec<PdbFacts>> = HashMap::new();
+        for pdb in &snapshot.pdbs {
+            let f = PdbFacts::from_pdb(pdb);
+            pdbs_by_ns.entry(f.namespace.clone()).or_default().push(f);
+        }
+        GuardState {
+            config,
+            now,
+            rs_by_uid: snapshot
+                .replica_sets
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (uid(&r.metadata), i))
+                .collect(),
+            deploy_by_uid: snapshot
+                .deployments
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (uid(&d.metadata), i))
+                .collect(),
+            pdbs_by_ns,
+        }
+    }
+
+    fn verdict(&mut self, snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
+        let p = snapshot.pod(pod);
+        let facts_pod = pod_facts(p);
+        let rs = facts_pod
+            .owner
+            .as_ref()
+            .filter(|o| o.kind == "ReplicaSet")
+            .and_then(|o| self.rs_by_uid.get(&o.uid))
+            .map(|&i| ReplicaSetFacts::from_replica_set(&snapshot.replica_sets[i]));
+        let deployment = rs
+            .as_ref()
+            .and_then(|r| r.owner.as_ref())
+            .filter(|o| o.kind == "Deployment")
+            .and_then(|o| self.deploy_by_uid.get(&o.uid))
+            .map(|&i| DeploymentFacts::from_deployment(&snapshot.deployments[i]));
+        let pvcs: Vec<PvcFacts> = facts_pod
+            .claims
+            .iter()
+            .filter_map(|c| {
+                snapshot
+                    .pvcs
+                    .get(&ObjectKey::new(&facts_pod.namespace, c))
+                    .map(|info| PvcFacts {
+                        name: c.clone(),
+                        access_modes: info.access_modes.clone(),
+                    })
+            })
+            .collect();
+        let ns_pdbs = self
+            .pdbs_by_ns
+            .get(&facts_pod.namespace)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let pdb_refs: Vec<&PdbFacts> = ns_pdbs.iter().collect();
+        let req = EvictionRequest {
+            namespace: facts_pod.namespace.clone(),
+            name: facts_pod.name.clone(),
+            uid_precondition: Some(facts_pod.uid.clone()),
+            dry_run: false,
+        };
+        let facts = Facts {
+            pod: Some(&facts_pod),
+            replica_set: rs.as_ref(),
+            deployment: deployment.as_ref(),
+            pdbs: &pdb_refs,
+            pvcs: &pvcs,
+            first_denied_at: None,
+        };
+        let verdict = decide(&req, &facts, self.now, &self.config);
+        match verdict {
+            Verdict::Allow { .. } => {
+                // The API server spends a disruption of every budget covering a healthy pod.
+                if facts_pod.ready
+                    && let Some(list) = self.pdbs_by_ns.get_mut(&facts_pod.namespace)
+                {
+                    for pdb in list.iter_mut().filter(|b| b.matches(&facts_pod)) {
+                        pdb.disruptions_allowed = (pdb.disruptions_allowed - 1).max(0);
+                    }
+                }
+                EvictOutcome::Evicted
+            }
+            Verdict::Deflect { message, .. } | Verdict::DenyInFlight { message, .. } => {
+                EvictOutcome::Deflected { message }
+            }
+            Verdict::DenyPdb { message, .. } | Verdict::DenyUnhealthy { message, .. } => {
+                EvictOutcome::Denied { reason: message }
+            }
+        }
+    }
+}
+
+/// A verdict function for [`crate::evictor::planner::PlanBackend`] that applies the guard's rules.
+pub fn guard_verdict(snapshot: &Snapshot, now: Timestamp, config: GuardConfig) -> VerdictFn {
+    let mut state = GuardState::new(snapshot, now, config);
+    Box::new(move |s: &Snapshot, pod: PodId| state.verdict(s, pod))
+}
