@@ -187,8 +187,9 @@ fn watch_req(st: Arc<SimState>, r: &Req, t: &Target) -> ApiResult<Response> {
         .and_then(|s| s.parse::<u64>().ok())
         .unwrap_or(1800)
         .min(3600);
+    let spec_st = st.clone();
     Ok(watch::respond(
-        st,
+        spec_st,
         watch::WatchSpec {
             def: t.def,
             namespace: t.namespace.clone(),
@@ -199,6 +200,7 @@ fn watch_req(st: Arc<SimState>, r: &Req, t: &Target) -> ApiResult<Response> {
             bookmarks: r.q_bool("allowWatchBookmarks"),
             initial_events_end: initial,
             name: None,
+            table: table::wants_table(&r.headers).then(|| st.store.clock().clone()),
         },
     ))
 }

@@ -25,6 +25,9 @@ pub struct WatchSpec {
     pub initial_events_end: bool,
     /// Name filter for `fieldSelector=metadata.name=…` on a single-object watch.
     pub name: Option<String>,
+    /// `Accept: …;as=Table`: each event carries a one-row Table (kubectl get -w), printed
+    /// at this clock's time.
+    pub table: Option<crate::clock::SimClock>,
 }
 
 impl WatchSpec {
@@ -59,7 +62,23 @@ impl WatchSpec {
             (k, _) if now => k,
             _ => return None,
         };
-        line(json!({"type": kind.as_str(), "object": &*ev.object}))
+        match &self.table {
+            Some(clock) => {
+                let rv = ev
+                    .object
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let t = super::table::table(
+                    self.def,
+                    std::slice::from_ref(&*ev.object),
+                    rv,
+                    clock.now(),
+                );
+                line(json!({"type": kind.as_str(), "object": t}))
+            }
+            None => line(json!({"type": kind.as_str(), "object": &*ev.object})),
+        }
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Option<Bytes> {
