@@ -1,1 +1,378 @@
+//! `kube-sim`: an in-process Kubernetes API stand-in for end-to-end tests.
+//!
+//! Start one with [`Sim::start`], point clients at [`SimHandle::kubeconfig_path`], inspect
+//! or seed objects through [`SimHandle`], and change the simulated cluster's behaviour with
+//! [`SimHandle::update_config`] and the fault-injection methods.
+pub mod admission;
+pub mod auth;
+pub mod clock;
 pub mod controllers;
+pub mod defaults;
+pub mod discovery;
+pub mod error;
+pub mod eviction;
+pub mod faults;
+pub mod kubeconfig;
+pub mod openapi;
+pub mod patch;
+pub mod resources;
+pub mod rest;
+pub mod runner;
+pub mod selectors;
+pub mod snapshot;
+pub mod store;
+pub mod tls;
+
+use serde_json::Value;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+use tokio::sync::watch;
+
+pub use auth::{Permission, UserInfo};
+pub use controllers::SimConfig;
+pub use error::ApiError;
+pub use faults::FaultRule;
+pub use store::{Store, UpdateMode};
+
+/// Errors from starting the stand-in.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("certificate generation failed: {0}")]
+    Cert(#[from] rcgen::Error),
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("cannot load object: {0}")]
+    Load(String),
+}
+
+/// Options for [`Sim::start`].
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    /// Port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// Simulated seconds per wall-clock second.
+    pub time_scale: f64,
+    /// Objects loaded before serving (namespaces they use are created).
+    pub objects: Vec<Value>,
+    pub config: SimConfig,
+    /// Run the controller loop.
+    pub controllers: bool,
+    /// Controller tick (real time).
+    pub tick: Duration,
+    /// Watch events kept per resource; older resourceVersions get 410 Expired.
+    pub watch_history: usize,
+    /// Where to write the kubeconfig (default: a file in the system temp dir).
+    pub kubeconfig_path: Option<PathBuf>,
+    /// Webhook service overrides: `"namespace/name"` → address to connect to.
+    pub service_overrides: HashMap<String, SocketAddr>,
+    /// Period of BOOKMARK events on watches that allow them.
+    pub bookmark_interval: Duration,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            port: 0,
+            time_scale: 1.0,
+            objects: Vec::new(),
+            config: SimConfig {
+                pod_start_delay_seconds: 1.0,
+                ..Default::default()
+            },
+            controllers: true,
+            tick: Duration::from_millis(50),
+            watch_history: 1000,
+            kubeconfig_path: None,
+            service_overrides: HashMap::new(),
+            bookmark_interval: Duration::from_secs(5),
+        }
+    }
+}
+
+/// State shared by the HTTP handlers, the controller loop and the handle.
+pub struct SimState {
+    pub store: Store,
+    pub auth: auth::Auth,
+    pub faults: faults::Faults,
+    config: RwLock<SimConfig>,
+    overrides: RwLock<HashMap<String, SocketAddr>>,
+    drop_watches: watch::Sender<u64>,
+    shutdown: watch::Sender<bool>,
+    pub bookmark_interval: Duration,
+}
+
+impl SimState {
+    pub fn config(&self) -> SimConfig {
+        self.config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Address a webhook `service` reference resolves to.
+    pub fn service_override(&self, namespace: &str, name: &str) -> Option<SocketAddr> {
+        self.overrides
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&format!("{namespace}/{name}"))
+            .copied()
+    }
+
+    pub fn drop_watches_rx(&self) -> watch::Receiver<u64> {
+        self.drop_watches.subscribe()
+    }
+
+    pub fn shutdown_rx(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+}
+
+/// Entry point.
+pub struct Sim;
+
+/// A running stand-in. Dropping it does not stop the server; call [`SimHandle::shutdown`].
+#[derive(Clone)]
+pub struct SimHandle {
+    state: Arc<SimState>,
+    url: String,
+    ca_pem: String,
+    token: String,
+    kubeconfig_path: PathBuf,
+    server: axum_server::Handle<SocketAddr>,
+}
+
+impl Sim {
+    /// Generates a CA, loads the objects, binds 127.0.0.1 and starts serving.
+    pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
+        tls::install_crypto_provider();
+        let ca = tls::TestCa::new("kube-sim-ca")?;
+        let serving = ca.issue(&["127.0.0.1", "localhost"])?;
+        let clock = clock::SimClock::new(opts.time_scale);
+        let (drop_tx, _) = watch::channel(0u64);
+        let (shut_tx, _) = watch::channel(false);
+        let state = Arc::new(SimState {
+            store: Store::new(clock, opts.watch_history),
+            auth: auth::Auth::default(),
+            faults: faults::Faults::default(),
+            config: RwLock::new(opts.config.clone()),
+            overrides: RwLock::new(opts.service_overrides.clone()),
+            drop_watches: drop_tx,
+            shutdown: shut_tx,
+            bookmark_interval: opts.bookmark_interval,
+        });
+        let token = format!("kube-sim-{}", state.store.new_uid());
+        state.auth.add_token(
+            &token,
+            UserInfo::new(
+                "kube-sim-admin",
+                &["system:masters", "system:authenticated"],
+            ),
+        );
+        snapshot::load(&state.store, opts.objects).map_err(SimError::Load)?;
+
+        let listener = std::net::TcpListener::bind(("127.0.0.1", opts.port))?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let url = format!("https://127.0.0.1:{}", addr.port());
+        let config = axum_server::tls_rustls::RustlsConfig::from_pem(
+            serving.cert_pem.clone().into_bytes(),
+            serving.key_pem.clone().into_bytes(),
+        )
+        .await?;
+        let server = axum_server::Handle::new();
+        let app = rest::router(state.clone());
+        let srv = axum_server::from_tcp_rustls(listener, config)?.handle(server.clone());
+        tokio::spawn(async move {
+            if let Err(e) = srv.serve(app.into_make_service()).await {
+                tracing::error!("kube-sim server stopped: {e}");
+            }
+        });
+        if opts.controllers {
+            tokio::spawn(runner::run(state.clone(), opts.tick));
+        }
+        let kubeconfig_path = opts.kubeconfig_path.clone().unwrap_or_else(|| {
+            std::env::temp_dir().join(format!(
+                "kube-sim-{}-{}.kubeconfig",
+                std::process::id(),
+                addr.port()
+            ))
+        });
+        std::fs::write(
+            &kubeconfig_path,
+            kubeconfig::render(&url, ca.ca_pem(), &token),
+        )?;
+        Ok(SimHandle {
+            state,
+            url,
+            ca_pem: ca.ca_pem().to_string(),
+            token,
+            kubeconfig_path,
+            server,
+        })
+    }
+}
+
+impl SimHandle {
+    /// `https://127.0.0.1:<port>`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// PEM of the CA that signed the serving certificate.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// The admin bearer token (group `system:masters`).
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig_path
+    }
+
+    pub fn kubeconfig_yaml(&self) -> String {
+        kubeconfig::render(&self.url, &self.ca_pem, &self.token)
+    }
+
+    /// Direct access to the object store (reads bypass HTTP, writes notify watchers).
+    pub fn store(&self) -> &Store {
+        &self.state.store
+    }
+
+    pub fn state(&self) -> &Arc<SimState> {
+        &self.state
+    }
+
+    /// Current simulated time.
+    pub fn now(&self) -> jiff::Timestamp {
+        self.state.store.clock().now()
+    }
+
+    /// Reads an object by `apiVersion`, `kind`, namespace ("" for cluster-scoped) and name.
+    pub fn get(&self, api_version: &str, kind: &str, namespace: &str, name: &str) -> Option<Value> {
+        let def = resources::by_kind(api_version, kind)?;
+        self.state.store.get(def, namespace, name)
+    }
+
+    /// Lists objects of a kind, optionally in one namespace.
+    pub fn list(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Vec<Value> {
+        match resources::by_kind(api_version, kind) {
+            Some(def) => self.state.store.list(def, namespace).0,
+            None => Vec::new(),
+        }
+    }
+
+    /// Creates the object, or replaces it (spec and status) if it exists.
+    pub fn apply(&self, obj: Value) -> Result<Value, ApiError> {
+        let av = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+        let def = resources::by_kind(av, kind)
+            .ok_or_else(|| ApiError::bad_request(format!("unknown kind {av} {kind}")))?;
+        let ns = obj
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if def.namespaced && !ns.is_empty() {
+            snapshot::ensure_namespace(&self.state.store, ns);
+        }
+        if self.state.store.get(def, ns, name).is_some() {
+            let mut o = obj.clone();
+            if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.remove("resourceVersion");
+            }
+            self.state.store.update(def, o, UpdateMode::Full, false)
+        } else {
+            self.state.store.create(def, obj, false, true)
+        }
+    }
+
+    /// Loads a Kubernetes `List` / multi-document YAML or JSON text.
+    pub fn load_text(&self, text: &str) -> Result<(), SimError> {
+        let objs = snapshot::parse(text).map_err(SimError::Load)?;
+        for o in objs {
+            self.apply(o).map_err(|e| SimError::Load(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// Changes the controllers' configuration (stop a node, mark an image crashing, …).
+    pub fn update_config(&self, f: impl FnOnce(&mut SimConfig)) {
+        f(&mut self.state.config.write().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    pub fn config(&self) -> SimConfig {
+        self.state.config()
+    }
+
+    /// Routes webhook calls for service `namespace/name` to `addr` (there is no cluster DNS).
+    /// TLS still verifies the name `<name>.<namespace>.svc`.
+    pub fn set_service_override(&self, namespace: &str, name: &str, addr: SocketAddr) {
+        self.state
+            .overrides
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(format!("{namespace}/{name}"), addr);
+    }
+
+    /// Adds a bearer token for a user.
+    pub fn add_token(&self, token: &str, user: UserInfo) {
+        self.state.auth.add_token(token, user);
+    }
+
+    /// Adds an allow rule to the SubjectAccessReview table.
+    pub fn allow(&self, p: Permission) {
+        self.state.auth.allow(p);
+    }
+
+    /// Adds a fault rule; returns its id for [`SimHandle::remove_fault`].
+    pub fn add_fault(&self, rule: FaultRule) -> u64 {
+        self.state.faults.add(rule)
+    }
+
+    pub fn remove_fault(&self, id: u64) {
+        self.state.faults.remove(id);
+    }
+
+    pub fn clear_faults(&self) {
+        self.state.faults.clear();
+    }
+
+    /// Ends every open watch (clients see a clean end of stream and re-watch).
+    pub fn drop_watches(&self) {
+        self.state.drop_watches.send_modify(|n| *n += 1);
+    }
+
+    /// Forgets the watch history, so any watch from an older resourceVersion gets 410.
+    pub fn compact_watch_history(&self) {
+        self.state.store.compact();
+    }
+
+    /// Runs one controller reconcile synchronously (for tests with `controllers: false`).
+    pub fn reconcile_once(&self) {
+        let state = runner::cluster_state(&self.state);
+        for a in controllers::reconcile_all(&state) {
+            runner::apply_action(&self.state, a);
+        }
+    }
+
+    /// Stops serving, ends watches and the controller loop.
+    pub async fn shutdown(&self) {
+        let _ = self.state.shutdown.send(true);
+        self.server.graceful_shutdown(Some(Duration::from_secs(1)));
+        let _ = tokio::time::timeout(Duration::from_secs(2), async {
+            while self.server.connection_count() > 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+    }
+}

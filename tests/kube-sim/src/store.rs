@@ -1,0 +1,831 @@
+//! Generic object store: JSON objects keyed by group/resource + namespace + name, a global
+//! resourceVersion counter, and a bounded per-resource event history for watches.
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::broadcast;
+
+use crate::clock::{SimClock, format_time};
+use crate::defaults;
+use crate::error::{ApiError, ApiResult};
+use crate::resources::{RESOURCES, ResourceDef};
+
+/// `(group, resource)`.
+pub type GrKey = (&'static str, &'static str);
+
+/// Watch event type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change, as stored in the history and broadcast to watchers.
+#[derive(Debug)]
+pub struct Event {
+    pub rv: u64,
+    pub gr: GrKey,
+    pub kind: EventType,
+    pub object: Arc<Value>,
+    /// The previous state (for MODIFIED), so filtered watches can emit ADDED/DELETED transitions.
+    pub old: Option<Arc<Value>>,
+}
+
+#[derive(Default)]
+struct History {
+    events: VecDeque<Arc<Event>>,
+    /// Highest resourceVersion dropped from the window; watches from older versions get 410.
+    compacted: u64,
+}
+
+#[derive(Default)]
+struct Inner {
+    rv: u64,
+    objects: HashMap<GrKey, BTreeMap<(String, String), Value>>,
+    history: HashMap<GrKey, History>,
+}
+
+/// How an update treats `status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpdateMode {
+    /// Main resource: `status` changes are ignored when the kind has a status subresource.
+    Main,
+    /// `/status` subresource: only `status` changes are taken.
+    Status,
+    /// Controllers: spec and status are both taken.
+    Full,
+}
+
+/// Delete options (`metav1.DeleteOptions` subset).
+#[derive(Clone, Debug, Default)]
+pub struct DeleteOpts {
+    pub grace_period_seconds: Option<i64>,
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+    pub dry_run: bool,
+    /// `Orphan`, `Background`, `Foreground`; anything but Orphan deletes dependents now.
+    pub propagation: Option<String>,
+}
+
+/// Where a watch starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchFrom {
+    /// `resourceVersion` "" or "0": synthetic ADDED events for the current state, then live.
+    Current,
+    /// Events strictly after this resourceVersion, or 410 if they left the window.
+    After(u64),
+}
+
+/// Replay events, the live receiver, and the resourceVersion the watch starts at.
+pub type WatchStart = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>, u64);
+
+/// The object store.
+pub struct Store {
+    inner: Mutex<Inner>,
+    tx: broadcast::Sender<Arc<Event>>,
+    clock: SimClock,
+    history_limit: usize,
+    seed: AtomicU64,
+}
+
+fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+    obj.get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn meta_mut(obj: &mut Value) -> &mut serde_json::Map<String, Value> {
+    if !obj.is_object() {
+        *obj = json!({});
+    }
+    let map = obj.as_object_mut().expect("object ensured above");
+    let m = map.entry("metadata").or_insert_with(|| json!({}));
+    if !m.is_object() {
+        *m = json!({});
+    }
+    m.as_object_mut().expect("object ensured above")
+}
+
+/// Owner UIDs from `metadata.ownerReferences`.
+fn owner_uids(obj: &Value) -> Vec<&str> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| r.get("uid").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn finalizers_empty(obj: &Value) -> bool {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_none_or(|a| a.is_empty())
+}
+
+/// Everything in metadata except the resourceVersion and managedFields, plus the rest.
+fn same_ignoring_rv(a: &Value, b: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+            m.remove("managedFields");
+        }
+        v
+    };
+    strip(a) == strip(b)
+}
+
+impl Store {
+    pub fn new(clock: SimClock, history_limit: usize) -> Self {
+        let (tx, _) = broadcast::channel(16384);
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(42);
+        Store {
+            inner: Mutex::new(Inner::default()),
+            tx,
+            clock,
+            history_limit: history_limit.max(1),
+            seed: AtomicU64::new(seed),
+        }
+    }
+
+    pub fn clock(&self) -> &SimClock {
+        &self.clock
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn random(&self) -> u64 {
+        // splitmix64
+        let mut z = self
+            .seed
+            .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A random RFC 4122 v4 UID.
+    pub fn new_uid(&self) -> String {
+        let a = self.random();
+        let b = self.random();
+        format!(
+            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+            a >> 32,
+            (a >> 16) & 0xffff,
+            a & 0xfff,
+            ((b >> 48) & 0x3fff) | 0x8000,
+            b & 0xffff_ffff_ffff
+        )
+    }
+
+    /// 5-character suffix from the alphabet of `k8s.io/apiserver/pkg/storage/names`.
+    fn name_suffix(&self) -> String {
+        const ALPHA: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+        let mut r = self.random();
+        (0..5)
+            .map(|_| {
+                let c = ALPHA[(r % ALPHA.len() as u64) as usize] as char;
+                r /= ALPHA.len() as u64;
+                c
+            })
+            .collect()
+    }
+
+    /// Subscribes to every future event (all resources).
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.tx.subscribe()
+    }
+
+    pub fn current_rv(&self) -> u64 {
+        self.lock().rv
+    }
+
+    pub fn get(&self, def: &'static ResourceDef, ns: &str, name: &str) -> Option<Value> {
+        let inner = self.lock();
+        inner
+            .objects
+            .get(&(def.group, def.resource))
+            .and_then(|m| m.get(&(ns.to_string(), name.to_string())))
+            .cloned()
+    }
+
+    /// Objects of a resource (all namespaces when `ns` is None), sorted by namespace/name,
+    /// with the current global resourceVersion.
+    pub fn list(&self, def: &'static ResourceDef, ns: Option<&str>) -> (Vec<Value>, u64) {
+        let inner = self.lock();
+        let items = inner
+            .objects
+            .get(&(def.group, def.resource))
+            .map(|m| {
+                m.iter()
+                    .filter(|((n, _), _)| ns.is_none_or(|want| want == n))
+                    .map(|(_, v)| v.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        (items, inner.rv)
+    }
+
+    /// Several resources read under one lock (a consistent snapshot).
+    pub fn snapshot(&self, defs: &[&'static ResourceDef]) -> Vec<Vec<Value>> {
+        let inner = self.lock();
+        defs.iter()
+            .map(|d| {
+                inner
+                    .objects
+                    .get(&(d.group, d.resource))
+                    .map(|m| m.values().cloned().collect())
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
+    fn push(
+        &self,
+        inner: &mut Inner,
+        gr: GrKey,
+        kind: EventType,
+        object: Value,
+        old: Option<Value>,
+    ) {
+        let ev = Arc::new(Event {
+            rv: inner.rv,
+            gr,
+            kind,
+            object: Arc::new(object),
+            old: old.map(Arc::new),
+        });
+        let h = inner.history.entry(gr).or_default();
+        h.events.push_back(ev.clone());
+        while h.events.len() > self.history_limit {
+            if let Some(e) = h.events.pop_front() {
+                h.compacted = e.rv;
+            }
+        }
+        let _ = self.tx.send(ev);
+    }
+
+    /// Drops the watch history of every resource (tests use it to provoke 410).
+    pub fn compact(&self) {
+        let mut inner = self.lock();
+        let rv = inner.rv;
+        for h in inner.history.values_mut() {
+            h.events.clear();
+            h.compacted = rv;
+        }
+    }
+
+    /// Creates an object. `keep_identity` keeps a given uid/creationTimestamp (snapshot load).
+    pub fn create(
+        &self,
+        def: &'static ResourceDef,
+        mut obj: Value,
+        dry_run: bool,
+        keep_identity: bool,
+    ) -> ApiResult<Value> {
+        let now = format_time(self.clock.now());
+        if let Some(map) = obj.as_object_mut() {
+            map.insert("apiVersion".into(), json!(def.api_version()));
+            map.insert("kind".into(), json!(def.kind));
+        }
+        let ns = meta_str(&obj, "namespace").to_string();
+        if def.namespaced && ns.is_empty() {
+            return Err(ApiError::bad_request(
+                "the namespace of the object is required",
+            ));
+        }
+        let mut name = meta_str(&obj, "name").to_string();
+        if name.is_empty() {
+            let gen_name = meta_str(&obj, "generateName").to_string();
+            if gen_name.is_empty() {
+                return Err(ApiError::invalid(
+                    &format!(
+                        "{}{}",
+                        def.kind,
+                        if def.group.is_empty() {
+                            String::new()
+                        } else {
+                            format!(".{}", def.group)
+                        }
+                    ),
+                    "",
+                    "metadata.name",
+                    "Required value: name or generateName is required",
+                ));
+            }
+            name = format!("{gen_name}{}", self.name_suffix());
+        }
+        let uid = if keep_identity && !meta_str(&obj, "uid").is_empty() {
+            meta_str(&obj, "uid").to_string()
+        } else {
+            self.new_uid()
+        };
+        let created = if keep_identity && !meta_str(&obj, "creationTimestamp").is_empty() {
+            meta_str(&obj, "creationTimestamp").to_string()
+        } else {
+            now
+        };
+        {
+            let m = meta_mut(&mut obj);
+            m.insert("name".into(), json!(name));
+            if def.namespaced {
+                m.insert("namespace".into(), json!(ns));
+            } else {
+                m.remove("namespace");
+            }
+            m.insert("uid".into(), json!(uid));
+            m.insert("creationTimestamp".into(), json!(created));
+            if def.generation && !(keep_identity && m.contains_key("generation")) {
+                m.insert("generation".into(), json!(1));
+            }
+            if !keep_identity {
+                m.remove("deletionTimestamp");
+                m.remove("deletionGracePeriodSeconds");
+            }
+            m.remove("selfLink");
+        }
+        defaults::apply(def, &mut obj);
+        let mut inner = self.lock();
+        let key = (ns, name.clone());
+        let gr = (def.group, def.resource);
+        if inner.objects.get(&gr).is_some_and(|m| m.contains_key(&key)) {
+            return Err(ApiError::already_exists(def.group, def.resource, &name));
+        }
+        let rv = inner.rv + 1;
+        meta_mut(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
+        if dry_run {
+            return Ok(obj);
+        }
+        inner.rv = rv;
+        inner
+            .objects
+            .entry(gr)
+            .or_default()
+            .insert(key, obj.clone());
+        self.push(&mut inner, gr, EventType::Added, obj.clone(), None);
+        Ok(obj)
+    }
+
+    /// Replaces an object with compare-and-swap on `metadata.resourceVersion` (when set).
+    pub fn update(
+        &self,
+        def: &'static ResourceDef,
+        obj: Value,
+        mode: UpdateMode,
+        dry_run: bool,
+    ) -> ApiResult<Value> {
+        let ns = if def.namespaced {
+            meta_str(&obj, "namespace").to_string()
+        } else {
+            String::new()
+        };
+        let name = meta_str(&obj, "name").to_string();
+        let want_rv = meta_str(&obj, "resourceVersion").to_string();
+        let want_uid = meta_str(&obj, "uid").to_string();
+        let mut inner = self.lock();
+        let gr = (def.group, def.resource);
+        let key = (ns, name.clone());
+        let Some(existing) = inner.objects.get(&gr).and_then(|m| m.get(&key)).cloned() else {
+            return Err(ApiError::not_found(def.group, def.resource, &name));
+        };
+        if !want_rv.is_empty() && want_rv != meta_str(&existing, "resourceVersion") {
+            return Err(ApiError::stale(def.group, def.resource, &name));
+        }
+        if !want_uid.is_empty() && want_uid != meta_str(&existing, "uid") {
+            return Err(ApiError::conflict(
+                def.group,
+                def.resource,
+                &name,
+                &format!(
+                    "Precondition failed: UID in precondition: {want_uid}, UID in object meta: {}",
+                    meta_str(&existing, "uid")
+                ),
+            ));
+        }
+        let mut new = match mode {
+            UpdateMode::Main => {
+                let mut n = obj;
+                if def.has_status() {
+                    match existing.get("status") {
+                        Some(s) => {
+                            if let Some(m) = n.as_object_mut() {
+                                m.insert("status".into(), s.clone());
+                            }
+                        }
+                        None => {
+                            if let Some(m) = n.as_object_mut() {
+                                m.remove("status");
+                            }
+                        }
+                    }
+                }
+                n
+            }
+            // Status updates reset metadata and spec (`ResetObjectMetaForStatus`).
+            UpdateMode::Status => {
+                let mut n = existing.clone();
+                if let (Some(m), Some(s)) = (n.as_object_mut(), obj.get("status")) {
+                    m.insert("status".into(), s.clone());
+                }
+                n
+            }
+            UpdateMode::Full => obj,
+        };
+        if let Some(map) = new.as_object_mut() {
+            map.insert("apiVersion".into(), json!(def.api_version()));
+            map.insert("kind".into(), json!(def.kind));
+        }
+        {
+            let old_meta = existing
+                .get("metadata")
+                .cloned()
+                .unwrap_or_else(|| json!({}));
+            let m = meta_mut(&mut new);
+            for f in [
+                "uid",
+                "creationTimestamp",
+                "namespace",
+                "name",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ] {
+                match old_meta.get(f) {
+                    Some(v) => {
+                        m.insert(f.into(), v.clone());
+                    }
+                    None => {
+                        m.remove(f);
+                    }
+                }
+            }
+            m.remove("selfLink");
+        }
+        defaults::apply(def, &mut new);
+        if def.generation && mode != UpdateMode::Status && new.get("spec") != existing.get("spec") {
+            let g = existing
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            meta_mut(&mut new).insert("generation".into(), json!(g + 1));
+        }
+        if same_ignoring_rv(&new, &existing) {
+            // No-op updates keep the resourceVersion (etcd3 store `GuaranteedUpdate`).
+            return Ok(existing);
+        }
+        let rv = inner.rv + 1;
+        meta_mut(&mut new).insert("resourceVersion".into(), json!(rv.to_string()));
+        if dry_run {
+            return Ok(new);
+        }
+        inner.rv = rv;
+        // Finalizers all removed from an object being deleted → it goes away now.
+        let finished = new.pointer("/metadata/deletionTimestamp").is_some()
+            && finalizers_empty(&new)
+            && !def.is("", "pods");
+        if finished {
+            if let Some(m) = inner.objects.get_mut(&gr) {
+                m.remove(&key);
+            }
+            self.push(
+                &mut inner,
+                gr,
+                EventType::Deleted,
+                new.clone(),
+                Some(existing),
+            );
+        } else {
+            inner
+                .objects
+                .entry(gr)
+                .or_default()
+                .insert(key, new.clone());
+            self.push(
+                &mut inner,
+                gr,
+                EventType::Modified,
+                new.clone(),
+                Some(existing),
+            );
+        }
+        Ok(new)
+    }
+
+    /// Deletes an object the way the generic registry does: objects with finalizers and
+    /// bound, non-terminal pods are marked with `deletionTimestamp` (graceful deletion,
+    /// `pkg/registry/core/pod/strategy.go` `CheckGracefulDelete`); everything else goes now.
+    pub fn delete(
+        &self,
+        def: &'static ResourceDef,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOpts,
+    ) -> ApiResult<Value> {
+        let mut inner = self.lock();
+        let gr = (def.group, def.resource);
+        let key = (ns.to_string(), name.to_string());
+        let Some(existing) = inner.objects.get(&gr).and_then(|m| m.get(&key)).cloned() else {
+            return Err(ApiError::not_found(def.group, def.resource, name));
+        };
+        // Preconditions (apimachinery `Preconditions.Check` messages).
+        if let Some(uid) = &opts.uid
+            && uid != meta_str(&existing, "uid")
+        {
+            return Err(ApiError::conflict(
+                def.group,
+                def.resource,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta_str(&existing, "uid")
+                ),
+            ));
+        }
+        if let Some(rv) = &opts.resource_version
+            && rv != meta_str(&existing, "resourceVersion")
+        {
+            return Err(ApiError::conflict(
+                def.group,
+                def.resource,
+                name,
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    meta_str(&existing, "resourceVersion")
+                ),
+            ));
+        }
+        let now = self.clock.now();
+        let mut graceful: Option<(String, i64)> = None;
+        if !finalizers_empty(&existing) {
+            let ts = existing
+                .pointer("/metadata/deletionTimestamp")
+                .and_then(Value::as_str)
+                .map(String::from)
+                .unwrap_or_else(|| format_time(now));
+            graceful = Some((ts, 0));
+        } else if def.is("", "pods") {
+            let phase = existing
+                .pointer("/status/phase")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let bound = existing
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty());
+            let terminal = phase == "Succeeded" || phase == "Failed";
+            let mut grace = opts
+                .grace_period_seconds
+                .or_else(|| {
+                    existing
+                        .pointer("/spec/terminationGracePeriodSeconds")
+                        .and_then(Value::as_i64)
+                })
+                .unwrap_or(30)
+                .max(0);
+            if !bound || terminal {
+                grace = 0;
+            }
+            if grace > 0 {
+                let current = existing
+                    .pointer("/metadata/deletionGracePeriodSeconds")
+                    .and_then(Value::as_i64);
+                // rest.BeforeDelete: an already-terminating object only accepts a shorter grace period.
+                if let Some(cur) = current
+                    && grace >= cur
+                {
+                    return Ok(existing);
+                }
+                let ts = now
+                    .checked_add(jiff::SignedDuration::from_secs(grace))
+                    .unwrap_or(now);
+                graceful = Some((format_time(ts), grace));
+            }
+        }
+        let rv = inner.rv + 1;
+        if let Some((ts, grace)) = graceful {
+            let mut new = existing.clone();
+            {
+                let m = meta_mut(&mut new);
+                m.insert("deletionTimestamp".into(), json!(ts));
+                m.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                m.insert("resourceVersion".into(), json!(rv.to_string()));
+            }
+            if opts.dry_run {
+                return Ok(new);
+            }
+            inner.rv = rv;
+            inner
+                .objects
+                .entry(gr)
+                .or_default()
+                .insert(key, new.clone());
+            self.push(
+                &mut inner,
+                gr,
+                EventType::Modified,
+                new.clone(),
+                Some(existing),
+            );
+            return Ok(new);
+        }
+        let mut gone = existing;
+        meta_mut(&mut gone).insert("resourceVersion".into(), json!(rv.to_string()));
+        if opts.dry_run {
+            return Ok(gone);
+        }
+        self.remove_locked(&mut inner, gr, key, gone.clone());
+        if opts.propagation.as_deref() != Some("Orphan") {
+            self.collect_dependents(&mut inner, &gone, now);
+        }
+        Ok(gone)
+    }
+
+    fn remove_locked(&self, inner: &mut Inner, gr: GrKey, key: (String, String), obj: Value) {
+        inner.rv += 1;
+        let mut obj = obj;
+        meta_mut(&mut obj).insert("resourceVersion".into(), json!(inner.rv.to_string()));
+        if let Some(m) = inner.objects.get_mut(&gr) {
+            m.remove(&key);
+        }
+        // Deleting a namespace deletes its contents (the namespace controller, collapsed).
+        if gr == ("", "namespaces") {
+            let ns = key.1.clone();
+            let victims: Vec<(GrKey, (String, String), Value)> = inner
+                .objects
+                .iter()
+                .flat_map(|(g, m)| {
+                    m.iter()
+                        .filter(|((n, _), _)| *n == ns)
+                        .map(|(k, v)| (*g, k.clone(), v.clone()))
+                })
+                .collect();
+            self.push(inner, gr, EventType::Deleted, obj, None);
+            for (g, k, v) in victims {
+                self.remove_locked(inner, g, k, v);
+            }
+            return;
+        }
+        self.push(inner, gr, EventType::Deleted, obj, None);
+    }
+
+    /// Background garbage collection, collapsed into the delete: dependents whose
+    /// ownerReferences name the deleted uid are deleted too (pods gracefully).
+    fn collect_dependents(&self, inner: &mut Inner, owner: &Value, now: jiff::Timestamp) {
+        let mut work = vec![meta_str(owner, "uid").to_string()];
+        let mut rounds = 0;
+        while let Some(uid) = work.pop() {
+            rounds += 1;
+            if rounds > 10_000 {
+                break;
+            }
+            let deps: Vec<(GrKey, (String, String), Value)> = inner
+                .objects
+                .iter()
+                .flat_map(|(g, m)| {
+                    m.iter()
+                        .filter(|(_, v)| owner_uids(v).contains(&uid.as_str()))
+                        .map(|(k, v)| (*g, k.clone(), v.clone()))
+                })
+                .collect();
+            for (g, k, v) in deps {
+                let bound_pod = g == ("", "pods")
+                    && v.pointer("/spec/nodeName")
+                        .and_then(Value::as_str)
+                        .is_some_and(|n| !n.is_empty())
+                    && !matches!(
+                        v.pointer("/status/phase").and_then(Value::as_str),
+                        Some("Succeeded" | "Failed")
+                    );
+                if bound_pod {
+                    if v.pointer("/metadata/deletionTimestamp").is_some() {
+                        continue;
+                    }
+                    let grace = v
+                        .pointer("/spec/terminationGracePeriodSeconds")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(30)
+                        .max(0);
+                    let ts = now
+                        .checked_add(jiff::SignedDuration::from_secs(grace))
+                        .unwrap_or(now);
+                    let mut new = v.clone();
+                    inner.rv += 1;
+                    {
+                        let m = meta_mut(&mut new);
+                        m.insert("deletionTimestamp".into(), json!(format_time(ts)));
+                        m.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                        m.insert("resourceVersion".into(), json!(inner.rv.to_string()));
+                    }
+                    inner.objects.entry(g).or_default().insert(k, new.clone());
+                    self.push(inner, g, EventType::Modified, new, Some(v));
+                } else {
+                    work.push(meta_str(&v, "uid").to_string());
+                    self.remove_locked(inner, g, k, v);
+                }
+            }
+        }
+    }
+
+    /// Immediate removal with an optional uid precondition (controllers, kubelet).
+    pub fn remove(
+        &self,
+        def: &'static ResourceDef,
+        ns: &str,
+        name: &str,
+        uid: Option<&str>,
+    ) -> ApiResult<Value> {
+        let mut inner = self.lock();
+        let gr = (def.group, def.resource);
+        let key = (ns.to_string(), name.to_string());
+        let Some(existing) = inner.objects.get(&gr).and_then(|m| m.get(&key)).cloned() else {
+            return Err(ApiError::not_found(def.group, def.resource, name));
+        };
+        if let Some(uid) = uid
+            && !uid.is_empty()
+            && uid != meta_str(&existing, "uid")
+        {
+            return Err(ApiError::conflict(
+                def.group,
+                def.resource,
+                name,
+                "Precondition failed: UID mismatch",
+            ));
+        }
+        self.remove_locked(&mut inner, gr, key, existing.clone());
+        Ok(existing)
+    }
+
+    /// Starts a watch: returns the events to replay first and a live receiver.
+    pub fn watch(&self, def: &'static ResourceDef, from: WatchFrom) -> ApiResult<WatchStart> {
+        let inner = self.lock();
+        let gr = (def.group, def.resource);
+        let rx = self.tx.subscribe();
+        let initial = match from {
+            WatchFrom::Current => inner
+                .objects
+                .get(&gr)
+                .map(|m| {
+                    m.values()
+                        .map(|v| {
+                            Arc::new(Event {
+                                rv: meta_str(v, "resourceVersion").parse().unwrap_or(0),
+                                gr,
+                                kind: EventType::Added,
+                                object: Arc::new(v.clone()),
+                                old: None,
+                            })
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            WatchFrom::After(n) => {
+                let (compacted, events) = inner
+                    .history
+                    .get(&gr)
+                    .map(|h| {
+                        (
+                            h.compacted,
+                            h.events.iter().filter(|e| e.rv > n).cloned().collect(),
+                        )
+                    })
+                    .unwrap_or((0, Vec::new()));
+                if n < compacted {
+                    // The watch cache's message (`storage.NewTooLargeResourceVersionError` sibling).
+                    return Err(ApiError::expired(format!(
+                        "too old resource version: {n} ({})",
+                        compacted + 1
+                    )));
+                }
+                events
+            }
+        };
+        Ok((initial, rx, inner.rv))
+    }
+
+    /// Definition for a `GrKey` (events carry only the key).
+    pub fn def_of(gr: GrKey) -> Option<&'static ResourceDef> {
+        RESOURCES
+            .iter()
+            .find(|d| d.group == gr.0 && d.resource == gr.1)
+    }
+}
