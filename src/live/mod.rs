@@ -5,4 +5,5 @@ pub mod caches;
 pub mod dry_run;
 pub mod events;
 pub mod evictor;
+pub mod loop_;
 pub mod ratelimit;
