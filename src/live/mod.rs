@@ -7,3 +7,6 @@ pub mod events;
 pub mod evictor;
 pub mod loop_;
 pub mod ratelimit;
+pub mod auth;
+pub mod http;
+pub mod server;
