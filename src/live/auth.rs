@@ -13,8 +13,8 @@ use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
 use k8s_openapi::api::authorization::v1::{
     NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
-use kube::api::{Api, PostParams};
 use kube::Client;
+use kube::api::{Api, PostParams};
 
 /// Path of the trigger API.
 pub const TRIGGER_PATH: &str = "/api/v1/descheduler/run";
@@ -44,7 +44,8 @@ pub enum Decision {
 /// Checks a bearer token for a (path, verb).
 pub trait Authorizer: Send + Sync {
     /// Authenticates `token` and authorizes `verb` on the non-resource `path`.
-    fn check<'a>(&'a self, token: &'a str, path: &'a str, verb: &'a str) -> BoxFuture<'a, Decision>;
+    fn check<'a>(&'a self, token: &'a str, path: &'a str, verb: &'a str)
+    -> BoxFuture<'a, Decision>;
 }
 
 /// [`Authorizer`] backed by the API server's TokenReview and SubjectAccessReview.
@@ -116,7 +117,12 @@ impl KubeAuthorizer {
 }
 
 impl Authorizer for KubeAuthorizer {
-    fn check<'a>(&'a self, token: &'a str, path: &'a str, verb: &'a str) -> BoxFuture<'a, Decision> {
+    fn check<'a>(
+        &'a self,
+        token: &'a str,
+        path: &'a str,
+        verb: &'a str,
+    ) -> BoxFuture<'a, Decision> {
         Box::pin(self.check_inner(token, path, verb))
     }
 }

@@ -51,10 +51,20 @@ async fn readyz(State(s): State<AppState>) -> impl IntoResponse {
 }
 
 /// Checks the caller; `Err` is the 401/403/500 response.
-async fn authorize(s: &AppState, headers: &HeaderMap, path: &str, verb: &str) -> Result<(), Response> {
-    let raw = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+async fn authorize(
+    s: &AppState,
+    headers: &HeaderMap,
+    path: &str,
+    verb: &str,
+) -> Result<(), Response> {
+    let raw = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
     let Some(token) = auth::bearer_token(raw) else {
-        return Err(error(StatusCode::UNAUTHORIZED, "a bearer token is required"));
+        return Err(error(
+            StatusCode::UNAUTHORIZED,
+            "a bearer token is required",
+        ));
     };
     match s.authz.check(token, path, verb).await {
         Decision::Allowed { user } => {
@@ -71,7 +81,11 @@ async fn authorize(s: &AppState, headers: &HeaderMap, path: &str, verb: &str) ->
 }
 
 fn error(code: StatusCode, message: &str) -> Response {
-    (code, axum::Json(json!({ "status": "error", "message": message }))).into_response()
+    (
+        code,
+        axum::Json(json!({ "status": "error", "message": message })),
+    )
+        .into_response()
 }
 
 async fn metrics_route(State(s): State<AppState>, headers: HeaderMap) -> Response {

@@ -35,26 +35,33 @@ pub struct Serving {
 
 async fn rustls_config(tls: &TlsSource) -> anyhow::Result<RustlsConfig> {
     match tls {
-        TlsSource::Files { cert, key } => RustlsConfig::from_pem_file(cert, key)
-            .await
-            .map_err(|e| {
+        TlsSource::Files { cert, key } => {
+            RustlsConfig::from_pem_file(cert, key).await.map_err(|e| {
                 anyhow::Error::new(crate::error::ConfigError::new(format!(
                     "cannot load --tls-cert-file {} / --tls-private-key-file {}: {e}",
                     cert.display(),
                     key.display()
                 )))
-            }),
+            })
+        }
         TlsSource::SelfSigned(names) => {
             let ck = rcgen::generate_simple_self_signed(names.clone())?;
-            RustlsConfig::from_pem(ck.cert.pem().into_bytes(), ck.signing_key.serialize_pem().into_bytes())
-                .await
-                .map_err(|e| anyhow::anyhow!("self-signed certificate: {e}"))
+            RustlsConfig::from_pem(
+                ck.cert.pem().into_bytes(),
+                ck.signing_key.serialize_pem().into_bytes(),
+            )
+            .await
+            .map_err(|e| anyhow::anyhow!("self-signed certificate: {e}"))
         }
     }
 }
 
 /// Serves `router` over HTTPS on `addr`; returns once bound.
-pub async fn serve_https(router: Router, addr: SocketAddr, tls: TlsSource) -> anyhow::Result<Serving> {
+pub async fn serve_https(
+    router: Router,
+    addr: SocketAddr,
+    tls: TlsSource,
+) -> anyhow::Result<Serving> {
     let config = rustls_config(&tls).await?;
     let handle = Handle::new();
     let server = axum_server::bind_rustls(addr, config).handle(handle.clone());

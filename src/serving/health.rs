@@ -31,6 +31,9 @@ pub fn readyz(r: &Readiness) -> (StatusCode, &'static str) {
     if r.get() {
         (StatusCode::OK, "ok")
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "watch caches not synced yet")
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "watch caches not synced yet",
+        )
     }
 }

@@ -70,7 +70,10 @@ fn refusal(e: &TriggerError) -> (StatusCode, Json<Value>) {
         TriggerError::ShuttingDown => "shutting-down",
         TriggerError::NotLeader => "not-leader",
     };
-    (code, Json(json!({ "status": status, "message": e.to_string() })))
+    (
+        code,
+        Json(json!({ "status": status, "message": e.to_string() })),
+    )
 }
 
 struct DisconnectLog(bool);
