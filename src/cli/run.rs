@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::ArgAction;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
+
 use tokio_util::sync::CancellationToken;
 
 use super::logging::{self, LogFormat};
@@ -208,7 +209,8 @@ fn identity() -> String {
     )
 }
 
-/// Builds the API client from `--kubeconfig`, else in-cluster / $KUBECONFIG.
+/// Builds the API client from `--kubeconfig`, else in-cluster / $KUBECONFIG (without kube's
+/// automatic retries: see [`crate::live::run::client_from_config`]).
 pub async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
     let config = match kubeconfig {
         Some(path) => {
@@ -222,7 +224,7 @@ pub async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
             .await
             .map_err(|e| anyhow::anyhow!("cannot find a cluster configuration: {e}"))?,
     };
-    Ok(Client::try_from(config)?)
+    crate::live::run::client_from_config(config)
 }
 
 /// Runs the descheduler against a cluster.

@@ -50,6 +50,15 @@ pub struct LiveOptions {
     pub one_shot_sync_timeout: Duration,
 }
 
+/// Builds the client `run` must use: kube's default client silently retries 429/503/504 up to 15
+/// times (with Retry-After), which would retry refused evictions (upstream never retries a 429
+/// within a cycle) and could delay Lease renewals past the renew deadline; it is turned off here.
+/// Pass clients to [`run`] built this way (any URL + CA works, e.g. the API stand-in).
+pub fn client_from_config(mut config: kube::Config) -> anyhow::Result<Client> {
+    config.default_retry = false;
+    Ok(Client::try_from(config)?)
+}
+
 /// Cancels `token` on SIGTERM or SIGINT.
 pub fn cancel_on_signals(token: CancellationToken) {
     tokio::spawn(async move {
