@@ -227,7 +227,7 @@ async fn live_cycle_accounts_outcomes_in_upstream_metrics() {
     let exec = LiveCycle {
         policy: Arc::new(policy()),
         snapshot: Arc::new(|| cluster(&["ok", "deflect", "pdb", "boom"])),
-        mode: Mode::Live(config(client, false)),
+        mode: Mode::Live(Box::new(config(client, false))),
         metrics: Some(metrics.clone()),
     };
     let s = exec.run(Source::Trigger, CancellationToken::new()).await;

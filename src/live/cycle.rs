@@ -23,7 +23,7 @@ pub enum Mode {
     /// `--dry-run`: no API writes; outcomes predicted by [`dry_run_verdict`].
     DryRun,
     /// Evictions through the API.
-    Live(ApiEvictorConfig),
+    Live(Box<ApiEvictorConfig>),
 }
 
 /// Builds a snapshot (from the watch caches in production).
@@ -65,7 +65,7 @@ impl LiveCycle {
                     }
                 })))
             }
-            Mode::Live(cfg) => Box::new(ApiEvictor::new(cfg.clone(), rt, stop)),
+            Mode::Live(cfg) => Box::new(ApiEvictor::new((**cfg).clone(), rt, stop)),
         };
         let (report, _) = run_cycle(
             &self.policy.profiles,

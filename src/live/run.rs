@@ -176,7 +176,7 @@ pub async fn run(
     let mode = if opts.dry_run {
         Mode::DryRun
     } else {
-        Mode::Live(ApiEvictorConfig {
+        Mode::Live(Box::new(ApiEvictorConfig {
             client: client.clone(),
             limiter: Arc::new(RateLimiter::new(opts.qps, opts.burst)),
             grace_period_seconds: opts.policy.grace_period_seconds,
@@ -184,7 +184,7 @@ pub async fn run(
             events: Some(EventSink::new(client.clone())),
             pods: Some(caches.pods.clone()),
             use_v1beta1: Arc::new(AtomicBool::new(false)),
-        })
+        }))
     };
     let snap_caches = caches.clone();
     let exec = LiveCycle {
