@@ -24,6 +24,33 @@ pub struct FakeApi {
     pub sars: Mutex<Vec<Value>>,
     /// Answer policy/v1 Evictions with a bare 404 (the group version is absent).
     pub v1_missing: AtomicBool,
+    /// Objects served by LIST, by collection path (e.g. `/api/v1/pods`); other lists are empty.
+    pub lists: Mutex<std::collections::HashMap<String, Vec<Value>>>,
+    /// Number of LIST and WATCH calls.
+    pub list_calls: std::sync::atomic::AtomicUsize,
+}
+
+/// LIST answers the configured items; WATCH (`watch=true`) stays open without events.
+async fn list_or_watch(State(api): State<Arc<FakeApi>>, uri: axum::http::Uri) -> Response {
+    let path = uri.path().to_string();
+    let query = uri.query().unwrap_or_default();
+    api.list_calls.fetch_add(1, Ordering::Relaxed);
+    if query
+        .split('&')
+        .any(|kv| kv == "watch=true" || kv == "watch=1")
+    {
+        let stream =
+            futures::stream::pending::<Result<axum::body::Bytes, std::convert::Infallible>>();
+        return (StatusCode::OK, axum::body::Body::from_stream(stream)).into_response();
+    }
+    let items = api
+        .lists
+        .lock()
+        .unwrap()
+        .get(&path)
+        .cloned()
+        .unwrap_or_default();
+    axum::Json(json!({"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items})).into_response()
 }
 
 fn status(code: u16, reason: &str, message: &str, details: Option<Value>) -> Response {
@@ -135,6 +162,7 @@ pub async fn start(api: Arc<FakeApi>) -> (kube::Client, SocketAddr) {
             "/apis/authorization.k8s.io/v1/subjectaccessreviews",
             post(sar),
         )
+        .fallback(axum::routing::get(list_or_watch))
         .with_state(api);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
