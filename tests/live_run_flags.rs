@@ -50,4 +50,13 @@ fn bad_durations_and_missing_policy_are_config_errors() {
     assert_eq!(code, 2, "{err}");
     let (code, _) = run(&["--secure-port=notaport", "--policy-config-file=/x"]);
     assert_eq!(code, 2);
+    let (code, err) = run(&[
+        "--enable-trigger-api",
+        "--secure-port=0",
+        "--policy-config-file=/x",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--enable-trigger-api"), "{err}");
+    let (code, _) = run(&["--client-connection-qps=-1", "--policy-config-file=/x"]);
+    assert_eq!(code, 2);
 }

@@ -163,6 +163,11 @@ pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
     } else {
         None
     };
+    if a.enable_trigger_api && a.secure_port == 0 {
+        return Err(ConfigError::new(
+            "--enable-trigger-api needs the secure port (--secure-port > 0)",
+        ));
+    }
     if !a.client_connection_qps.is_finite() || a.client_connection_qps < 0.0 {
         return Err(ConfigError::new("--client-connection-qps must be >= 0"));
     }
