@@ -22,7 +22,7 @@ pub enum Command {
     /// Plan evictions offline from a cluster snapshot file (no cluster needed).
     Plan(plan::PlanArgs),
     /// Run the descheduler against a cluster (once, on an interval, or on demand).
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Serve the eviction guard admission webhook.
     Webhook(webhook::WebhookArgs),
     /// Create a CA and serving certificate for the webhook or the secure port.
@@ -33,7 +33,7 @@ pub enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Plan(args) => plan::run(args),
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(*args),
         Command::Webhook(args) => webhook::run(args),
         Command::Certs(args) => certs::run(args),
     }

@@ -1,10 +1,275 @@
-//! `kube-descheduler run` (filled in by the live-operation issue).
+//! `kube-descheduler run`: the descheduler against a cluster — once, on an interval, or on demand —
+//! with upstream's flag names and defaults.
 
-/// Flags of `run`.
-#[derive(Debug, clap::Args)]
-pub struct RunArgs {}
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::ArgAction;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+use tokio_util::sync::CancellationToken;
+
+use super::logging::{self, LogFormat};
+use crate::error::ConfigError;
+use crate::framework::args::parse_go_duration;
+use crate::leader::LeaderConfig;
+use crate::live::run::{LiveOptions, cancel_on_signals};
+use crate::live::server::TlsSource;
+
+/// client-go's defaults when `--client-connection-qps/-burst` are 0 (as upstream leaves them).
+pub const DEFAULT_QPS: f32 = 5.0;
+/// See [`DEFAULT_QPS`].
+pub const DEFAULT_BURST: i32 = 10;
+
+/// Flags of `run` (bool flags also accept `--flag=true|false`, as pflag does).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// File with descheduler policy configuration.
+    #[arg(long)]
+    pub policy_config_file: Option<PathBuf>,
+    /// Time interval between two consecutive descheduler executions (Go duration, e.g. 5m). 0 runs
+    /// one cycle and exits (unless --enable-trigger-api).
+    #[arg(long, default_value = "0s")]
+    pub descheduling_interval: String,
+    /// Execute descheduler in dry run mode (no evictions; PDBs are evaluated locally).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = false, action = ArgAction::Set)]
+    pub dry_run: bool,
+    /// File with kube configuration (default: in-cluster, then $KUBECONFIG / ~/.kube/config).
+    #[arg(long, alias = "client-connection-kubeconfig")]
+    pub kubeconfig: Option<PathBuf>,
+    /// QPS to use for interacting with kubernetes apiserver (0: client-go's default, 5).
+    #[arg(long, default_value_t = 0.0)]
+    pub client_connection_qps: f32,
+    /// Burst to use for interacting with kubernetes apiserver (0: client-go's default, 10).
+    #[arg(long, default_value_t = 0)]
+    pub client_connection_burst: i32,
+    /// Start a leader election client and gain leadership before executing the main loop.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = false, action = ArgAction::Set)]
+    pub leader_elect: bool,
+    /// How long non-leaders wait after observing a renewal before trying to acquire.
+    #[arg(long, default_value = "137s")]
+    pub leader_elect_lease_duration: String,
+    /// How long the leader tries to renew before it stops leading.
+    #[arg(long, default_value = "107s")]
+    pub leader_elect_renew_deadline: String,
+    /// How long clients wait between attempts to acquire and renew.
+    #[arg(long, default_value = "26s")]
+    pub leader_elect_retry_period: String,
+    /// The lock object type; only `leases` is supported.
+    #[arg(long, default_value = "leases")]
+    pub leader_elect_resource_lock: String,
+    /// The name of the Lease.
+    #[arg(long, default_value = "descheduler")]
+    pub leader_elect_resource_name: String,
+    /// The namespace of the Lease.
+    #[arg(long, default_value = "kube-system")]
+    pub leader_elect_resource_namespace: String,
+    /// The IP address on which to listen for the --secure-port port.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind_address: IpAddr,
+    /// The port on which to serve HTTPS (0: do not serve).
+    #[arg(long, default_value_t = 10258)]
+    pub secure_port: u16,
+    /// PEM certificate for the secure port (self-signed when absent).
+    #[arg(long, requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM private key matching --tls-cert-file.
+    #[arg(long, requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// Disables metrics.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = false, action = ArgAction::Set)]
+    pub disable_metrics: bool,
+    /// Serve /metrics without TokenReview/SubjectAccessReview.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = false, action = ArgAction::Set)]
+    pub metrics_unauthenticated: bool,
+    /// Serve `POST /api/v1/descheduler/run` (authenticated) to run a cycle on demand.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = false, action = ArgAction::Set)]
+    pub enable_trigger_api: bool,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub logging_format: LogFormat,
+    /// Log verbosity (klog-style: 0-1 info, 2-3 debug, 4+ trace).
+    #[arg(short = 'v', long = "v", default_value_t = 0)]
+    pub v: u8,
+}
+
+fn duration_flag(name: &str, value: &str) -> Result<Duration, ConfigError> {
+    parse_go_duration(value).map_err(|e| ConfigError::new(format!("--{name}: {e}")))
+}
+
+/// Flags checked and resolved, before anything touches the cluster.
+#[derive(Debug)]
+pub struct Resolved {
+    /// Interval.
+    pub interval: Duration,
+    /// Leader election.
+    pub leader: Option<LeaderConfig>,
+    /// Effective QPS.
+    pub qps: f32,
+    /// Effective burst.
+    pub burst: i32,
+    /// Policy path.
+    pub policy: PathBuf,
+}
+
+/// Validates the flags (configuration errors exit with code 2).
+pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
+    let interval = duration_flag("descheduling-interval", &a.descheduling_interval)?;
+    let leader = if a.leader_elect {
+        if interval.is_zero() {
+            return Err(ConfigError::new(
+                "leaderElection must be used with deschedulingInterval: --leader-elect needs --descheduling-interval > 0",
+            ));
+        }
+        if a.leader_elect_resource_lock != "leases" {
+            return Err(ConfigError::new(format!(
+                "--leader-elect-resource-lock: only \"leases\" is supported, got {:?}",
+                a.leader_elect_resource_lock
+            )));
+        }
+        let lease_duration = duration_flag(
+            "leader-elect-lease-duration",
+            &a.leader_elect_lease_duration,
+        )?;
+        let renew_deadline = duration_flag(
+            "leader-elect-renew-deadline",
+            &a.leader_elect_renew_deadline,
+        )?;
+        let retry_period =
+            duration_flag("leader-elect-retry-period", &a.leader_elect_retry_period)?;
+        if lease_duration <= renew_deadline {
+            return Err(ConfigError::new(
+                "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline",
+            ));
+        }
+        if renew_deadline.as_secs_f64() <= retry_period.as_secs_f64() * 1.2 {
+            return Err(ConfigError::new(
+                "--leader-elect-renew-deadline must be greater than 1.2 × --leader-elect-retry-period",
+            ));
+        }
+        if retry_period.is_zero() {
+            return Err(ConfigError::new("--leader-elect-retry-period must be > 0"));
+        }
+        Some(LeaderConfig {
+            identity: identity(),
+            lease_duration,
+            renew_deadline,
+            retry_period,
+            name: a.leader_elect_resource_name.clone(),
+            namespace: a.leader_elect_resource_namespace.clone(),
+        })
+    } else {
+        None
+    };
+    if a.enable_trigger_api && a.secure_port == 0 {
+        return Err(ConfigError::new(
+            "--enable-trigger-api needs the secure port (--secure-port > 0)",
+        ));
+    }
+    if !a.client_connection_qps.is_finite() || a.client_connection_qps < 0.0 {
+        return Err(ConfigError::new("--client-connection-qps must be >= 0"));
+    }
+    if a.client_connection_burst < 0 {
+        return Err(ConfigError::new("--client-connection-burst must be >= 0"));
+    }
+    let qps = if a.client_connection_qps == 0.0 {
+        DEFAULT_QPS
+    } else {
+        a.client_connection_qps
+    };
+    let burst = if a.client_connection_burst == 0 {
+        DEFAULT_BURST
+    } else {
+        a.client_connection_burst
+    };
+    let policy = a
+        .policy_config_file
+        .clone()
+        .ok_or_else(|| ConfigError::new("--policy-config-file is required"))?;
+    Ok(Resolved {
+        interval,
+        leader,
+        qps,
+        burst,
+        policy,
+    })
+}
+
+/// client-go style identity: `<hostname>_<random>`.
+fn identity() -> String {
+    let host = std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "kube-descheduler".into());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "{host}_{:x}",
+        nanos ^ (u128::from(std::process::id()) << 64)
+    )
+}
+
+/// Builds the API client from `--kubeconfig`, else in-cluster / $KUBECONFIG (without kube's
+/// automatic retries: see [`crate::live::run::client_from_config`]).
+pub async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path)
+                .map_err(|e| ConfigError::new(format!("--kubeconfig {}: {e}", path.display())))?;
+            Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| ConfigError::new(format!("--kubeconfig {}: {e}", path.display())))?
+        }
+        None => Config::infer()
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot find a cluster configuration: {e}"))?,
+    };
+    crate::live::run::client_from_config(config)
+}
 
 /// Runs the descheduler against a cluster.
-pub fn run(_args: RunArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`run` is not available in this build yet")
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    let resolved = resolve(&args)?;
+    logging::init(args.logging_format, args.v);
+    let policy = crate::policy::load_file(&resolved.policy)?;
+    for w in &policy.warnings {
+        tracing::warn!("policy: {w}");
+    }
+    let serve = (args.secure_port != 0).then(|| {
+        let tls = match (&args.tls_cert_file, &args.tls_private_key_file) {
+            (Some(cert), Some(key)) => TlsSource::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            _ => TlsSource::SelfSigned(vec!["localhost".into(), "kube-descheduler".into()]),
+        };
+        (SocketAddr::new(args.bind_address, args.secure_port), tls)
+    });
+    let opts = LiveOptions {
+        policy,
+        interval: resolved.interval,
+        dry_run: args.dry_run,
+        qps: f64::from(resolved.qps),
+        burst: resolved.burst.max(1) as u32,
+        leader: resolved.leader,
+        serve,
+        disable_metrics: args.disable_metrics,
+        metrics_unauthenticated: args.metrics_unauthenticated,
+        trigger: args.enable_trigger_api,
+        one_shot_sync_timeout: Duration::from_secs(300),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let client = client(args.kubeconfig.as_ref()).await?;
+        let shutdown = CancellationToken::new();
+        cancel_on_signals(shutdown.clone());
+        crate::live::run::run(opts, client, shutdown).await
+    })
 }

@@ -1,1 +1,26 @@
-//! (filled in by its issue)
+//! `run` against a cluster: watch caches, the live eviction backend, Events, dry-run verdicts,
+//! the cycle loop (interval, one-shot, trigger API) and HTTPS serving.
+//!
+//! API calls made by `run` (for RBAC; mirrored in the report to packaging):
+//! - `list`, `watch`: nodes, pods, namespaces, persistentvolumeclaims (core); poddisruptionbudgets
+//!   (policy); priorityclasses (scheduling.k8s.io); replicasets, deployments, statefulsets (apps);
+//!   jobs (batch) — cluster-wide.
+//! - `create` pods/eviction (core) — body `policy/v1` Eviction (`policy/v1beta1` on old servers);
+//!   not in `--dry-run`.
+//! - `create`, `patch` events (events.k8s.io) — in the evicted pod's namespace; not in dry-run.
+//! - `get`, `create`, `update` leases (coordination.k8s.io) in
+//!   `--leader-elect-resource-namespace` — with `--leader-elect`.
+//! - `create` tokenreviews (authentication.k8s.io), `create` subjectaccessreviews
+//!   (authorization.k8s.io) — for `/metrics` (unless `--metrics-unauthenticated`) and the trigger.
+
+pub mod auth;
+pub mod caches;
+pub mod cycle;
+pub mod dry_run;
+pub mod events;
+pub mod evictor;
+pub mod http;
+pub mod loop_;
+pub mod ratelimit;
+pub mod run;
+pub mod server;

@@ -1,1 +1,276 @@
-//! (filled in by its issue)
+//! Prometheus metrics of `run` (no global registry).
+//!
+//! Upstream names and labels are kept: `descheduler_pods_evicted_total{result,strategy,profile,
+//! namespace,node}` (`result`: upstream's `success` and `error`, plus ours: `deflected` for the
+//! guard's rolling-restart deflection and `skipped` for a 429 refusal such as a PodDisruptionBudget),
+//! `descheduler_loop_duration_seconds`, `descheduler_strategy_duration_seconds{strategy,profile}`
+//! (upstream's buckets) and `descheduler_build_info`. Ours are prefixed `kube_descheduler_`.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::evictor::EvictOutcome;
+use crate::framework::cycle::CycleReport;
+
+/// Upstream's `descheduler_loop_duration_seconds` buckets.
+pub const LOOP_BUCKETS: [f64; 15] = [
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0,
+];
+/// Upstream's `descheduler_strategy_duration_seconds` buckets.
+pub const STRATEGY_BUCKETS: [f64; 13] = [
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0,
+];
+
+/// Labels of `descheduler_pods_evicted_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EvictedLabels {
+    /// `success`, `error`, `deflected`, `skipped`.
+    pub result: String,
+    /// Plugin name.
+    pub strategy: String,
+    /// Profile name.
+    pub profile: String,
+    /// Pod namespace.
+    pub namespace: String,
+    /// Node name.
+    pub node: String,
+}
+
+/// Labels of `descheduler_strategy_duration_seconds`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StrategyLabels {
+    /// Plugin name.
+    pub strategy: String,
+    /// Profile name.
+    pub profile: String,
+}
+
+/// Labels of `descheduler_build_info` (upstream's constant labels).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[allow(non_snake_case)]
+pub struct BuildLabels {
+    /// Upstream reports the Go version; we report the Rust toolchain family.
+    pub GoVersion: String,
+    /// `major.minor`.
+    pub AppVersion: String,
+    /// Full version.
+    pub DeschedulerVersion: String,
+    /// Git branch (from `GIT_BRANCH` at build time, else empty).
+    pub GitBranch: String,
+    /// Git commit (from `GIT_SHA` at build time, else empty).
+    pub GitSha1: String,
+}
+
+/// Labels of cycle counters.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CycleLabels {
+    /// `completed`, `skipped` (fewer than 2 Ready nodes) or `aborted` (stopped early).
+    pub status: String,
+    /// `interval`, `trigger` or `once`.
+    pub source: String,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn loop_histogram() -> Histogram {
+    Histogram::new(LOOP_BUCKETS)
+}
+fn strategy_histogram() -> Histogram {
+    Histogram::new(STRATEGY_BUCKETS)
+}
+
+/// All metrics of `run`.
+pub struct Metrics {
+    registry: Registry,
+    /// `descheduler_pods_evicted_total`.
+    pub pods_evicted: Family<EvictedLabels, Counter>,
+    /// `descheduler_loop_duration_seconds`.
+    pub loop_duration: Histogram,
+    /// `descheduler_strategy_duration_seconds`.
+    pub strategy_duration: HistogramFamily<StrategyLabels>,
+    /// `kube_descheduler_evictions_deflected_total`.
+    pub deflected: Counter,
+    /// `kube_descheduler_evictions_skipped_total`.
+    pub skipped: Counter,
+    /// `kube_descheduler_cycles_total{status,source}`.
+    pub cycles: Family<CycleLabels, Counter>,
+    /// `kube_descheduler_leader` (1 while this replica holds the lease or runs without election).
+    pub leader: Gauge,
+    /// `kube_descheduler_caches_synced` (1 once every watch cache listed).
+    pub caches_synced: Gauge,
+    /// `kube_descheduler_dry_run` (1 in dry-run mode).
+    pub dry_run: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every metric in a fresh registry.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let pods_evicted = Family::<EvictedLabels, Counter>::default();
+        registry.register(
+            "descheduler_pods_evicted",
+            "Number of total evicted pods, by the result, by the strategy, by the namespace, by the node name. 'error' result means a pod could not be evicted",
+            pods_evicted.clone(),
+        );
+        let loop_duration = loop_histogram();
+        registry.register(
+            "descheduler_loop_duration_seconds",
+            "Time taken to complete a full descheduling cycle",
+            loop_duration.clone(),
+        );
+        let strategy_duration: HistogramFamily<StrategyLabels> =
+            Family::new_with_constructor(strategy_histogram);
+        registry.register(
+            "descheduler_strategy_duration_seconds",
+            "Time taken to complete Each strategy of the descheduling operation",
+            strategy_duration.clone(),
+        );
+        let build = Family::<BuildLabels, Gauge>::default();
+        registry.register(
+            "descheduler_build_info",
+            "Build info about descheduler, including Go version, Descheduler version, Git SHA, Git branch",
+            build.clone(),
+        );
+        let version = env!("CARGO_PKG_VERSION");
+        let app = version.split('.').take(2).collect::<Vec<_>>().join(".");
+        build
+            .get_or_create(&BuildLabels {
+                GoVersion: "rust".into(),
+                AppVersion: app,
+                DeschedulerVersion: format!("v{version}"),
+                GitBranch: option_env!("GIT_BRANCH").unwrap_or("").into(),
+                GitSha1: option_env!("GIT_SHA").unwrap_or("").into(),
+            })
+            .set(1);
+        let deflected = Counter::default();
+        registry.register(
+            "kube_descheduler_evictions_deflected",
+            "Evictions the eviction guard turned into a rolling restart (the pod moves without downtime)",
+            deflected.clone(),
+        );
+        let skipped = Counter::default();
+        registry.register(
+            "kube_descheduler_evictions_skipped",
+            "Evictions refused with 429 (PodDisruptionBudget or the guard's health rule); not retried",
+            skipped.clone(),
+        );
+        let cycles = Family::<CycleLabels, Counter>::default();
+        registry.register(
+            "kube_descheduler_cycles",
+            "Descheduling cycles, by status and what started them",
+            cycles.clone(),
+        );
+        let leader = Gauge::default();
+        registry.register(
+            "kube_descheduler_leader",
+            "1 while this replica may evict (holds the lease, or leader election is off)",
+            leader.clone(),
+        );
+        let caches_synced = Gauge::default();
+        registry.register(
+            "kube_descheduler_caches_synced",
+            "1 once every watch cache has completed its initial list",
+            caches_synced.clone(),
+        );
+        let dry_run = Gauge::default();
+        registry.register(
+            "kube_descheduler_dry_run",
+            "1 when running with --dry-run (no eviction calls)",
+            dry_run.clone(),
+        );
+        Metrics {
+            registry,
+            pods_evicted,
+            loop_duration,
+            strategy_duration,
+            deflected,
+            skipped,
+            cycles,
+            leader,
+            caches_synced,
+            dry_run,
+        }
+    }
+
+    /// The `result` label value for an outcome (None: not counted, e.g. an aborted attempt).
+    pub fn result_label(outcome: &EvictOutcome) -> &'static str {
+        match outcome {
+            EvictOutcome::Evicted => "success",
+            EvictOutcome::Deflected { .. } => "deflected",
+            EvictOutcome::Denied { .. } => "skipped",
+            EvictOutcome::Failed { .. } => "error",
+        }
+    }
+
+    /// Accounts one finished cycle: every eviction attempt, the loop and per-plugin durations.
+    /// Attempts for which `counted` returns false (not attempted because the cycle was stopped)
+    /// are left out.
+    pub fn record_cycle(
+        &self,
+        report: &CycleReport,
+        status: &str,
+        source: &str,
+        counted: impl Fn(&EvictOutcome) -> bool,
+    ) {
+        for r in &report.records {
+            if !counted(&r.outcome) {
+                continue;
+            }
+            self.pods_evicted
+                .get_or_create(&EvictedLabels {
+                    result: Self::result_label(&r.outcome).into(),
+                    strategy: r.plugin.clone(),
+                    profile: r.profile.clone(),
+                    namespace: r.namespace.clone(),
+                    node: r.node.clone(),
+                })
+                .inc();
+            match r.outcome {
+                EvictOutcome::Deflected { .. } => {
+                    self.deflected.inc();
+                }
+                EvictOutcome::Denied { .. } => {
+                    self.skipped.inc();
+                }
+                _ => {}
+            }
+        }
+        self.loop_duration.observe(report.duration.as_secs_f64());
+        for t in &report.timings {
+            self.strategy_duration
+                .get_or_create(&StrategyLabels {
+                    strategy: t.plugin.clone(),
+                    profile: t.profile.clone(),
+                })
+                .observe(t.duration.as_secs_f64());
+        }
+        self.cycles
+            .get_or_create(&CycleLabels {
+                status: status.into(),
+                source: source.into(),
+            })
+            .inc();
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            tracing::warn!(error = %e, "encoding metrics failed");
+        }
+        out
+    }
+}
+
+/// Content type of [`Metrics::render`].
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

@@ -1,0 +1,155 @@
+//! The live [`CycleExec`]: builds the snapshot from the caches, runs the engine on a blocking
+//! thread with the API backend (or the dry-run verdict), then logs and accounts the cycle.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use jiff::Timestamp;
+use tokio_util::sync::CancellationToken;
+
+use super::dry_run::dry_run_verdict;
+use super::evictor::{ApiEvictor, ApiEvictorConfig, NOT_ATTEMPTED, not_attempted};
+use super::loop_::{CycleExec, CycleSummary, Source};
+use crate::evictor::planner::PlanBackend;
+use crate::evictor::{EvictOutcome, EvictionBackend};
+use crate::framework::cycle::{CycleReport, run_cycle};
+use crate::policy::Policy;
+use crate::serving::metrics::Metrics;
+use crate::snapshot::Snapshot;
+
+/// How evictions are carried out.
+#[derive(Clone)]
+pub enum Mode {
+    /// `--dry-run`: no API writes; outcomes predicted by [`dry_run_verdict`].
+    DryRun,
+    /// Evictions through the API.
+    Live(Box<ApiEvictorConfig>),
+}
+
+/// Builds a snapshot (from the watch caches in production).
+pub type SnapshotSource = Arc<dyn Fn() -> Snapshot + Send + Sync>;
+
+/// Runs cycles against the cluster.
+#[derive(Clone)]
+pub struct LiveCycle {
+    /// The loaded policy.
+    pub policy: Arc<Policy>,
+    /// Snapshot source.
+    pub snapshot: SnapshotSource,
+    /// Eviction mode.
+    pub mode: Mode,
+    /// Metrics (None: disabled).
+    pub metrics: Option<Arc<Metrics>>,
+}
+
+fn stopped() -> EvictOutcome {
+    EvictOutcome::Failed {
+        error: format!("{NOT_ATTEMPTED}: descheduling was stopped"),
+    }
+}
+
+impl LiveCycle {
+    fn run_blocking(&self, stop: CancellationToken, rt: tokio::runtime::Handle) -> CycleReport {
+        let mut snapshot = (self.snapshot)();
+        if !snapshot.warnings.is_empty() {
+            tracing::debug!(count = snapshot.warnings.len(), first = %snapshot.warnings[0], "snapshot warnings");
+        }
+        let backend: Box<dyn EvictionBackend + Send> = match &self.mode {
+            Mode::DryRun => {
+                let stop = stop.clone();
+                Box::new(PlanBackend::with_verdict(Box::new(move |s, p| {
+                    if stop.is_cancelled() {
+                        stopped()
+                    } else {
+                        dry_run_verdict(s, p)
+                    }
+                })))
+            }
+            Mode::Live(cfg) => Box::new(ApiEvictor::new((**cfg).clone(), rt, stop)),
+        };
+        let (report, _) = run_cycle(
+            &self.policy.profiles,
+            &self.policy.cycle,
+            &mut snapshot,
+            Timestamp::now(),
+            backend,
+        );
+        report
+    }
+
+    /// Summarises, logs and accounts a finished cycle.
+    pub fn account(
+        &self,
+        report: &CycleReport,
+        source: Source,
+        stop: &CancellationToken,
+    ) -> CycleSummary {
+        let mut s = CycleSummary {
+            duration_seconds: report.duration.as_secs_f64(),
+            ..Default::default()
+        };
+        let dry = matches!(self.mode, Mode::DryRun);
+        let mut aborted = false;
+        for r in &report.records {
+            if not_attempted(&r.outcome) {
+                aborted = true;
+                continue;
+            }
+            match &r.outcome {
+                EvictOutcome::Evicted => s.evicted += 1,
+                EvictOutcome::Deflected { .. } => s.deflected += 1,
+                EvictOutcome::Denied { .. } => s.skipped += 1,
+                EvictOutcome::Failed { .. } => s.errors += 1,
+            }
+            if dry {
+                tracing::info!(pod = %format!("{}/{}", r.namespace, r.name), node = %r.node, strategy = %r.plugin, profile = %r.profile, reason = %r.reason, outcome = r.outcome.as_str(), "Evicted pod in dry run mode");
+            }
+        }
+        s.status = if let Some(why) = &report.skipped {
+            s.message = Some(why.clone());
+            "skipped".into()
+        } else if aborted || stop.is_cancelled() {
+            "aborted".into()
+        } else {
+            "completed".into()
+        };
+        tracing::info!(
+            source = source.as_str(),
+            status = %s.status,
+            evicted = s.evicted,
+            deflected = s.deflected,
+            skipped = s.skipped,
+            errors = s.errors,
+            nodes = report.nodes,
+            duration_seconds = s.duration_seconds,
+            dry_run = dry,
+            "descheduling cycle finished"
+        );
+        if let Some(m) = &self.metrics {
+            m.record_cycle(report, &s.status, source.as_str(), |o| !not_attempted(o));
+        }
+        s
+    }
+}
+
+impl CycleExec for LiveCycle {
+    fn run(&self, source: Source, stop: CancellationToken) -> BoxFuture<'static, CycleSummary> {
+        let this = self.clone();
+        Box::pin(async move {
+            let rt = tokio::runtime::Handle::current();
+            let worker = this.clone();
+            let s2 = stop.clone();
+            match tokio::task::spawn_blocking(move || worker.run_blocking(s2, rt)).await {
+                Ok(report) => this.account(&report, source, &stop),
+                Err(e) => {
+                    tracing::error!(error = %e, "descheduling cycle panicked");
+                    CycleSummary {
+                        status: "failed".into(),
+                        message: Some(format!("the cycle failed: {e}")),
+                        ..Default::default()
+                    }
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,153 @@
+//! `--dry-run`: what an eviction would really do, evaluated locally against the snapshot.
+//!
+//! Unlike upstream (which fakes the client and so never sees a PodDisruptionBudget), dry-run here
+//! applies the API server's PDB rules; the eviction guard's decision plugs into
+//! [`dry_run_verdict`] (see `GUARD HOOK` below).
+
+use kube::core::{Selector, SelectorExt};
+
+use crate::evictor::EvictOutcome;
+use crate::snapshot::model::PodPhase;
+use crate::snapshot::{PodId, Snapshot};
+
+/// Message of the API server's PDB refusal (429).
+pub const PDB_VIOLATION: &str = "Cannot evict pod as it would violate the pod's disruption budget.";
+
+/// Predicts the outcome of evicting `pod`: first the PodDisruptionBudget check as
+/// kube-apiserver's eviction REST storage does it, then the eviction guard.
+pub fn dry_run_verdict(snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
+    let outcome = pdb_verdict(snapshot, pod);
+    if outcome != EvictOutcome::Evicted {
+        return outcome;
+    }
+    // GUARD HOOK: the eviction guard's decision function (src/guard/) goes here, e.g.
+    // `return crate::guard::decide(snapshot, pod)` mapped to Evicted / Deflected / Denied.
+    EvictOutcome::Evicted
+}
+
+/// The API server's PodDisruptionBudget check for an eviction of `pod`.
+pub fn pdb_verdict(snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
+    let p = snapshot.pod(pod);
+    // Terminal, pending and terminating pods are deleted without a PDB check.
+    if matches!(
+        p.phase,
+        PodPhase::Succeeded | PodPhase::Failed | PodPhase::Pending
+    ) || p.deletion_timestamp.is_some()
+    {
+        return EvictOutcome::Evicted;
+    }
+    let matching: Vec<_> = snapshot
+        .pdbs
+        .iter()
+        .filter(|pdb| pdb.metadata.namespace.as_deref() == Some(&*p.namespace))
+        .filter(|pdb| {
+            let Some(sel) = pdb.spec.as_ref().and_then(|s| s.selector.clone()) else {
+                return false;
+            };
+            Selector::try_from(sel).is_ok_and(|s| s.matches(&p.labels))
+        })
+        .collect();
+    match matching.as_slice() {
+        [] => EvictOutcome::Evicted,
+        [pdb] => {
+            let name = pdb.metadata.name.as_deref().unwrap_or_default();
+            let Some(status) = pdb.status.as_ref() else {
+                return EvictOutcome::Denied {
+                    reason: format!("{PDB_VIOLATION} (PodDisruptionBudget {name} has no status yet)"),
+                };
+            };
+            let generation = pdb.metadata.generation.unwrap_or(0);
+            if status.observed_generation.unwrap_or(0) < generation {
+                return EvictOutcome::Denied {
+                    reason: format!(
+                        "Cannot evict pod as it would violate the pod's disruption budget. The disruption budget {name} is still being processed by the server."
+                    ),
+                };
+            }
+            // Unready pods may go while the budget is healthy (IfHealthyBudget, the default) or
+            // always (AlwaysAllow).
+            if !p.is_ready() {
+                let always = pdb
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.unhealthy_pod_eviction_policy.as_deref())
+                    == Some("AlwaysAllow");
+                if always || status.current_healthy.unwrap_or(0) >= status.desired_healthy.unwrap_or(0) {
+                    return EvictOutcome::Evicted;
+                }
+            }
+            if status.disruptions_allowed.unwrap_or(0) <= 0 {
+                EvictOutcome::Denied {
+                    reason: format!(
+                        "{PDB_VIOLATION} The disruption budget {name} needs {} healthy pods and has {} currently",
+                        status.desired_healthy.unwrap_or(0),
+                        status.current_healthy.unwrap_or(0)
+                    ),
+                }
+            } else {
+                EvictOutcome::Evicted
+            }
+        }
+        _ => EvictOutcome::Failed {
+            error: "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.".into(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::testing::{node, pod};
+    use crate::snapshot::SnapshotBuilder;
+    use k8s_openapi::api::policy::v1::{
+        PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus,
+    };
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+    fn pdb(allowed: i32) -> PodDisruptionBudget {
+        let mut p = PodDisruptionBudget::default();
+        p.metadata.name = Some("web".into());
+        p.metadata.namespace = Some("ns".into());
+        p.spec = Some(PodDisruptionBudgetSpec {
+            selector: Some(LabelSelector {
+                match_labels: Some([("app".to_string(), "web".to_string())].into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        p.status = Some(PodDisruptionBudgetStatus {
+            disruptions_allowed: Some(allowed),
+            current_healthy: Some(1),
+            desired_healthy: Some(1),
+            expected_pods: Some(1),
+            ..Default::default()
+        });
+        p
+    }
+
+    fn snap(allowed: i32) -> Snapshot {
+        let mut b = SnapshotBuilder::new();
+        b.add_node(&node("n1").build()).ok();
+        b.add_pod(&pod("ns", "a", "n1").label("app", "web").build())
+            .ok();
+        b.add_pod(&pod("ns", "b", "n1").label("app", "other").build())
+            .ok();
+        b.add_pdb(&pdb(allowed));
+        b.build()
+    }
+
+    #[test]
+    fn pdb_with_no_disruptions_denies() {
+        let s = snap(0);
+        match dry_run_verdict(&s, 0) {
+            EvictOutcome::Denied { reason } => assert!(reason.starts_with(PDB_VIOLATION)),
+            o => panic!("expected denial, got {o:?}"),
+        }
+        assert_eq!(dry_run_verdict(&s, 1), EvictOutcome::Evicted);
+    }
+
+    #[test]
+    fn pdb_with_disruptions_allows() {
+        assert_eq!(dry_run_verdict(&snap(1), 0), EvictOutcome::Evicted);
+    }
+}

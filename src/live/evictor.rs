@@ -1,0 +1,271 @@
+//! The live eviction backend: POSTs `policy/v1` Evictions (v1beta1 only when v1 is absent) with a
+//! UID precondition, classifies the answer, publishes Events, and honours the client rate limit.
+//!
+//! The engine calls it synchronously from a blocking thread; each call blocks on the runtime.
+//! An eviction is never retried within a cycle.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use k8s_openapi::api::core::v1::Pod as K8sPod;
+use kube::Client;
+use kube::runtime::reflector::{ObjectRef, Store};
+use tokio::runtime::Handle;
+use tokio_util::sync::CancellationToken;
+
+use super::events::{EventSink, PodRef};
+use super::ratelimit::RateLimiter;
+use crate::evictor::{EvictOutcome, EvictionBackend, EvictionRequest};
+use crate::snapshot::{PodId, Snapshot};
+
+/// Text in the eviction guard's (and KubeVirt-style) 429 that means "evacuation started".
+pub const DEFLECTION_TEXT: &str = "Eviction triggered evacuation";
+/// Prefix of the error of an eviction not attempted because the cycle was stopped.
+pub const NOT_ATTEMPTED: &str = "not attempted";
+
+/// Whether `outcome` is an eviction that was not attempted (cycle stopped): not accounted.
+pub fn not_attempted(outcome: &EvictOutcome) -> bool {
+    matches!(outcome, EvictOutcome::Failed { error } if error.starts_with(NOT_ATTEMPTED))
+}
+
+/// Settings shared by every cycle's backend.
+#[derive(Clone)]
+pub struct ApiEvictorConfig {
+    /// API client.
+    pub client: Client,
+    /// Rate limit for evictions and Events.
+    pub limiter: Arc<RateLimiter>,
+    /// Policy `gracePeriodSeconds` (sent only when the pod sets no `terminationGracePeriodSeconds`,
+    /// as upstream).
+    pub grace_period_seconds: Option<i64>,
+    /// Policy `evictionFailureEventNotification`.
+    pub failure_events: bool,
+    /// Events sink (None: no Events).
+    pub events: Option<EventSink>,
+    /// The pod cache, to read `terminationGracePeriodSeconds` (None: treat as unset).
+    pub pods: Option<Store<K8sPod>>,
+    /// Set once the server lacks `policy/v1` Evictions; later calls use `policy/v1beta1`.
+    pub use_v1beta1: Arc<AtomicBool>,
+}
+
+/// The backend for one cycle.
+pub struct ApiEvictor {
+    cfg: ApiEvictorConfig,
+    rt: Handle,
+    stop: CancellationToken,
+}
+
+impl ApiEvictor {
+    /// A backend on runtime `rt`; once `stop` is cancelled no further eviction is attempted.
+    pub fn new(cfg: ApiEvictorConfig, rt: Handle, stop: CancellationToken) -> Self {
+        ApiEvictor { cfg, rt, stop }
+    }
+}
+
+/// How the API answered one Eviction POST.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Classified outcome.
+    Outcome(EvictOutcome),
+    /// The server has no `policy/v1` Eviction: try `policy/v1beta1`.
+    VersionMissing,
+}
+
+/// Classifies the result of an Eviction POST.
+pub fn classify(result: &Result<(), kube::Error>, pod_name: &str) -> Answer {
+    let err = match result {
+        Ok(()) => return Answer::Outcome(EvictOutcome::Evicted),
+        Err(e) => e,
+    };
+    let kube::Error::Api(status) = err else {
+        return Answer::Outcome(EvictOutcome::Failed {
+            error: format!("error when evicting pod {pod_name:?}: {err}"),
+        });
+    };
+    let msg = status.message.clone();
+    match status.code {
+        429 if msg.contains(DEFLECTION_TEXT) => {
+            Answer::Outcome(EvictOutcome::Deflected { message: msg })
+        }
+        429 => Answer::Outcome(EvictOutcome::Denied { reason: msg }),
+        404 => {
+            let about_pod = status
+                .details
+                .as_ref()
+                .is_some_and(|d| d.kind == "pods" || d.name == pod_name);
+            if about_pod || msg.contains(&format!("\"{pod_name}\" not found")) {
+                Answer::Outcome(EvictOutcome::Failed {
+                    error: format!("pod not found when evicting {pod_name:?}: {msg}"),
+                })
+            } else {
+                Answer::VersionMissing
+            }
+        }
+        400 if msg.contains("policy/v1") && msg.contains("Eviction") => Answer::VersionMissing,
+        code => Answer::Outcome(EvictOutcome::Failed {
+            error: format!("error when evicting pod {pod_name:?}: {code} {msg}"),
+        }),
+    }
+}
+
+/// The Eviction body: `apiVersion`, `kind`, `metadata{name, namespace}` and `deleteOptions` with
+/// the UID precondition and `gracePeriodSeconds` when given.
+pub fn eviction_body(
+    api_version: &str,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    grace_period_seconds: Option<i64>,
+) -> serde_json::Value {
+    let mut delete_options = serde_json::json!({ "preconditions": { "uid": uid } });
+    if let Some(g) = grace_period_seconds {
+        delete_options["gracePeriodSeconds"] = serde_json::json!(g);
+    }
+    serde_json::json!({
+        "apiVersion": api_version,
+        "kind": "Eviction",
+        "metadata": { "name": name, "namespace": namespace },
+        "deleteOptions": delete_options,
+    })
+}
+
+/// POSTs one Eviction (`create pods/eviction`).
+pub async fn post_eviction(client: &Client, body: &serde_json::Value) -> Result<(), kube::Error> {
+    let ns = body["metadata"]["namespace"].as_str().unwrap_or_default();
+    let name = body["metadata"]["name"].as_str().unwrap_or_default();
+    let path = format!("/api/v1/namespaces/{ns}/pods/{name}/eviction");
+    let bytes = serde_json::to_vec(body).map_err(kube::Error::SerdeError)?;
+    let req = hyper::Request::post(path)
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .body(bytes)
+        .map_err(kube::Error::HttpError)?;
+    client.request_text(req).await.map(|_| ())
+}
+
+impl ApiEvictor {
+    async fn evict_async(&self, pod: &PodRef<'_>, req: &EvictionRequest<'_>) -> EvictOutcome {
+        let grace = match &self.cfg.pods {
+            Some(store) => {
+                let own = store
+                    .get(&ObjectRef::new(pod.name).within(pod.namespace))
+                    .and_then(|p| {
+                        p.spec
+                            .as_ref()
+                            .and_then(|s| s.termination_grace_period_seconds)
+                    });
+                if own.is_some() {
+                    None
+                } else {
+                    self.cfg.grace_period_seconds
+                }
+            }
+            None => self.cfg.grace_period_seconds,
+        };
+        let mut outcome = None;
+        for _ in 0..2 {
+            let version = if self.cfg.use_v1beta1.load(Ordering::Relaxed) {
+                "policy/v1beta1"
+            } else {
+                "policy/v1"
+            };
+            let body = eviction_body(version, pod.namespace, pod.name, pod.uid, grace);
+            self.cfg.limiter.acquire().await;
+            let result = post_eviction(&self.cfg.client, &body).await;
+            match classify(&result, pod.name) {
+                Answer::Outcome(o) => {
+                    outcome = Some(o);
+                    break;
+                }
+                Answer::VersionMissing if version == "policy/v1" => {
+                    tracing::warn!(
+                        "the API server has no policy/v1 Eviction; using policy/v1beta1"
+                    );
+                    self.cfg.use_v1beta1.store(true, Ordering::Relaxed);
+                }
+                Answer::VersionMissing => {
+                    outcome = Some(EvictOutcome::Failed {
+                        error: format!(
+                            "error when evicting pod {:?}: the server supports neither policy/v1 nor policy/v1beta1 Evictions",
+                            pod.name
+                        ),
+                    });
+                    break;
+                }
+            }
+        }
+        let outcome = outcome.unwrap_or_else(|| EvictOutcome::Failed {
+            error: "eviction version negotiation failed".into(),
+        });
+        self.log_and_notify(pod, req, &outcome).await;
+        outcome
+    }
+
+    async fn log_and_notify(
+        &self,
+        pod: &PodRef<'_>,
+        req: &EvictionRequest<'_>,
+        outcome: &EvictOutcome,
+    ) {
+        let key = format!("{}/{}", pod.namespace, pod.name);
+        match outcome {
+            EvictOutcome::Evicted => {
+                tracing::info!(pod = %key, reason = req.reason, strategy = req.plugin, node = pod.node, profile = req.profile, "Evicted pod");
+                if let Some(ev) = &self.cfg.events {
+                    self.cfg.limiter.acquire().await;
+                    ev.evicted(pod, req.reason, req.plugin, None).await;
+                }
+            }
+            EvictOutcome::Deflected { message } => {
+                tracing::info!(pod = %key, reason = req.reason, strategy = req.plugin, node = pod.node, profile = req.profile, message = %message, "Eviction deflected into a rolling restart");
+                if let Some(ev) = &self.cfg.events {
+                    self.cfg.limiter.acquire().await;
+                    ev.evicted(pod, req.reason, req.plugin, Some(message)).await;
+                }
+            }
+            EvictOutcome::Denied { reason } | EvictOutcome::Failed { error: reason } => {
+                let skipped = matches!(outcome, EvictOutcome::Denied { .. });
+                if skipped {
+                    tracing::info!(pod = %key, strategy = req.plugin, error = %reason, "Eviction refused (skipped, not retried)");
+                } else {
+                    tracing::error!(pod = %key, strategy = req.plugin, error = %reason, "Error evicting pod");
+                }
+                if self.cfg.failure_events
+                    && let Some(ev) = &self.cfg.events
+                {
+                    self.cfg.limiter.acquire().await;
+                    ev.failed(pod, reason).await;
+                }
+            }
+        }
+    }
+}
+
+impl EvictionBackend for ApiEvictor {
+    fn evict(
+        &mut self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        req: &EvictionRequest<'_>,
+    ) -> EvictOutcome {
+        if self.stop.is_cancelled() {
+            return EvictOutcome::Failed {
+                error: format!(
+                    "{NOT_ATTEMPTED}: descheduling was stopped (shutdown or lost leadership)"
+                ),
+            };
+        }
+        let p = snapshot.pod(pod);
+        let node = p
+            .node
+            .map(|n| snapshot.node(n).name.as_str())
+            .or(p.node_name.as_deref())
+            .unwrap_or_default();
+        let pref = PodRef {
+            namespace: &p.namespace,
+            name: &p.name,
+            uid: &p.uid,
+            node,
+        };
+        self.rt.block_on(self.evict_async(&pref, req))
+    }
+}
