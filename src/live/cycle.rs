@@ -54,14 +54,24 @@ impl LiveCycle {
         if !snapshot.warnings.is_empty() {
             tracing::debug!(count = snapshot.warnings.len(), first = %snapshot.warnings[0], "snapshot warnings");
         }
+        let now = Timestamp::now();
         let backend: Box<dyn EvictionBackend + Send> = match &self.mode {
             Mode::DryRun => {
                 let stop = stop.clone();
+                // The API server's PDB rules first, then the eviction guard's decision (one guard
+                // state per cycle, so budgets are spent as evictions would spend them).
+                let mut guard = crate::plan::guard_verdict::guard_verdict(
+                    &snapshot,
+                    now,
+                    crate::guard::GuardConfig::default(),
+                );
                 Box::new(PlanBackend::with_verdict(Box::new(move |s, p| {
                     if stop.is_cancelled() {
-                        stopped()
-                    } else {
-                        dry_run_verdict(s, p)
+                        return stopped();
+                    }
+                    match dry_run_verdict(s, p) {
+                        EvictOutcome::Evicted => guard(s, p),
+                        other => other,
                     }
                 })))
             }
@@ -71,7 +81,7 @@ impl LiveCycle {
             &self.policy.profiles,
             &self.policy.cycle,
             &mut snapshot,
-            Timestamp::now(),
+            now,
             backend,
         );
         report

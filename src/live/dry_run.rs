@@ -1,8 +1,8 @@
 //! `--dry-run`: what an eviction would really do, evaluated locally against the snapshot.
 //!
 //! Unlike upstream (which fakes the client and so never sees a PodDisruptionBudget), dry-run here
-//! applies the API server's PDB rules; the eviction guard's decision plugs into
-//! [`dry_run_verdict`] (see `GUARD HOOK` below).
+//! applies the API server's PDB rules here; the cycle then applies the eviction guard's decision
+//! ([`crate::plan::guard_verdict`]) to evictions the API server would let through.
 
 use kube::core::{Selector, SelectorExt};
 
@@ -13,16 +13,10 @@ use crate::snapshot::{PodId, Snapshot};
 /// Message of the API server's PDB refusal (429).
 pub const PDB_VIOLATION: &str = "Cannot evict pod as it would violate the pod's disruption budget.";
 
-/// Predicts the outcome of evicting `pod`: first the PodDisruptionBudget check as
-/// kube-apiserver's eviction REST storage does it, then the eviction guard.
+/// Predicts what the API server's eviction storage would answer for `pod` (its
+/// PodDisruptionBudget checks); the cycle applies the guard to what this lets through.
 pub fn dry_run_verdict(snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
-    let outcome = pdb_verdict(snapshot, pod);
-    if outcome != EvictOutcome::Evicted {
-        return outcome;
-    }
-    // GUARD HOOK: the eviction guard's decision function (src/guard/) goes here, e.g.
-    // `return crate::guard::decide(snapshot, pod)` mapped to Evicted / Deflected / Denied.
-    EvictOutcome::Evicted
+    pdb_verdict(snapshot, pod)
 }
 
 /// The API server's PodDisruptionBudget check for an eviction of `pod`.
