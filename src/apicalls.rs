@@ -219,6 +219,8 @@ pub const API_CALLS: &[ApiCall] = &[
         AllNamespaces,
         CACHE,
     ),
+    call(Engine, "list", "batch", "jobs", AllNamespaces, CACHE),
+    call(Engine, "watch", "batch", "jobs", AllNamespaces, CACHE),
     sub(
         call(
             Engine,
