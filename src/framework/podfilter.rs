@@ -24,7 +24,7 @@ impl PodFilter {
             ns.validate("namespaces")?;
         }
         let selector = label_selector
-            .map(selector::compile)
+            .map(selector::compile_strict)
             .transpose()
             .map_err(|e| {
                 ArgsError::new(

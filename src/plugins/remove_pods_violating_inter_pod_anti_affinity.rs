@@ -12,14 +12,13 @@
 use std::collections::{HashMap, HashSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use kube::core::{Selector, SelectorExt};
 use serde::Deserialize;
 
 use crate::framework::args::{self, ArgsError, Namespaces};
+use crate::framework::podfilter::PodFilter;
 use crate::framework::registry::ExtensionPoint;
 use crate::framework::{DeschedulePlugin, Handle, Plugin, PluginFactory, sort};
 use crate::scheduling::affinity::{self, CompiledAntiAffinityTerm};
-use crate::scheduling::selector;
 use crate::snapshot::{NodeId, PodId, Snapshot};
 
 /// The plugin name.
@@ -40,8 +39,7 @@ pub struct Args {
 /// The plugin.
 #[derive(Debug, Clone)]
 pub struct RemovePodsViolatingInterPodAntiAffinity {
-    namespaces: Option<Namespaces>,
-    selector: Option<Selector>,
+    filter: PodFilter,
 }
 
 /// The registry entry.
@@ -63,34 +61,12 @@ fn build(raw: &serde_json::Value) -> Result<Plugin, ArgsError> {
 impl RemovePodsViolatingInterPodAntiAffinity {
     /// Validates `args` (namespaces include/exclude exclusive, a valid label selector).
     pub fn new(a: Args) -> Result<Self, ArgsError> {
-        if let Some(ns) = &a.namespaces {
-            ns.validate("namespaces")?;
-        }
-        let selector = a
-            .label_selector
-            .as_ref()
-            .map(|s| {
-                selector::compile_strict(s).map_err(|e| {
-                    ArgsError::new(
-                        "labelSelector",
-                        format!("failed to get label selectors from strategy's params: {e}"),
-                    )
-                })
-            })
-            .transpose()?;
-        Ok(RemovePodsViolatingInterPodAntiAffinity {
-            namespaces: a.namespaces,
-            selector,
-        })
+        let filter = PodFilter::new(a.namespaces.clone(), a.label_selector.as_ref())?;
+        Ok(RemovePodsViolatingInterPodAntiAffinity { filter })
     }
 
     fn selects(&self, s: &Snapshot, pod: PodId) -> bool {
-        let p = s.pod(pod);
-        args::allows_namespace(&self.namespaces, &p.namespace)
-            && self
-                .selector
-                .as_ref()
-                .is_none_or(|sel| sel.matches(&p.labels))
+        self.filter.matches(s.pod(pod))
     }
 }
 

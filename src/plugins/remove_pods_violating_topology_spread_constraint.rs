@@ -15,6 +15,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
+use crate::framework::podfilter::PodFilter;
+
 use k8s_openapi::api::core::v1::{NodeSelectorTerm, Toleration, TopologySpreadConstraint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::core::{Expression, Selector, SelectorExt};
@@ -53,8 +55,7 @@ pub struct Args {
 /// The plugin.
 #[derive(Debug, Clone)]
 pub struct RemovePodsViolatingTopologySpreadConstraint {
-    namespaces: Option<Namespaces>,
-    selector: Option<Selector>,
+    filter: PodFilter,
     constraints: Vec<String>,
     node_fit: bool,
 }
@@ -78,21 +79,7 @@ fn build(raw: &serde_json::Value) -> Result<Plugin, ArgsError> {
 impl RemovePodsViolatingTopologySpreadConstraint {
     /// Validates `args` and applies the defaults.
     pub fn new(a: Args) -> Result<Self, ArgsError> {
-        if let Some(ns) = &a.namespaces {
-            ns.validate("namespaces")?;
-        }
-        let selector = a
-            .label_selector
-            .as_ref()
-            .map(|s| {
-                selector::compile_strict(s).map_err(|e| {
-                    ArgsError::new(
-                        "labelSelector",
-                        format!("failed to get label selectors from strategy's params: {e}"),
-                    )
-                })
-            })
-            .transpose()?;
+        let filter = PodFilter::new(a.namespaces.clone(), a.label_selector.as_ref())?;
         for (i, c) in a.constraints.iter().enumerate() {
             if c != DO_NOT_SCHEDULE && c != SCHEDULE_ANYWAY {
                 return Err(ArgsError::new(
@@ -107,8 +94,7 @@ impl RemovePodsViolatingTopologySpreadConstraint {
             a.constraints
         };
         Ok(RemovePodsViolatingTopologySpreadConstraint {
-            namespaces: a.namespaces,
-            selector,
+            filter,
             constraints,
             node_fit: a.topology_balance_node_fit.unwrap_or(true),
         })
@@ -406,12 +392,7 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
         let s = h.snapshot;
         let listed = |h: &Handle<'_>, p: PodId| {
             let pod = s.pod(p);
-            args::allows_namespace(&self.namespaces, &pod.namespace)
-                && self
-                    .selector
-                    .as_ref()
-                    .is_none_or(|sel| sel.matches(&pod.labels))
-                && h.filter(p)
+            self.filter.matches(pod) && h.filter(p)
         };
         let mut by_namespace: BTreeMap<&str, Vec<PodId>> = BTreeMap::new();
         for &n in nodes {
