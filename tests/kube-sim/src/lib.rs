@@ -18,6 +18,7 @@ pub mod patch;
 pub mod resources;
 pub mod rest;
 pub mod runner;
+pub mod schema;
 pub mod selectors;
 pub mod snapshot;
 pub mod store;

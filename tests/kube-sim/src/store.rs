@@ -365,6 +365,7 @@ impl Store {
             m.remove("selfLink");
         }
         defaults::apply(def, &mut obj);
+        crate::schema::validate(def, &obj)?;
         let mut inner = self.lock();
         let key = (ns, name.clone());
         let gr = (def.group, def.resource);
@@ -482,6 +483,7 @@ impl Store {
             m.remove("selfLink");
         }
         defaults::apply(def, &mut new);
+        crate::schema::validate(def, &new)?;
         if def.generation && mode != UpdateMode::Status && new.get("spec") != existing.get("spec") {
             let g = existing
                 .pointer("/metadata/generation")

@@ -240,6 +240,15 @@ async fn crud_conflicts_and_status_bodies() {
         sim.get("apps/v1", "Deployment", "default", "d").unwrap()["spec"]["replicas"],
         0
     );
+    // Objects that do not decode as their kind are rejected like kube-apiserver's decoder does.
+    let bad = c.post("/api/v1/namespaces/default/pods", json!({"metadata": {"name": "x", "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "y", "uid": 1}]}, "spec": {"containers": []}})).await;
+    assert_eq!(bad.status, 400);
+    assert!(
+        bad.body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Pod in version \"v1\" cannot be handled as a Pod")
+    );
     // Methods the resource does not support.
     assert_eq!(
         c.get("/apis/authentication.k8s.io/v1/tokenreviews")

@@ -1,0 +1,49 @@
+//! Type checking of stored objects against the k8s-openapi types, so malformed objects are
+//! rejected like kube-apiserver's decoder does (400 "… cannot be handled as a …").
+use k8s_openapi::api::{
+    admissionregistration::v1 as adm, apps::v1 as apps, batch::v1 as batch,
+    coordination::v1 as coord, core::v1 as core, policy::v1 as policy, scheduling::v1 as sched,
+};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::{ApiError, ApiResult};
+use crate::resources::ResourceDef;
+
+fn check<T: DeserializeOwned>(def: &ResourceDef, obj: &Value) -> ApiResult<()> {
+    serde_json::from_value::<T>(obj.clone())
+        .map(|_| ())
+        .map_err(|e| {
+            ApiError::bad_request(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {e}",
+                def.kind, def.version, def.kind
+            ))
+        })
+}
+
+/// Decodes `obj` as its kind's type; kinds without a modelled type pass.
+pub fn validate(def: &ResourceDef, obj: &Value) -> ApiResult<()> {
+    match (def.group, def.resource) {
+        ("", "pods") => check::<core::Pod>(def, obj),
+        ("", "nodes") => check::<core::Node>(def, obj),
+        ("", "namespaces") => check::<core::Namespace>(def, obj),
+        ("", "services") => check::<core::Service>(def, obj),
+        ("", "configmaps") => check::<core::ConfigMap>(def, obj),
+        ("", "secrets") => check::<core::Secret>(def, obj),
+        ("", "serviceaccounts") => check::<core::ServiceAccount>(def, obj),
+        ("", "persistentvolumeclaims") => check::<core::PersistentVolumeClaim>(def, obj),
+        ("", "events") => check::<core::Event>(def, obj),
+        ("apps", "deployments") => check::<apps::Deployment>(def, obj),
+        ("apps", "replicasets") => check::<apps::ReplicaSet>(def, obj),
+        ("apps", "statefulsets") => check::<apps::StatefulSet>(def, obj),
+        ("apps", "daemonsets") => check::<apps::DaemonSet>(def, obj),
+        ("batch", "jobs") => check::<batch::Job>(def, obj),
+        ("policy", "poddisruptionbudgets") => check::<policy::PodDisruptionBudget>(def, obj),
+        ("scheduling.k8s.io", "priorityclasses") => check::<sched::PriorityClass>(def, obj),
+        ("coordination.k8s.io", "leases") => check::<coord::Lease>(def, obj),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => {
+            check::<adm::ValidatingWebhookConfiguration>(def, obj)
+        }
+        _ => Ok(()),
+    }
+}
