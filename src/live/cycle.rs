@@ -115,6 +115,9 @@ impl LiveCycle {
                 tracing::info!(pod = %format!("{}/{}", r.namespace, r.name), node = %r.node, strategy = %r.plugin, profile = %r.profile, reason = %r.reason, outcome = r.outcome.as_str(), "Evicted pod in dry run mode");
             }
         }
+        for h in &report.limit_hits {
+            tracing::info!(pod = %format!("{}/{}", h.namespace, h.name), node = %h.node, strategy = %h.plugin, profile = %h.profile, limit = h.limit.limit(), kind = h.limit.kind(), error = %h.limit.result_label(), "Eviction refused by a limit");
+        }
         s.status = if let Some(why) = &report.skipped {
             s.message = Some(why.clone());
             "skipped".into()
@@ -130,6 +133,7 @@ impl LiveCycle {
             deflected = s.deflected,
             skipped = s.skipped,
             errors = s.errors,
+            limit_refusals = report.limit_hits.len(),
             nodes = report.nodes,
             duration_seconds = s.duration_seconds,
             dry_run = dry,
