@@ -1,0 +1,156 @@
+//! Two `kube-descheduler run` replicas with leader election against the API stand-in: only the
+//! Lease holder evicts; when it dies the other takes over once the Lease expires; SIGTERM
+//! releases the Lease.
+
+mod run_sim_common;
+
+use std::time::{Duration, Instant};
+
+use kube_sim::SimHandle;
+use run_sim_common::*;
+use serde_json::Value;
+
+const LEASE_SECONDS: u64 = 4;
+
+fn leader_flags() -> Vec<String> {
+    vec![
+        "--descheduling-interval=1s".into(),
+        "--leader-elect".into(),
+        format!("--leader-elect-lease-duration={LEASE_SECONDS}s"),
+        "--leader-elect-renew-deadline=3s".into(),
+        "--leader-elect-retry-period=500ms".into(),
+        "--leader-elect-resource-name=descheduler".into(),
+        "--leader-elect-resource-namespace=kube-system".into(),
+    ]
+}
+
+fn lease(sim: &SimHandle) -> Option<Value> {
+    sim.get(
+        "coordination.k8s.io/v1",
+        "Lease",
+        "kube-system",
+        "descheduler",
+    )
+}
+
+fn holder(sim: &SimHandle) -> String {
+    lease(sim)
+        .and_then(|l| {
+            l.pointer("/spec/holderIdentity")
+                .and_then(Value::as_str)
+                .map(String::from)
+        })
+        .unwrap_or_default()
+}
+
+/// Adds ReplicaSet `rs` with `n` pods on the tainted node (they are evicted by whoever leads).
+async fn add_batch(sim: &SimHandle, rs: &str, n: u32) -> Vec<String> {
+    sim.apply(replica_set(rs, n)).expect("replica set");
+    let names: Vec<String> = (1..=n).map(|i| format!("{rs}-{i}")).collect();
+    for name in &names {
+        sim.apply(rs_pod(rs, name, TAINTED)).expect("pod");
+    }
+    let s = sim.clone();
+    let ns = names.clone();
+    wait_for("new pods Ready", move || {
+        ns.iter()
+            .all(|n| s.get("v1", "Pod", NS, n).is_some_and(|p| pod_ready(&p)))
+    })
+    .await;
+    names
+}
+
+/// The replicas whose `Descheduled` Events name `pod` (reportingInstance = `$POD_NAME`).
+fn evicted_by(sim: &SimHandle, pod: &str) -> Vec<String> {
+    events_for(sim, pod, "Normal")
+        .iter()
+        .map(|e| e["reportingInstance"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_leader_evicts_and_the_follower_takes_over_after_lease_expiry() {
+    let sim = start_sim(cluster(vec![
+        replica_set("first", 1),
+        rs_pod("first", "first-1", TAINTED),
+    ]))
+    .await;
+    let flags = leader_flags();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let pol = policy("");
+
+    let mut a = start(&sim, "replica-a", &pol, &flags);
+    let s = sim.clone();
+    wait_for("replica-a holds the lease", || {
+        holder(&s).starts_with("replica-a_")
+    })
+    .await;
+    let mut b = start(&sim, "replica-b", &pol, &flags);
+    b.wait_ready().await;
+    a.wait_ready().await;
+
+    // Both run; a new batch is evicted by the leader alone, once each.
+    let batch = add_batch(&sim, "second", 2).await;
+    let s = sim.clone();
+    let names = batch.clone();
+    wait_for("second batch evicted", move || {
+        names.iter().all(|n| evicted(&s, n))
+    })
+    .await;
+    for pod in batch.iter().map(String::as_str).chain(["first-1"]) {
+        assert_eq!(
+            evicted_by(&sim, pod),
+            vec!["replica-a".to_string()],
+            "{pod}"
+        );
+    }
+    assert!(holder(&sim).starts_with("replica-a_"));
+    assert!(
+        !b.log_text().contains("Evicted pod"),
+        "the follower evicted:\n{}",
+        b.log_text()
+    );
+    let transitions = |s: &SimHandle| {
+        lease(s)
+            .and_then(|l| l.pointer("/spec/leaseTransitions").and_then(Value::as_i64))
+            .unwrap_or(0)
+    };
+    let before = transitions(&sim);
+
+    // The leader dies without releasing (SIGKILL): replica-b acquires only after expiry.
+    let killed = Instant::now();
+    let _ = a.child.kill();
+    let _ = a.child.wait();
+    let s = sim.clone();
+    wait_for("replica-b holds the lease", || {
+        holder(&s).starts_with("replica-b_")
+    })
+    .await;
+    let took = killed.elapsed();
+    assert!(
+        took >= Duration::from_secs(LEASE_SECONDS) - Duration::from_millis(1500),
+        "took over after {took:?}, before the {LEASE_SECONDS}s lease could expire"
+    );
+    assert!(transitions(&sim) > before);
+
+    let batch = add_batch(&sim, "third", 2).await;
+    let s = sim.clone();
+    let names = batch.clone();
+    wait_for("third batch evicted", move || {
+        names.iter().all(|n| evicted(&s, n))
+    })
+    .await;
+    for pod in &batch {
+        assert_eq!(
+            evicted_by(&sim, pod),
+            vec!["replica-b".to_string()],
+            "{pod}"
+        );
+    }
+
+    // SIGTERM: the new leader exits 0 and releases the Lease.
+    b.terminate();
+    assert_eq!(b.wait_exit().await, 0, "log:\n{}", b.log_text());
+    assert_eq!(holder(&sim), "", "lease not released: {:?}", lease(&sim));
+    sim.shutdown().await;
+}
