@@ -122,10 +122,11 @@ async fn dropped_watches_and_expired_history_are_survived_without_double_evictio
     sim.drop_watches();
 
     // A pod created after all that is still seen (the caches recovered) and evicted once.
-    sim.apply(replica_set("late", 2)).expect("rs");
+    // Pods first: a ReplicaSet created before its pods would create pods of its own.
     for name in ["late-1", "late-2"] {
         sim.apply(rs_pod("late", name, TAINTED)).expect("pod");
     }
+    sim.apply(replica_set("late", 2)).expect("rs");
     let s = sim.clone();
     wait_for("late pods evicted after the watch disruptions", || {
         evicted(&s, "late-1") && evicted(&s, "late-2")

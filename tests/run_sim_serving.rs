@@ -77,8 +77,9 @@ async fn authed_metrics(d: &Descheduler, token: &str) -> String {
 /// ReplicaSet `rs` with one Ready pod `<rs>-1` on the tainted node.
 async fn add_pod_on_tainted_node(sim: &SimHandle, rs: &str) {
     let name = format!("{rs}-1");
-    sim.apply(replica_set(rs, 1)).expect("rs");
+    // The pod first: a ReplicaSet created before its pod would create one of its own.
     sim.apply(rs_pod(rs, &name, TAINTED)).expect("pod");
+    sim.apply(replica_set(rs, 1)).expect("rs");
     let s = sim.clone();
     wait_for("new pod Ready", move || {
         s.get("v1", "Pod", NS, &name).is_some_and(|p| pod_ready(&p))

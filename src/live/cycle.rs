@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::dry_run::dry_run_verdict;
 use super::evictor::{ApiEvictor, ApiEvictorConfig, NOT_ATTEMPTED, not_attempted};
 use super::loop_::{CycleExec, CycleSummary, Source};
+use super::recent::RecentEvictions;
 use crate::evictor::planner::PlanBackend;
 use crate::evictor::{EvictOutcome, EvictionBackend};
 use crate::framework::cycle::{CycleReport, run_cycle};
@@ -40,6 +41,8 @@ pub struct LiveCycle {
     pub mode: Mode,
     /// Metrics (None: disabled).
     pub metrics: Option<Arc<Metrics>>,
+    /// Evictions accepted by earlier cycles that the pod cache may not show yet.
+    pub recent: Arc<RecentEvictions>,
 }
 
 fn stopped() -> EvictOutcome {
@@ -51,6 +54,16 @@ fn stopped() -> EvictOutcome {
 impl LiveCycle {
     fn run_blocking(&self, stop: CancellationToken, rt: tokio::runtime::Handle) -> CycleReport {
         let mut snapshot = (self.snapshot)();
+        let live = matches!(self.mode, Mode::Live(_));
+        if live {
+            let pending = self.recent.apply(&mut snapshot);
+            if !pending.is_empty() {
+                tracing::debug!(
+                    pods = pending.len(),
+                    "pods evicted by an earlier cycle are not terminating in the cache yet; not evicting them again"
+                );
+            }
+        }
         if !snapshot.warnings.is_empty() {
             tracing::debug!(count = snapshot.warnings.len(), first = %snapshot.warnings[0], "snapshot warnings");
         }
@@ -84,6 +97,13 @@ impl LiveCycle {
             now,
             backend,
         );
+        if live {
+            for r in &report.records {
+                if r.outcome == EvictOutcome::Evicted {
+                    self.recent.remember(&snapshot.pod(r.pod).uid);
+                }
+            }
+        }
         report
     }
 

@@ -192,6 +192,7 @@ pub async fn run(
         snapshot: Arc::new(move || snap_caches.snapshot()),
         mode,
         metrics,
+        recent: Arc::default(),
     };
     let cfg = LoopConfig {
         interval: opts.interval,
