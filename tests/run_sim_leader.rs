@@ -62,8 +62,14 @@ fn add_batch(sim: &SimHandle, rs: &str, n: u32) -> Vec<String> {
     names
 }
 
-/// The replicas whose `Descheduled` Events name `pod` (reportingInstance = `$POD_NAME`).
-fn evicted_by(sim: &SimHandle, pod: &str) -> Vec<String> {
+/// The replicas whose `Descheduled` Events name `pod` (reportingInstance = `$POD_NAME`), once
+/// the Event is there (it is published just after the eviction is accepted).
+async fn evicted_by(sim: &SimHandle, pod: &str) -> Vec<String> {
+    let s = sim.clone();
+    wait_for("the Descheduled Event", || {
+        !events_for(&s, pod, "Normal").is_empty()
+    })
+    .await;
     events_for(sim, pod, "Normal")
         .iter()
         .map(|e| e["reportingInstance"].as_str().unwrap_or("").to_string())
@@ -101,7 +107,7 @@ async fn only_the_leader_evicts_and_the_follower_takes_over_after_lease_expiry()
     .await;
     for pod in batch.iter().map(String::as_str).chain(["first-1"]) {
         assert_eq!(
-            evicted_by(&sim, pod),
+            evicted_by(&sim, pod).await,
             vec!["replica-a".to_string()],
             "{pod}"
         );
@@ -146,7 +152,7 @@ async fn only_the_leader_evicts_and_the_follower_takes_over_after_lease_expiry()
     .await;
     for pod in &batch {
         assert_eq!(
-            evicted_by(&sim, pod),
+            evicted_by(&sim, pod).await,
             vec!["replica-b".to_string()],
             "{pod}"
         );
