@@ -55,11 +55,11 @@ impl RecentEvictions {
         let mut marked = Vec::new();
         for id in 0..snapshot.pods.len() as PodId {
             let pod = snapshot.pod(id);
-            if let Some(at) = accepted.get(&pod.uid) {
-                if pod.deletion_timestamp.is_none() {
-                    marked.push(id);
-                    seen.insert(pod.uid.clone(), *at);
-                }
+            if let Some(at) = accepted.get(&pod.uid)
+                && pod.deletion_timestamp.is_none()
+            {
+                marked.push(id);
+                seen.insert(pod.uid.clone(), *at);
             }
         }
         // Terminating or gone pods are the cache having caught up: nothing left to guard.
