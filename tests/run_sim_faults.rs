@@ -40,6 +40,8 @@ async fn more_cycles(d: &mut Descheduler, n: f64) {
 }
 
 fn assert_evicted_once(sim: &SimHandle, d: &Descheduler, pods: &[&str]) {
+    let log = d.log_text();
+    assert!(!log.contains("panicked"), "log:\n{log}");
     for name in pods {
         assert!(
             evicted(sim, name),

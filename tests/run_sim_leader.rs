@@ -1,8 +1,10 @@
 //! Two `kube-descheduler run` replicas with leader election against the API stand-in: only the
-//! Lease holder evicts; when it dies the other takes over once the Lease expires; SIGTERM
-//! releases the Lease.
+//! Lease holder evicts (a follower's trigger API answers 503); when it dies the other takes over
+//! once the Lease expires; SIGTERM releases the Lease.
 
 mod run_sim_common;
+
+use std::time::Duration;
 
 use kube_sim::SimHandle;
 use run_sim_common::*;
@@ -39,6 +41,19 @@ fn holder(sim: &SimHandle) -> String {
                 .map(String::from)
         })
         .unwrap_or_default()
+}
+
+/// POSTs the trigger API with `token`: (status code, JSON body).
+async fn trigger(d: &Descheduler, token: &str) -> (u16, Value) {
+    match insecure_client()
+        .post(d.url("/api/v1/descheduler/run"))
+        .bearer_auth(token)
+        .send()
+        .await
+    {
+        Ok(r) => (r.status().as_u16(), r.json().await.unwrap_or(Value::Null)),
+        Err(e) => panic!("trigger request failed: {e}"),
+    }
 }
 
 /// A MicroTime field of the Lease spec.
@@ -93,9 +108,18 @@ async fn only_the_leader_evicts_and_the_follower_takes_over_after_lease_expiry()
         holder(&s).starts_with("replica-a_")
     })
     .await;
-    let mut b = start(&sim, "replica-b", &pol, &flags);
+    let mut b_flags = flags.clone();
+    b_flags.push("--enable-trigger-api");
+    let mut b = start(&sim, "replica-b", &pol, &b_flags);
     b.wait_ready().await;
     a.wait_ready().await;
+    // A follower refuses to run a cycle on demand.
+    let (code, body) = trigger(&b, sim.token()).await;
+    assert_eq!(
+        (code, body["status"].as_str()),
+        (503, Some("not-leader")),
+        "{body}"
+    );
 
     // Both run; a new batch is evicted by the leader alone, once each.
     let batch = add_batch(&sim, "second", 2);
@@ -157,6 +181,21 @@ async fn only_the_leader_evicts_and_the_follower_takes_over_after_lease_expiry()
             "{pod}"
         );
     }
+
+    // Leading now, replica-b runs a cycle on demand (429 only if an interval cycle is running).
+    let started = std::time::Instant::now();
+    let (code, body) = loop {
+        let (code, body) = trigger(&b, sim.token()).await;
+        if code != 429 || started.elapsed() > WAIT {
+            break (code, body);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        (code, body["status"].as_str()),
+        (200, Some("completed")),
+        "{body}"
+    );
 
     // SIGTERM: the new leader exits 0 and releases the Lease.
     b.terminate();
