@@ -286,6 +286,6 @@ async fn serves_https_with_a_self_signed_certificate() {
         .await
         .unwrap();
     assert_eq!(resp.status(), 200);
-    serving.handle.shutdown();
+    serving.shutdown(Duration::from_millis(100)).await;
     s.shutdown.cancel();
 }

@@ -60,3 +60,53 @@ fn bad_durations_and_missing_policy_are_config_errors() {
     let (code, _) = run(&["--client-connection-qps=-1", "--policy-config-file=/x"]);
     assert_eq!(code, 2);
 }
+
+#[test]
+fn cert_reload_interval_must_be_positive() {
+    let (code, err) = run(&["--cert-reload-interval=0s", "--policy-config-file=/x"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--cert-reload-interval"), "{err}");
+    let (code, err) = run(&["--cert-reload-interval=soon", "--policy-config-file=/x"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--cert-reload-interval"), "{err}");
+}
+
+#[test]
+fn unusable_certificate_files_are_a_config_error_naming_the_flags() {
+    let dir = tempfile::tempdir().expect("dir");
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles: []\n",
+    )
+    .expect("policy");
+    // A client can be built from this kubeconfig; nothing listens there (never reached).
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: t\n",
+    )
+    .expect("kubeconfig");
+    let cert = dir.path().join("tls.crt");
+    let key = dir.path().join("tls.key");
+    std::fs::write(&cert, "not a certificate").expect("cert");
+    std::fs::write(&key, "not a key").expect("key");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port");
+    // The secure port starts before anything talks to the cluster, so this fails at once.
+    let (code, err) = run(&[
+        &format!("--policy-config-file={}", policy.display()),
+        &format!("--kubeconfig={}", kubeconfig.display()),
+        &format!("--tls-cert-file={}", cert.display()),
+        &format!("--tls-private-key-file={}", key.display()),
+        &format!("--secure-port={port}"),
+        "--bind-address=127.0.0.1",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--tls-cert-file") && err.contains("tls.crt"),
+        "{err}"
+    );
+}

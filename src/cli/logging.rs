@@ -1,5 +1,7 @@
 //! `tracing` subscriber set-up shared by every subcommand.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 /// Log output format (`--logging-format`).
@@ -13,7 +15,8 @@ pub enum LogFormat {
 }
 
 /// Installs the global subscriber. `verbosity` follows klog's `-v`: 0-1 info, 2-3 debug, 4+ trace.
-/// `RUST_LOG` overrides it. Logs go to stderr so stdout stays machine-readable.
+/// `RUST_LOG` overrides it. Logs go to stderr so stdout stays machine-readable; colours only when
+/// stderr is a terminal (container logs and files get plain text).
 pub fn init(format: LogFormat, verbosity: u8) {
     let default = match verbosity {
         0 | 1 => "info",
@@ -23,7 +26,8 @@ pub fn init(format: LogFormat, verbosity: u8) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),

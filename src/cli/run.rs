@@ -78,6 +78,10 @@ pub struct RunArgs {
     /// PEM private key matching --tls-cert-file.
     #[arg(long, requires = "tls_cert_file")]
     pub tls_private_key_file: Option<PathBuf>,
+    /// How often the --tls-cert-file / --tls-private-key-file pair is checked for changes (a
+    /// changed pair is served to new connections without a restart).
+    #[arg(long, default_value = "10s")]
+    pub cert_reload_interval: String,
     /// Disables metrics.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = false, action = ArgAction::Set)]
     pub disable_metrics: bool,
@@ -112,6 +116,8 @@ pub struct Resolved {
     pub burst: i32,
     /// Policy path.
     pub policy: PathBuf,
+    /// Certificate reload interval.
+    pub cert_reload_interval: Duration,
 }
 
 /// Validates the flags (configuration errors exit with code 2).
@@ -184,6 +190,12 @@ pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
     } else {
         a.client_connection_burst
     };
+    let cert_reload_interval = duration_flag("cert-reload-interval", &a.cert_reload_interval)?;
+    if cert_reload_interval.is_zero() {
+        return Err(ConfigError::new(
+            "--cert-reload-interval must be greater than 0",
+        ));
+    }
     let policy = a
         .policy_config_file
         .clone()
@@ -194,6 +206,7 @@ pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
         qps,
         burst,
         policy,
+        cert_reload_interval,
     })
 }
 
@@ -245,6 +258,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             (Some(cert), Some(key)) => TlsSource::Files {
                 cert: cert.clone(),
                 key: key.clone(),
+                reload_interval: resolved.cert_reload_interval,
             },
             _ => TlsSource::SelfSigned(vec!["localhost".into(), "kube-descheduler".into()]),
         };

@@ -28,6 +28,50 @@ pub enum LimitError {
     },
 }
 
+/// Upstream's `descheduler_pods_evicted_total` `result` label (its error text) for a total-limit hit.
+pub const TOTAL_LIMIT_RESULT: &str =
+    "maximum number of evicted pods per a descheduling cycle reached";
+/// Upstream's `result` label for a node-limit hit.
+pub const NODE_LIMIT_RESULT: &str = "maximum number of evicted pods per node reached";
+/// Upstream's `result` label for a namespace-limit hit.
+pub const NAMESPACE_LIMIT_RESULT: &str = "maximum number of evicted pods per namespace reached";
+
+impl LimitError {
+    /// The `result` label upstream v0.36 puts on `descheduler_pods_evicted_total` when this limit
+    /// refuses an eviction (its error message, without our `(limit N)` suffix).
+    pub fn result_label(&self) -> &'static str {
+        match self {
+            LimitError::Total { .. } => TOTAL_LIMIT_RESULT,
+            LimitError::Node { .. } => NODE_LIMIT_RESULT,
+            LimitError::Namespace { .. } => NAMESPACE_LIMIT_RESULT,
+        }
+    }
+
+    /// Which limit (`total`, `node`, `namespace`), for logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LimitError::Total { .. } => "total",
+            LimitError::Node { .. } => "node",
+            LimitError::Namespace { .. } => "namespace",
+        }
+    }
+
+    /// The configured limit value.
+    pub fn limit(&self) -> u32 {
+        match self {
+            LimitError::Total { limit }
+            | LimitError::Node { limit }
+            | LimitError::Namespace { limit } => *limit,
+        }
+    }
+
+    /// The text of upstream's `EvictionFailed` Event for this hit (after "failed: "), e.g.
+    /// `node eviction limit exceeded (3)`.
+    pub fn event_text(&self) -> String {
+        format!("{} eviction limit exceeded ({})", self.kind(), self.limit())
+    }
+}
+
 /// Limits plus the counters of the current cycle.
 #[derive(Debug, Clone, Default)]
 pub struct Limits {
@@ -123,6 +167,26 @@ mod tests {
         l.count(Some(1), "b");
         // Total is checked first even when the node and namespace are also exhausted.
         assert_eq!(l.check(Some(0), "a"), Err(LimitError::Total { limit: 2 }));
+    }
+
+    #[test]
+    fn result_labels_are_upstreams_error_texts() {
+        assert_eq!(
+            LimitError::Total { limit: 5 }.result_label(),
+            "maximum number of evicted pods per a descheduling cycle reached"
+        );
+        assert_eq!(
+            LimitError::Node { limit: 1 }.result_label(),
+            "maximum number of evicted pods per node reached"
+        );
+        assert_eq!(
+            LimitError::Namespace { limit: 0 }.result_label(),
+            "maximum number of evicted pods per namespace reached"
+        );
+        assert_eq!(
+            LimitError::Node { limit: 3 }.event_text(),
+            "node eviction limit exceeded (3)"
+        );
     }
 
     #[test]

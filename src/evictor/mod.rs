@@ -92,6 +92,35 @@ pub trait EvictionBackend {
     /// Evicts `pod`. Limits were already checked by the session.
     fn evict(&mut self, snapshot: &Snapshot, pod: PodId, req: &EvictionRequest<'_>)
     -> EvictOutcome;
+
+    /// A limit refused the eviction of `pod` (no attempt was made). The live backend publishes
+    /// upstream's `EvictionFailed` Event when the policy asks for it; the default does nothing.
+    fn limit_refused(
+        &mut self,
+        _snapshot: &Snapshot,
+        _pod: PodId,
+        _req: &EvictionRequest<'_>,
+        _limit: &LimitError,
+    ) {
+    }
+}
+
+/// An eviction a limit refused before any attempt (upstream counts these in
+/// `descheduler_pods_evicted_total` with the limit's error text as `result`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitHit {
+    /// `namespace`.
+    pub namespace: String,
+    /// `name`.
+    pub name: String,
+    /// Node name (empty if unbound).
+    pub node: String,
+    /// Profile.
+    pub profile: String,
+    /// Plugin.
+    pub plugin: String,
+    /// The limit that refused it.
+    pub limit: LimitError,
 }
 
 /// One eviction attempt and its outcome, in order.
@@ -121,6 +150,7 @@ pub struct EvictionSession {
     limits: Limits,
     backend: Box<dyn EvictionBackend + Send>,
     records: Vec<EvictionRecord>,
+    limit_hits: Vec<LimitHit>,
     moved: HashSet<PodId>,
 }
 
@@ -131,6 +161,7 @@ impl EvictionSession {
             limits,
             backend,
             records: Vec::new(),
+            limit_hits: Vec::new(),
             moved: HashSet::new(),
         }
     }
@@ -146,17 +177,28 @@ impl EvictionSession {
             return Err(EvictError::AlreadyEvicted);
         }
         let p = snapshot.pod(pod);
-        self.limits.check(p.node, &p.namespace)?;
-        let outcome = self.backend.evict(snapshot, pod, req);
-        if outcome.moves_pod() {
-            self.limits.count(p.node, &p.namespace);
-            self.moved.insert(pod);
-        }
         let node = p
             .node
             .map(|n| snapshot.node(n).name.clone())
             .or_else(|| p.node_name.clone())
             .unwrap_or_default();
+        if let Err(limit) = self.limits.check(p.node, &p.namespace) {
+            self.backend.limit_refused(snapshot, pod, req, &limit);
+            self.limit_hits.push(LimitHit {
+                namespace: p.namespace.to_string(),
+                name: p.name.clone(),
+                node,
+                profile: req.profile.to_string(),
+                plugin: req.plugin.to_string(),
+                limit: limit.clone(),
+            });
+            return Err(limit.into());
+        }
+        let outcome = self.backend.evict(snapshot, pod, req);
+        if outcome.moves_pod() {
+            self.limits.count(p.node, &p.namespace);
+            self.moved.insert(pod);
+        }
         self.records.push(EvictionRecord {
             pod,
             namespace: p.namespace.to_string(),
@@ -192,6 +234,16 @@ impl EvictionSession {
     /// Every attempt so far, in order.
     pub fn records(&self) -> &[EvictionRecord] {
         &self.records
+    }
+
+    /// Evictions refused by a limit so far, in order.
+    pub fn limit_hits(&self) -> &[LimitHit] {
+        &self.limit_hits
+    }
+
+    /// Takes the limit hits recorded so far (the session keeps counting).
+    pub fn take_limit_hits(&mut self) -> Vec<LimitHit> {
+        std::mem::take(&mut self.limit_hits)
     }
 
     /// Consumes the session, returning its records.

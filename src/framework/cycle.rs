@@ -7,7 +7,7 @@ use jiff::Timestamp;
 use kube::core::{Selector, SelectorExt};
 
 use super::{BalancePlugin, DeschedulePlugin, Handle};
-use crate::evictor::{EvictionBackend, EvictionRecord, EvictionSession, Limits};
+use crate::evictor::{EvictionBackend, EvictionRecord, EvictionSession, LimitHit, Limits};
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::{NodeId, Snapshot};
 
@@ -52,6 +52,8 @@ pub struct PluginTiming {
 pub struct CycleReport {
     /// Every eviction attempt, in order.
     pub records: Vec<EvictionRecord>,
+    /// Evictions refused by `maxNoOfPodsToEvict*` before any attempt, in order.
+    pub limit_hits: Vec<LimitHit>,
     /// Set when the cycle did not run (e.g. fewer than two Ready nodes).
     pub skipped: Option<String>,
     /// Nodes the cycle considered.
@@ -146,6 +148,7 @@ pub fn run_cycle(
             }
         }
     }
+    report.limit_hits = session.take_limit_hits();
     let (records, backend) = session.into_parts();
     report.records = records;
     report.duration = start.elapsed();

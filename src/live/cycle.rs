@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::dry_run::dry_run_verdict;
 use super::evictor::{ApiEvictor, ApiEvictorConfig, NOT_ATTEMPTED, not_attempted};
 use super::loop_::{CycleExec, CycleSummary, Source};
+use super::recent::RecentEvictions;
 use crate::evictor::planner::PlanBackend;
 use crate::evictor::{EvictOutcome, EvictionBackend};
 use crate::framework::cycle::{CycleReport, run_cycle};
@@ -40,6 +41,8 @@ pub struct LiveCycle {
     pub mode: Mode,
     /// Metrics (None: disabled).
     pub metrics: Option<Arc<Metrics>>,
+    /// Evictions accepted by earlier cycles that the pod cache may not show yet.
+    pub recent: Arc<RecentEvictions>,
 }
 
 fn stopped() -> EvictOutcome {
@@ -51,6 +54,16 @@ fn stopped() -> EvictOutcome {
 impl LiveCycle {
     fn run_blocking(&self, stop: CancellationToken, rt: tokio::runtime::Handle) -> CycleReport {
         let mut snapshot = (self.snapshot)();
+        let live = matches!(self.mode, Mode::Live(_));
+        if live {
+            let pending = self.recent.apply(&mut snapshot);
+            if !pending.is_empty() {
+                tracing::debug!(
+                    pods = pending.len(),
+                    "pods evicted by an earlier cycle are not terminating in the cache yet; not evicting them again"
+                );
+            }
+        }
         if !snapshot.warnings.is_empty() {
             tracing::debug!(count = snapshot.warnings.len(), first = %snapshot.warnings[0], "snapshot warnings");
         }
@@ -84,6 +97,13 @@ impl LiveCycle {
             now,
             backend,
         );
+        if live {
+            for r in &report.records {
+                if r.outcome == EvictOutcome::Evicted {
+                    self.recent.remember(&snapshot.pod(r.pod).uid);
+                }
+            }
+        }
         report
     }
 
@@ -115,6 +135,9 @@ impl LiveCycle {
                 tracing::info!(pod = %format!("{}/{}", r.namespace, r.name), node = %r.node, strategy = %r.plugin, profile = %r.profile, reason = %r.reason, outcome = r.outcome.as_str(), "Evicted pod in dry run mode");
             }
         }
+        for h in &report.limit_hits {
+            tracing::info!(pod = %format!("{}/{}", h.namespace, h.name), node = %h.node, strategy = %h.plugin, profile = %h.profile, limit = h.limit.limit(), kind = h.limit.kind(), error = %h.limit.result_label(), "Eviction refused by a limit");
+        }
         s.status = if let Some(why) = &report.skipped {
             s.message = Some(why.clone());
             "skipped".into()
@@ -130,6 +153,7 @@ impl LiveCycle {
             deflected = s.deflected,
             skipped = s.skipped,
             errors = s.errors,
+            limit_refusals = report.limit_hits.len(),
             nodes = report.nodes,
             duration_seconds = s.duration_seconds,
             dry_run = dry,

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{EventSink, PodRef};
 use super::ratelimit::RateLimiter;
-use crate::evictor::{EvictOutcome, EvictionBackend, EvictionRequest};
+use crate::evictor::{EvictOutcome, EvictionBackend, EvictionRequest, LimitError};
 use crate::snapshot::{PodId, Snapshot};
 
 /// Text in the eviction guard's (and KubeVirt-style) 429 that means "evacuation started".
@@ -267,5 +267,39 @@ impl EvictionBackend for ApiEvictor {
             node,
         };
         self.rt.block_on(self.evict_async(&pref, req))
+    }
+
+    /// Upstream's `EvictionFailed` Event for a limit hit (only with
+    /// `evictionFailureEventNotification`), e.g. "… failed: node eviction limit exceeded (3)".
+    fn limit_refused(
+        &mut self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        _req: &EvictionRequest<'_>,
+        limit: &LimitError,
+    ) {
+        if !self.cfg.failure_events || self.stop.is_cancelled() {
+            return;
+        }
+        let Some(ev) = &self.cfg.events else {
+            return;
+        };
+        let p = snapshot.pod(pod);
+        let node = p
+            .node
+            .map(|n| snapshot.node(n).name.as_str())
+            .or(p.node_name.as_deref())
+            .unwrap_or_default();
+        let pref = PodRef {
+            namespace: &p.namespace,
+            name: &p.name,
+            uid: &p.uid,
+            node,
+        };
+        let text = limit.event_text();
+        self.rt.block_on(async {
+            self.cfg.limiter.acquire().await;
+            ev.failed(&pref, &text).await;
+        });
     }
 }

@@ -22,5 +22,6 @@ pub mod evictor;
 pub mod http;
 pub mod loop_;
 pub mod ratelimit;
+pub mod recent;
 pub mod run;
 pub mod server;

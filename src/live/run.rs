@@ -192,6 +192,7 @@ pub async fn run(
         snapshot: Arc::new(move || snap_caches.snapshot()),
         mode,
         metrics,
+        recent: Arc::default(),
     };
     let cfg = LoopConfig {
         interval: opts.interval,
@@ -211,7 +212,6 @@ pub async fn run(
 
 async fn stop_serving(s: Option<super::server::Serving>) {
     if let Some(s) = s {
-        s.handle.graceful_shutdown(Some(Duration::from_secs(5)));
-        let _ = s.task.await;
+        s.shutdown(Duration::from_secs(5)).await;
     }
 }

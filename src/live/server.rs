@@ -1,81 +1,95 @@
-//! HTTPS serving of the secure port with rustls (axum-server). Temporary home until the shared
-//! `serving::tls` (with certificate reload) lands: swap [`serve_https`] for it.
+//! The secure port of `run`: where its certificate comes from, served by the shared
+//! [`crate::serving::tls`] (certificate files re-read when they change, polled every
+//! `--cert-reload-interval`; a self-signed certificate when no files are given).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use axum::Router;
-use axum_server::Handle;
 use axum_server::tls_rustls::RustlsConfig;
 use tokio::task::JoinHandle;
+
+use crate::error::ConfigError;
+use crate::serving::tls::{self, HttpsServer};
 
 /// Where the serving certificate comes from.
 #[derive(Debug, Clone)]
 pub enum TlsSource {
-    /// `--tls-cert-file` / `--tls-private-key-file` (PEM).
+    /// `--tls-cert-file` / `--tls-private-key-file` (PEM), reloaded when they change.
     Files {
         /// Certificate chain.
         cert: PathBuf,
         /// Private key.
         key: PathBuf,
+        /// How often the files are checked for changes.
+        reload_interval: Duration,
     },
     /// A self-signed certificate for these DNS names (no files given).
     SelfSigned(Vec<String>),
 }
 
-/// A running server.
+/// A running secure port.
 pub struct Serving {
     /// The bound address (the real port when 0 was asked).
     pub addr: SocketAddr,
-    /// Stops the server.
-    pub handle: Handle<SocketAddr>,
-    /// The server task.
-    pub task: JoinHandle<std::io::Result<()>>,
+    server: HttpsServer,
+    reloader: Option<JoinHandle<()>>,
 }
 
-async fn rustls_config(tls: &TlsSource) -> anyhow::Result<RustlsConfig> {
-    match tls {
-        TlsSource::Files { cert, key } => {
-            RustlsConfig::from_pem_file(cert, key).await.map_err(|e| {
-                anyhow::Error::new(crate::error::ConfigError::new(format!(
-                    "cannot load --tls-cert-file {} / --tls-private-key-file {}: {e}",
-                    cert.display(),
-                    key.display()
-                )))
-            })
+impl Serving {
+    /// Stops accepting, lets in-flight requests finish for up to `grace`, stops reloading.
+    pub async fn shutdown(self, grace: Duration) {
+        if let Some(r) = &self.reloader {
+            r.abort();
         }
-        TlsSource::SelfSigned(names) => {
-            let ck = rcgen::generate_simple_self_signed(names.clone())?;
-            RustlsConfig::from_pem(
-                ck.cert.pem().into_bytes(),
-                ck.signing_key.serialize_pem().into_bytes(),
-            )
-            .await
-            .map_err(|e| anyhow::anyhow!("self-signed certificate: {e}"))
+        if let Err(e) = self.server.shutdown(grace).await {
+            tracing::warn!(error = %e, "secure port stopped with an error");
         }
     }
 }
 
-/// Serves `router` over HTTPS on `addr`; returns once bound.
+/// Serves `router` over HTTPS on `addr`; returns once bound. Unusable certificate files are a
+/// configuration error naming the flags.
 pub async fn serve_https(
     router: Router,
     addr: SocketAddr,
-    tls: TlsSource,
+    source: TlsSource,
 ) -> anyhow::Result<Serving> {
-    let config = rustls_config(&tls).await?;
-    let handle = Handle::new();
-    let server = axum_server::bind_rustls(addr, config).handle(handle.clone());
-    let task = tokio::spawn(async move { server.serve(router.into_make_service()).await });
-    let bound = handle.listening().await;
-    match bound {
-        Some(addr) => Ok(Serving { addr, handle, task }),
-        None => {
-            let err = match task.await {
-                Ok(Err(e)) => e.to_string(),
-                Ok(Ok(())) => "server stopped".into(),
-                Err(e) => e.to_string(),
-            };
-            anyhow::bail!("cannot serve on {addr}: {err}")
+    let (config, reloader) = match &source {
+        TlsSource::Files {
+            cert,
+            key,
+            reload_interval,
+        } => {
+            let (config, task) = tls::load_with_reload(cert.clone(), key.clone(), *reload_interval)
+                .await
+                .map_err(|e| {
+                    ConfigError::new(format!(
+                        "--tls-cert-file {} / --tls-private-key-file {}: {e}",
+                        cert.display(),
+                        key.display()
+                    ))
+                })?;
+            (config, Some(task))
+        }
+        TlsSource::SelfSigned(names) => {
+            let config = tls::self_signed_config(names)
+                .map_err(|e| anyhow::anyhow!("self-signed serving certificate: {e}"))?;
+            (RustlsConfig::from_config(config), None)
+        }
+    };
+    match tls::serve_https(router, addr, config).await {
+        Ok(server) => Ok(Serving {
+            addr: server.addr,
+            server,
+            reloader,
+        }),
+        Err(e) => {
+            if let Some(r) = reloader {
+                r.abort();
+            }
+            anyhow::bail!("cannot serve on {addr}: {e}")
         }
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! Upstream names and labels are kept: `descheduler_pods_evicted_total{result,strategy,profile,
 //! namespace,node}` (`result`: upstream's `success` and `error`, plus ours: `deflected` for the
-//! guard's rolling-restart deflection and `skipped` for a 429 refusal such as a PodDisruptionBudget),
+//! guard's rolling-restart deflection and `skipped` for a 429 refusal such as a PodDisruptionBudget;
+//! an eviction refused by `maxNoOfPodsToEvict*` gets upstream's limit error text, e.g.
+//! `maximum number of evicted pods per node reached`),
 //! `descheduler_loop_duration_seconds`, `descheduler_strategy_duration_seconds{strategy,profile}`
 //! (upstream's buckets) and `descheduler_build_info`. Ours are prefixed `kube_descheduler_`.
 
@@ -28,7 +30,7 @@ pub const STRATEGY_BUCKETS: [f64; 13] = [
 /// Labels of `descheduler_pods_evicted_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EvictedLabels {
-    /// `success`, `error`, `deflected`, `skipped`.
+    /// `success`, `error`, `deflected`, `skipped`, or a limit's text ([`crate::evictor::LimitError::result_label`]).
     pub result: String,
     /// Plugin name.
     pub strategy: String,
@@ -212,8 +214,8 @@ impl Metrics {
         }
     }
 
-    /// Accounts one finished cycle: every eviction attempt, the loop and per-plugin durations.
-    /// Attempts for which `counted` returns false (not attempted because the cycle was stopped)
+    /// Accounts one finished cycle: every eviction attempt and limit refusal, the loop and
+    /// per-plugin durations. Attempts for which `counted` returns false (not attempted because the cycle was stopped)
     /// are left out.
     pub fn record_cycle(
         &self,
@@ -244,6 +246,17 @@ impl Metrics {
                 }
                 _ => {}
             }
+        }
+        for h in &report.limit_hits {
+            self.pods_evicted
+                .get_or_create(&EvictedLabels {
+                    result: h.limit.result_label().into(),
+                    strategy: h.plugin.clone(),
+                    profile: h.profile.clone(),
+                    namespace: h.namespace.clone(),
+                    node: h.node.clone(),
+                })
+                .inc();
         }
         self.loop_duration.observe(report.duration.as_secs_f64());
         for t in &report.timings {

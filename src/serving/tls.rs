@@ -112,6 +112,21 @@ fn server_config_from_pem(
     Ok(Arc::new(config))
 }
 
+/// A server config with the same settings as [`load_server_config`] for a fresh self-signed
+/// certificate naming `names` (for a secure port started without certificate files).
+pub fn self_signed_config(names: &[String]) -> Result<Arc<ServerConfig>, String> {
+    let ck = rcgen::generate_simple_self_signed(names.to_vec())
+        .map_err(|e| format!("generating a self-signed certificate: {e}"))?;
+    server_config_from_pem(
+        ck.cert.pem().as_bytes(),
+        ck.signing_key.serialize_pem().as_bytes(),
+    )
+    .map_err(|e| match e {
+        PemProblem::Cert(m) | PemProblem::Key(m) => m,
+        PemProblem::Rustls(e) => e.to_string(),
+    })
+}
+
 /// SHA-256 over both files' contents (follows symlinks, so `..data` swaps are seen).
 pub fn files_hash(cert: &Path, key: &Path) -> Result<[u8; 32], TlsError> {
     let mut h = Sha256::new();
