@@ -31,6 +31,7 @@ fn config(client: kube::Client, failure_events: bool) -> ApiEvictorConfig {
         events: Some(EventSink::new(client)),
         pods: None,
         use_v1beta1: Arc::new(AtomicBool::new(false)),
+        call_timeout: std::time::Duration::from_secs(30),
     }
 }
 
@@ -138,6 +139,27 @@ async fn classifies_answers_and_sends_a_uid_precondition() {
         ok_event["note"],
         "pod eviction from n1 node by kube-descheduler"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_eviction_call_is_an_error_after_the_call_timeout() {
+    let api = Arc::new(FakeApi::default());
+    let (client, _) = live_common::start(api.clone()).await;
+    let mut cfg = config(client, false);
+    cfg.call_timeout = std::time::Duration::from_millis(300);
+    let started = std::time::Instant::now();
+    let outcomes = evict_all(cfg, &["hang", "ok"], CancellationToken::new()).await;
+    assert!(
+        matches!(&outcomes[0], EvictOutcome::Failed { error } if error.contains("no answer within 0.3s")),
+        "{outcomes:?}"
+    );
+    assert_eq!(outcomes[1], EvictOutcome::Evicted, "the cycle goes on");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "the hung call was not cut short: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(api.evictions.lock().unwrap().len(), 2, "no retry");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

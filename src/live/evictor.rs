@@ -22,6 +22,10 @@ use crate::snapshot::{PodId, Snapshot};
 pub const DEFLECTION_TEXT: &str = "Eviction triggered evacuation";
 /// Prefix of the error of an eviction not attempted because the cycle was stopped.
 pub const NOT_ATTEMPTED: &str = "not attempted";
+/// How long one eviction call may take before it counts as an error: kube-apiserver's default
+/// `--request-timeout` (60 s), after which the server itself would have answered 504. Without it a
+/// hung connection would hold the cycle for the client's 295 s read timeout.
+pub const DEFAULT_EVICTION_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Whether `outcome` is an eviction that was not attempted (cycle stopped): not accounted.
 pub fn not_attempted(outcome: &EvictOutcome) -> bool {
@@ -46,6 +50,9 @@ pub struct ApiEvictorConfig {
     pub pods: Option<Store<K8sPod>>,
     /// Set once the server lacks `policy/v1` Evictions; later calls use `policy/v1beta1`.
     pub use_v1beta1: Arc<AtomicBool>,
+    /// Bound on one eviction call ([`DEFAULT_EVICTION_CALL_TIMEOUT`]); past it the eviction is an
+    /// error (not retried within the cycle; the next cycle sees whether the pod left).
+    pub call_timeout: std::time::Duration,
 }
 
 /// The backend for one cycle.
@@ -170,7 +177,24 @@ impl ApiEvictor {
             };
             let body = eviction_body(version, pod.namespace, pod.name, pod.uid, grace);
             self.cfg.limiter.acquire().await;
-            let result = post_eviction(&self.cfg.client, &body).await;
+            let result = match tokio::time::timeout(
+                self.cfg.call_timeout,
+                post_eviction(&self.cfg.client, &body),
+            )
+            .await
+            {
+                Ok(result) => result,
+                Err(_) => {
+                    outcome = Some(EvictOutcome::Failed {
+                        error: format!(
+                            "error when evicting pod {:?}: no answer within {}s",
+                            pod.name,
+                            self.cfg.call_timeout.as_secs_f64()
+                        ),
+                    });
+                    break;
+                }
+            };
             match classify(&result, pod.name) {
                 Answer::Outcome(o) => {
                     outcome = Some(o);

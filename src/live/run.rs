@@ -184,6 +184,7 @@ pub async fn run(
             events: Some(EventSink::new(client.clone())),
             pods: Some(caches.pods.clone()),
             use_v1beta1: Arc::new(AtomicBool::new(false)),
+            call_timeout: crate::live::evictor::DEFAULT_EVICTION_CALL_TIMEOUT,
         }))
     };
     let snap_caches = caches.clone();

@@ -1,5 +1,5 @@
 //! A tiny fake Kubernetes API over plain HTTP for the live tests: pod evictions (outcome chosen by
-//! the pod name), events, TokenReviews and SubjectAccessReviews. Every request is recorded.
+//! the pod name; `hang…` never answers), events, TokenReviews and SubjectAccessReviews. Every request is recorded.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
@@ -100,6 +100,10 @@ async fn evict(
                 json!({"causes": [{"reason": "DisruptionBudget", "message": "The disruption budget web needs 1 healthy pods and has 1 currently"}]}),
             ),
         );
+    }
+    if name.starts_with("hang") {
+        // Never answers (a hung connection); the client's call timeout must cut it short.
+        std::future::pending::<()>().await;
     }
     if name.starts_with("boom") {
         return status(500, "InternalError", "etcd is on fire", None);
