@@ -106,7 +106,11 @@ fn graceful_delete(
     def: &'static crate::resources::ResourceDef,
     obj: &Value,
 ) -> Option<(String, String, DeleteOpts)> {
-    if !def.is("", "pods") || obj.pointer("/metadata/deletionTimestamp").is_none_or(Value::is_null) {
+    if !def.is("", "pods")
+        || obj
+            .pointer("/metadata/deletionTimestamp")
+            .is_none_or(Value::is_null)
+    {
         return None;
     }
     let ns = obj.pointer("/metadata/namespace")?.as_str()?.to_string();

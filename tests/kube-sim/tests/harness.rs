@@ -138,7 +138,10 @@ async fn controller_graceful_pod_deletion_marks_the_pod_terminating() {
         .parse()
         .unwrap();
     let left = ts.duration_since(sim.now()).as_secs_f64();
-    assert!((5.0..=8.0).contains(&left), "now + grace period, got {left}");
+    assert!(
+        (5.0..=8.0).contains(&left),
+        "now + grace period, got {left}"
+    );
     sim.shutdown().await;
 }
 
