@@ -64,6 +64,13 @@ async fn every_kubectl_drains_a_single_replica_deployment_without_downtime() {
         .iter()
         .map(|(l, _)| format!("web-{}", label_slug(l)))
         .collect();
+    let generations: std::collections::HashMap<&String, i64> = apps
+        .iter()
+        .map(|a| {
+            let g = cluster.deployment(a)["metadata"]["generation"].as_i64();
+            (a, g.unwrap_or(0))
+        })
+        .collect();
     let app_refs: Vec<&str> = apps.iter().map(String::as_str).collect();
     let sampler = Sampler::start(&cluster.sim, &app_refs);
     let drains = bins.iter().map(|(label, bin)| {
@@ -95,12 +102,19 @@ async fn every_kubectl_drains_a_single_replica_deployment_without_downtime() {
         assert!(is_ready(&pods[0]) && !is_terminating(&pods[0]), "{pods:?}");
     }
     assert_never_zero(&series, "kubectl drain with the guard");
+    for app in &apps {
+        assert_eq!(
+            cluster.deployment(app)["metadata"]["generation"].as_i64(),
+            generations.get(app).copied().map(|g| g + 1),
+            "exactly one restart of {app}"
+        );
+    }
     assert_eq!(
         webhook
-            .metric("kube_descheduler_guard_deflections_total")
+            .metric("kube_descheduler_guard_restart_duration_seconds_count")
             .await,
         bins.len() as f64,
-        "one deflection per drained Deployment"
+        "one restart per drained Deployment"
     );
 }
 
@@ -146,6 +160,23 @@ async fn pdb_min_available_one_blocks_the_drain_without_the_guard_and_not_with_i
     assert!(out.all().contains(DEFLECTION), "{out:?}");
     cluster.wait_moved("api", 1, "n1").await;
     assert_never_zero(&series, "drain with a PDB and the guard");
+    let status = run_kubectl(
+        &bin,
+        &cluster,
+        &[
+            "rollout",
+            "status",
+            "deployment/api",
+            "-n",
+            NS,
+            "--timeout=60s",
+        ],
+    )
+    .await;
+    assert!(
+        status.ok && status.stdout.contains("successfully rolled out"),
+        "{status:?}"
+    );
 }
 
 /// Scenario 3: Deployments the guard cannot restart without downtime (maxSurge 0 /
