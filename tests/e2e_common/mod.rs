@@ -431,22 +431,6 @@ pub fn register_guard(cluster: &Cluster, ca_bundle: &str, addr: SocketAddr) -> V
     vwc
 }
 
-/// Removes every ValidatingWebhookConfiguration.
-pub fn unregister_webhooks(cluster: &Cluster) {
-    let def = kube_sim::resources::by_kind(
-        "admissionregistration.k8s.io/v1",
-        "ValidatingWebhookConfiguration",
-    )
-    .expect("VWC kind");
-    for v in cluster.sim.store().list(def, None).0 {
-        let name = v["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let _ = cluster.sim.store().remove(def, "", &name, None);
-    }
-}
-
 /// Certificates in the cluster's directory, one webhook started and registered.
 pub async fn guarded(cluster: &Cluster, extra: &[&str]) -> (Webhook, GeneratedCerts) {
     let certs_dir = cluster.dir.path().join("certs");
