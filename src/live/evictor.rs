@@ -240,7 +240,7 @@ impl ApiEvictor {
                 }
             }
             EvictOutcome::Deflected { message } => {
-                tracing::info!(pod = %key, reason = req.reason, strategy = req.plugin, node = pod.node, profile = req.profile, message = %message, "Eviction deflected into a rolling restart");
+                tracing::info!(pod = %key, reason = req.reason, strategy = req.plugin, node = pod.node, profile = req.profile, response = %message, "Eviction deflected into a rolling restart");
                 if let Some(ev) = &self.cfg.events {
                     self.cfg.limiter.acquire().await;
                     ev.evicted(pod, req.reason, req.plugin, Some(message)).await;

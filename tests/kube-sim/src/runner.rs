@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::SimState;
 use crate::controllers::{self, Action, ClusterState};
 use crate::resources::{by_gvr, by_kind};
-use crate::store::UpdateMode;
+use crate::store::{DeleteOpts, UpdateMode};
 
 fn parse<T: serde::de::DeserializeOwned>(items: Vec<Value>) -> Vec<T> {
     items
@@ -62,10 +62,16 @@ pub fn apply_action(st: &SimState, action: Action) {
             let av = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
             let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
             match by_kind(av, kind) {
-                Some(def) => st
-                    .store
-                    .update(def, obj, UpdateMode::Full, false)
-                    .map(|_| ()),
+                Some(def) => {
+                    let delete = graceful_delete(st, def, &obj);
+                    let updated = st.store.update(def, obj, UpdateMode::Full, false);
+                    match (updated, delete) {
+                        (Ok(_), Some((ns, name, opts))) => {
+                            st.store.delete(def, &ns, &name, &opts).map(|_| ())
+                        }
+                        (r, _) => r.map(|_| ()),
+                    }
+                }
                 None => {
                     tracing::warn!("controller updated unknown kind {av} {kind}");
                     Ok(())
@@ -89,6 +95,44 @@ pub fn apply_action(st: &SimState, action: Action) {
     if let Err(e) = result {
         tracing::debug!("controller action dropped: {e}");
     }
+}
+
+/// A controller marks a pod terminating with an `Update` that sets `deletionTimestamp`; the store
+/// keeps that field from the stored object (clients cannot set it), so the intent is carried
+/// out as what the real controllers send: a graceful `DELETE` with the pod's uid as precondition
+/// and the grace period the update carries.
+fn graceful_delete(
+    st: &SimState,
+    def: &'static crate::resources::ResourceDef,
+    obj: &Value,
+) -> Option<(String, String, DeleteOpts)> {
+    if !def.is("", "pods")
+        || obj
+            .pointer("/metadata/deletionTimestamp")
+            .is_none_or(Value::is_null)
+    {
+        return None;
+    }
+    let ns = obj.pointer("/metadata/namespace")?.as_str()?.to_string();
+    let name = obj.pointer("/metadata/name")?.as_str()?.to_string();
+    let stored = st.store.get(def, &ns, &name)?;
+    if stored
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+    {
+        return None;
+    }
+    let opts = DeleteOpts {
+        grace_period_seconds: obj
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_i64),
+        uid: obj
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .map(String::from),
+        ..Default::default()
+    };
+    Some((ns, name, opts))
 }
 
 /// Runs until shutdown, one reconcile per tick.

@@ -116,6 +116,35 @@ async fn controller_actions_apply_through_the_store() {
     sim.shutdown().await;
 }
 
+/// A controller's graceful pod deletion (an update setting `deletionTimestamp`, as the
+/// ReplicaSet controller emits when it scales down) reaches the store as a graceful DELETE.
+#[tokio::test]
+async fn controller_graceful_pod_deletion_marks_the_pod_terminating() {
+    let sim = start(vec![
+        node("n1"),
+        pod("default", "old", "n1", json!({"app": "web"}), true),
+    ])
+    .await;
+    let st = sim.state().clone();
+    let mut upd = sim.get("v1", "Pod", "default", "old").unwrap();
+    upd["metadata"]["deletionTimestamp"] = json!("2030-01-01T00:00:00Z");
+    upd["metadata"]["deletionGracePeriodSeconds"] = json!(7);
+    apply_action(&st, Action::Update(upd));
+    let p = sim.get("v1", "Pod", "default", "old").unwrap();
+    assert_eq!(p["metadata"]["deletionGracePeriodSeconds"], 7);
+    let ts: jiff::Timestamp = p["metadata"]["deletionTimestamp"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let left = ts.duration_since(sim.now()).as_secs_f64();
+    assert!(
+        (5.0..=8.0).contains(&left),
+        "now + grace period, got {left}"
+    );
+    sim.shutdown().await;
+}
+
 #[tokio::test]
 async fn sim_clock_scales_timestamps() {
     let sim = kube_sim::Sim::start(kube_sim::SimOptions {

@@ -4,13 +4,14 @@
 //! Behaviour followed (kubernetes.io "Pod Lifecycle" and "Nodes" docs, pkg/kubelet status
 //! manager): a bound Pending pod starts Running at once (`startTime`, `podIP`, running container
 //! statuses), becomes Ready `pod_start_delay_seconds` after `startTime` (we have no probes), and a
-//! pod whose container image is in `crashing_images` crashes `pod_start_delay_seconds` after each
-//! start and is restarted with the documented back-off (10 s doubling, capped at 5 min), so it
-//! stays `Running` with `Ready=False`, a growing `restartCount` and a `CrashLoopBackOff` waiting
-//! state (with `restartPolicy: Never` it ends `Failed`). A terminating pod is removed once its
-//! `deletionTimestamp` (set by the API server to now + grace period) has passed. Nodes report
-//! `Ready=True` (`KubeletReady`); stopped nodes report `Ready=Unknown` (`NodeStatusUnknown`, as
-//! the node lifecycle controller does when a kubelet stops posting) and their pods are left alone.
+//! pod whose container image is in `crashing_images`, or that runs on a node in `crashing_nodes`,
+//! crashes `pod_start_delay_seconds` after each start and is restarted with the documented
+//! back-off (10 s doubling, capped at 5 min), so it stays `Running` with `Ready=False`, a growing
+//! `restartCount` and a `CrashLoopBackOff` waiting state (with `restartPolicy: Never` it ends
+//! `Failed`). A terminating pod is removed once its `deletionTimestamp` (set by the API server to
+//! now + grace period) has passed. Nodes report `Ready=True` (`KubeletReady`); stopped nodes
+//! report `Ready=Unknown` (`NodeStatusUnknown`, as the node lifecycle controller does when a
+//! kubelet stops posting) and their pods are left alone.
 
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
@@ -204,7 +205,12 @@ fn desired_status(state: &ClusterState, pod: &Pod, node: &Node) -> PodStatus {
     let mut statuses = Vec::new();
     for c in &spec.containers {
         let image = c.image.clone().unwrap_or_default();
-        let crashing = state.config.crashing_images.contains(&image);
+        let crashing = state.config.crashing_images.contains(&image)
+            || state
+                .config
+                .crashing_nodes
+                .iter()
+                .any(|n| n == name(&node.metadata));
         let id_seed = format!("{}/{}", pod.metadata.uid.as_deref().unwrap_or(""), c.name);
         let mut cs = ContainerStatus {
             name: c.name.clone(),
@@ -430,6 +436,22 @@ mod tests {
         }
         // Stable afterwards.
         assert!(reconcile(&s.state).is_empty());
+    }
+
+    #[test]
+    fn pods_on_a_crashing_node_never_become_ready_and_others_are_unaffected() {
+        let mut s = sim(vec![
+            bound_pod("on-bad", "n2", "nginx"),
+            bound_pod("on-good", "n1", "nginx"),
+        ]);
+        s.state.config.crashing_nodes = vec!["n2".into()];
+        for _ in 0..100 {
+            s.step(0.1);
+        }
+        let bad = get(&s, "on-bad").cloned().unwrap_or_default();
+        assert!(!pod_is_ready(&bad));
+        assert!(container(&bad).restart_count >= 1);
+        assert!(get(&s, "on-good").is_some_and(pod_is_ready));
     }
 
     #[test]

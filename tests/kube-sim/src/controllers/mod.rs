@@ -44,6 +44,9 @@ pub struct SimConfig {
     pub crashing_images: Vec<String>,
     /// Nodes whose kubelet does nothing; they are reported NotReady (Ready=Unknown).
     pub stopped_nodes: Vec<String>,
+    /// Nodes where every container crashes like a `crashing_images` one (a broken runtime or
+    /// image registry on that node): pods placed there run but never become Ready.
+    pub crashing_nodes: Vec<String>,
 }
 
 impl Default for SimConfig {
@@ -52,6 +55,7 @@ impl Default for SimConfig {
             pod_start_delay_seconds: 1.0,
             crashing_images: Vec::new(),
             stopped_nodes: Vec::new(),
+            crashing_nodes: Vec::new(),
         }
     }
 }
