@@ -26,7 +26,7 @@ pub enum Command {
     /// Serve the eviction guard admission webhook.
     Webhook(webhook::WebhookArgs),
     /// Create a CA and serving certificate for the webhook or the secure port.
-    Certs(certs::CertsArgs),
+    Certs(certs::CertsCommand),
 }
 
 /// Runs the selected subcommand.
