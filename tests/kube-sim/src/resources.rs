@@ -456,6 +456,19 @@ pub static RESOURCES: &[ResourceDef] = &[
             false
         )
     },
+    // Stored only: installing a CRD does not serve its kind (kubectl then reports "no matches
+    // for kind … ensure CRDs are installed first", as on a cluster without the CRD).
+    res!(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "customresourcedefinition",
+        "CustomResourceDefinition",
+        false,
+        ["crd", "crds"],
+        ["status"],
+        true
+    ),
     ResourceDef {
         create_only: true,
         ..res!(
