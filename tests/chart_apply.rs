@@ -309,7 +309,8 @@ async fn kubectl_apply_of_every_chart_variant_is_served_idempotent_and_readable(
             for obj in &crd {
                 let kind = obj["kind"].as_str().unwrap_or("?");
                 assert!(
-                    o.stderr.contains(&format!("no matches for kind \"{kind}\"")),
+                    o.stderr
+                        .contains(&format!("no matches for kind \"{kind}\"")),
                     "{}",
                     ctx("apply of CRD kinds without CRDs", &o)
                 );
@@ -410,4 +411,127 @@ fn the_guard_pods_mount_only_the_serving_pair() {
         .map(|i| i["key"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(keys, ["tls.crt", "tls.key"]);
+}
+
+/// The hook Job's own arguments, run before (pre-install) and after (post-install) `kubectl apply`
+/// of the default chart: the Secret the guard Deployment mounts is written first, and the caBundle
+/// of the applied ValidatingWebhookConfiguration is set afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_certs_hook_job_args_work_around_a_kubectl_apply_of_the_chart() {
+    let bin = kubectl_path();
+    let objects = render_all(&[variant("default", json!({}))]).remove(0);
+    let job = objects
+        .iter()
+        .find(|o| o["kind"] == "Job" && o["metadata"]["name"] == "kube-descheduler-certs")
+        .expect("certs hook Job");
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["command"], json!(["/kube-descheduler"]));
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let mut args: Vec<String> = container["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("string arg").to_owned())
+        .map(|a| {
+            if a.starts_with("--out-dir=") {
+                format!("--out-dir={}", out_dir.path().display())
+            } else {
+                a
+            }
+        })
+        .collect();
+
+    let sim = Sim::start(SimOptions {
+        controllers: false,
+        ..Default::default()
+    })
+    .await
+    .expect("kube-sim starts");
+    args.push(format!("--kubeconfig={}", sim.kubeconfig_path().display()));
+    let hook = || async {
+        let o = tokio::process::Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
+            .args(&args)
+            .env_remove("KUBECONFIG")
+            .kill_on_drop(true)
+            .output()
+            .await
+            .expect("certs runs");
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "certs {args:?}: {stderr}");
+        stderr
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ns_file = dir.path().join("ns.yaml");
+    write_stream(
+        &ns_file,
+        &[
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-descheduler"}}),
+        ],
+    );
+    let o = kubectl(&bin, &sim, &["apply", "-f", ns_file.to_str().unwrap()]).await;
+    assert!(o.ok, "{}", o.stderr);
+
+    // pre-install: no configuration yet.
+    let stderr = hook().await;
+    assert!(stderr.contains("does not exist yet"), "{stderr}");
+    let guard = objects
+        .iter()
+        .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == "kube-descheduler-webhook")
+        .expect("guard Deployment");
+    let secret_name = guard["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"]
+        .as_str()
+        .expect("secret volume");
+    let secret = sim
+        .get("v1", "Secret", "kube-descheduler", secret_name)
+        .expect("the Secret the guard mounts exists before the guard is installed");
+    assert_eq!(secret["type"], "kubernetes.io/tls");
+
+    // install.
+    let file = dir.path().join("chart.yaml");
+    write_stream(&file, &objects.iter().collect::<Vec<_>>());
+    let o = kubectl(&bin, &sim, &["apply", "-f", file.to_str().unwrap()]).await;
+    assert!(o.ok, "{}", o.stderr);
+
+    // post-install: the applied configuration gets the Secret's CA.
+    let stderr = hook().await;
+    assert!(stderr.contains("kept"), "{stderr}");
+    assert!(
+        stderr.contains("set the caBundle of 1 webhook(s)"),
+        "{stderr}"
+    );
+    let o = kubectl(
+        &bin,
+        &sim,
+        &[
+            "get",
+            "validatingwebhookconfiguration",
+            "kube-descheduler-eviction-guard",
+            "-o",
+            "jsonpath={.webhooks[0].clientConfig.caBundle}",
+        ],
+    )
+    .await;
+    assert!(o.ok, "{}", o.stderr);
+    assert_eq!(
+        o.stdout.trim(),
+        secret["data"]["ca.crt"].as_str().expect("ca.crt"),
+        "caBundle is the Secret's ca.crt"
+    );
+    // A second `kubectl apply` (helm upgrade without the hook) leaves the caBundle alone:
+    // the rendered configuration has none, and kubectl's three-way merge keeps fields it never set.
+    let o = kubectl(&bin, &sim, &["apply", "-f", file.to_str().unwrap()]).await;
+    assert!(o.ok, "{}", o.stderr);
+    let after = sim
+        .get(
+            "admissionregistration.k8s.io/v1",
+            "ValidatingWebhookConfiguration",
+            "",
+            "kube-descheduler-eviction-guard",
+        )
+        .expect("configuration");
+    assert_eq!(
+        after["webhooks"][0]["clientConfig"]["caBundle"],
+        secret["data"]["ca.crt"]
+    );
+    sim.shutdown().await;
 }
