@@ -1,14 +1,13 @@
 //! `kubectl apply` of the rendered Helm chart to the kube-sim API stand-in: the chart is rendered
 //! with the real Helm v4 engine (`tests/chart/render.py`, PyPI `helm-python-sdk`) for the default
 //! values and the variants `tests/chart_render.rs` renders, applied with the real `kubectl` on
-//! PATH, applied a second time (every object `unchanged`), and read back with `kubectl get`
-//! (every rendered field is served back as rendered).
+//! PATH, applied a second time (nothing written: every resourceVersion stays), and read back with
+//! `kubectl get` (every rendered field is served back as rendered).
 //!
 //! Kinds from CRDs the chart does not ship — `monitoring.coreos.com` ServiceMonitor
-//! (prometheus-operator) and `cert-manager.io` Certificate / Issuer — are not served by kube-sim,
-//! as by a cluster without those operators: for those variants the test checks that kubectl
-//! refuses them with its "no matches for kind … ensure CRDs are installed first" error and
-//! applies everything else.
+//! (prometheus-operator) and `cert-manager.io` Certificate / Issuer: for those variants the test
+//! first checks that kubectl refuses them with "no matches for kind … ensure CRDs are installed
+//! first" (a cluster without the operators), then installs the CRDs and applies everything.
 //!
 //! Needs python3 with `helm-python-sdk==0.2.2` and kubectl (1.29+) on PATH; fails with the
 //! instruction when either is missing.
@@ -193,6 +192,77 @@ fn needs_crd(obj: &Value) -> bool {
     CRD_GROUPS.contains(&group_of(obj))
 }
 
+/// The CustomResourceDefinitions of the CRD kinds among `objects`: names, scope and one served
+/// version with an open schema (kube-sim neither validates nor prunes custom objects).
+fn crd_manifests(objects: &[&Value]) -> Vec<Value> {
+    // (group, kind, plural, scope, short names, categories) as the operators define them.
+    type Known = (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static [&'static str],
+        &'static [&'static str],
+    );
+    let known: &[Known] = &[
+        (
+            "monitoring.coreos.com",
+            "ServiceMonitor",
+            "servicemonitors",
+            "Namespaced",
+            &["smon"],
+            &["prometheus-operator"],
+        ),
+        (
+            "cert-manager.io",
+            "Certificate",
+            "certificates",
+            "Namespaced",
+            &["cert", "certs"],
+            &["cert-manager"],
+        ),
+        (
+            "cert-manager.io",
+            "Issuer",
+            "issuers",
+            "Namespaced",
+            &[],
+            &["cert-manager"],
+        ),
+    ];
+    let mut out: Vec<Value> = Vec::new();
+    for o in objects {
+        let kind = o["kind"].as_str().unwrap_or("");
+        let group = group_of(o);
+        let version = o["apiVersion"]
+            .as_str()
+            .and_then(|av| av.rsplit_once('/'))
+            .map_or("", |(_, v)| v);
+        let (g, k, plural, scope, short, categories) = known
+            .iter()
+            .find(|(g, k, ..)| *g == group && *k == kind)
+            .unwrap_or_else(|| panic!("no CRD known for {group} {kind}"));
+        let name = format!("{plural}.{g}");
+        if out.iter().any(|c| c["metadata"]["name"] == name.as_str()) {
+            continue;
+        }
+        out.push(json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": name},
+            "spec": {
+                "group": g,
+                "scope": scope,
+                "names": {"plural": plural, "singular": k.to_lowercase(), "kind": k,
+                          "listKind": format!("{k}List"), "shortNames": short, "categories": categories},
+                "versions": [{"name": version, "served": true, "storage": true,
+                              "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+            }
+        }));
+    }
+    out
+}
+
 /// Writes objects as a multi-document stream (JSON documents are YAML).
 fn write_stream(path: &Path, objects: &[&Value]) {
     let text: Vec<String> = objects.iter().map(|o| o.to_string()).collect();
@@ -289,7 +359,8 @@ async fn kubectl_apply_of_every_chart_variant_is_served_idempotent_and_readable(
             assert!(o.ok, "{}", ctx("apply namespaces", &o));
         }
 
-        let (crd, served): (Vec<&Value>, Vec<&Value>) = objects.iter().partition(|o| needs_crd(o));
+        let crd: Vec<&Value> = objects.iter().filter(|o| needs_crd(o)).collect();
+        let served: Vec<&Value> = objects.iter().collect();
         assert!(!served.is_empty(), "{}: nothing rendered", v.label);
         if !crd.is_empty() {
             crd_variants += 1;
@@ -320,6 +391,13 @@ async fn kubectl_apply_of_every_chart_variant_is_served_idempotent_and_readable(
                 "{}",
                 ctx("apply of CRD kinds without CRDs", &o)
             );
+            // Install the operators' CRDs (trimmed to what kube-apiserver needs to serve the
+            // kinds), as a cluster running prometheus-operator / cert-manager has them.
+            let crds = crd_manifests(&crd);
+            let file = dir.path().join(format!("{}-crds.yaml", v.label));
+            write_stream(&file, &crds.iter().collect::<Vec<_>>());
+            let o = kubectl(&bin, &sim, &["apply", "-f", file.to_str().unwrap()]).await;
+            assert!(o.ok, "{}", ctx("apply CRDs", &o));
         }
 
         let file = dir.path().join(format!("{}.yaml", v.label));

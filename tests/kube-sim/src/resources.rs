@@ -456,8 +456,7 @@ pub static RESOURCES: &[ResourceDef] = &[
             false
         )
     },
-    // Stored only: installing a CRD does not serve its kind (kubectl then reports "no matches
-    // for kind … ensure CRDs are installed first", as on a cluster without the CRD).
+    // The kinds a stored CRD describes are served too: see `crate::crds`.
     res!(
         "apiextensions.k8s.io",
         "v1",
