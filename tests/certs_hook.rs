@@ -441,3 +441,79 @@ async fn api_errors_and_foreign_secrets_fail_with_a_clear_message() {
     sim.shutdown().await;
     other.shutdown().await;
 }
+
+/// The renewal window and CA expiry, with the clock moved forward (in-process `reconcile`
+/// against kube-sim, the same code the binary runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn near_expiry_renews_from_the_same_ca_and_an_expiring_ca_is_replaced() {
+    use kube_descheduler::cli::certs::cluster::{BundleAction, SecretAction, reconcile};
+    use kube_descheduler::cli::certs::{CertsArgs, ClusterArgs};
+    use std::time::SystemTime;
+
+    const DAY: Duration = Duration::from_secs(86_400);
+    let sim = start(vec![configuration()]).await;
+    let client = kube_descheduler::cli::run::client(Some(&sim.kubeconfig_path().to_path_buf()))
+        .await
+        .expect("client");
+    let dir = tempfile::tempdir().unwrap();
+    let args = CertsArgs {
+        service: "guard".into(),
+        namespace: NS.into(),
+        out_dir: dir.path().to_owned(),
+        dns_names: vec![],
+        ips: vec![],
+        valid_days: 365,
+        ca_cert_file: None,
+        ca_key_file: None,
+    };
+    let cluster = ClusterArgs {
+        secret_name: Some(SECRET.into()),
+        webhook_configuration: Some(VWC.into()),
+        kubeconfig: None,
+    };
+    let now = SystemTime::now();
+    let first = reconcile(&client, &args, &cluster, now).await.unwrap();
+    assert_eq!(first.secret, SecretAction::Created);
+    assert_eq!(first.bundle, BundleAction::Patched(2));
+    let (s1, _) = secret(&sim).unwrap();
+
+    // 300 days on: 65 days left, more than the 30-day window: kept.
+    let o = reconcile(&client, &args, &cluster, now + 300 * DAY)
+        .await
+        .unwrap();
+    assert_eq!(o.secret, SecretAction::Kept);
+    assert_eq!(o.bundle, BundleAction::AlreadyTrusted);
+
+    // 340 days on: 25 days left: re-issued from the same CA, caBundle untouched.
+    let o = reconcile(&client, &args, &cluster, now + 340 * DAY)
+        .await
+        .unwrap();
+    assert!(
+        matches!(&o.secret, SecretAction::Replaced { new_ca: false, reason } if reason.contains("not valid")),
+        "{:?}",
+        o.secret
+    );
+    assert_eq!(o.bundle, BundleAction::AlreadyTrusted);
+    let (s2, _) = secret(&sim).unwrap();
+    assert_eq!(key(&s2, "ca.crt"), key(&s1, "ca.crt"));
+    assert_ne!(key(&s2, "tls.crt"), key(&s1, "tls.crt"));
+
+    // Ten years on the CA itself has expired: a new CA; the bundle trusts both for the switch.
+    let o = reconcile(&client, &args, &cluster, now + 3660 * DAY)
+        .await
+        .unwrap();
+    assert!(
+        matches!(&o.secret, SecretAction::Replaced { new_ca: true, .. }),
+        "{:?}",
+        o.secret
+    );
+    assert_eq!(o.bundle, BundleAction::Patched(2));
+    let (s3, _) = secret(&sim).unwrap();
+    assert_ne!(key(&s3, "ca.crt"), key(&s1, "ca.crt"));
+    for b in bundles(&sim) {
+        assert_eq!(b.len(), 2);
+        assert!(b.contains(&ders(key(&s3, "ca.crt"))[0]));
+        assert!(b.contains(&ders(key(&s1, "ca.crt"))[0]));
+    }
+    sim.shutdown().await;
+}

@@ -15,6 +15,7 @@ pub mod verify;
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use anyhow::Context;
 use rcgen::{
@@ -107,9 +108,11 @@ pub fn service_dns_names(service: &str, namespace: &str) -> Vec<String> {
     ]
 }
 
-/// Valid from yesterday (clock skew) for `days` days.
-fn set_validity(params: &mut CertificateParams, days: u32) {
-    let now = jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC);
+/// Valid from the day before `now` (clock skew) for `days` days.
+fn set_validity(params: &mut CertificateParams, days: u32, now: SystemTime) {
+    let now = jiff::Timestamp::try_from(now)
+        .unwrap_or_else(|_| jiff::Timestamp::now())
+        .to_zoned(jiff::tz::TimeZone::UTC);
     let start = now
         .checked_sub(jiff::Span::new().days(1))
         .unwrap_or_else(|_| now.clone());
@@ -217,6 +220,15 @@ pub enum IssueError {
 
 /// Issues a serving certificate for the Service from `ca`, or from a new CA when `None`.
 pub fn issue(args: &CertsArgs, ca: Option<&ExistingCa>) -> Result<GeneratedCerts, IssueError> {
+    issue_at(args, ca, SystemTime::now())
+}
+
+/// [`issue`] with the validity counted from `now`.
+pub fn issue_at(
+    args: &CertsArgs,
+    ca: Option<&ExistingCa>,
+    now: SystemTime,
+) -> Result<GeneratedCerts, IssueError> {
     validate(args)?;
     let (ca_cert_pem, ca_key_pem, issuer) = match ca {
         Some(ca) => {
@@ -239,7 +251,7 @@ pub fn issue(args: &CertsArgs, ca: Option<&ExistingCa>) -> Result<GeneratedCerts
             let ca_key = KeyPair::generate()
                 .map_err(|e| IssueError::Crypto(format!("generating the CA key: {e}")))?;
             let mut params = ca_params();
-            set_validity(&mut params, CA_VALID_DAYS);
+            set_validity(&mut params, CA_VALID_DAYS, now);
             let cert = params
                 .self_signed(&ca_key)
                 .map_err(|e| IssueError::Crypto(format!("self-signing the CA: {e}")))?;
@@ -265,7 +277,7 @@ pub fn issue(args: &CertsArgs, ca: Option<&ExistingCa>) -> Result<GeneratedCerts
     ];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     params.use_authority_key_identifier_extension = true;
-    set_validity(&mut params, args.valid_days);
+    set_validity(&mut params, args.valid_days, now);
     let key = KeyPair::generate()
         .map_err(|e| IssueError::Crypto(format!("generating the serving key: {e}")))?;
     let cert = params

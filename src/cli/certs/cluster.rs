@@ -32,7 +32,7 @@ use serde_json::json;
 
 use super::verify::{ServingNames, certificates, check_serving};
 use super::{
-    CertsArgs, CertsCommand, ClusterArgs, ExistingCa, GeneratedCerts, base64, issue,
+    CertsArgs, CertsCommand, ClusterArgs, ExistingCa, GeneratedCerts, base64, issue_at,
     service_dns_names,
 };
 use crate::error::ConfigError;
@@ -260,7 +260,7 @@ fn plan(stored: Option<&Stored>, args: &CertsArgs, now: SystemTime) -> anyhow::R
     let names = serving_names(args);
     let fresh = |reason: String, previous_ca: Option<String>| -> anyhow::Result<Plan> {
         Ok(Plan::Issue {
-            certs: issue(args, None)?,
+            certs: issue_at(args, None, now)?,
             reason,
             previous_ca,
         })
@@ -312,7 +312,7 @@ fn plan(stored: Option<&Stored>, args: &CertsArgs, now: SystemTime) -> anyhow::R
             cert_pem: text(ca),
             key_pem: text(ca_key),
         };
-        if let Ok(certs) = issue(args, Some(&existing)) {
+        if let Ok(certs) = issue_at(args, Some(&existing), now) {
             let last_day = now + DAY * args.valid_days.saturating_sub(1);
             if check_serving(
                 certs.cert_pem.as_bytes(),

@@ -33,6 +33,72 @@ pub fn certificates(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> 
     Ok(certs)
 }
 
+/// One DER element: (tag, contents, rest). `None` on malformed input.
+fn der_element(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let tag = *input.first()?;
+    let first = *input.get(1)?;
+    let (len, header) = if first < 0x80 {
+        (usize::from(first), 2)
+    } else {
+        let n = usize::from(first & 0x7f);
+        if n == 0 || n > 4 {
+            return None;
+        }
+        let mut len = 0usize;
+        for b in input.get(2..2 + n)? {
+            len = (len << 8) | usize::from(*b);
+        }
+        (len, 2 + n)
+    };
+    let end = header.checked_add(len)?;
+    Some((tag, input.get(header..end)?, input.get(end..)?))
+}
+
+/// `notAfter` of a DER certificate (RFC 5280 `tbsCertificate.validity`).
+pub fn not_after(der: &[u8]) -> Result<SystemTime, String> {
+    let bad = || "malformed certificate (validity)".to_owned();
+    let (_, cert, _) = der_element(der).ok_or_else(bad)?;
+    let (_, tbs, _) = der_element(cert).ok_or_else(bad)?;
+    let mut rest = tbs;
+    // [0] version (optional), serialNumber, signature, issuer, then validity.
+    if rest.first() == Some(&0xa0) {
+        rest = der_element(rest).ok_or_else(bad)?.2;
+    }
+    for _ in 0..3 {
+        rest = der_element(rest).ok_or_else(bad)?.2;
+    }
+    let (_, validity, _) = der_element(rest).ok_or_else(bad)?;
+    let (_, _, after) = der_element(validity).ok_or_else(bad)?;
+    let (tag, time, _) = der_element(after).ok_or_else(bad)?;
+    let text = std::str::from_utf8(time).map_err(|_| bad())?;
+    let full = match (tag, text.len()) {
+        // UTCTime YYMMDDHHMMSSZ: 50-99 are 19xx (RFC 5280 4.1.2.5.1).
+        (0x17, 13) => {
+            let yy: u32 = text
+                .get(0..2)
+                .and_then(|y| y.parse().ok())
+                .ok_or_else(bad)?;
+            format!("{}{text}", if yy >= 50 { "19" } else { "20" })
+        }
+        // GeneralizedTime YYYYMMDDHHMMSSZ.
+        (0x18, 15) => text.to_owned(),
+        _ => return Err(bad()),
+    };
+    let field = |r: std::ops::Range<usize>| full.get(r).ok_or_else(bad);
+    let iso = format!(
+        "{}-{}-{}T{}:{}:{}Z",
+        field(0..4)?,
+        field(4..6)?,
+        field(6..8)?,
+        field(8..10)?,
+        field(10..12)?,
+        field(12..14)?
+    );
+    iso.parse::<jiff::Timestamp>()
+        .map(SystemTime::from)
+        .map_err(|_| bad())
+}
+
 /// Checks that `cert_pem` (the serving certificate first, then any intermediates) with `key_pem`
 /// is trusted by `ca_pem` and valid for every name at each of `times`. The error says why not.
 pub fn check_serving(
@@ -56,6 +122,15 @@ pub fn check_serving(
 
     let mut roots = RootCertStore::empty();
     for ca in certificates(ca_pem).map_err(|e| format!("ca.crt: {e}"))? {
+        // WebPKI does not check a trust anchor's own validity; the API server's TLS client does.
+        let end = not_after(ca.as_ref()).map_err(|e| format!("ca.crt: {e}"))?;
+        if let Some(t) = times.iter().find(|t| **t > end) {
+            return Err(format!(
+                "ca.crt expires at {} (before {})",
+                show(end),
+                show(*t)
+            ));
+        }
         roots
             .add(ca)
             .map_err(|e| format!("ca.crt: not a usable CA certificate: {e}"))?;
@@ -87,14 +162,18 @@ pub fn check_serving(
                     format!(
                         "tls.crt is not valid for {} at {}: {e}",
                         name.to_str(),
-                        jiff::Timestamp::try_from(*time)
-                            .map(|t| t.to_string())
-                            .unwrap_or_else(|_| "?".into())
+                        show(*time)
                     )
                 })?;
         }
     }
     Ok(())
+}
+
+fn show(t: SystemTime) -> String {
+    jiff::Timestamp::try_from(t)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| "?".into())
 }
 
 #[cfg(test)]
@@ -197,6 +276,31 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.starts_with("tls.crt"), "{err}");
+    }
+
+    #[test]
+    fn not_after_reads_the_validity_and_rejects_garbage() {
+        let c = issue(&args("guard", 30), None).unwrap();
+        let leaf = certificates(c.cert_pem.as_bytes()).unwrap().remove(0);
+        let end = not_after(leaf.as_ref()).unwrap();
+        let days = end.duration_since(SystemTime::now()).unwrap().as_secs() / 86_400;
+        assert!((29..=30).contains(&days), "{days}");
+        let ca = certificates(c.ca_cert_pem.as_bytes()).unwrap().remove(0);
+        let ca_days = not_after(ca.as_ref())
+            .unwrap()
+            .duration_since(SystemTime::now())
+            .unwrap()
+            .as_secs()
+            / 86_400;
+        assert!((3649..=3650).contains(&ca_days), "{ca_days}");
+        for bad in [
+            &[][..],
+            &[0x30],
+            &[0x30, 0x85, 1, 1, 1, 1, 1],
+            &leaf.as_ref()[..40],
+        ] {
+            assert!(not_after(bad).is_err());
+        }
     }
 
     #[test]
