@@ -1,12 +1,21 @@
 //! `kube-descheduler certs`: a CA and a serving certificate for the webhook (or the secure port).
 //!
-//! Writes `ca.crt`, `ca.key`, `tls.crt`, `tls.key` and `ca-bundle.b64` (the base64 `caBundle` of
-//! the webhook configuration, also printed on stdout). Pass `--ca-cert-file`/`--ca-key-file` to
-//! re-issue a serving certificate from an existing CA, so the caBundle does not change.
+//! File mode (`--out-dir`): writes `ca.crt`, `ca.key`, `tls.crt`, `tls.key` and `ca-bundle.b64`
+//! (the base64 `caBundle` of the webhook configuration, also printed on stdout). Pass
+//! `--ca-cert-file`/`--ca-key-file` to re-issue a serving certificate from an existing CA, so the
+//! caBundle does not change.
+//!
+//! Cluster mode (`--secret-name`, optionally `--webhook-configuration`): keeps the webhook's
+//! `kubernetes.io/tls` Secret valid and the webhook configuration's `caBundle` trusting it; see
+//! [`cluster`] for the rules. This is what the Helm chart's hook Job runs.
+
+pub mod cluster;
+pub mod verify;
 
 use std::io::Write;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use anyhow::Context;
 use rcgen::{
@@ -26,7 +35,8 @@ pub struct CertsArgs {
     /// Namespace of that Service.
     #[arg(long)]
     pub namespace: String,
-    /// Directory to write `ca.crt`, `ca.key`, `tls.crt`, `tls.key`, `ca-bundle.b64` into.
+    /// Directory to write `ca.crt`, `ca.key`, `tls.crt`, `tls.key`, `ca-bundle.b64` into (with
+    /// `--secret-name`: what the Secret holds afterwards).
     #[arg(long)]
     pub out_dir: PathBuf,
     /// Extra DNS name for the serving certificate (repeatable).
@@ -44,6 +54,33 @@ pub struct CertsArgs {
     /// Private key (PEM) of `--ca-cert-file`.
     #[arg(long, requires = "ca_cert_file")]
     pub ca_key_file: Option<PathBuf>,
+}
+
+/// Flags of cluster mode (the Helm chart's hook Job).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ClusterArgs {
+    /// Cluster mode: keep this `kubernetes.io/tls` Secret (in `--namespace`) holding a valid
+    /// serving certificate, creating or replacing it when needed.
+    #[arg(long, conflicts_with_all = ["ca_cert_file", "ca_key_file"])]
+    pub secret_name: Option<String>,
+    /// Cluster mode: set the `caBundle` of every webhook of this ValidatingWebhookConfiguration
+    /// (exit 0 when it does not exist yet).
+    #[arg(long, requires = "secret_name")]
+    pub webhook_configuration: Option<String>,
+    /// kubeconfig file for cluster mode (default: in-cluster config, then the usual lookup).
+    #[arg(long, requires = "secret_name")]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+/// The `certs` subcommand: file mode, or cluster mode with `--secret-name`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CertsCommand {
+    /// What to issue and where to write the files.
+    #[command(flatten)]
+    pub certs: CertsArgs,
+    /// The Secret and webhook configuration to keep up to date.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 /// PEM material produced by [`generate`].
@@ -71,9 +108,11 @@ pub fn service_dns_names(service: &str, namespace: &str) -> Vec<String> {
     ]
 }
 
-/// Valid from yesterday (clock skew) for `days` days.
-fn set_validity(params: &mut CertificateParams, days: u32) {
-    let now = jiff::Timestamp::now().to_zoned(jiff::tz::TimeZone::UTC);
+/// Valid from the day before `now` (clock skew) for `days` days.
+fn set_validity(params: &mut CertificateParams, days: u32, now: SystemTime) {
+    let now = jiff::Timestamp::try_from(now)
+        .unwrap_or_else(|_| jiff::Timestamp::now())
+        .to_zoned(jiff::tz::TimeZone::UTC);
     let start = now
         .checked_sub(jiff::Span::new().days(1))
         .unwrap_or_else(|_| now.clone());
@@ -89,6 +128,9 @@ fn set_validity(params: &mut CertificateParams, days: u32) {
 /// Subject CN of CAs we create; a reused CA must carry it (the issuer name of new certificates is
 /// rebuilt from it, since rcgen cannot parse certificates without extra features).
 pub const CA_COMMON_NAME: &str = "kube-descheduler webhook CA";
+
+/// Validity of a CA we create, in days (10 years).
+pub const CA_VALID_DAYS: u32 = 3650;
 
 fn ca_params() -> CertificateParams {
     let mut params = CertificateParams::default();
@@ -109,36 +151,110 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Creates (or reuses) a CA and issues a serving certificate for the Service.
-pub fn generate(args: &CertsArgs) -> anyhow::Result<GeneratedCerts> {
+/// Checks the flags shared by both modes.
+fn validate(args: &CertsArgs) -> Result<(), ConfigError> {
     if args.service.trim().is_empty() || args.namespace.trim().is_empty() {
-        return Err(ConfigError::new("--service and --namespace must not be empty").into());
+        return Err(ConfigError::new(
+            "--service and --namespace must not be empty",
+        ));
     }
     if args.valid_days == 0 {
-        return Err(ConfigError::new("--valid-days must be at least 1").into());
+        return Err(ConfigError::new("--valid-days must be at least 1"));
     }
-    let (ca_cert_pem, ca_key_pem, issuer) = match (&args.ca_cert_file, &args.ca_key_file) {
-        (Some(cert), Some(key)) => {
-            let cert_pem = read(cert)?;
-            let key_pem = read(key)?;
-            let ca_key = KeyPair::from_pem(&key_pem)
-                .map_err(|e| ConfigError::new(format!("--ca-key-file {}: {e}", key.display())))?;
-            let der = rustls_pki_types::CertificateDer::from_pem_slice(cert_pem.as_bytes())
-                .map_err(|e| ConfigError::new(format!("--ca-cert-file {}: {e}", cert.display())))?;
+    Ok(())
+}
+
+/// An existing CA (PEM certificate and key) to issue from.
+#[derive(Debug, Clone)]
+pub struct ExistingCa {
+    /// CA certificate (PEM).
+    pub cert_pem: String,
+    /// CA private key (PEM).
+    pub key_pem: String,
+}
+
+/// Creates (or reuses, with `--ca-cert-file`/`--ca-key-file`) a CA and issues a serving
+/// certificate for the Service.
+pub fn generate(args: &CertsArgs) -> anyhow::Result<GeneratedCerts> {
+    validate(args)?;
+    let ca = match (&args.ca_cert_file, &args.ca_key_file) {
+        (Some(cert), Some(key)) => Some(ExistingCa {
+            cert_pem: read(cert)?,
+            key_pem: read(key)?,
+        }),
+        _ => None,
+    };
+    let shown = |p: &Option<PathBuf>| p.as_deref().map(Path::display).map(|d| d.to_string());
+    issue(args, ca.as_ref()).map_err(|e| match e {
+        IssueError::CaKey(m) => ConfigError::new(format!(
+            "--ca-key-file {}: {m}",
+            shown(&args.ca_key_file).unwrap_or_default()
+        ))
+        .into(),
+        IssueError::CaCert(m) => ConfigError::new(format!(
+            "--ca-cert-file {}: {m}",
+            shown(&args.ca_cert_file).unwrap_or_default()
+        ))
+        .into(),
+        IssueError::Config(c) => c.into(),
+        e => anyhow::Error::from(e),
+    })
+}
+
+/// Why [`issue`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum IssueError {
+    /// The CA certificate cannot be used.
+    #[error("{0}")]
+    CaCert(String),
+    /// The CA key cannot be used.
+    #[error("{0}")]
+    CaKey(String),
+    /// A flag value is not usable (e.g. an invalid DNS name).
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    /// Key generation or signing failed.
+    #[error("{0}")]
+    Crypto(String),
+}
+
+/// Issues a serving certificate for the Service from `ca`, or from a new CA when `None`.
+pub fn issue(args: &CertsArgs, ca: Option<&ExistingCa>) -> Result<GeneratedCerts, IssueError> {
+    issue_at(args, ca, SystemTime::now())
+}
+
+/// [`issue`] with the validity counted from `now`.
+pub fn issue_at(
+    args: &CertsArgs,
+    ca: Option<&ExistingCa>,
+    now: SystemTime,
+) -> Result<GeneratedCerts, IssueError> {
+    validate(args)?;
+    let (ca_cert_pem, ca_key_pem, issuer) = match ca {
+        Some(ca) => {
+            let ca_key = KeyPair::from_pem(&ca.key_pem)
+                .map_err(|e| IssueError::CaKey(format!("not a usable private key: {e}")))?;
+            let der = rustls_pki_types::CertificateDer::from_pem_slice(ca.cert_pem.as_bytes())
+                .map_err(|e| IssueError::CaCert(format!("not a PEM certificate: {e}")))?;
             if !contains(der.as_ref(), CA_COMMON_NAME.as_bytes()) {
-                return Err(ConfigError::new(format!(
-                    "--ca-cert-file {}: not a CA made by `kube-descheduler certs` (subject must be CN={CA_COMMON_NAME})",
-                    cert.display()
-                ))
-                .into());
+                return Err(IssueError::CaCert(format!(
+                    "not a CA made by `kube-descheduler certs` (subject must be CN={CA_COMMON_NAME})"
+                )));
             }
-            (cert_pem, key_pem, Issuer::new(ca_params(), ca_key))
+            (
+                ca.cert_pem.clone(),
+                ca.key_pem.clone(),
+                Issuer::new(ca_params(), ca_key),
+            )
         }
-        _ => {
-            let ca_key = KeyPair::generate().context("generating the CA key")?;
+        None => {
+            let ca_key = KeyPair::generate()
+                .map_err(|e| IssueError::Crypto(format!("generating the CA key: {e}")))?;
             let mut params = ca_params();
-            set_validity(&mut params, 3650);
-            let cert = params.self_signed(&ca_key).context("self-signing the CA")?;
+            set_validity(&mut params, CA_VALID_DAYS, now);
+            let cert = params
+                .self_signed(&ca_key)
+                .map_err(|e| IssueError::Crypto(format!("self-signing the CA: {e}")))?;
             let key_pem = ca_key.serialize_pem();
             (cert.pem(), key_pem, Issuer::new(params, ca_key))
         }
@@ -161,11 +277,12 @@ pub fn generate(args: &CertsArgs) -> anyhow::Result<GeneratedCerts> {
     ];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     params.use_authority_key_identifier_extension = true;
-    set_validity(&mut params, args.valid_days);
-    let key = KeyPair::generate().context("generating the serving key")?;
+    set_validity(&mut params, args.valid_days, now);
+    let key = KeyPair::generate()
+        .map_err(|e| IssueError::Crypto(format!("generating the serving key: {e}")))?;
     let cert = params
         .signed_by(&key, &issuer)
-        .context("signing the serving certificate")?;
+        .map_err(|e| IssueError::Crypto(format!("signing the serving certificate: {e}")))?;
     Ok(GeneratedCerts {
         ca_bundle: base64(ca_cert_pem.as_bytes()),
         ca_cert_pem,
@@ -180,7 +297,7 @@ fn read(path: &Path) -> anyhow::Result<String> {
         .map_err(|e| ConfigError::new(format!("reading {}: {e}", path.display())).into())
 }
 
-/// Writes the files into `dir` (created if missing). Keys get mode 0600. Each file is written to a
+/// Writes the files into `dir` (created if missing; empty contents are skipped). Keys get mode 0600. Each file is written to a
 /// temporary name and renamed, so a reloading server never reads half a file.
 pub fn write_files(dir: &Path, certs: &GeneratedCerts) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -192,6 +309,10 @@ pub fn write_files(dir: &Path, certs: &GeneratedCerts) -> anyhow::Result<()> {
         ("ca-bundle.b64", &certs.ca_bundle, false),
     ];
     for (name, content, secret) in files {
+        if content.is_empty() {
+            // `ca.key` in cluster mode when the Secret holds no CA key.
+            continue;
+        }
         let path = dir.join(name);
         let tmp = dir.join(format!(".{name}.tmp"));
         let mut opts = std::fs::OpenOptions::new();
@@ -236,17 +357,31 @@ pub fn base64(data: &[u8]) -> String {
     out
 }
 
-/// Writes certificates and prints the caBundle.
-pub fn run(args: CertsArgs) -> anyhow::Result<()> {
+/// File mode: writes certificates and prints the caBundle. Cluster mode (`--secret-name`): see
+/// [`cluster::run`].
+pub fn run(cmd: CertsCommand) -> anyhow::Result<()> {
+    validate(&cmd.certs)?;
+    if cmd.cluster.secret_name.is_some() {
+        return cluster::run(cmd);
+    }
+    let args = cmd.certs;
     let certs = generate(&args)?;
     write_files(&args.out_dir, &certs)?;
     eprintln!(
         "wrote ca.crt, ca.key, tls.crt, tls.key and ca-bundle.b64 to {} (serving names: {})",
         args.out_dir.display(),
-        service_dns_names(&args.service, &args.namespace).join(", ")
+        serving_names(&args).join(", ")
     );
     println!("{}", certs.ca_bundle);
     Ok(())
+}
+
+/// Every name the serving certificate is for: the Service DNS names, `--dns-name`s and `--ip`s.
+pub fn serving_names(args: &CertsArgs) -> Vec<String> {
+    let mut names = service_dns_names(&args.service, &args.namespace);
+    names.extend(args.dns_names.iter().cloned());
+    names.extend(args.ips.iter().map(IpAddr::to_string));
+    names
 }
 
 #[cfg(test)]

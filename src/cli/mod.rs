@@ -25,8 +25,9 @@ pub enum Command {
     Run(Box<run::RunArgs>),
     /// Serve the eviction guard admission webhook.
     Webhook(webhook::WebhookArgs),
-    /// Create a CA and serving certificate for the webhook or the secure port.
-    Certs(certs::CertsArgs),
+    /// Create a CA and serving certificate for the webhook or the secure port (files), or keep
+    /// the webhook's Secret and caBundle valid in the cluster (`--secret-name`).
+    Certs(certs::CertsCommand),
 }
 
 /// Runs the selected subcommand.

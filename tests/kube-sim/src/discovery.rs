@@ -32,21 +32,52 @@ pub fn core_versions(server_addr: &str) -> Value {
     })
 }
 
-fn group_doc(name: &str, version: &str) -> Value {
-    let gv = json!({"groupVersion": format!("{name}/{version}"), "version": version});
-    json!({"name": name, "versions": [gv.clone()], "preferredVersion": gv})
+fn group_doc(name: &str, versions: &[&str]) -> Value {
+    let gvs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .collect();
+    let preferred = gvs.first().cloned().unwrap_or(Value::Null);
+    json!({"name": name, "versions": gvs, "preferredVersion": preferred})
+}
+
+/// Groups and their versions: the built-in ones, then those served from CRDs (`custom`).
+fn all_groups(custom: &[&'static ResourceDef]) -> Vec<(&'static str, Vec<&'static str>)> {
+    let mut out: Vec<(&'static str, Vec<&'static str>)> =
+        groups().into_iter().map(|(g, v)| (g, vec![v])).collect();
+    for d in custom {
+        match out.iter_mut().find(|(g, _)| *g == d.group) {
+            Some((_, versions)) if !versions.contains(&d.version) => versions.push(d.version),
+            Some(_) => {}
+            None => out.push((d.group, vec![d.version])),
+        }
+    }
+    out
 }
 
 /// `/apis`.
 pub fn group_list() -> Value {
-    let groups: Vec<Value> = groups().into_iter().map(|(g, v)| group_doc(g, v)).collect();
+    group_list_with(&[])
+}
+
+/// `/apis`, with the groups of kinds served from CRDs.
+pub fn group_list_with(custom: &[&'static ResourceDef]) -> Value {
+    let groups: Vec<Value> = all_groups(custom)
+        .into_iter()
+        .map(|(g, v)| group_doc(g, &v))
+        .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
 /// `/apis/<group>`.
 pub fn group(name: &str) -> Option<Value> {
-    let (g, v) = groups().into_iter().find(|(g, _)| *g == name)?;
-    let mut doc = group_doc(g, v);
+    group_with(name, &[])
+}
+
+/// `/apis/<group>`, with the groups of kinds served from CRDs.
+pub fn group_with(name: &str, custom: &[&'static ResourceDef]) -> Option<Value> {
+    let (g, v) = all_groups(custom).into_iter().find(|(g, _)| *g == name)?;
+    let mut doc = group_doc(g, &v);
     doc["kind"] = json!("APIGroup");
     doc["apiVersion"] = json!("v1");
     Some(doc)
@@ -70,8 +101,18 @@ fn sub_entry(d: &ResourceDef, sub: &str) -> Value {
 
 /// `/api/v1` and `/apis/<group>/<version>`.
 pub fn resource_list(group: &str, version: &str) -> Option<Value> {
+    resource_list_with(group, version, &[])
+}
+
+/// `/api/v1` and `/apis/<group>/<version>`, with the kinds served from CRDs.
+pub fn resource_list_with(
+    group: &str,
+    version: &str,
+    custom: &[&'static ResourceDef],
+) -> Option<Value> {
     let defs: Vec<&ResourceDef> = RESOURCES
         .iter()
+        .chain(custom.iter().copied())
         .filter(|d| d.group == group && d.version == version)
         .collect();
     if defs.is_empty() {

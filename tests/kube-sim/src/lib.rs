@@ -7,6 +7,7 @@ pub mod admission;
 pub mod auth;
 pub mod clock;
 pub mod controllers;
+pub mod crds;
 pub mod defaults;
 pub mod discovery;
 pub mod error;
@@ -256,13 +257,13 @@ impl SimHandle {
 
     /// Reads an object by `apiVersion`, `kind`, namespace ("" for cluster-scoped) and name.
     pub fn get(&self, api_version: &str, kind: &str, namespace: &str, name: &str) -> Option<Value> {
-        let def = resources::by_kind(api_version, kind)?;
+        let def = crds::lookup_kind(&self.state.store, api_version, kind)?;
         self.state.store.get(def, namespace, name)
     }
 
     /// Lists objects of a kind, optionally in one namespace.
     pub fn list(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Vec<Value> {
-        match resources::by_kind(api_version, kind) {
+        match crds::lookup_kind(&self.state.store, api_version, kind) {
             Some(def) => self.state.store.list(def, namespace).0,
             None => Vec::new(),
         }
@@ -272,7 +273,7 @@ impl SimHandle {
     pub fn apply(&self, obj: Value) -> Result<Value, ApiError> {
         let av = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
         let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
-        let def = resources::by_kind(av, kind)
+        let def = crds::lookup_kind(&self.state.store, av, kind)
             .ok_or_else(|| ApiError::bad_request(format!("unknown kind {av} {kind}")))?;
         let ns = obj
             .pointer("/metadata/namespace")

@@ -10,7 +10,7 @@
 //! `fieldValidation` (no strict decoding).
 use serde_json::{Map, Value, json};
 
-use crate::resources::{RESOURCES, groups};
+use crate::resources::{RESOURCES, ResourceDef, groups};
 
 fn gv_path(group: &str, version: &str) -> String {
     if group.is_empty() {
@@ -22,9 +22,19 @@ fn gv_path(group: &str, version: &str) -> String {
 
 /// `/openapi/v3`: the index of group-version documents.
 pub fn root() -> Value {
+    root_with(&[])
+}
+
+/// `/openapi/v3`, with the group-versions of kinds served from CRDs.
+pub fn root_with(custom: &[&'static ResourceDef]) -> Value {
     let mut paths = Map::new();
     let mut gvs = vec![("", "v1")];
     gvs.extend(groups());
+    for d in custom {
+        if !gvs.contains(&(d.group, d.version)) {
+            gvs.push((d.group, d.version));
+        }
+    }
     for (g, v) in gvs {
         let p = gv_path(g, v);
         paths.insert(
@@ -37,6 +47,11 @@ pub fn root() -> Value {
 
 /// `/openapi/v3/<api/v1 | apis/g/v>`.
 pub fn group_version(path: &str) -> Option<Value> {
+    group_version_with(path, &[])
+}
+
+/// `/openapi/v3/<api/v1 | apis/g/v>`, with the kinds served from CRDs.
+pub fn group_version_with(path: &str, custom: &[&'static ResourceDef]) -> Option<Value> {
     let segs: Vec<&str> = path.split('/').collect();
     let (group, version) = match segs.as_slice() {
         ["api", v] => ("", *v),
@@ -46,6 +61,7 @@ pub fn group_version(path: &str) -> Option<Value> {
     let mut paths = Map::new();
     for d in RESOURCES
         .iter()
+        .chain(custom.iter().copied())
         .filter(|d| d.group == group && d.version == version && !d.create_only)
     {
         let prefix = format!("/{}", gv_path(group, version));

@@ -456,6 +456,18 @@ pub static RESOURCES: &[ResourceDef] = &[
             false
         )
     },
+    // The kinds a stored CRD describes are served too: see `crate::crds`.
+    res!(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "customresourcedefinition",
+        "CustomResourceDefinition",
+        false,
+        ["crd", "crds"],
+        ["status"],
+        true
+    ),
     ResourceDef {
         create_only: true,
         ..res!(

@@ -829,5 +829,6 @@ impl Store {
         RESOURCES
             .iter()
             .find(|d| d.group == gr.0 && d.resource == gr.1)
+            .or_else(|| crate::crds::interned(gr))
     }
 }

@@ -82,8 +82,16 @@ pub struct Target {
     pub sub: Option<String>,
 }
 
-/// Parses `/api/v1/...` and `/apis/<g>/<v>/...` resource paths.
+/// Parses `/api/v1/...` and `/apis/<g>/<v>/...` resource paths of built-in kinds.
 pub fn parse_target(path: &str) -> Option<Target> {
+    parse_target_with(path, by_gvr)
+}
+
+/// [`parse_target`] with a resource lookup (built-in kinds and those served from CRDs).
+pub fn parse_target_with(
+    path: &str,
+    by_gvr: impl Fn(&str, &str, &str) -> Option<&'static ResourceDef>,
+) -> Option<Target> {
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     let (group, version, rest) = match segs.as_slice() {
         ["api", v, rest @ ..] => ("", *v, rest),
@@ -209,23 +217,29 @@ async fn dispatch(st: Arc<SimState>, req: Request) -> ApiResult<Response> {
 
     let trimmed = path.trim_end_matches('/');
     if trimmed == "/openapi/v3" {
-        return Ok(json_response(200, &crate::openapi::root(), &[]));
+        let custom = crate::crds::served(&st.store);
+        return Ok(json_response(200, &crate::openapi::root_with(&custom), &[]));
     }
     if let Some(gv) = trimmed.strip_prefix("/openapi/v3/") {
-        let doc = crate::openapi::group_version(gv).ok_or_else(ApiError::no_route)?;
+        let custom = crate::crds::served(&st.store);
+        let doc = crate::openapi::group_version_with(gv, &custom).ok_or_else(ApiError::no_route)?;
         return Ok(json_response(200, &doc, &[]));
     }
+    let custom = || crate::crds::served(&st.store);
     let discovery_doc = match trimmed {
         "/api" => Some(discovery::core_versions(&host)),
-        "/apis" => Some(discovery::group_list()),
+        "/apis" => Some(discovery::group_list_with(&custom())),
         "/api/v1" => discovery::resource_list("", "v1"),
         _ => {
             let segs: Vec<&str> = trimmed.trim_start_matches('/').split('/').collect();
             match segs.as_slice() {
-                ["apis", g] => Some(discovery::group(g).ok_or_else(ApiError::no_route)?),
-                ["apis", g, v] => {
-                    Some(discovery::resource_list(g, v).ok_or_else(ApiError::no_route)?)
+                ["apis", g] => {
+                    Some(discovery::group_with(g, &custom()).ok_or_else(ApiError::no_route)?)
                 }
+                ["apis", g, v] => Some(
+                    discovery::resource_list_with(g, v, &custom())
+                        .ok_or_else(ApiError::no_route)?,
+                ),
                 _ => None,
             }
         }
@@ -241,7 +255,8 @@ async fn dispatch(st: Arc<SimState>, req: Request) -> ApiResult<Response> {
         return Ok(json_response(200, &doc, &[]));
     }
 
-    let target = parse_target(&path).ok_or_else(ApiError::no_route)?;
+    let target = parse_target_with(&path, |g, v, r| crate::crds::lookup_gvr(&st.store, g, v, r))
+        .ok_or_else(ApiError::no_route)?;
     let watch = query
         .iter()
         .any(|(k, v)| k == "watch" && (v == "true" || v == "1"));

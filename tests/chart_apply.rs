@@ -1,0 +1,615 @@
+//! `kubectl apply` of the rendered Helm chart to the kube-sim API stand-in: the chart is rendered
+//! with the real Helm v4 engine (`tests/chart/render.py`, PyPI `helm-python-sdk`) for the default
+//! values and the variants `tests/chart_render.rs` renders, applied with the real `kubectl` on
+//! PATH, applied a second time (nothing written: every resourceVersion stays), and read back with
+//! `kubectl get` (every rendered field is served back as rendered).
+//!
+//! Kinds from CRDs the chart does not ship — `monitoring.coreos.com` ServiceMonitor
+//! (prometheus-operator) and `cert-manager.io` Certificate / Issuer: for those variants the test
+//! first checks that kubectl refuses them with "no matches for kind … ensure CRDs are installed
+//! first" (a cluster without the operators), then installs the CRDs and applies everything.
+//!
+//! Needs python3 with `helm-python-sdk==0.2.2` and kubectl (1.29+) on PATH; fails with the
+//! instruction when either is missing.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use kube_sim::{Sim, SimHandle, SimOptions};
+use serde_json::{Value, json};
+
+const PIN: &str = "helm-python-sdk==0.2.2";
+
+/// API groups whose kinds come from CRDs that the chart expects to be installed already.
+const CRD_GROUPS: &[&str] = &["monitoring.coreos.com", "cert-manager.io"];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+struct Variant {
+    label: &'static str,
+    values: Value,
+    release: &'static str,
+    namespace: &'static str,
+}
+
+fn variant(label: &'static str, values: Value) -> Variant {
+    Variant {
+        label,
+        values,
+        release: "kube-descheduler",
+        namespace: "kube-descheduler",
+    }
+}
+
+/// The default values and every variant `tests/chart_render.rs` renders.
+fn variants() -> Vec<Variant> {
+    vec![
+        variant("default", json!({})),
+        variant("job", json!({"kind": "Job"})),
+        variant(
+            "cronjob-suspended-no-guard",
+            json!({"kind": "CronJob", "schedule": "0 * * * *", "suspend": true, "webhook": {"enabled": false}}),
+        ),
+        variant(
+            "deployment-leader-election-servicemonitor",
+            json!({
+                "kind": "Deployment", "replicas": 2, "deschedulingInterval": "3m",
+                "leaderElection": {"enabled": true}, "podDisruptionBudget": {"enabled": true},
+                "serviceMonitor": {"enabled": true, "interval": "30s"},
+                "cmdOptions": {"v": 5, "client-connection-qps": 30, "dry-run": null},
+            }),
+        ),
+        variant(
+            "lease-in-kube-system",
+            json!({"kind": "Deployment", "leaderElection": {"enabled": true, "resourceNamespace": "kube-system", "resourceName": "my-lease"}}),
+        ),
+        variant(
+            "cert-manager",
+            json!({"webhook": {"certs": {"mode": "certManager"}}}),
+        ),
+        variant(
+            "cert-manager-cluster-issuer",
+            json!({"webhook": {"certs": {"mode": "certManager", "certManager": {"issuerRef": {"kind": "ClusterIssuer", "name": "corp-ca"}}}}}),
+        ),
+        Variant {
+            label: "custom-release-generate",
+            values: json!({"webhook": {"certs": {"mode": "generate", "secretName": "guard-tls"}, "timeoutSeconds": 3}}),
+            release: "prod",
+            namespace: "ops",
+        },
+        variant("webhook-disabled", json!({"webhook": {"enabled": false}})),
+        variant(
+            "trigger-api",
+            json!({"kind": "Deployment", "trigger": {"enabled": true}, "metrics": {"enabled": false}}),
+        ),
+        variant(
+            "deployment-no-metrics",
+            json!({"kind": "Deployment", "metrics": {"enabled": false}}),
+        ),
+        variant(
+            "no-rbac-existing-service-account",
+            json!({"rbac": {"create": false}, "serviceAccount": {"create": false, "name": "mine"}}),
+        ),
+    ]
+}
+
+/// Renders every variant in one `render.py batch` run; the objects of each, in template order.
+fn render_all(variants: &[Variant]) -> Vec<Vec<Value>> {
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let cases: Vec<Value> = variants
+        .iter()
+        .map(|v| json!({"op": "render", "values": v.values, "name": v.release, "namespace": v.namespace}))
+        .collect();
+    let mut child = Command::new(&python)
+        .arg(root().join("tests/chart/render.py"))
+        .arg("batch")
+        .arg(root().join("charts/kube-descheduler"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run `{python}` ({e}): pip install {PIN}"));
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(json!(cases).to_string().as_bytes())
+        .expect("writing the cases");
+    let out = child.wait_with_output().expect("render.py");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "render.py failed: {stderr}\n(the chart tests need `pip install {PIN}`)"
+    );
+    let results: Vec<Value> = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("render.py printed no JSON ({e}): {stderr}"));
+    results
+        .into_iter()
+        .zip(variants)
+        .map(|(r, v)| {
+            assert_eq!(r["ok"], true, "{}: {}", v.label, r["error"]);
+            let manifests = r["manifests"].as_object().expect("manifests");
+            let mut paths: Vec<&String> = manifests.keys().collect();
+            paths.sort();
+            let mut objects = Vec::new();
+            for p in paths {
+                let text = manifests[p].as_str().expect("text");
+                let docs: Vec<Value> = serde_saphyr::from_multiple(text)
+                    .unwrap_or_else(|e| panic!("{}: {p}: {e}", v.label));
+                objects.extend(docs.into_iter().filter(|d| !d.is_null()));
+            }
+            objects
+        })
+        .collect()
+}
+
+fn kubectl_path() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join("kubectl"))
+        .find(|p| p.is_file())
+        .expect("kubectl on PATH (1.29+) is needed for this test")
+}
+
+struct Out {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+async fn kubectl(bin: &Path, sim: &SimHandle, args: &[&str]) -> Out {
+    let run = tokio::process::Command::new(bin)
+        .arg("--kubeconfig")
+        .arg(sim.kubeconfig_path())
+        .args(args)
+        .env("HOME", std::env::temp_dir())
+        .kill_on_drop(true)
+        .output();
+    let o = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("kubectl finishes within 120 s")
+        .expect("kubectl runs");
+    Out {
+        ok: o.status.success(),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn group_of(obj: &Value) -> &str {
+    obj["apiVersion"]
+        .as_str()
+        .and_then(|av| av.rsplit_once('/'))
+        .map_or("", |(g, _)| g)
+}
+
+fn needs_crd(obj: &Value) -> bool {
+    CRD_GROUPS.contains(&group_of(obj))
+}
+
+/// The CustomResourceDefinitions of the CRD kinds among `objects`: names, scope and one served
+/// version with an open schema (kube-sim neither validates nor prunes custom objects).
+fn crd_manifests(objects: &[&Value]) -> Vec<Value> {
+    // (group, kind, plural, scope, short names, categories) as the operators define them.
+    type Known = (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static [&'static str],
+        &'static [&'static str],
+    );
+    let known: &[Known] = &[
+        (
+            "monitoring.coreos.com",
+            "ServiceMonitor",
+            "servicemonitors",
+            "Namespaced",
+            &["smon"],
+            &["prometheus-operator"],
+        ),
+        (
+            "cert-manager.io",
+            "Certificate",
+            "certificates",
+            "Namespaced",
+            &["cert", "certs"],
+            &["cert-manager"],
+        ),
+        (
+            "cert-manager.io",
+            "Issuer",
+            "issuers",
+            "Namespaced",
+            &[],
+            &["cert-manager"],
+        ),
+    ];
+    let mut out: Vec<Value> = Vec::new();
+    for o in objects {
+        let kind = o["kind"].as_str().unwrap_or("");
+        let group = group_of(o);
+        let version = o["apiVersion"]
+            .as_str()
+            .and_then(|av| av.rsplit_once('/'))
+            .map_or("", |(_, v)| v);
+        let (g, k, plural, scope, short, categories) = known
+            .iter()
+            .find(|(g, k, ..)| *g == group && *k == kind)
+            .unwrap_or_else(|| panic!("no CRD known for {group} {kind}"));
+        let name = format!("{plural}.{g}");
+        if out.iter().any(|c| c["metadata"]["name"] == name.as_str()) {
+            continue;
+        }
+        out.push(json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": name},
+            "spec": {
+                "group": g,
+                "scope": scope,
+                "names": {"plural": plural, "singular": k.to_lowercase(), "kind": k,
+                          "listKind": format!("{k}List"), "shortNames": short, "categories": categories},
+                "versions": [{"name": version, "served": true, "storage": true,
+                              "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+            }
+        }));
+    }
+    out
+}
+
+/// Writes objects as a multi-document stream (JSON documents are YAML).
+fn write_stream(path: &Path, objects: &[&Value]) {
+    let text: Vec<String> = objects.iter().map(|o| o.to_string()).collect();
+    std::fs::write(path, text.join("\n---\n")).expect("writing manifests");
+}
+
+/// Every field of `want` is in `have` with the same value (the server may add defaults).
+fn subset(want: &Value, have: &Value, path: &str, diffs: &mut Vec<String>) {
+    match (want, have) {
+        (Value::Object(w), Value::Object(h)) => {
+            for (k, v) in w {
+                match h.get(k) {
+                    Some(hv) => subset(v, hv, &format!("{path}.{k}"), diffs),
+                    None if v.is_null() => {}
+                    None => diffs.push(format!("{path}.{k} missing")),
+                }
+            }
+        }
+        (Value::Array(w), Value::Array(h)) if w.len() == h.len() => {
+            for (i, (a, b)) in w.iter().zip(h).enumerate() {
+                subset(a, b, &format!("{path}[{i}]"), diffs);
+            }
+        }
+        (a, b) if a == b => {}
+        (Value::Number(a), Value::Number(b)) if a.as_f64() == b.as_f64() => {}
+        (a, b) => diffs.push(format!("{path}: rendered {a}, served {b}")),
+    }
+}
+
+fn object_ref(o: &Value) -> String {
+    format!(
+        "{} {}/{}",
+        o["kind"].as_str().unwrap_or("?"),
+        o["metadata"]["namespace"].as_str().unwrap_or(""),
+        o["metadata"]["name"].as_str().unwrap_or("?")
+    )
+}
+
+/// `kubectl get -f FILE -o json`: the served objects, in file order.
+async fn get_all(
+    bin: &Path,
+    sim: &SimHandle,
+    file: &str,
+    ctx: &dyn Fn(&str, &Out) -> String,
+) -> Vec<Value> {
+    let o = kubectl(bin, sim, &["get", "-f", file, "-o", "json"]).await;
+    assert!(o.ok, "{}", ctx("get -f", &o));
+    let list: Value = serde_json::from_str(&o.stdout)
+        .unwrap_or_else(|e| panic!("{}: not JSON ({e})", ctx("get -f", &o)));
+    list["items"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{}: not a List", ctx("get -f", &o)))
+        .clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_apply_of_every_chart_variant_is_served_idempotent_and_readable() {
+    let bin = kubectl_path();
+    let variants = variants();
+    let rendered = render_all(&variants);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut crd_variants = 0;
+    for (v, objects) in variants.iter().zip(&rendered) {
+        let sim = Sim::start(SimOptions {
+            controllers: false,
+            ..Default::default()
+        })
+        .await
+        .expect("kube-sim starts");
+        let ctx = |what: &str, o: &Out| {
+            format!(
+                "{}: kubectl {what}:\nstdout:\n{}\nstderr:\n{}",
+                v.label, o.stdout, o.stderr
+            )
+        };
+
+        // The namespaces the release uses (`helm install --create-namespace` makes the release's).
+        let namespaces: BTreeSet<&str> = objects
+            .iter()
+            .filter_map(|o| o["metadata"]["namespace"].as_str())
+            .chain([v.namespace])
+            .collect();
+        // (Applied from JSON: `kubectl create namespace` sends protobuf, which kube-sim does not
+        // decode.)
+        let missing: Vec<Value> = namespaces
+            .iter()
+            .filter(|ns| sim.get("v1", "Namespace", "", ns).is_none())
+            .map(|ns| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+            .collect();
+        if !missing.is_empty() {
+            let file = dir.path().join(format!("{}-namespaces.yaml", v.label));
+            write_stream(&file, &missing.iter().collect::<Vec<_>>());
+            let o = kubectl(&bin, &sim, &["apply", "-f", file.to_str().unwrap()]).await;
+            assert!(o.ok, "{}", ctx("apply namespaces", &o));
+        }
+
+        let crd: Vec<&Value> = objects.iter().filter(|o| needs_crd(o)).collect();
+        let served: Vec<&Value> = objects.iter().collect();
+        assert!(!served.is_empty(), "{}: nothing rendered", v.label);
+        if !crd.is_empty() {
+            crd_variants += 1;
+            // As on a cluster without prometheus-operator / cert-manager.
+            let file = dir.path().join(format!("{}-crd.yaml", v.label));
+            write_stream(&file, &crd);
+            // `--validate=false`: for a kind it cannot find, kubectl falls back to the OpenAPI v2
+            // document, which kube-sim does not serve; kube-apiserver does, and kubectl then
+            // fails with the same mapping error.
+            let o = kubectl(
+                &bin,
+                &sim,
+                &["apply", "--validate=false", "-f", file.to_str().unwrap()],
+            )
+            .await;
+            assert!(!o.ok, "{}", ctx("apply of CRD kinds without CRDs", &o));
+            for obj in &crd {
+                let kind = obj["kind"].as_str().unwrap_or("?");
+                assert!(
+                    o.stderr
+                        .contains(&format!("no matches for kind \"{kind}\"")),
+                    "{}",
+                    ctx("apply of CRD kinds without CRDs", &o)
+                );
+            }
+            assert!(
+                o.stderr.contains("ensure CRDs are installed first"),
+                "{}",
+                ctx("apply of CRD kinds without CRDs", &o)
+            );
+            // Install the operators' CRDs (trimmed to what kube-apiserver needs to serve the
+            // kinds), as a cluster running prometheus-operator / cert-manager has them.
+            let crds = crd_manifests(&crd);
+            let file = dir.path().join(format!("{}-crds.yaml", v.label));
+            write_stream(&file, &crds.iter().collect::<Vec<_>>());
+            let o = kubectl(&bin, &sim, &["apply", "-f", file.to_str().unwrap()]).await;
+            assert!(o.ok, "{}", ctx("apply CRDs", &o));
+        }
+
+        let file = dir.path().join(format!("{}.yaml", v.label));
+        write_stream(&file, &served);
+        let file = file.to_str().expect("utf-8 path");
+
+        let o = kubectl(&bin, &sim, &["apply", "-f", file]).await;
+        assert!(o.ok, "{}", ctx("apply", &o));
+        let created = o.stdout.lines().filter(|l| l.ends_with(" created")).count();
+        assert_eq!(created, served.len(), "{}", ctx("apply", &o));
+
+        let before = get_all(&bin, &sim, file, &ctx).await;
+        let o = kubectl(&bin, &sim, &["apply", "-f", file]).await;
+        assert!(o.ok, "{}", ctx("second apply", &o));
+        // kubectl reports every object `unchanged`, except PodDisruptionBudgets: their `selector`
+        // has patchStrategy "replace", so kubectl's patch is never empty and it prints
+        // `configured` for a patch that changes nothing (as against kube-apiserver).
+        let lines: Vec<&str> = o.stdout.lines().collect();
+        assert_eq!(lines.len(), served.len(), "{}", ctx("second apply", &o));
+        for l in &lines {
+            assert!(
+                l.ends_with(" unchanged")
+                    || (l.starts_with("poddisruptionbudget.policy/") && l.ends_with(" configured")),
+                "{}",
+                ctx("second apply (idempotent)", &o)
+            );
+        }
+        // Nothing was written: every resourceVersion is the same.
+        let items = get_all(&bin, &sim, file, &ctx).await;
+        assert_eq!(items.len(), served.len());
+        for (a, b) in before.iter().zip(&items) {
+            assert_eq!(
+                a["metadata"]["resourceVersion"],
+                b["metadata"]["resourceVersion"],
+                "{}: {} rewritten by the second apply",
+                v.label,
+                object_ref(a)
+            );
+        }
+        for (want, have) in served.iter().zip(&items) {
+            let mut diffs = Vec::new();
+            subset(want, have, "", &mut diffs);
+            assert!(
+                diffs.is_empty(),
+                "{}: {} read back differs:\n{}",
+                v.label,
+                object_ref(want),
+                diffs.join("\n")
+            );
+            assert!(
+                have["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+                    .is_string(),
+                "{}: {} has no last-applied-configuration",
+                v.label,
+                object_ref(want)
+            );
+        }
+        sim.shutdown().await;
+    }
+    assert_eq!(
+        crd_variants, 3,
+        "the ServiceMonitor and cert-manager variants"
+    );
+}
+
+#[test]
+fn the_guard_pods_mount_only_the_serving_pair() {
+    // In generate mode the Secret also holds the CA key; the guard must not see it.
+    let rendered = render_all(&[variant("default", json!({}))]).remove(0);
+    let guard = rendered
+        .iter()
+        .find(|o| {
+            o["kind"] == "Deployment"
+                && o["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"]
+                    == "eviction-guard"
+        })
+        .expect("guard Deployment");
+    let volumes = guard["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .expect("volumes");
+    let certs = volumes
+        .iter()
+        .find(|v| v["name"] == "certs")
+        .expect("certs volume");
+    let keys: Vec<&str> = certs["secret"]["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| i["key"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(keys, ["tls.crt", "tls.key"]);
+}
+
+/// The hook Job's own arguments, run before (pre-install) and after (post-install) `kubectl apply`
+/// of the default chart: the Secret the guard Deployment mounts is written first, and the caBundle
+/// of the applied ValidatingWebhookConfiguration is set afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_certs_hook_job_args_work_around_a_kubectl_apply_of_the_chart() {
+    let bin = kubectl_path();
+    let objects = render_all(&[variant("default", json!({}))]).remove(0);
+    let job = objects
+        .iter()
+        .find(|o| o["kind"] == "Job" && o["metadata"]["name"] == "kube-descheduler-certs")
+        .expect("certs hook Job");
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["command"], json!(["/kube-descheduler"]));
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let mut args: Vec<String> = container["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("string arg").to_owned())
+        .map(|a| {
+            if a.starts_with("--out-dir=") {
+                format!("--out-dir={}", out_dir.path().display())
+            } else {
+                a
+            }
+        })
+        .collect();
+
+    let sim = Sim::start(SimOptions {
+        controllers: false,
+        ..Default::default()
+    })
+    .await
+    .expect("kube-sim starts");
+    args.push(format!("--kubeconfig={}", sim.kubeconfig_path().display()));
+    let hook = || async {
+        let o = tokio::process::Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
+            .args(&args)
+            .env_remove("KUBECONFIG")
+            .kill_on_drop(true)
+            .output()
+            .await
+            .expect("certs runs");
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "certs {args:?}: {stderr}");
+        stderr
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ns_file = dir.path().join("ns.yaml");
+    write_stream(
+        &ns_file,
+        &[
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-descheduler"}}),
+        ],
+    );
+    let o = kubectl(&bin, &sim, &["apply", "-f", ns_file.to_str().unwrap()]).await;
+    assert!(o.ok, "{}", o.stderr);
+
+    // pre-install: no configuration yet.
+    let stderr = hook().await;
+    assert!(stderr.contains("does not exist yet"), "{stderr}");
+    let guard = objects
+        .iter()
+        .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == "kube-descheduler-webhook")
+        .expect("guard Deployment");
+    let secret_name = guard["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"]
+        .as_str()
+        .expect("secret volume");
+    let secret = sim
+        .get("v1", "Secret", "kube-descheduler", secret_name)
+        .expect("the Secret the guard mounts exists before the guard is installed");
+    assert_eq!(secret["type"], "kubernetes.io/tls");
+
+    // install.
+    let file = dir.path().join("chart.yaml");
+    write_stream(&file, &objects.iter().collect::<Vec<_>>());
+    let o = kubectl(&bin, &sim, &["apply", "-f", file.to_str().unwrap()]).await;
+    assert!(o.ok, "{}", o.stderr);
+
+    // post-install: the applied configuration gets the Secret's CA.
+    let stderr = hook().await;
+    assert!(stderr.contains("kept"), "{stderr}");
+    assert!(
+        stderr.contains("set the caBundle of 1 webhook(s)"),
+        "{stderr}"
+    );
+    let o = kubectl(
+        &bin,
+        &sim,
+        &[
+            "get",
+            "validatingwebhookconfiguration",
+            "kube-descheduler-eviction-guard",
+            "-o",
+            "jsonpath={.webhooks[0].clientConfig.caBundle}",
+        ],
+    )
+    .await;
+    assert!(o.ok, "{}", o.stderr);
+    assert_eq!(
+        o.stdout.trim(),
+        secret["data"]["ca.crt"].as_str().expect("ca.crt"),
+        "caBundle is the Secret's ca.crt"
+    );
+    // A second `kubectl apply` (helm upgrade without the hook) leaves the caBundle alone:
+    // the rendered configuration has none, and kubectl's three-way merge keeps fields it never set.
+    let o = kubectl(&bin, &sim, &["apply", "-f", file.to_str().unwrap()]).await;
+    assert!(o.ok, "{}", o.stderr);
+    let after = sim
+        .get(
+            "admissionregistration.k8s.io/v1",
+            "ValidatingWebhookConfiguration",
+            "",
+            "kube-descheduler-eviction-guard",
+        )
+        .expect("configuration");
+    assert_eq!(
+        after["webhooks"][0]["clientConfig"]["caBundle"],
+        secret["data"]["ca.crt"]
+    );
+    sim.shutdown().await;
+}
