@@ -1,9 +1,15 @@
-//! The webhook's [`FactSource`] against a cluster: lean watch caches of Deployments, ReplicaSets
-//! and PodDisruptionBudgets (converted to facts on arrival, so managedFields, pod templates and
-//! everything else we do not read are never kept), and on-demand GETs of the pod and its claims.
+//! The webhook's [`FactSource`] against a cluster: lean watch caches of Pods, Deployments,
+//! ReplicaSets and PodDisruptionBudgets (converted to facts on arrival, so managedFields, pod
+//! specs, templates and everything else we do not read are never kept), and on-demand GETs.
 //!
-//! Memory: only facts are stored, and ReplicaSets scaled to zero (old revisions) are skipped —
-//! a cache miss falls back to a GET. Pods are never cached.
+//! Memory: only facts are stored; pods as [`LeanPod`]s sharing label sets and owners, and
+//! ReplicaSets scaled to zero (old revisions) are skipped. Initial lists are paginated (500 per
+//! page), so a full list of pods is never held. A cache miss falls back to a GET.
+//!
+//! Pods: the cache may lag the API. [`FactSource::cached_pod`] answers only once the pod watch
+//! has synced, and a miss or an entry whose uid differs from the eviction's precondition is read
+//! with a GET, so a cold or lagging cache never turns into "pod missing → allow". Callers that act
+//! on a cached pod (deny, restart) re-read it first; see [`super::server`].
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -22,6 +28,7 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
 use super::facts::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
+use super::pod_cache::{LeanPod, PodStripper};
 use super::source::{FactSource, SourceError};
 
 /// Time budget of one on-demand read (the webhook answers within its 5 s timeout).
@@ -97,11 +104,12 @@ impl<F> LeanMap<F> {
 
 /// Watches one resource into a [`LeanMap`]; `convert` returns `None` for objects not worth
 /// keeping. Runs until the stream ends (never, with the default backoff).
-async fn run_watch<K, F>(api: Api<K>, store: Arc<LeanMap<F>>, convert: fn(&K) -> Option<F>)
+async fn run_watch<K, F, C>(api: Api<K>, store: Arc<LeanMap<F>>, mut convert: C)
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
     K::DynamicType: Default,
     F: Send + Sync + 'static,
+    C: FnMut(&K) -> Option<F> + Send + 'static,
 {
     let kind = K::kind(&K::DynamicType::default()).to_string();
     let cfg = watcher::Config::default().page_size(500);
@@ -110,7 +118,7 @@ where
     while let Some(ev) = stream.next().await {
         match ev {
             Ok(ev) => {
-                if apply_event(&store, &mut buffer, ev, convert) {
+                if apply_event(&store, &mut buffer, ev, &mut convert) {
                     tracing::info!(%kind, objects = store.len(), "cache synced");
                 }
             }
@@ -125,7 +133,7 @@ fn apply_event<K: Resource, F>(
     store: &LeanMap<F>,
     buffer: &mut HashMap<String, HashMap<String, Arc<F>>>,
     ev: Event<K>,
-    convert: fn(&K) -> Option<F>,
+    convert: &mut impl FnMut(&K) -> Option<F>,
 ) -> bool {
     let key = |o: &K| {
         let m = o.meta();
@@ -170,21 +178,29 @@ fn replica_set_facts(rs: &ReplicaSet) -> Option<ReplicaSetFacts> {
 /// A cluster-backed [`FactSource`].
 pub struct KubeSource {
     client: Client,
+    pods: Arc<LeanMap<LeanPod>>,
     deployments: Arc<LeanMap<DeploymentFacts>>,
     replica_sets: Arc<LeanMap<ReplicaSetFacts>>,
     pdbs: Arc<LeanMap<PdbFacts>>,
 }
 
 impl KubeSource {
-    /// Creates the source and spawns its three watchers (cluster-wide list/watch of Deployments,
-    /// ReplicaSets and PodDisruptionBudgets).
+    /// Creates the source and spawns its four watchers (cluster-wide list/watch of Pods,
+    /// Deployments, ReplicaSets and PodDisruptionBudgets).
     pub fn start(client: Client) -> Arc<Self> {
         let source = Arc::new(KubeSource {
             client: client.clone(),
+            pods: Arc::default(),
             deployments: Arc::default(),
             replica_sets: Arc::default(),
             pdbs: Arc::default(),
         });
+        let mut stripper = PodStripper::default();
+        tokio::spawn(run_watch(
+            Api::<Pod>::all(client.clone()),
+            source.pods.clone(),
+            move |p: &Pod| Some(stripper.strip(p)),
+        ));
         tokio::spawn(run_watch(
             Api::<Deployment>::all(client.clone()),
             source.deployments.clone(),
@@ -211,6 +227,16 @@ impl KubeSource {
             self.pdbs.len(),
         )
     }
+
+    /// Per cache: resource name, objects held, initial list done.
+    pub fn cache_status(&self) -> [(&'static str, usize, bool); 4] {
+        [
+            ("pods", self.pods.len(), self.pods.synced()),
+            ("deployments", self.deployments.len(), self.deployments.synced()),
+            ("replicasets", self.replica_sets.len(), self.replica_sets.synced()),
+            ("poddisruptionbudgets", self.pdbs.len(), self.pdbs.synced()),
+        ]
+    }
 }
 
 async fn read<K, T>(
@@ -234,6 +260,15 @@ where
 impl FactSource for KubeSource {
     fn ready(&self) -> bool {
         self.deployments.synced() && self.replica_sets.synced() && self.pdbs.synced()
+    }
+
+    fn cached_pod(&self, namespace: &str, name: &str) -> Option<PodFacts> {
+        if !self.pods.synced() {
+            return None;
+        }
+        self.pods
+            .get(namespace, name)
+            .map(|p| p.facts(namespace, name))
     }
 
     fn pod<'a>(
@@ -304,7 +339,8 @@ mod tests {
     fn watch_events_maintain_a_lean_store() {
         let store = LeanMap::<ReplicaSetFacts>::default();
         let mut buffer = HashMap::new();
-        let conv: fn(&ReplicaSet) -> Option<ReplicaSetFacts> = replica_set_facts;
+        let mut conv: fn(&ReplicaSet) -> Option<ReplicaSetFacts> = replica_set_facts;
+        let conv = &mut conv;
         assert!(!apply_event(&store, &mut buffer, Event::Init, conv));
         apply_event(&store, &mut buffer, Event::InitApply(rs("a", 1)), conv);
         apply_event(&store, &mut buffer, Event::InitApply(rs("old", 0)), conv);
