@@ -245,7 +245,11 @@ fn sim_objects(extra: usize) -> Vec<serde_json::Value> {
             "status": {"observedGeneration": 2, "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3, "availableReplicas": 3}}),
     ];
     for i in 0..5 {
-        let app = if i == 0 { "web".to_string() } else { format!("other-{i}") };
+        let app = if i == 0 {
+            "web".to_string()
+        } else {
+            format!("other-{i}")
+        };
         out.push(json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": format!("pdb-{i}"), "namespace": "shop"},
             "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": app}}},
@@ -271,14 +275,21 @@ async fn sim_source(extra: usize) -> (kube_sim::SimHandle, Arc<KubeSource>) {
     })
     .await
     .expect("kube-sim");
-    let kubeconfig = kube::config::Kubeconfig::read_from(sim.kubeconfig_path()).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-        .await
-        .expect("client config");
+    let kubeconfig =
+        kube::config::Kubeconfig::read_from(sim.kubeconfig_path()).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .expect("client config");
     let source = KubeSource::start(kube::Client::try_from(config).expect("client"));
     let started = Instant::now();
     while !(source.ready() && source.cache_status().iter().all(|c| c.2)) {
-        assert!(started.elapsed() < Duration::from_secs(120), "caches did not sync");
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "caches did not sync"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(

@@ -91,8 +91,13 @@ fn rbac_covers_the_guard_api_calls() {
     };
     // Every call src/apicalls.rs lists for the guard (the chart's RBAC test checks the same list).
     let calls: Vec<_> =
-        kube_descheduler::apicalls::calls_of(kube_descheduler::apicalls::Component::Guard).collect();
-    assert!(calls.iter().any(|c| c.resource == "pods" && c.verb == "watch"));
+        kube_descheduler::apicalls::calls_of(kube_descheduler::apicalls::Component::Guard)
+            .collect();
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.resource == "pods" && c.verb == "watch")
+    );
     for c in calls {
         assert!(
             allows(c.group, &c.rbac_resource(), c.verb),

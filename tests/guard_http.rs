@@ -1005,7 +1005,10 @@ async fn stale_cached_pod_that_stopped_being_ready_is_not_refused() {
     s.pdbs.push(Arc::new(PdbFacts {
         namespace: "shop".into(),
         name: "web".into(),
-        selector: Some(Selector::from_iter([("app".to_string(), "web".to_string())])),
+        selector: Some(Selector::from_iter([(
+            "app".to_string(),
+            "web".to_string(),
+        )])),
         disruptions_allowed: 0,
     }));
     let h = start(s).await;

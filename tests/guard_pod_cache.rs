@@ -151,10 +151,12 @@ async fn pod_cache_follows_the_cluster_and_serves_the_allow_path() {
     .await
     .unwrap();
     let kubeconfig = kube::config::Kubeconfig::read_from(sim.kubeconfig_path()).unwrap();
-    let config =
-        kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-            .await
-            .unwrap();
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
     let client = kube::Client::try_from(config).unwrap();
     let source = KubeSource::start(client);
     let restarter = Arc::new(FakeRestarter::default());
@@ -172,7 +174,11 @@ async fn pod_cache_follows_the_cluster_and_serves_the_allow_path() {
     // Healthy 3-replica Deployment: allowed from the cache.
     assert!(allowed(&app, "web-5c6d7e8f-0").await);
     let m = call(&app, "GET", "/metrics", None).await;
-    assert_eq!((pod_reads(&m, "cache"), pod_reads(&m, "api")), (1, 0), "{m}");
+    assert_eq!(
+        (pod_reads(&m, "cache"), pod_reads(&m, "api")),
+        (1, 0),
+        "{m}"
+    );
 
     // A pod created after the initial list reaches the cache through the watch.
     sim.apply(pod("web", "web-5c6d7e8f-new")).unwrap();
@@ -193,7 +199,11 @@ async fn pod_cache_follows_the_cluster_and_serves_the_allow_path() {
     .await;
     assert!(allowed(&app, "web-5c6d7e8f-1").await);
     let m = call(&app, "GET", "/metrics", None).await;
-    assert_eq!((pod_reads(&m, "cache"), pod_reads(&m, "api")), (2, 1), "{m}");
+    assert_eq!(
+        (pod_reads(&m, "cache"), pod_reads(&m, "api")),
+        (2, 1),
+        "{m}"
+    );
 
     // Single-replica Deployment: the cached pod leads to a deflection, confirmed by a fresh read.
     assert!(!allowed(&app, "solo-5c6d7e8f-0").await);

@@ -35,40 +35,72 @@ use super::source::{FactSource, SourceError};
 pub const READ_TIMEOUT: Duration = Duration::from_millis(1500);
 
 /// Objects indexed by namespace, then name.
+///
+/// A (re-)list is applied in place: every listed object is stamped with the list's epoch and, when
+/// the list is complete, objects the list did not return are dropped. So a re-list never holds a
+/// second copy of the cache, and the old entries keep answering until they are replaced.
 #[derive(Debug)]
 pub struct LeanMap<F> {
-    inner: RwLock<HashMap<String, HashMap<String, Arc<F>>>>,
+    inner: RwLock<Maps<F>>,
     synced: AtomicBool,
+}
+
+#[derive(Debug)]
+struct Maps<F> {
+    by_namespace: HashMap<String, HashMap<String, Slot<F>>>,
+    /// Incremented at the start of every list.
+    epoch: u32,
+}
+
+#[derive(Debug)]
+struct Slot<F> {
+    value: Arc<F>,
+    /// The list (or later event) that last wrote the entry.
+    epoch: u32,
 }
 
 impl<F> Default for LeanMap<F> {
     fn default() -> Self {
         LeanMap {
-            inner: RwLock::new(HashMap::new()),
+            inner: RwLock::new(Maps {
+                by_namespace: HashMap::new(),
+                epoch: 0,
+            }),
             synced: AtomicBool::new(false),
         }
     }
 }
 
 impl<F> LeanMap<F> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Maps<F>> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Maps<F>> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// One object.
     pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<F>> {
-        let map = self.inner.read().unwrap_or_else(|e| e.into_inner());
-        map.get(namespace).and_then(|m| m.get(name)).cloned()
+        let maps = self.read();
+        maps.by_namespace
+            .get(namespace)
+            .and_then(|m| m.get(name))
+            .map(|s| s.value.clone())
     }
 
     /// All objects of a namespace.
     pub fn namespace(&self, namespace: &str) -> Vec<Arc<F>> {
-        let map = self.inner.read().unwrap_or_else(|e| e.into_inner());
-        map.get(namespace)
-            .map(|m| m.values().cloned().collect())
+        let maps = self.read();
+        maps.by_namespace
+            .get(namespace)
+            .map(|m| m.values().map(|s| s.value.clone()).collect())
             .unwrap_or_default()
     }
 
     /// Number of objects.
     pub fn len(&self) -> usize {
-        let map = self.inner.read().unwrap_or_else(|e| e.into_inner());
-        map.values().map(HashMap::len).sum()
+        self.read().by_namespace.values().map(HashMap::len).sum()
     }
 
     /// True when empty.
@@ -82,22 +114,42 @@ impl<F> LeanMap<F> {
     }
 
     fn insert(&self, namespace: String, name: String, f: F) {
-        let mut map = self.inner.write().unwrap_or_else(|e| e.into_inner());
-        map.entry(namespace).or_default().insert(name, Arc::new(f));
+        let mut maps = self.write();
+        let epoch = maps.epoch;
+        maps.by_namespace.entry(namespace).or_default().insert(
+            name,
+            Slot {
+                value: Arc::new(f),
+                epoch,
+            },
+        );
     }
 
     fn remove(&self, namespace: &str, name: &str) {
-        let mut map = self.inner.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(m) = map.get_mut(namespace) {
+        let mut maps = self.write();
+        if let Some(m) = maps.by_namespace.get_mut(namespace) {
             m.remove(name);
             if m.is_empty() {
-                map.remove(namespace);
+                maps.by_namespace.remove(namespace);
             }
         }
     }
 
-    fn replace(&self, all: HashMap<String, HashMap<String, Arc<F>>>) {
-        *self.inner.write().unwrap_or_else(|e| e.into_inner()) = all;
+    /// A list starts: what it returns is written with a new epoch.
+    fn begin_list(&self) {
+        let mut maps = self.write();
+        maps.epoch = maps.epoch.wrapping_add(1);
+    }
+
+    /// The list is complete: drop what it did not return; the cache is synced.
+    fn finish_list(&self) {
+        let mut maps = self.write();
+        let epoch = maps.epoch;
+        maps.by_namespace.retain(|_, m| {
+            m.retain(|_, s| s.epoch == epoch);
+            !m.is_empty()
+        });
+        drop(maps);
         self.synced.store(true, Ordering::Release);
     }
 }
@@ -114,11 +166,10 @@ where
     let kind = K::kind(&K::DynamicType::default()).to_string();
     let cfg = watcher::Config::default().page_size(500);
     let mut stream = watcher::watcher(api, cfg).default_backoff().boxed();
-    let mut buffer = HashMap::new();
     while let Some(ev) = stream.next().await {
         match ev {
             Ok(ev) => {
-                if apply_event(&store, &mut buffer, ev, &mut convert) {
+                if apply_event(&store, ev, &mut convert) {
                     tracing::info!(%kind, objects = store.len(), "cache synced");
                 }
             }
@@ -127,11 +178,9 @@ where
     }
 }
 
-/// Applies one watch event to the store; initial lists are buffered and swapped in whole at
-/// `InitDone` (returns true then).
+/// Applies one watch event to the store; returns true when a list completes (`InitDone`).
 fn apply_event<K: Resource, F>(
     store: &LeanMap<F>,
-    buffer: &mut HashMap<String, HashMap<String, Arc<F>>>,
     ev: Event<K>,
     convert: &mut impl FnMut(&K) -> Option<F>,
 ) -> bool {
@@ -143,23 +192,17 @@ fn apply_event<K: Resource, F>(
         )
     };
     match ev {
-        Event::Init => buffer.clear(),
-        Event::InitApply(o) => {
-            if let Some(f) = convert(&o) {
-                let (ns, name) = key(&o);
-                buffer.entry(ns).or_default().insert(name, Arc::new(f));
-            }
-        }
-        Event::InitDone => {
-            store.replace(std::mem::take(buffer));
-            return true;
-        }
-        Event::Apply(o) => {
+        Event::Init => store.begin_list(),
+        Event::InitApply(o) | Event::Apply(o) => {
             let (ns, name) = key(&o);
             match convert(&o) {
                 Some(f) => store.insert(ns, name, f),
                 None => store.remove(&ns, &name),
             }
+        }
+        Event::InitDone => {
+            store.finish_list();
+            return true;
         }
         Event::Delete(o) => {
             let (ns, name) = key(&o);
@@ -232,8 +275,16 @@ impl KubeSource {
     pub fn cache_status(&self) -> [(&'static str, usize, bool); 4] {
         [
             ("pods", self.pods.len(), self.pods.synced()),
-            ("deployments", self.deployments.len(), self.deployments.synced()),
-            ("replicasets", self.replica_sets.len(), self.replica_sets.synced()),
+            (
+                "deployments",
+                self.deployments.len(),
+                self.deployments.synced(),
+            ),
+            (
+                "replicasets",
+                self.replica_sets.len(),
+                self.replica_sets.synced(),
+            ),
             ("poddisruptionbudgets", self.pdbs.len(), self.pdbs.synced()),
         ]
     }
@@ -338,36 +389,60 @@ mod tests {
     #[test]
     fn watch_events_maintain_a_lean_store() {
         let store = LeanMap::<ReplicaSetFacts>::default();
-        let mut buffer = HashMap::new();
         let mut conv: fn(&ReplicaSet) -> Option<ReplicaSetFacts> = replica_set_facts;
         let conv = &mut conv;
-        assert!(!apply_event(&store, &mut buffer, Event::Init, conv));
-        apply_event(&store, &mut buffer, Event::InitApply(rs("a", 1)), conv);
-        apply_event(&store, &mut buffer, Event::InitApply(rs("old", 0)), conv);
-        assert!(
-            !store.synced() && store.is_empty(),
-            "nothing visible before InitDone"
-        );
-        assert!(apply_event(&store, &mut buffer, Event::InitDone, conv));
+        assert!(!apply_event(&store, Event::Init, conv));
+        apply_event(&store, Event::InitApply(rs("a", 1)), conv);
+        apply_event(&store, Event::InitApply(rs("old", 0)), conv);
+        assert!(!store.synced(), "not synced before InitDone");
+        assert!(apply_event(&store, Event::InitDone, conv));
         assert!(store.synced());
         assert_eq!(store.len(), 1, "zero-replica ReplicaSets are skipped");
         assert!(store.get("shop", "a").is_some());
 
-        apply_event(&store, &mut buffer, Event::Apply(rs("b", 2)), conv);
+        apply_event(&store, Event::Apply(rs("b", 2)), conv);
         assert_eq!(store.get("shop", "b").map(|f| f.desired), Some(2));
         // Scaled to zero: dropped.
-        apply_event(&store, &mut buffer, Event::Apply(rs("b", 0)), conv);
+        apply_event(&store, Event::Apply(rs("b", 0)), conv);
         assert!(store.get("shop", "b").is_none());
-        apply_event(&store, &mut buffer, Event::Delete(rs("a", 1)), conv);
+        apply_event(&store, Event::Delete(rs("a", 1)), conv);
         assert!(store.is_empty());
 
-        // A re-list replaces the content wholesale.
-        apply_event(&store, &mut buffer, Event::Apply(rs("stale", 1)), conv);
-        apply_event(&store, &mut buffer, Event::Init, conv);
-        apply_event(&store, &mut buffer, Event::InitApply(rs("fresh", 1)), conv);
-        apply_event(&store, &mut buffer, Event::InitDone, conv);
+        // A re-list: objects it does not return are dropped when it completes; until then the
+        // old entries still answer, and the cache stays synced.
+        apply_event(&store, Event::Apply(rs("stale", 1)), conv);
+        apply_event(&store, Event::Apply(rs("kept", 1)), conv);
+        apply_event(&store, Event::Init, conv);
+        apply_event(&store, Event::InitApply(rs("fresh", 1)), conv);
+        apply_event(&store, Event::InitApply(rs("kept", 3)), conv);
+        assert!(store.synced() && store.get("shop", "stale").is_some());
+        apply_event(&store, Event::InitDone, conv);
         assert!(store.get("shop", "stale").is_none() && store.get("shop", "fresh").is_some());
-        assert_eq!(store.namespace("shop").len(), 1);
+        assert_eq!(store.get("shop", "kept").map(|f| f.desired), Some(3));
+        assert_eq!(store.namespace("shop").len(), 2);
         assert!(store.namespace("other").is_empty());
+    }
+
+    #[test]
+    fn pod_cache_entries_come_from_watch_events() {
+        let store = LeanMap::<LeanPod>::default();
+        let mut stripper = PodStripper::default();
+        let mut conv = |p: &Pod| Some(stripper.strip(p));
+        let pod = |name: &str, phase: &str| -> Pod {
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "shop", "uid": format!("uid-{name}"),
+                    "labels": {"app": "web"}},
+                "status": {"phase": phase}
+            }))
+            .unwrap()
+        };
+        apply_event(&store, Event::Init, &mut conv);
+        apply_event(&store, Event::InitApply(pod("a", "Running")), &mut conv);
+        apply_event(&store, Event::InitDone, &mut conv);
+        apply_event(&store, Event::Apply(pod("a", "Succeeded")), &mut conv);
+        let facts = store.get("shop", "a").map(|p| p.facts("shop", "a"));
+        assert_eq!(facts, Some(PodFacts::from_pod(&pod("a", "Succeeded"))));
+        apply_event(&store, Event::Delete(pod("a", "Succeeded")), &mut conv);
+        assert!(store.get("shop", "a").is_none());
     }
 }

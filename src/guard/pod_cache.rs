@@ -132,7 +132,9 @@ impl PodStripper {
             .into_iter()
             .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
             .collect();
-        let labels = self.labels.intern(pairs.as_slice(), |p| Arc::from(p.to_vec()));
+        let labels = self
+            .labels
+            .intern(pairs.as_slice(), |p| Arc::from(p.to_vec()));
         let owner = f
             .owner
             .map(|o| self.owners.intern(&o, |o| Arc::new(o.clone())));
@@ -219,7 +221,10 @@ mod tests {
         let mut s = PodStripper::default();
         let a = s.strip(&pod("web-1", json!({})));
         let b = s.strip(&pod("web-2", json!({})));
-        let c = s.strip(&pod("web-3", json!({"statefulset.kubernetes.io/pod-name": "web-3"})));
+        let c = s.strip(&pod(
+            "web-3",
+            json!({"statefulset.kubernetes.io/pod-name": "web-3"}),
+        ));
         assert!(Arc::ptr_eq(&a.labels, &b.labels));
         assert!(!Arc::ptr_eq(&a.labels, &c.labels));
         assert!(Arc::ptr_eq(
@@ -235,7 +240,10 @@ mod tests {
         let keep = s.strip(&pod("keep", json!({})));
         // Pods with unique labels come and go (Jobs): the table must not keep them all.
         for i in 0..10_000 {
-            let _gone = s.strip(&pod(&format!("job-{i}"), json!({"job-name": format!("job-{i}")})));
+            let _gone = s.strip(&pod(
+                &format!("job-{i}"),
+                json!({"job-name": format!("job-{i}")}),
+            ));
         }
         let (labels, _) = s.shared_parts();
         assert!(

@@ -113,7 +113,12 @@ impl GuardState {
         let uid = gathered.pod.as_ref().map_or("", |p| p.uid.as_str());
         let first = self.denials.first(uid);
         let mut scratch = Vec::new();
-        decide(eviction, &gathered.facts(&mut scratch, first), now, &self.config)
+        decide(
+            eviction,
+            &gathered.facts(&mut scratch, first),
+            now,
+            &self.config,
+        )
     }
 
     /// Replaces the clock.

@@ -379,7 +379,9 @@ async fn paginated_list_returns_every_matching_object_once() {
     }
     assert_eq!(seen, ["p2", "p1", "p4", "p5"]);
     assert_eq!(
-        c.get("/api/v1/pods?limit=1&continue=bm90LWEta2V5").await.status,
+        c.get("/api/v1/pods?limit=1&continue=bm90LWEta2V5")
+            .await
+            .status,
         400,
         "a token without a namespace separator is rejected"
     );

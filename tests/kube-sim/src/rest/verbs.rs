@@ -143,9 +143,11 @@ fn list(st: &SimState, r: &Req, t: &Target) -> ApiResult<Response> {
         .q("limit")
         .and_then(|l| l.parse::<usize>().ok())
         .unwrap_or(0);
-    let (items, more, rv) = st.store.list_page(t.def, t.namespace.as_deref(), after, limit, |o| {
-        ls.matches_object(o) && fs.matches(o)
-    });
+    let (items, more, rv) = st
+        .store
+        .list_page(t.def, t.namespace.as_deref(), after, limit, |o| {
+            ls.matches_object(o) && fs.matches(o)
+        });
     let cont = items.last().filter(|_| more).map(|last| {
         let key = format!("{}/{}", meta(last, "namespace"), meta(last, "name"));
         base64::engine::general_purpose::STANDARD.encode(key)
