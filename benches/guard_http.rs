@@ -5,10 +5,13 @@
 //! Sends allow-path AdmissionReviews (a pod of a healthy 3-replica Deployment whose budget allows
 //! disruptions) open-loop at `--rate` requests/s over HTTP/2 over TLS (ALPN h2, as the API server's webhook client negotiates), and
 //! reports server-side latency (request received → response produced, measured by a middleware
-//! around the real router) and client-side round trips. Two fact sources:
+//! around the real router) and client-side round trips. Three fact sources:
 //! - `memory`: pod facts from memory (decision + parsing + serialisation only);
+//! - `pod-cache`: the webhook's real `KubeSource`, its caches (pods included) fed by paginated
+//!   lists and watches from kube-sim on loopback holding `--cache-pods` other pods as well —
+//!   what the webhook does in a cluster once its pod cache has synced;
 //! - `pod-get`: the pod read through a `kube::Client` GET from a fake API server on loopback
-//!   (what the webhook does in a cluster, minus the network to a real API server).
+//!   (what the webhook does on a pod-cache miss, minus the network to a real API server).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,6 +24,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use kube::core::Selector;
 use kube_descheduler::cli::certs::{CertsArgs, generate, write_files};
+use kube_descheduler::guard::cache::KubeSource;
 use kube_descheduler::guard::decision::GuardConfig;
 use kube_descheduler::guard::facts::{
     DeploymentFacts, IntOrPercent, OwnerFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts,
@@ -219,11 +223,89 @@ async fn fake_api() -> kube::Client {
     kube::Client::try_from(config).expect("client")
 }
 
+/// The fixture cluster as API objects (pod, ReplicaSet, Deployment, 5 PDBs) plus `extra` other
+/// pods in other namespaces, for kube-sim.
+fn sim_objects(extra: usize) -> Vec<serde_json::Value> {
+    let mut out = vec![
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}}),
+        pod_json(),
+        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": "web-7d9f", "namespace": "shop", "uid": "rs-uid",
+                "labels": {"app": "web", "pod-template-hash": "7d9f"},
+                "annotations": {"deployment.kubernetes.io/revision": "3"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "dep-uid", "controller": true}]},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web", "pod-template-hash": "7d9f"}},
+                "template": {"metadata": {"labels": {"app": "web", "pod-template-hash": "7d9f"}}, "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}},
+            "status": {"replicas": 3, "readyReplicas": 3}}),
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "shop", "uid": "dep-uid", "generation": 2,
+                "annotations": {"deployment.kubernetes.io/revision": "3"}},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}},
+            "status": {"observedGeneration": 2, "replicas": 3, "updatedReplicas": 3, "readyReplicas": 3, "availableReplicas": 3}}),
+    ];
+    for i in 0..5 {
+        let app = if i == 0 {
+            "web".to_string()
+        } else {
+            format!("other-{i}")
+        };
+        out.push(json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": format!("pdb-{i}"), "namespace": "shop"},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": app}}},
+            "status": {"disruptionsAllowed": 1, "currentHealthy": 3, "desiredHealthy": 2, "expectedPods": 3}}));
+    }
+    for i in 0..extra {
+        let mut p = pod_json();
+        p["metadata"]["name"] = json!(format!("other-{i}"));
+        p["metadata"]["namespace"] = json!(format!("team-{}", i % 50));
+        p["metadata"]["uid"] = json!(format!("uid-{i}"));
+        out.push(p);
+    }
+    out
+}
+
+/// kube-sim with [`sim_objects`], and the webhook's real `KubeSource` once all its caches,
+/// pods included, have synced.
+async fn sim_source(extra: usize) -> (kube_sim::SimHandle, Arc<KubeSource>) {
+    let sim = kube_sim::Sim::start(kube_sim::SimOptions {
+        controllers: false,
+        objects: sim_objects(extra),
+        ..Default::default()
+    })
+    .await
+    .expect("kube-sim");
+    let kubeconfig =
+        kube::config::Kubeconfig::read_from(sim.kubeconfig_path()).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .expect("client config");
+    let source = KubeSource::start(kube::Client::try_from(config).expect("client"));
+    let started = Instant::now();
+    while !(source.ready() && source.cache_status().iter().all(|c| c.2)) {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "caches did not sync"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        source.cached_pod("shop", "web-7d9f-abcde").is_some(),
+        "the pod is cached"
+    );
+    (sim, source)
+}
+
 struct Report {
     server: Vec<Duration>,
     client: Vec<Duration>,
     errors: usize,
     elapsed: Duration,
+    /// Where the pods came from (`pod_reads` counters of the guard's metrics).
+    pod_reads: String,
 }
 
 async fn run(
@@ -245,6 +327,7 @@ async fn run(
         Arc::new(NoRestart),
         GuardConfig::default(),
     ));
+    let registry = state.registry.clone();
     let samples: Arc<Mutex<Vec<Duration>>> = Arc::new(Mutex::new(Vec::with_capacity(count + 1000)));
     let sink = samples.clone();
     let app = router(state).layer(axum::middleware::from_fn(
@@ -330,11 +413,19 @@ async fn run(
     let _ = server.shutdown(Duration::from_secs(1)).await;
     let server = samples.lock().map(|s| s.clone()).unwrap_or_default();
     let client = client_samples.lock().map(|s| s.clone()).unwrap_or_default();
+    let mut text = String::new();
+    let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
+    let pod_reads = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("kube_descheduler_guard_pod_reads_total"))
+        .collect::<Vec<_>>()
+        .join(", ");
     Report {
         server,
         client,
         errors: errors.load(std::sync::atomic::Ordering::Relaxed),
         elapsed,
+        pod_reads,
     }
 }
 
@@ -434,6 +525,7 @@ fn main() {
     let rate = arg(&args, "rate", 2000);
     let count = arg(&args, "count", 20_000) as usize;
     let workers = arg(&args, "workers", 2) as usize;
+    let cache_pods = arg(&args, "cache-pods", 10_000) as usize;
     let memory_deployments = arg(&args, "memory-deployments", 50_000) as usize;
     if memory_deployments > 0 {
         memory_estimate(memory_deployments, memory_deployments / 10);
@@ -464,12 +556,16 @@ fn main() {
         println!("|---|---|---|---|---|---|---|---|---|---|");
         let memory: Arc<dyn FactSource> = Arc::new(memory_cluster());
         let pod_get: Arc<dyn FactSource> = Arc::new(PodGetSource { inner: memory_cluster(), client: fake_api().await });
+        let (_sim, cached) = sim_source(cache_pods).await;
+        let cached: Arc<dyn FactSource> = cached;
         let slow = (rate / 10).max(1);
         let scenarios = [
             ("memory", memory, rate, count),
+            ("pod-cache", cached, rate, count),
             ("pod-get", pod_get.clone(), rate, count),
             ("pod-get", pod_get, slow, (count / 10).max(100)),
         ];
+        let mut reads = Vec::new();
         for (name, source, rate, count) in scenarios {
             let mut r = run(source, rate, count, dir.path(), &certs.ca_cert_pem).await;
             r.server.sort();
@@ -484,6 +580,9 @@ fn main() {
                 fmt_us(percentile(&r.client, 0.50)),
                 fmt_us(percentile(&r.client, 0.99)),
             );
+            reads.push(format!("{name} @ {rate}/s: {}", if r.pod_reads.is_empty() { "no pod lookups counted (source reads directly)" } else { &r.pod_reads }));
         }
+        println!();
+        println!("pod lookups (incl. warm-up): {}", reads.join("; "));
     });
 }

@@ -62,6 +62,7 @@ struct Harness {
     server: HttpsServer,
     client: reqwest::Client,
     restarter: Arc<FakeRestarter>,
+    source: Arc<MemorySource>,
     _dir: tempfile::TempDir,
 }
 
@@ -129,7 +130,8 @@ async fn start_with(
     .await
     .unwrap();
     let restarter = Arc::new(restarter);
-    let state = Arc::new(GuardState::new(Arc::new(source), restarter.clone(), config));
+    let source = Arc::new(source);
+    let state = Arc::new(GuardState::new(source.clone(), restarter.clone(), config));
     let server = serve_https(router(state), "127.0.0.1:0".parse().unwrap(), tls)
         .await
         .unwrap();
@@ -139,6 +141,7 @@ async fn start_with(
         server,
         client,
         restarter,
+        source,
         _dir: dir,
     }
 }
@@ -753,12 +756,9 @@ async fn failed_restarts_stop_blocking_after_the_deadline() {
         fail: Some("conflict".into()),
         ..FakeRestarter::default()
     });
-    let state = GuardState::new(
-        Arc::new(cluster(dep())),
-        restarter.clone(),
-        GuardConfig::default(),
-    )
-    .with_clock(Arc::new(move || *clock_now.lock().unwrap()));
+    let source = Arc::new(cluster(dep()));
+    let state = GuardState::new(source.clone(), restarter.clone(), GuardConfig::default())
+        .with_clock(Arc::new(move || *clock_now.lock().unwrap()));
     let dir = tempfile::tempdir().unwrap();
     let certs = generate(&certs_args(dir.path())).unwrap();
     write_files(dir.path(), &certs).unwrap();
@@ -776,6 +776,7 @@ async fn failed_restarts_stop_blocking_after_the_deadline() {
         client: client_for(&certs.ca_cert_pem, server.addr),
         server,
         restarter,
+        source,
         _dir: dir,
     };
 
@@ -877,6 +878,8 @@ async fn a_hanging_lookup_is_answered_allowed_within_the_webhook_timeout() {
         client: client_for(&certs.ca_cert_pem, server.addr),
         server,
         restarter,
+        // Not the source serving (Stuck): this test counts no reads.
+        source: Arc::new(MemorySource::new()),
         _dir: dir,
     };
     let started = std::time::Instant::now();
@@ -889,4 +892,151 @@ async fn a_hanging_lookup_is_answered_allowed_within_the_webhook_timeout() {
     );
     assert_eq!(resp["allowed"], true);
     assert!(resp["warnings"][0].as_str().unwrap().contains("in time"));
+}
+
+// ---- pod cache -------------------------------------------------------------------------------
+
+fn pod_reads(h: &Harness) -> usize {
+    h.source
+        .pod_reads
+        .load(std::sync::atomic::Ordering::Relaxed)
+}
+
+async fn metrics_text(h: &Harness) -> String {
+    h.client
+        .get(h.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+fn three_replicas() -> DeploymentFacts {
+    DeploymentFacts {
+        replicas: 3,
+        status_replicas: 3,
+        updated_replicas: 3,
+        ready_replicas: 3,
+        available_replicas: 3,
+        ..dep()
+    }
+}
+
+#[tokio::test]
+async fn cached_pod_answers_the_allow_path_without_a_read() {
+    let mut s = cluster(three_replicas());
+    s.cached_pods.insert("shop/web-7d9f-abcde".into(), pod());
+    let h = start(s).await;
+    let resp = h
+        .review(eviction_review(
+            "policy/v1",
+            json!({"preconditions": {"uid": "pod-uid"}}),
+            false,
+        ))
+        .await;
+    assert_eq!(resp["allowed"], true, "{resp}");
+    assert_eq!(pod_reads(&h), 0, "served from the cache");
+    assert!(h.restarter.calls.lock().unwrap().is_empty());
+    let m = metrics_text(&h).await;
+    assert!(
+        m.contains("kube_descheduler_guard_pod_reads_total{source=\"cache\"} 1"),
+        "{m}"
+    );
+}
+
+#[tokio::test]
+async fn pod_missing_from_the_cache_is_read_not_assumed_gone() {
+    // Synced cache without the pod (just created, the watch lags): the API has it, and it is a
+    // deflection candidate.
+    let h = start(cluster(dep())).await;
+    let resp = h
+        .review(eviction_review(
+            "policy/v1",
+            json!({"preconditions": {"uid": "pod-uid"}}),
+            false,
+        ))
+        .await;
+    assert_deflection(&resp);
+    assert_eq!(pod_reads(&h), 1);
+    assert_eq!(h.restarter.calls.lock().unwrap().len(), 1);
+    let m = metrics_text(&h).await;
+    assert!(
+        m.contains("kube_descheduler_guard_pod_reads_total{source=\"api\"} 1"),
+        "{m}"
+    );
+}
+
+#[tokio::test]
+async fn stale_cached_pod_that_the_api_says_is_gone_is_not_deflected() {
+    let mut s = cluster(dep());
+    s.cached_pods.insert("shop/web-7d9f-abcde".into(), pod());
+    s.pods.clear();
+    let h = start(s).await;
+    let resp = h
+        .review(eviction_review(
+            "policy/v1",
+            json!({"preconditions": {"uid": "pod-uid"}}),
+            false,
+        ))
+        .await;
+    assert_eq!(resp["allowed"], true, "{resp}");
+    assert!(
+        h.restarter.calls.lock().unwrap().is_empty(),
+        "no restart for a pod that is gone"
+    );
+    assert_eq!(pod_reads(&h), 1, "re-read before acting");
+}
+
+#[tokio::test]
+async fn stale_cached_pod_that_stopped_being_ready_is_not_refused() {
+    // The cache still sees the pod Ready under a budget with no disruptions left; the API says it
+    // is terminating: allow, as a fresh read would.
+    let mut s = cluster(three_replicas());
+    s.cached_pods.insert("shop/web-7d9f-abcde".into(), pod());
+    s.pods.insert(
+        "shop/web-7d9f-abcde".into(),
+        PodFacts {
+            terminating: true,
+            ..pod()
+        },
+    );
+    s.pdbs.push(Arc::new(PdbFacts {
+        namespace: "shop".into(),
+        name: "web".into(),
+        selector: Some(Selector::from_iter([(
+            "app".to_string(),
+            "web".to_string(),
+        )])),
+        disruptions_allowed: 0,
+    }));
+    let h = start(s).await;
+    let resp = h
+        .review(eviction_review("policy/v1", json!({}), false))
+        .await;
+    assert_eq!(resp["allowed"], true, "{resp}");
+    assert_eq!(pod_reads(&h), 1);
+}
+
+#[tokio::test]
+async fn deflection_from_the_cache_is_confirmed_by_a_fresh_read() {
+    let mut s = cluster(dep());
+    s.cached_pods.insert("shop/web-7d9f-abcde".into(), pod());
+    let h = start(s).await;
+    let resp = h
+        .review(eviction_review(
+            "policy/v1",
+            json!({"preconditions": {"uid": "pod-uid"}}),
+            false,
+        ))
+        .await;
+    assert_deflection(&resp);
+    assert_eq!(pod_reads(&h), 1, "one fresh read before the restart");
+    assert_eq!(h.restarter.calls.lock().unwrap().len(), 1);
+    let m = metrics_text(&h).await;
+    assert!(
+        m.contains("kube_descheduler_guard_pod_reads_total{source=\"recheck\"} 1"),
+        "{m}"
+    );
 }

@@ -96,6 +96,7 @@ async fn serve(args: WebhookArgs) -> anyhow::Result<()> {
     let mut registry = Registry::default();
     let metrics = GuardMetrics::register(&mut registry);
     let source = KubeSource::start(client.clone());
+    tokio::spawn(report_caches(source.clone(), metrics.clone()));
     let restarter = Arc::new(RestartActor::new(
         client,
         args.instance_name.clone(),
@@ -120,6 +121,17 @@ async fn serve(args: WebhookArgs) -> anyhow::Result<()> {
         .await
         .context("serving")?;
     Ok(())
+}
+
+/// Publishes the watch caches' sizes and sync state as metrics, every 2 s.
+async fn report_caches(source: Arc<KubeSource>, metrics: Arc<GuardMetrics>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(2));
+    loop {
+        tick.tick().await;
+        for (resource, objects, synced) in source.cache_status() {
+            metrics.set_cache(resource, objects, synced);
+        }
+    }
 }
 
 async fn shutdown_signal() {

@@ -1,9 +1,15 @@
-//! The webhook's [`FactSource`] against a cluster: lean watch caches of Deployments, ReplicaSets
-//! and PodDisruptionBudgets (converted to facts on arrival, so managedFields, pod templates and
-//! everything else we do not read are never kept), and on-demand GETs of the pod and its claims.
+//! The webhook's [`FactSource`] against a cluster: lean watch caches of Pods, Deployments,
+//! ReplicaSets and PodDisruptionBudgets (converted to facts on arrival, so managedFields, pod
+//! specs, templates and everything else we do not read are never kept), and on-demand GETs.
 //!
-//! Memory: only facts are stored, and ReplicaSets scaled to zero (old revisions) are skipped —
-//! a cache miss falls back to a GET. Pods are never cached.
+//! Memory: only facts are stored; pods as [`LeanPod`]s sharing label sets and owners, and
+//! ReplicaSets scaled to zero (old revisions) are skipped. Initial lists are paginated (500 per
+//! page), so a full list of pods is never held. A cache miss falls back to a GET.
+//!
+//! Pods: the cache may lag the API. [`FactSource::cached_pod`] answers only once the pod watch
+//! has synced, and a miss or an entry whose uid differs from the eviction's precondition is read
+//! with a GET, so a cold or lagging cache never turns into "pod missing → allow". Callers that act
+//! on a cached pod (deny, restart) re-read it first; see [`super::server`].
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -22,46 +28,79 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
 use super::facts::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
+use super::pod_cache::{LeanPod, PodStripper};
 use super::source::{FactSource, SourceError};
 
 /// Time budget of one on-demand read (the webhook answers within its 5 s timeout).
 pub const READ_TIMEOUT: Duration = Duration::from_millis(1500);
 
 /// Objects indexed by namespace, then name.
+///
+/// A (re-)list is applied in place: every listed object is stamped with the list's epoch and, when
+/// the list is complete, objects the list did not return are dropped. So a re-list never holds a
+/// second copy of the cache, and the old entries keep answering until they are replaced.
 #[derive(Debug)]
 pub struct LeanMap<F> {
-    inner: RwLock<HashMap<String, HashMap<String, Arc<F>>>>,
+    inner: RwLock<Maps<F>>,
     synced: AtomicBool,
+}
+
+#[derive(Debug)]
+struct Maps<F> {
+    by_namespace: HashMap<String, HashMap<String, Slot<F>>>,
+    /// Incremented at the start of every list.
+    epoch: u32,
+}
+
+#[derive(Debug)]
+struct Slot<F> {
+    value: Arc<F>,
+    /// The list (or later event) that last wrote the entry.
+    epoch: u32,
 }
 
 impl<F> Default for LeanMap<F> {
     fn default() -> Self {
         LeanMap {
-            inner: RwLock::new(HashMap::new()),
+            inner: RwLock::new(Maps {
+                by_namespace: HashMap::new(),
+                epoch: 0,
+            }),
             synced: AtomicBool::new(false),
         }
     }
 }
 
 impl<F> LeanMap<F> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Maps<F>> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Maps<F>> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// One object.
     pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<F>> {
-        let map = self.inner.read().unwrap_or_else(|e| e.into_inner());
-        map.get(namespace).and_then(|m| m.get(name)).cloned()
+        let maps = self.read();
+        maps.by_namespace
+            .get(namespace)
+            .and_then(|m| m.get(name))
+            .map(|s| s.value.clone())
     }
 
     /// All objects of a namespace.
     pub fn namespace(&self, namespace: &str) -> Vec<Arc<F>> {
-        let map = self.inner.read().unwrap_or_else(|e| e.into_inner());
-        map.get(namespace)
-            .map(|m| m.values().cloned().collect())
+        let maps = self.read();
+        maps.by_namespace
+            .get(namespace)
+            .map(|m| m.values().map(|s| s.value.clone()).collect())
             .unwrap_or_default()
     }
 
     /// Number of objects.
     pub fn len(&self) -> usize {
-        let map = self.inner.read().unwrap_or_else(|e| e.into_inner());
-        map.values().map(HashMap::len).sum()
+        self.read().by_namespace.values().map(HashMap::len).sum()
     }
 
     /// True when empty.
@@ -75,42 +114,62 @@ impl<F> LeanMap<F> {
     }
 
     fn insert(&self, namespace: String, name: String, f: F) {
-        let mut map = self.inner.write().unwrap_or_else(|e| e.into_inner());
-        map.entry(namespace).or_default().insert(name, Arc::new(f));
+        let mut maps = self.write();
+        let epoch = maps.epoch;
+        maps.by_namespace.entry(namespace).or_default().insert(
+            name,
+            Slot {
+                value: Arc::new(f),
+                epoch,
+            },
+        );
     }
 
     fn remove(&self, namespace: &str, name: &str) {
-        let mut map = self.inner.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(m) = map.get_mut(namespace) {
+        let mut maps = self.write();
+        if let Some(m) = maps.by_namespace.get_mut(namespace) {
             m.remove(name);
             if m.is_empty() {
-                map.remove(namespace);
+                maps.by_namespace.remove(namespace);
             }
         }
     }
 
-    fn replace(&self, all: HashMap<String, HashMap<String, Arc<F>>>) {
-        *self.inner.write().unwrap_or_else(|e| e.into_inner()) = all;
+    /// A list starts: what it returns is written with a new epoch.
+    fn begin_list(&self) {
+        let mut maps = self.write();
+        maps.epoch = maps.epoch.wrapping_add(1);
+    }
+
+    /// The list is complete: drop what it did not return; the cache is synced.
+    fn finish_list(&self) {
+        let mut maps = self.write();
+        let epoch = maps.epoch;
+        maps.by_namespace.retain(|_, m| {
+            m.retain(|_, s| s.epoch == epoch);
+            !m.is_empty()
+        });
+        drop(maps);
         self.synced.store(true, Ordering::Release);
     }
 }
 
 /// Watches one resource into a [`LeanMap`]; `convert` returns `None` for objects not worth
 /// keeping. Runs until the stream ends (never, with the default backoff).
-async fn run_watch<K, F>(api: Api<K>, store: Arc<LeanMap<F>>, convert: fn(&K) -> Option<F>)
+async fn run_watch<K, F, C>(api: Api<K>, store: Arc<LeanMap<F>>, mut convert: C)
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
     K::DynamicType: Default,
     F: Send + Sync + 'static,
+    C: FnMut(&K) -> Option<F> + Send + 'static,
 {
     let kind = K::kind(&K::DynamicType::default()).to_string();
     let cfg = watcher::Config::default().page_size(500);
     let mut stream = watcher::watcher(api, cfg).default_backoff().boxed();
-    let mut buffer = HashMap::new();
     while let Some(ev) = stream.next().await {
         match ev {
             Ok(ev) => {
-                if apply_event(&store, &mut buffer, ev, convert) {
+                if apply_event(&store, ev, &mut convert) {
                     tracing::info!(%kind, objects = store.len(), "cache synced");
                 }
             }
@@ -119,13 +178,11 @@ where
     }
 }
 
-/// Applies one watch event to the store; initial lists are buffered and swapped in whole at
-/// `InitDone` (returns true then).
+/// Applies one watch event to the store; returns true when a list completes (`InitDone`).
 fn apply_event<K: Resource, F>(
     store: &LeanMap<F>,
-    buffer: &mut HashMap<String, HashMap<String, Arc<F>>>,
     ev: Event<K>,
-    convert: fn(&K) -> Option<F>,
+    convert: &mut impl FnMut(&K) -> Option<F>,
 ) -> bool {
     let key = |o: &K| {
         let m = o.meta();
@@ -135,23 +192,17 @@ fn apply_event<K: Resource, F>(
         )
     };
     match ev {
-        Event::Init => buffer.clear(),
-        Event::InitApply(o) => {
-            if let Some(f) = convert(&o) {
-                let (ns, name) = key(&o);
-                buffer.entry(ns).or_default().insert(name, Arc::new(f));
-            }
-        }
-        Event::InitDone => {
-            store.replace(std::mem::take(buffer));
-            return true;
-        }
-        Event::Apply(o) => {
+        Event::Init => store.begin_list(),
+        Event::InitApply(o) | Event::Apply(o) => {
             let (ns, name) = key(&o);
             match convert(&o) {
                 Some(f) => store.insert(ns, name, f),
                 None => store.remove(&ns, &name),
             }
+        }
+        Event::InitDone => {
+            store.finish_list();
+            return true;
         }
         Event::Delete(o) => {
             let (ns, name) = key(&o);
@@ -170,21 +221,29 @@ fn replica_set_facts(rs: &ReplicaSet) -> Option<ReplicaSetFacts> {
 /// A cluster-backed [`FactSource`].
 pub struct KubeSource {
     client: Client,
+    pods: Arc<LeanMap<LeanPod>>,
     deployments: Arc<LeanMap<DeploymentFacts>>,
     replica_sets: Arc<LeanMap<ReplicaSetFacts>>,
     pdbs: Arc<LeanMap<PdbFacts>>,
 }
 
 impl KubeSource {
-    /// Creates the source and spawns its three watchers (cluster-wide list/watch of Deployments,
-    /// ReplicaSets and PodDisruptionBudgets).
+    /// Creates the source and spawns its four watchers (cluster-wide list/watch of Pods,
+    /// Deployments, ReplicaSets and PodDisruptionBudgets).
     pub fn start(client: Client) -> Arc<Self> {
         let source = Arc::new(KubeSource {
             client: client.clone(),
+            pods: Arc::default(),
             deployments: Arc::default(),
             replica_sets: Arc::default(),
             pdbs: Arc::default(),
         });
+        let mut stripper = PodStripper::default();
+        tokio::spawn(run_watch(
+            Api::<Pod>::all(client.clone()),
+            source.pods.clone(),
+            move |p: &Pod| Some(stripper.strip(p)),
+        ));
         tokio::spawn(run_watch(
             Api::<Deployment>::all(client.clone()),
             source.deployments.clone(),
@@ -211,6 +270,24 @@ impl KubeSource {
             self.pdbs.len(),
         )
     }
+
+    /// Per cache: resource name, objects held, initial list done.
+    pub fn cache_status(&self) -> [(&'static str, usize, bool); 4] {
+        [
+            ("pods", self.pods.len(), self.pods.synced()),
+            (
+                "deployments",
+                self.deployments.len(),
+                self.deployments.synced(),
+            ),
+            (
+                "replicasets",
+                self.replica_sets.len(),
+                self.replica_sets.synced(),
+            ),
+            ("poddisruptionbudgets", self.pdbs.len(), self.pdbs.synced()),
+        ]
+    }
 }
 
 async fn read<K, T>(
@@ -234,6 +311,15 @@ where
 impl FactSource for KubeSource {
     fn ready(&self) -> bool {
         self.deployments.synced() && self.replica_sets.synced() && self.pdbs.synced()
+    }
+
+    fn cached_pod(&self, namespace: &str, name: &str) -> Option<PodFacts> {
+        if !self.pods.synced() {
+            return None;
+        }
+        self.pods
+            .get(namespace, name)
+            .map(|p| p.facts(namespace, name))
     }
 
     fn pod<'a>(
@@ -303,35 +389,60 @@ mod tests {
     #[test]
     fn watch_events_maintain_a_lean_store() {
         let store = LeanMap::<ReplicaSetFacts>::default();
-        let mut buffer = HashMap::new();
-        let conv: fn(&ReplicaSet) -> Option<ReplicaSetFacts> = replica_set_facts;
-        assert!(!apply_event(&store, &mut buffer, Event::Init, conv));
-        apply_event(&store, &mut buffer, Event::InitApply(rs("a", 1)), conv);
-        apply_event(&store, &mut buffer, Event::InitApply(rs("old", 0)), conv);
-        assert!(
-            !store.synced() && store.is_empty(),
-            "nothing visible before InitDone"
-        );
-        assert!(apply_event(&store, &mut buffer, Event::InitDone, conv));
+        let mut conv: fn(&ReplicaSet) -> Option<ReplicaSetFacts> = replica_set_facts;
+        let conv = &mut conv;
+        assert!(!apply_event(&store, Event::Init, conv));
+        apply_event(&store, Event::InitApply(rs("a", 1)), conv);
+        apply_event(&store, Event::InitApply(rs("old", 0)), conv);
+        assert!(!store.synced(), "not synced before InitDone");
+        assert!(apply_event(&store, Event::InitDone, conv));
         assert!(store.synced());
         assert_eq!(store.len(), 1, "zero-replica ReplicaSets are skipped");
         assert!(store.get("shop", "a").is_some());
 
-        apply_event(&store, &mut buffer, Event::Apply(rs("b", 2)), conv);
+        apply_event(&store, Event::Apply(rs("b", 2)), conv);
         assert_eq!(store.get("shop", "b").map(|f| f.desired), Some(2));
         // Scaled to zero: dropped.
-        apply_event(&store, &mut buffer, Event::Apply(rs("b", 0)), conv);
+        apply_event(&store, Event::Apply(rs("b", 0)), conv);
         assert!(store.get("shop", "b").is_none());
-        apply_event(&store, &mut buffer, Event::Delete(rs("a", 1)), conv);
+        apply_event(&store, Event::Delete(rs("a", 1)), conv);
         assert!(store.is_empty());
 
-        // A re-list replaces the content wholesale.
-        apply_event(&store, &mut buffer, Event::Apply(rs("stale", 1)), conv);
-        apply_event(&store, &mut buffer, Event::Init, conv);
-        apply_event(&store, &mut buffer, Event::InitApply(rs("fresh", 1)), conv);
-        apply_event(&store, &mut buffer, Event::InitDone, conv);
+        // A re-list: objects it does not return are dropped when it completes; until then the
+        // old entries still answer, and the cache stays synced.
+        apply_event(&store, Event::Apply(rs("stale", 1)), conv);
+        apply_event(&store, Event::Apply(rs("kept", 1)), conv);
+        apply_event(&store, Event::Init, conv);
+        apply_event(&store, Event::InitApply(rs("fresh", 1)), conv);
+        apply_event(&store, Event::InitApply(rs("kept", 3)), conv);
+        assert!(store.synced() && store.get("shop", "stale").is_some());
+        apply_event(&store, Event::InitDone, conv);
         assert!(store.get("shop", "stale").is_none() && store.get("shop", "fresh").is_some());
-        assert_eq!(store.namespace("shop").len(), 1);
+        assert_eq!(store.get("shop", "kept").map(|f| f.desired), Some(3));
+        assert_eq!(store.namespace("shop").len(), 2);
         assert!(store.namespace("other").is_empty());
+    }
+
+    #[test]
+    fn pod_cache_entries_come_from_watch_events() {
+        let store = LeanMap::<LeanPod>::default();
+        let mut stripper = PodStripper::default();
+        let mut conv = |p: &Pod| Some(stripper.strip(p));
+        let pod = |name: &str, phase: &str| -> Pod {
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "shop", "uid": format!("uid-{name}"),
+                    "labels": {"app": "web"}},
+                "status": {"phase": phase}
+            }))
+            .unwrap()
+        };
+        apply_event(&store, Event::Init, &mut conv);
+        apply_event(&store, Event::InitApply(pod("a", "Running")), &mut conv);
+        apply_event(&store, Event::InitDone, &mut conv);
+        apply_event(&store, Event::Apply(pod("a", "Succeeded")), &mut conv);
+        let facts = store.get("shop", "a").map(|p| p.facts("shop", "a"));
+        assert_eq!(facts, Some(PodFacts::from_pod(&pod("a", "Succeeded"))));
+        apply_event(&store, Event::Delete(pod("a", "Succeeded")), &mut conv);
+        assert!(store.get("shop", "a").is_none());
     }
 }

@@ -44,7 +44,7 @@ impl PodPhase {
 }
 
 /// The controlling owner of an object (the owner reference with `controller: true`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct OwnerFacts {
     /// Owner kind, e.g. `ReplicaSet`.
     pub kind: String,

@@ -5,6 +5,7 @@ use std::time::Duration;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -13,6 +14,20 @@ use prometheus_client::registry::Registry;
 pub struct ReasonLabel {
     /// Machine-readable reason.
     pub reason: String,
+}
+
+/// A `source` label (where a pod was read from).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceLabel {
+    /// `cache`, `api` or `recheck`.
+    pub source: String,
+}
+
+/// A `resource` label (a watch cache).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResourceLabel {
+    /// Plural resource name, e.g. `pods`.
+    pub resource: String,
 }
 
 /// Counters and histograms of the guard.
@@ -25,6 +40,9 @@ pub struct GuardMetrics {
     restart_errors: Counter,
     restart_seconds: Histogram,
     review_seconds: Histogram,
+    pod_reads: Family<SourceLabel, Counter>,
+    cache_objects: Family<ResourceLabel, Gauge>,
+    cache_synced: Family<ResourceLabel, Gauge>,
 }
 
 impl Default for GuardMetrics {
@@ -37,6 +55,9 @@ impl Default for GuardMetrics {
             restart_errors: Counter::default(),
             restart_seconds: Histogram::new(exponential_buckets(0.005, 2.0, 12)),
             review_seconds: Histogram::new(exponential_buckets(0.000_05, 2.0, 16)),
+            pod_reads: Family::default(),
+            cache_objects: Family::default(),
+            cache_synced: Family::default(),
         }
     }
 }
@@ -77,7 +98,44 @@ impl GuardMetrics {
             "Time to answer an eviction AdmissionReview",
             m.review_seconds.clone(),
         );
+        r.register(
+            "pod_reads",
+            "Pods looked up for an eviction, by source (cache; api: cache miss or not synced; recheck: fresh read before refusing or restarting)",
+            m.pod_reads.clone(),
+        );
+        r.register(
+            "cache_objects",
+            "Objects held by a watch cache",
+            m.cache_objects.clone(),
+        );
+        r.register(
+            "cache_synced",
+            "1 once a watch cache has completed its initial list",
+            m.cache_synced.clone(),
+        );
         m
+    }
+
+    /// Counts a pod lookup (`cache`, `api`, `recheck`).
+    pub fn pod_read(&self, source: &str) {
+        self.pod_reads
+            .get_or_create(&SourceLabel {
+                source: source.into(),
+            })
+            .inc();
+    }
+
+    /// Records the state of one watch cache.
+    pub fn set_cache(&self, resource: &str, objects: usize, synced: bool) {
+        let label = ResourceLabel {
+            resource: resource.into(),
+        };
+        self.cache_objects
+            .get_or_create(&label)
+            .set(i64::try_from(objects).unwrap_or(i64::MAX));
+        self.cache_synced
+            .get_or_create(&label)
+            .set(i64::from(synced));
     }
 
     /// Counts an allowed eviction.
@@ -140,6 +198,8 @@ mod tests {
         m.deny("pdb");
         m.deflect();
         m.observe_restart(Duration::from_millis(20));
+        m.pod_read("cache");
+        m.set_cache("pods", 150_000, true);
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &registry).unwrap();
         assert!(
@@ -156,6 +216,18 @@ mod tests {
         );
         assert!(
             out.contains("kube_descheduler_guard_restart_duration_seconds_count 1"),
+            "{out}"
+        );
+        assert!(
+            out.contains("kube_descheduler_guard_pod_reads_total{source=\"cache\"} 1"),
+            "{out}"
+        );
+        assert!(
+            out.contains("kube_descheduler_guard_cache_objects{resource=\"pods\"} 150000"),
+            "{out}"
+        );
+        assert!(
+            out.contains("kube_descheduler_guard_cache_synced{resource=\"pods\"} 1"),
             "{out}"
         );
     }

@@ -23,6 +23,7 @@ pub mod cache;
 pub mod decision;
 pub mod facts;
 pub mod metrics;
+pub mod pod_cache;
 pub mod review;
 pub mod server;
 pub mod source;

@@ -18,14 +18,14 @@ use prometheus_client::registry::Registry;
 use super::decision::{AllowReason, EvictionRequest, GuardConfig, Verdict, decide};
 use super::metrics::GuardMetrics;
 use super::review::{ParsedReview, allow, deny_429, parse_review};
-use super::source::{FactSource, gather};
+use super::source::{FactSource, Gathered, PodLookup, SourceError, gather_with};
 use crate::restart::{RestartOutcome, RestartRequest, Restarter};
 
 /// Largest AdmissionReview body accepted (an object and its old version, with headroom).
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-/// Time budget for reading the facts of one eviction. With the restart actor's 2 s this keeps an
-/// answer inside the webhook's 5 s timeout.
+/// Time budget for reading the facts of one eviction (both reads when a cached pod is re-read).
+/// With the restart actor's 2 s this keeps an answer inside the webhook's 5 s timeout.
 pub const GATHER_BUDGET: std::time::Duration = std::time::Duration::from_millis(2500);
 
 /// A clock (replaceable in tests).
@@ -108,61 +108,114 @@ impl GuardState {
         }
     }
 
+    /// Decides on gathered facts (with this replica's first refusal of the pod).
+    fn decide(&self, eviction: &EvictionRequest, gathered: &Gathered, now: Timestamp) -> Verdict {
+        let uid = gathered.pod.as_ref().map_or("", |p| p.uid.as_str());
+        let first = self.denials.first(uid);
+        let mut scratch = Vec::new();
+        decide(
+            eviction,
+            &gathered.facts(&mut scratch, first),
+            now,
+            &self.config,
+        )
+    }
+
     /// Replaces the clock.
     pub fn with_clock(mut self, clock: Clock) -> Self {
         self.clock = clock;
         self
     }
 
+    /// Gathers facts before `deadline`; `Err(None)` when the time ran out.
+    async fn gather_by(
+        &self,
+        eviction: &EvictionRequest,
+        lookup: PodLookup,
+        deadline: tokio::time::Instant,
+    ) -> Result<Gathered, Option<SourceError>> {
+        match tokio::time::timeout_at(
+            deadline,
+            gather_with(self.source.as_ref(), eviction, lookup),
+        )
+        .await
+        {
+            Ok(Ok(g)) => Ok(g),
+            Ok(Err(e)) => Err(Some(e)),
+            Err(_) => Err(None),
+        }
+    }
+
+    /// The answer when the facts could not be read: allow (never block a drain because we
+    /// cannot see), with a warning.
+    fn cannot_check(
+        &self,
+        request: &AdmissionRequest<DynamicObject>,
+        pod_key: &str,
+        error: Option<SourceError>,
+    ) -> AdmissionReview<DynamicObject> {
+        self.metrics.allow(AllowReason::Unknown.as_str());
+        match error {
+            Some(e) => {
+                tracing::warn!(pod = %pod_key, error = %e, "cannot decide; allowing the eviction");
+                self.metrics.error("lookup");
+                let warning =
+                    format!("eviction guard could not check pod {pod_key} ({e}); allowing");
+                allow(request, vec![warning])
+            }
+            None => {
+                tracing::warn!(pod = %pod_key, "reading the facts took longer than {GATHER_BUDGET:?}; allowing the eviction");
+                self.metrics.error("lookup_timeout");
+                allow(
+                    request,
+                    vec![format!(
+                        "eviction guard could not check pod {pod_key} in time; allowing"
+                    )],
+                )
+            }
+        }
+    }
+
     /// Answers one eviction review.
+    ///
+    /// The pod comes from the watch cache when it has it. The cache may lag, so only an allow is
+    /// answered from it directly; a verdict that refuses the eviction or restarts a Deployment is
+    /// decided again on a fresh read of the pod (gone, replaced, terminating or not ready any
+    /// more → allow). A second restart is also excluded by the restart actor's compare-and-set.
     pub async fn review_eviction(
         &self,
         request: &AdmissionRequest<DynamicObject>,
         eviction: &EvictionRequest,
     ) -> AdmissionReview<DynamicObject> {
         let pod_key = format!("{}/{}", eviction.namespace, eviction.name);
-        let gathered = match tokio::time::timeout(
-            GATHER_BUDGET,
-            gather(self.source.as_ref(), eviction),
-        )
-        .await
+        let deadline = tokio::time::Instant::now() + GATHER_BUDGET;
+        let mut gathered = match self
+            .gather_by(eviction, PodLookup::PreferCache, deadline)
+            .await
         {
-            Ok(Ok(g)) => g,
-            Ok(Err(e)) => {
-                // Never block a drain because we cannot see: allow.
-                tracing::warn!(pod = %pod_key, error = %e, "cannot decide; allowing the eviction");
-                self.metrics.error("lookup");
-                self.metrics.allow(AllowReason::Unknown.as_str());
-                let warning =
-                    format!("eviction guard could not check pod {pod_key} ({e}); allowing");
-                return allow(request, vec![warning]);
-            }
-            Err(_) => {
-                tracing::warn!(pod = %pod_key, "reading the facts took longer than {GATHER_BUDGET:?}; allowing the eviction");
-                self.metrics.error("lookup_timeout");
-                self.metrics.allow(AllowReason::Unknown.as_str());
-                return allow(
-                    request,
-                    vec![format!(
-                        "eviction guard could not check pod {pod_key} in time; allowing"
-                    )],
-                );
-            }
+            Ok(g) => g,
+            Err(e) => return self.cannot_check(request, &pod_key, e),
         };
+        self.metrics.pod_read(if gathered.pod_from_cache {
+            "cache"
+        } else {
+            "api"
+        });
         let now = (self.clock)();
+        let mut verdict = self.decide(eviction, &gathered, now);
+        if gathered.pod_from_cache && !matches!(verdict, Verdict::Allow { .. }) {
+            self.metrics.pod_read("recheck");
+            gathered = match self.gather_by(eviction, PodLookup::Fresh, deadline).await {
+                Ok(g) => g,
+                Err(e) => return self.cannot_check(request, &pod_key, e),
+            };
+            verdict = self.decide(eviction, &gathered, now);
+        }
         let pod_uid = gathered
             .pod
             .as_ref()
             .map(|p| p.uid.clone())
             .unwrap_or_default();
-        let first = self.denials.first(&pod_uid);
-        let mut scratch = Vec::new();
-        let verdict = decide(
-            eviction,
-            &gathered.facts(&mut scratch, first),
-            now,
-            &self.config,
-        );
         tracing::debug!(pod = %pod_key, outcome = verdict.outcome(), "eviction reviewed");
         let forget = self.config.deflect_deadline * 2;
         match verdict {

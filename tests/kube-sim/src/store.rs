@@ -246,6 +246,36 @@ impl Store {
         (items, inner.rv)
     }
 
+    /// One page of a list: objects after the key `after` (exclusive) in namespace/name order that
+    /// are in `ns` (all when None) and pass `keep`, at most `limit` of them (0 = no limit); also
+    /// whether more remain, and the current resourceVersion. Only the page is cloned.
+    pub fn list_page(
+        &self,
+        def: &'static ResourceDef,
+        ns: Option<&str>,
+        after: Option<(String, String)>,
+        limit: usize,
+        keep: impl Fn(&Value) -> bool,
+    ) -> (Vec<Value>, bool, u64) {
+        use std::ops::Bound;
+        let inner = self.lock();
+        let Some(m) = inner.objects.get(&(def.group, def.resource)) else {
+            return (Vec::new(), false, inner.rv);
+        };
+        let start = match after {
+            Some(k) => Bound::Excluded(k),
+            None => Bound::Unbounded,
+        };
+        let mut matching = m
+            .range((start, Bound::Unbounded))
+            .filter(|((n, _), v)| ns.is_none_or(|want| want == n) && keep(v))
+            .map(|(_, v)| v);
+        let limit = if limit == 0 { usize::MAX } else { limit };
+        let items: Vec<Value> = matching.by_ref().take(limit).cloned().collect();
+        let more = matching.next().is_some();
+        (items, more, inner.rv)
+    }
+
     /// Several resources read under one lock (a consistent snapshot).
     pub fn snapshot(&self, defs: &[&'static ResourceDef]) -> Vec<Vec<Value>> {
         let inner = self.lock();

@@ -348,6 +348,47 @@ async fn label_and_field_selectors() {
 }
 
 #[tokio::test]
+async fn paginated_list_returns_every_matching_object_once() {
+    // Namespaces "a" and "a-b" order differently as tuples and as "ns/name" strings.
+    let sim = start(vec![
+        node("n1"),
+        pod("a-b", "p1", "n1", json!({"app": "web"}), true),
+        pod("a", "p2", "n1", json!({"app": "web"}), true),
+        pod("a", "p3", "n1", json!({"app": "db"}), true),
+        pod("a-b", "p4", "n1", json!({"app": "web"}), true),
+        pod("b", "p5", "n1", json!({"app": "web"}), true),
+    ])
+    .await;
+    let c = Client::new(&sim);
+    let mut seen = Vec::new();
+    let mut cont = String::new();
+    for _ in 0..10 {
+        let r = c
+            .get(&format!(
+                "/api/v1/pods?labelSelector=app%3Dweb&limit=1&continue={cont}"
+            ))
+            .await;
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        let items = r.body["items"].as_array().unwrap();
+        assert_eq!(items.len(), 1, "{:?}", r.body);
+        seen.push(items[0]["metadata"]["name"].as_str().unwrap().to_string());
+        match r.body["metadata"]["continue"].as_str() {
+            Some(c) => cont = c.to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ["p2", "p1", "p4", "p5"]);
+    assert_eq!(
+        c.get("/api/v1/pods?limit=1&continue=bm90LWEta2V5")
+            .await
+            .status,
+        400,
+        "a token without a namespace separator is rejected"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test]
 async fn watch_semantics() {
     let sim = kube_sim::Sim::start(kube_sim::SimOptions {
         controllers: false,

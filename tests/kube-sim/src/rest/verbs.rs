@@ -123,33 +123,35 @@ fn selectors(r: &Req) -> ApiResult<(LabelSelector, FieldSelector)> {
 
 fn list(st: &SimState, r: &Req, t: &Target) -> ApiResult<Response> {
     let (ls, fs) = selectors(r)?;
-    let (items, rv) = st.store.list(t.def, t.namespace.as_deref());
-    let mut items: Vec<Value> = items
-        .into_iter()
-        .filter(|o| ls.matches_object(o) && fs.matches(o))
-        .collect();
-    // limit/continue: the token is the base64 of the last returned "namespace/name".
-    let mut cont = None;
-    if let Some(c) = r.q("continue").filter(|c| !c.is_empty()) {
-        let after = base64::engine::general_purpose::STANDARD
-            .decode(c)
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
-            .ok_or_else(|| ApiError::bad_request("continue key is not valid"))?;
-        items.retain(|o| format!("{}/{}", meta(o, "namespace"), meta(o, "name")) > after);
-    }
-    if let Some(limit) = r
+    // limit/continue: the token is the base64 of the last returned "namespace/name"; only the
+    // requested page is read from the store (a paginated list of a big cluster stays linear).
+    let after = match r.q("continue").filter(|c| !c.is_empty()) {
+        Some(c) => Some(
+            base64::engine::general_purpose::STANDARD
+                .decode(c)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .and_then(|k| {
+                    k.split_once('/')
+                        .map(|(ns, name)| (ns.to_string(), name.to_string()))
+                })
+                .ok_or_else(|| ApiError::bad_request("continue key is not valid"))?,
+        ),
+        None => None,
+    };
+    let limit = r
         .q("limit")
         .and_then(|l| l.parse::<usize>().ok())
-        .filter(|l| *l > 0)
-        && items.len() > limit
-    {
-        items.truncate(limit);
-        if let Some(last) = items.last() {
-            let key = format!("{}/{}", meta(last, "namespace"), meta(last, "name"));
-            cont = Some(base64::engine::general_purpose::STANDARD.encode(key));
-        }
-    }
+        .unwrap_or(0);
+    let (items, more, rv) = st
+        .store
+        .list_page(t.def, t.namespace.as_deref(), after, limit, |o| {
+            ls.matches_object(o) && fs.matches(o)
+        });
+    let cont = items.last().filter(|_| more).map(|last| {
+        let key = format!("{}/{}", meta(last, "namespace"), meta(last, "name"));
+        base64::engine::general_purpose::STANDARD.encode(key)
+    });
     if table::wants_table(&r.headers) {
         let mut tbl = table::table(t.def, &items, &rv.to_string(), st.store.clock().now());
         if let Some(c) = cont {

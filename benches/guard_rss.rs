@@ -1,0 +1,323 @@
+//! Webhook memory benchmark: peak RSS of the real `kube-descheduler webhook` process on a
+//! synthetic cluster (default 5,000 nodes / 150,000 pods, `src/synth.rs`), served by kube-sim.
+//!
+//! `cargo bench --bench guard_rss` (env `GUARD_RSS_SIZE=5000x150000`, `GUARD_RSS_REVIEWS=2000`).
+//!
+//! kube-sim runs in this process with the snapshot loaded and its controllers off (the cluster
+//! holds still); the webhook is the release binary in its own process, pointed at kube-sim by a
+//! kubeconfig. The bench waits until all four watch caches (pods, Deployments, ReplicaSets,
+//! PodDisruptionBudgets) report synced on `/metrics` and `/readyz` answers 200, sends eviction
+//! reviews for pods spread over the cluster, then reads `VmHWM` (peak RSS) and `VmRSS` from
+//! `/proc/PID/status` of the webhook.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kube_descheduler::cli::certs::{CertsArgs, generate, write_files};
+use kube_descheduler::synth::{Shape, write_cluster};
+use serde_json::{Value, json};
+
+const HOST: &str = "guard.kube-descheduler.svc";
+
+fn fail(msg: impl std::fmt::Display) -> ! {
+    eprintln!("guard_rss: {msg}");
+    std::process::exit(1)
+}
+
+fn snapshot_file(nodes: usize, pods: usize) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target")
+        .join("bench-data");
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        fail(format!("cannot create {}: {e}", dir.display()));
+    }
+    let file = dir.join(format!("cluster-{nodes}-{pods}.json"));
+    if !file.exists() {
+        let tmp = file.with_extension("json.tmp");
+        let f = std::fs::File::create(&tmp)
+            .unwrap_or_else(|e| fail(format!("cannot write {}: {e}", tmp.display())));
+        let mut out = std::io::BufWriter::new(f);
+        let shape = Shape {
+            nodes,
+            pods,
+            seed: 42,
+        };
+        if let Err(e) = write_cluster(shape, &mut out).and_then(|()| {
+            use std::io::Write;
+            out.flush()
+        }) {
+            fail(format!("generating {}: {e}", tmp.display()));
+        }
+        drop(out);
+        if let Err(e) = std::fs::rename(&tmp, &file) {
+            fail(format!("renaming {}: {e}", tmp.display()));
+        }
+    }
+    file
+}
+
+/// `VmHWM` and `VmRSS` of a process, in KiB.
+fn memory_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| fail(format!("no free port: {e}")))
+}
+
+fn review(ns: &str, name: &str, uid: &str, i: usize) -> Value {
+    json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": format!("rss-{i}"),
+            "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "subResource": "eviction",
+            "requestKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+            "requestSubResource": "eviction",
+            "name": name, "namespace": ns, "operation": "CREATE",
+            "userInfo": {"username": "system:serviceaccount:kube-system:drainer"},
+            "object": {"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": name, "namespace": ns},
+                "deleteOptions": {"preconditions": {"uid": uid}}},
+            // Dry run: every decision path runs, nothing is written to the cluster.
+            "oldObject": null, "dryRun": true,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
+        }
+    })
+}
+
+struct Webhook {
+    child: Child,
+}
+
+impl Drop for Webhook {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_webhook(dir: &Path, kubeconfig: &Path, port: u16) -> Webhook {
+    let log = std::fs::File::create(dir.join("webhook.log"))
+        .unwrap_or_else(|e| fail(format!("webhook log: {e}")));
+    let err = log
+        .try_clone()
+        .unwrap_or_else(|e| fail(format!("webhook log: {e}")));
+    let child = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
+        .arg("webhook")
+        .arg("--tls-cert-file")
+        .arg(dir.join("tls.crt"))
+        .arg("--tls-private-key-file")
+        .arg(dir.join("tls.key"))
+        .args(["--bind-address", "127.0.0.1", "--port", &port.to_string()])
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .stdout(Stdio::from(log))
+        .stderr(Stdio::from(err))
+        .spawn()
+        .unwrap_or_else(|e| fail(format!("starting the webhook: {e}")));
+    Webhook { child }
+}
+
+fn metric(text: &str, line_prefix: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(line_prefix))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn main() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let (nodes, pods) = std::env::var("GUARD_RSS_SIZE")
+        .ok()
+        .and_then(|s| {
+            let (n, p) = s.split_once('x')?;
+            Some((n.trim().parse().ok()?, p.trim().parse().ok()?))
+        })
+        .unwrap_or((5000usize, 150_000usize));
+    let reviews: usize = std::env::var("GUARD_RSS_REVIEWS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    let file = snapshot_file(nodes, pods);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| fail(format!("runtime: {e}")));
+    runtime.block_on(async move {
+        let t = Instant::now();
+        let text = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| fail(format!("reading {}: {e}", file.display())));
+        let objects = kube_sim::snapshot::parse(&text).unwrap_or_else(|e| fail(e));
+        drop(text);
+        let sim = kube_sim::Sim::start(kube_sim::SimOptions {
+            controllers: false,
+            objects,
+            ..Default::default()
+        })
+        .await
+        .unwrap_or_else(|e| fail(format!("kube-sim: {e}")));
+        let sim_load = t.elapsed();
+        let all_pods = sim.list("v1", "Pod", None);
+        let step = (all_pods.len() / reviews.max(1)).max(1);
+        let targets: Vec<(String, String, String)> = all_pods
+            .iter()
+            .step_by(step)
+            .take(reviews)
+            .map(|p| {
+                let m = &p["metadata"];
+                let s = |k: &str| m[k].as_str().unwrap_or_default().to_string();
+                (s("namespace"), s("name"), s("uid"))
+            })
+            .collect();
+        let pod_count = all_pods.len();
+        drop(all_pods);
+
+        let dir = tempfile::tempdir().unwrap_or_else(|e| fail(format!("tempdir: {e}")));
+        let certs = generate(&CertsArgs {
+            service: "guard".into(),
+            namespace: "kube-descheduler".into(),
+            out_dir: dir.path().to_owned(),
+            dns_names: vec![],
+            ips: vec![],
+            valid_days: 1,
+            ca_cert_file: None,
+            ca_key_file: None,
+        })
+        .unwrap_or_else(|e| fail(format!("certs: {e}")));
+        write_files(dir.path(), &certs).unwrap_or_else(|e| fail(format!("certs: {e}")));
+        let port = free_port();
+        let client = reqwest::Client::builder()
+            .use_rustls_tls()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(
+                reqwest::Certificate::from_pem(certs.ca_cert_pem.as_bytes())
+                    .unwrap_or_else(|e| fail(format!("ca: {e}"))),
+            )
+            .resolve(HOST, ([127, 0, 0, 1], port).into())
+            .timeout(Duration::from_secs(10))
+            .build()
+            .unwrap_or_else(|e| fail(format!("client: {e}")));
+        let url = |path: &str| format!("https://{HOST}:{port}{path}");
+
+        let started = Instant::now();
+        let mut webhook = start_webhook(dir.path(), sim.kubeconfig_path(), port);
+        let pid = webhook.child.id();
+        let mut ready_after = None;
+        let synced_after = loop {
+            if let Ok(Some(status)) = webhook.child.try_wait() {
+                let log = std::fs::read_to_string(dir.path().join("webhook.log")).unwrap_or_default();
+                fail(format!("webhook exited with {status}:\n{log}"));
+            }
+            if started.elapsed() > Duration::from_secs(600) {
+                fail("caches did not sync within 10 minutes");
+            }
+            if ready_after.is_none()
+                && client
+                    .get(url("/readyz"))
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success())
+            {
+                ready_after = Some(started.elapsed());
+            }
+            let metrics = match client.get(url("/metrics")).send().await {
+                Ok(r) => r.text().await.unwrap_or_default(),
+                Err(_) => String::new(),
+            };
+            let synced = ["pods", "deployments", "replicasets", "poddisruptionbudgets"]
+                .iter()
+                .all(|r| {
+                    metric(
+                        &metrics,
+                        &format!("kube_descheduler_guard_cache_synced{{resource=\"{r}\"}}"),
+                    ) == Some(1.0)
+                });
+            let cached = metric(
+                &metrics,
+                "kube_descheduler_guard_cache_objects{resource=\"pods\"}",
+            );
+            if synced && ready_after.is_some() && cached == Some(pod_count as f64) {
+                break started.elapsed();
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        let (hwm_synced, rss_synced) = memory_kib(pid);
+
+        let t = Instant::now();
+        let mut allowed = 0usize;
+        let mut denied = 0usize;
+        for (i, (ns, name, uid)) in targets.iter().enumerate() {
+            let resp = client
+                .post(url("/validate/eviction"))
+                .header("content-type", "application/json")
+                .body(serde_json::to_vec(&review(ns, name, uid, i)).unwrap_or_default())
+                .send()
+                .await;
+            let v: Value = match resp {
+                Ok(r) => r.json().await.unwrap_or(Value::Null),
+                Err(e) => fail(format!("review: {e}")),
+            };
+            match v["response"]["allowed"].as_bool() {
+                Some(true) => allowed += 1,
+                Some(false) => denied += 1,
+                None => fail(format!("bad review response: {v}")),
+            }
+        }
+        let review_time = t.elapsed();
+        let metrics = match client.get(url("/metrics")).send().await {
+            Ok(r) => r.text().await.unwrap_or_default(),
+            Err(e) => fail(format!("metrics: {e}")),
+        };
+        let (hwm, rss) = memory_kib(pid);
+        drop(webhook);
+
+        let mib = |kib: u64| kib as f64 / 1024.0;
+        println!(
+            "eviction guard memory: {nodes} nodes / {pod_count} pods (kube-sim load {:.1} s)",
+            sim_load.as_secs_f64()
+        );
+        println!(
+            "| pods cached | ready (readyz) | all caches synced | peak RSS at sync | RSS at sync | reviews | allowed / refused | pod lookups | peak RSS (VmHWM) | RSS after reviews |"
+        );
+        println!("|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|");
+        let reads: Vec<String> = ["cache", "api", "recheck"]
+            .iter()
+            .map(|s| {
+                let n = metric(
+                    &metrics,
+                    &format!("kube_descheduler_guard_pod_reads_total{{source=\"{s}\"}}"),
+                )
+                .unwrap_or(0.0);
+                format!("{s} {n}")
+            })
+            .collect();
+        println!(
+            "| {pod_count} | {:.1} s | {:.1} s | {:.1} MiB | {:.1} MiB | {} in {:.1} s | {allowed} / {denied} | {} | **{:.1} MiB** | {:.1} MiB |",
+            ready_after.unwrap_or_default().as_secs_f64(),
+            synced_after.as_secs_f64(),
+            mib(hwm_synced),
+            mib(rss_synced),
+            targets.len(),
+            review_time.as_secs_f64(),
+            reads.join(", "),
+            mib(hwm),
+            mib(rss),
+        );
+        sim.shutdown().await;
+    });
+}
