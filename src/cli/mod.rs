@@ -1,6 +1,7 @@
 //! Command line: one binary, one subcommand per job.
 
 pub mod certs;
+pub mod kubeconfig;
 pub mod logging;
 pub mod plan;
 pub mod run;

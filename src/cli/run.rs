@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::ArgAction;
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
+use kube::Client;
 
 use tokio_util::sync::CancellationToken;
 
@@ -230,19 +229,7 @@ fn identity() -> String {
 /// Builds the API client from `--kubeconfig`, else in-cluster / $KUBECONFIG (without kube's
 /// automatic retries: see [`crate::live::run::client_from_config`]).
 pub async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
-    let config = match kubeconfig {
-        Some(path) => {
-            let kc = Kubeconfig::read_from(path)
-                .map_err(|e| ConfigError::new(format!("--kubeconfig {}: {e}", path.display())))?;
-            Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-                .await
-                .map_err(|e| ConfigError::new(format!("--kubeconfig {}: {e}", path.display())))?
-        }
-        None => Config::infer()
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot find a cluster configuration: {e}"))?,
-    };
-    crate::live::run::client_from_config(config)
+    crate::live::run::client_from_config(super::kubeconfig::load(kubeconfig).await?)
 }
 
 /// Runs the descheduler against a cluster.

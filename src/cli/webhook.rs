@@ -69,18 +69,7 @@ pub fn run(args: WebhookArgs) -> anyhow::Result<()> {
 }
 
 async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
-    let config = match kubeconfig {
-        Some(path) => {
-            let kc = kube::config::Kubeconfig::read_from(path)
-                .map_err(|e| ConfigError::new(format!("--kubeconfig {}: {e}", path.display())))?;
-            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-                .await
-                .map_err(|e| ConfigError::new(format!("--kubeconfig {}: {e}", path.display())))?
-        }
-        None => kube::Config::infer()
-            .await
-            .context("no in-cluster config or kubeconfig found")?,
-    };
+    let config = super::kubeconfig::load(kubeconfig).await?;
     kube::Client::try_from(config).context("building the Kubernetes client")
 }
 
