@@ -24,6 +24,7 @@ pub mod selectors;
 pub mod snapshot;
 pub mod store;
 pub mod tls;
+pub mod versions;
 
 use serde_json::Value;
 use std::collections::HashMap;

@@ -2,7 +2,8 @@
 //! rejected like kube-apiserver's decoder does (400 "… cannot be handled as a …").
 use k8s_openapi::api::{
     admissionregistration::v1 as adm, apps::v1 as apps, batch::v1 as batch,
-    coordination::v1 as coord, core::v1 as core, policy::v1 as policy, scheduling::v1 as sched,
+    coordination::v1 as coord, core::v1 as core, events::v1 as events, policy::v1 as policy,
+    scheduling::v1 as sched,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -33,6 +34,7 @@ pub fn validate(def: &ResourceDef, obj: &Value) -> ApiResult<()> {
         ("", "serviceaccounts") => check::<core::ServiceAccount>(def, obj),
         ("", "persistentvolumeclaims") => check::<core::PersistentVolumeClaim>(def, obj),
         ("", "events") => check::<core::Event>(def, obj),
+        ("events.k8s.io", "events") => check::<events::Event>(def, obj),
         ("apps", "deployments") => check::<apps::Deployment>(def, obj),
         ("apps", "replicasets") => check::<apps::ReplicaSet>(def, obj),
         ("apps", "statefulsets") => check::<apps::StatefulSet>(def, obj),

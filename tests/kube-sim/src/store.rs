@@ -10,6 +10,7 @@ use crate::clock::{SimClock, format_time};
 use crate::defaults;
 use crate::error::{ApiError, ApiResult};
 use crate::resources::{RESOURCES, ResourceDef};
+use crate::versions;
 
 /// `(group, resource)`.
 pub type GrKey = (&'static str, &'static str);
@@ -150,6 +151,34 @@ fn same_ignoring_rv(a: &Value, b: &Value) -> bool {
     strip(a) == strip(b)
 }
 
+/// The key `def`'s objects are stored under (shared by group versions of one resource).
+fn stored_gr(def: &'static ResourceDef) -> GrKey {
+    let s = versions::storage_def(def);
+    (s.group, s.resource)
+}
+
+/// Sets `apiVersion`/`kind` to `def`'s.
+fn set_type(def: &ResourceDef, obj: &mut Value) {
+    if let Some(map) = obj.as_object_mut() {
+        map.insert("apiVersion".into(), json!(def.api_version()));
+        map.insert("kind".into(), json!(def.kind));
+    }
+}
+
+/// An object written through `def`, type-checked in `def`'s form and converted to the stored
+/// form, with the definition of that form.
+fn into_storage(
+    def: &'static ResourceDef,
+    mut obj: Value,
+) -> ApiResult<(&'static ResourceDef, Value)> {
+    if !versions::is_converted(def) {
+        return Ok((def, obj));
+    }
+    set_type(def, &mut obj);
+    crate::schema::validate(def, &obj)?;
+    Ok((versions::storage_def(def), versions::to_storage(def, obj)))
+}
+
 impl Store {
     pub fn new(clock: SimClock, history_limit: usize) -> Self {
         let (tx, _) = broadcast::channel(16384);
@@ -224,9 +253,9 @@ impl Store {
         let inner = self.lock();
         inner
             .objects
-            .get(&(def.group, def.resource))
+            .get(&stored_gr(def))
             .and_then(|m| m.get(&(ns.to_string(), name.to_string())))
-            .cloned()
+            .map(|v| versions::present(def, v.clone()))
     }
 
     /// Objects of a resource (all namespaces when `ns` is None), sorted by namespace/name,
@@ -235,11 +264,11 @@ impl Store {
         let inner = self.lock();
         let items = inner
             .objects
-            .get(&(def.group, def.resource))
+            .get(&stored_gr(def))
             .map(|m| {
                 m.iter()
                     .filter(|((n, _), _)| ns.is_none_or(|want| want == n))
-                    .map(|(_, v)| v.clone())
+                    .map(|(_, v)| versions::present(def, v.clone()))
                     .collect()
             })
             .unwrap_or_default();
@@ -283,8 +312,12 @@ impl Store {
             .map(|d| {
                 inner
                     .objects
-                    .get(&(d.group, d.resource))
-                    .map(|m| m.values().cloned().collect())
+                    .get(&stored_gr(d))
+                    .map(|m| {
+                        m.values()
+                            .map(|v| versions::present(d, v.clone()))
+                            .collect()
+                    })
                     .unwrap_or_default()
             })
             .collect()
@@ -329,15 +362,13 @@ impl Store {
     pub fn create(
         &self,
         def: &'static ResourceDef,
-        mut obj: Value,
+        obj: Value,
         dry_run: bool,
         keep_identity: bool,
     ) -> ApiResult<Value> {
         let now = format_time(self.clock.now());
-        if let Some(map) = obj.as_object_mut() {
-            map.insert("apiVersion".into(), json!(def.api_version()));
-            map.insert("kind".into(), json!(def.kind));
-        }
+        let (sdef, mut obj) = into_storage(def, obj)?;
+        set_type(sdef, &mut obj);
         let ns = meta_str(&obj, "namespace").to_string();
         if def.namespaced && ns.is_empty() {
             return Err(ApiError::bad_request(
@@ -394,18 +425,18 @@ impl Store {
             }
             m.remove("selfLink");
         }
-        defaults::apply(def, &mut obj);
-        crate::schema::validate(def, &obj)?;
+        defaults::apply(sdef, &mut obj);
+        crate::schema::validate(sdef, &obj)?;
         let mut inner = self.lock();
         let key = (ns, name.clone());
-        let gr = (def.group, def.resource);
+        let gr = (sdef.group, sdef.resource);
         if inner.objects.get(&gr).is_some_and(|m| m.contains_key(&key)) {
             return Err(ApiError::already_exists(def.group, def.resource, &name));
         }
         let rv = inner.rv + 1;
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
         if dry_run {
-            return Ok(obj);
+            return Ok(versions::present(def, obj));
         }
         inner.rv = rv;
         inner
@@ -414,7 +445,7 @@ impl Store {
             .or_default()
             .insert(key, obj.clone());
         self.push(&mut inner, gr, EventType::Added, obj.clone(), None);
-        Ok(obj)
+        Ok(versions::present(def, obj))
     }
 
     /// Replaces an object with compare-and-swap on `metadata.resourceVersion` (when set).
@@ -425,6 +456,7 @@ impl Store {
         mode: UpdateMode,
         dry_run: bool,
     ) -> ApiResult<Value> {
+        let (sdef, obj) = into_storage(def, obj)?;
         let ns = if def.namespaced {
             meta_str(&obj, "namespace").to_string()
         } else {
@@ -434,7 +466,7 @@ impl Store {
         let want_rv = meta_str(&obj, "resourceVersion").to_string();
         let want_uid = meta_str(&obj, "uid").to_string();
         let mut inner = self.lock();
-        let gr = (def.group, def.resource);
+        let gr = (sdef.group, sdef.resource);
         let key = (ns, name.clone());
         let Some(existing) = inner.objects.get(&gr).and_then(|m| m.get(&key)).cloned() else {
             return Err(ApiError::not_found(def.group, def.resource, &name));
@@ -482,10 +514,7 @@ impl Store {
             }
             UpdateMode::Full => obj,
         };
-        if let Some(map) = new.as_object_mut() {
-            map.insert("apiVersion".into(), json!(def.api_version()));
-            map.insert("kind".into(), json!(def.kind));
-        }
+        set_type(sdef, &mut new);
         {
             let old_meta = existing
                 .get("metadata")
@@ -512,8 +541,8 @@ impl Store {
             }
             m.remove("selfLink");
         }
-        defaults::apply(def, &mut new);
-        crate::schema::validate(def, &new)?;
+        defaults::apply(sdef, &mut new);
+        crate::schema::validate(sdef, &new)?;
         if def.generation && mode != UpdateMode::Status && new.get("spec") != existing.get("spec") {
             let g = existing
                 .pointer("/metadata/generation")
@@ -523,12 +552,12 @@ impl Store {
         }
         if same_ignoring_rv(&new, &existing) {
             // No-op updates keep the resourceVersion (etcd3 store `GuaranteedUpdate`).
-            return Ok(existing);
+            return Ok(versions::present(def, existing));
         }
         let rv = inner.rv + 1;
         meta_mut(&mut new).insert("resourceVersion".into(), json!(rv.to_string()));
         if dry_run {
-            return Ok(new);
+            return Ok(versions::present(def, new));
         }
         inner.rv = rv;
         // Finalizers all removed from an object being deleted → it goes away now.
@@ -560,7 +589,7 @@ impl Store {
                 Some(existing),
             );
         }
-        Ok(new)
+        Ok(versions::present(def, new))
     }
 
     /// Deletes an object the way the generic registry does: objects with finalizers and
@@ -574,7 +603,7 @@ impl Store {
         opts: &DeleteOpts,
     ) -> ApiResult<Value> {
         let mut inner = self.lock();
-        let gr = (def.group, def.resource);
+        let gr = stored_gr(def);
         let key = (ns.to_string(), name.to_string());
         let Some(existing) = inner.objects.get(&gr).and_then(|m| m.get(&key)).cloned() else {
             return Err(ApiError::not_found(def.group, def.resource, name));
@@ -645,7 +674,7 @@ impl Store {
                 if let Some(cur) = current
                     && grace >= cur
                 {
-                    return Ok(existing);
+                    return Ok(versions::present(def, existing));
                 }
                 let ts = now
                     .checked_add(jiff::SignedDuration::from_secs(grace))
@@ -663,7 +692,7 @@ impl Store {
                 m.insert("resourceVersion".into(), json!(rv.to_string()));
             }
             if opts.dry_run {
-                return Ok(new);
+                return Ok(versions::present(def, new));
             }
             inner.rv = rv;
             inner
@@ -678,18 +707,18 @@ impl Store {
                 new.clone(),
                 Some(existing),
             );
-            return Ok(new);
+            return Ok(versions::present(def, new));
         }
         let mut gone = existing;
         meta_mut(&mut gone).insert("resourceVersion".into(), json!(rv.to_string()));
         if opts.dry_run {
-            return Ok(gone);
+            return Ok(versions::present(def, gone));
         }
         self.remove_locked(&mut inner, gr, key, gone.clone());
         if opts.propagation.as_deref() != Some("Orphan") {
             self.collect_dependents(&mut inner, &gone, now);
         }
-        Ok(gone)
+        Ok(versions::present(def, gone))
     }
 
     fn remove_locked(&self, inner: &mut Inner, gr: GrKey, key: (String, String), obj: Value) {
@@ -787,7 +816,7 @@ impl Store {
         uid: Option<&str>,
     ) -> ApiResult<Value> {
         let mut inner = self.lock();
-        let gr = (def.group, def.resource);
+        let gr = stored_gr(def);
         let key = (ns.to_string(), name.to_string());
         let Some(existing) = inner.objects.get(&gr).and_then(|m| m.get(&key)).cloned() else {
             return Err(ApiError::not_found(def.group, def.resource, name));
@@ -804,13 +833,14 @@ impl Store {
             ));
         }
         self.remove_locked(&mut inner, gr, key, existing.clone());
-        Ok(existing)
+        Ok(versions::present(def, existing))
     }
 
-    /// Starts a watch: returns the events to replay first and a live receiver.
+    /// Starts a watch: returns the events to replay first and a live receiver. Events carry
+    /// the stored key and form (see [`Store::watch_key`], [`versions::present`]).
     pub fn watch(&self, def: &'static ResourceDef, from: WatchFrom) -> ApiResult<WatchStart> {
         let inner = self.lock();
-        let gr = (def.group, def.resource);
+        let gr = stored_gr(def);
         let rx = self.tx.subscribe();
         let initial = match from {
             WatchFrom::Current => inner
@@ -852,6 +882,11 @@ impl Store {
             }
         };
         Ok((initial, rx, inner.rv))
+    }
+
+    /// The key of the events a watch on `def` receives.
+    pub fn watch_key(def: &'static ResourceDef) -> GrKey {
+        stored_gr(def)
     }
 
     /// Definition for a `GrKey` (events carry only the key).

@@ -23,7 +23,12 @@ fn n(o: &Value, p: &str) -> i64 {
 
 /// `duration.HumanDuration`, shortened.
 fn age(o: &Value, now: jiff::Timestamp) -> String {
-    let Ok(t) = s(o, "/metadata/creationTimestamp").parse::<jiff::Timestamp>() else {
+    since(s(o, "/metadata/creationTimestamp"), now)
+}
+
+/// Time since an RFC 3339 timestamp, as [`age`] prints it (`<unknown>` when unset).
+fn since(ts: &str, now: jiff::Timestamp) -> String {
+    let Ok(t) = ts.parse::<jiff::Timestamp>() else {
         return "<unknown>".into();
     };
     let secs = now.duration_since(t).as_secs().max(0);
@@ -51,6 +56,9 @@ fn columns(def: &ResourceDef) -> Vec<&'static str> {
         ("apps", "deployments") => vec!["Name", "Ready", "Up-to-date", "Available", "Age"],
         ("apps", "replicasets") => vec!["Name", "Desired", "Current", "Ready", "Age"],
         ("apps", "statefulsets") => vec!["Name", "Ready", "Age"],
+        ("", "events") | ("events.k8s.io", "events") => {
+            vec!["Last Seen", "Type", "Reason", "Object", "Message"]
+        }
         ("policy", "poddisruptionbudgets") => vec![
             "Name",
             "Min Available",
@@ -166,8 +174,41 @@ fn cells(def: &ResourceDef, o: &Value, now: jiff::Timestamp) -> Vec<Value> {
             json!(n(o, "/status/disruptionsAllowed")),
             a,
         ],
+        ("", "events") => event_cells(o, now),
+        // Both group versions print through the core printer, as kube-apiserver does.
+        ("events.k8s.io", "events") => {
+            event_cells(&crate::versions::to_storage(def, o.clone()), now)
+        }
         _ => vec![name, a],
     }
+}
+
+/// A core `v1` Event's row (`printEvent`): last seen falls back from `series` to
+/// `lastTimestamp` to `firstTimestamp` to `eventTime`.
+fn event_cells(o: &Value, now: jiff::Timestamp) -> Vec<Value> {
+    let first = [s(o, "/firstTimestamp"), s(o, "/eventTime")]
+        .into_iter()
+        .find(|t| !t.is_empty())
+        .unwrap_or("");
+    let last = [
+        s(o, "/series/lastObservedTime"),
+        s(o, "/lastTimestamp"),
+        first,
+    ]
+    .into_iter()
+    .find(|t| !t.is_empty())
+    .unwrap_or("");
+    vec![
+        json!(since(last, now)),
+        json!(s(o, "/type")),
+        json!(s(o, "/reason")),
+        json!(format!(
+            "{}/{}",
+            s(o, "/involvedObject/kind").to_lowercase(),
+            s(o, "/involvedObject/name")
+        )),
+        json!(s(o, "/message")),
+    ]
 }
 
 /// The Table for `items` (rows carry the full object, which kubectl accepts for

@@ -10,7 +10,8 @@ use crate::SimState;
 use crate::error::ApiError;
 use crate::resources::ResourceDef;
 use crate::selectors::{FieldSelector, LabelSelector};
-use crate::store::{Event, EventType, WatchFrom};
+use crate::store::{Event, EventType, Store, WatchFrom};
+use crate::versions;
 
 /// What a watch selects.
 pub struct WatchSpec {
@@ -47,37 +48,46 @@ impl WatchSpec {
     }
 
     /// The event as this filtered watch sees it (MODIFIED can become ADDED/DELETED).
+    /// Events arrive in the stored form and are converted to the watched group version.
     fn render(&self, ev: &Event) -> Option<Bytes> {
-        if ev.gr != (self.def.group, self.def.resource) {
+        if ev.gr != Store::watch_key(self.def) {
             return None;
         }
-        let now = self.selects(&ev.object);
+        let converted = versions::is_converted(self.def);
+        let object = if converted {
+            Arc::new(versions::present(self.def, (*ev.object).clone()))
+        } else {
+            ev.object.clone()
+        };
+        let now = self.selects(&object);
         let kind = match (ev.kind, &ev.old) {
-            (EventType::Modified, Some(old)) => match (self.selects(old), now) {
-                (true, true) => EventType::Modified,
-                (false, true) => EventType::Added,
-                (true, false) => EventType::Deleted,
-                (false, false) => return None,
-            },
+            (EventType::Modified, Some(old)) => {
+                let was = if converted {
+                    self.selects(&versions::present(self.def, (**old).clone()))
+                } else {
+                    self.selects(old)
+                };
+                match (was, now) {
+                    (true, true) => EventType::Modified,
+                    (false, true) => EventType::Added,
+                    (true, false) => EventType::Deleted,
+                    (false, false) => return None,
+                }
+            }
             (k, _) if now => k,
             _ => return None,
         };
         match &self.table {
             Some(clock) => {
-                let rv = ev
-                    .object
+                let rv = object
                     .pointer("/metadata/resourceVersion")
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                let t = super::table::table(
-                    self.def,
-                    std::slice::from_ref(&*ev.object),
-                    rv,
-                    clock.now(),
-                );
+                let t =
+                    super::table::table(self.def, std::slice::from_ref(&*object), rv, clock.now());
                 line(json!({"type": kind.as_str(), "object": t}))
             }
-            None => line(json!({"type": kind.as_str(), "object": &*ev.object})),
+            None => line(json!({"type": kind.as_str(), "object": &*object})),
         }
     }
 
@@ -139,7 +149,7 @@ pub fn respond(st: Arc<SimState>, spec: WatchSpec) -> Response {
                 }
                 r = rx.recv() => match r {
                     Ok(ev) => {
-                        if ev.gr != (spec.def.group, spec.def.resource) {
+                        if ev.gr != Store::watch_key(spec.def) {
                             continue;
                         }
                         last_rv = last_rv.max(ev.rv);
