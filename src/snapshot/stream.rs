@@ -116,14 +116,15 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
     let (tx, rx) = mpsc::sync_channel::<Batch>(workers);
     let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
     let kind_cell: std::sync::Arc<std::sync::OnceLock<Option<String>>> = Default::default();
+    let merger = std::sync::Mutex::new(Merger::default());
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 let rx = rx.clone();
                 let kind_cell = kind_cell.clone();
+                let merger = &merger;
                 scope.spawn(
-                    move || -> Result<Vec<(usize, SnapshotBuilder)>, ConfigError> {
-                        let mut done = Vec::new();
+                    move || -> Result<(), ConfigError> {
                         loop {
                             let batch = match rx.lock() {
                                 Ok(r) => r.recv(),
@@ -133,7 +134,7 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
                                     ));
                                 }
                             };
-                            let Ok(batch) = batch else { return Ok(done) };
+                            let Ok(batch) = batch else { return Ok(()) };
                             let text = std::str::from_utf8(&batch.text).map_err(|e| {
                                 ConfigError::new(format!("the snapshot is not UTF-8: {e}"))
                             })?;
@@ -152,19 +153,29 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
                                     &mut local,
                                 )?;
                             }
-                            done.push((batch.seq, local));
+                            drop(batch.text);
+                            match merger.lock() {
+                                Ok(mut m) => m.add(batch.seq, local),
+                                Err(_) => {
+                                    return Err(ConfigError::new(
+                                        "snapshot loader: a worker failed",
+                                    ));
+                                }
+                            }
                         }
                     },
                 )
             })
             .collect();
+        // Only the workers hold the receiver: if they all stop (errors), sending fails instead of
+        // blocking.
+        drop(rx);
         let produced = produce(&mut file, &tx, &kind_cell, io_err);
         drop(tx);
-        let mut parts = Vec::new();
         let mut first_err = None;
         for h in handles {
             match h.join() {
-                Ok(Ok(mut v)) => parts.append(&mut v),
+                Ok(Ok(())) => {}
                 Ok(Err(e)) => first_err = first_err.or(Some(e)),
                 Err(_) => {
                     first_err =
@@ -181,13 +192,35 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
         if let Some(e) = first_err {
             return Err(e);
         }
-        parts.sort_by_key(|(seq, _)| *seq);
-        let mut b = SnapshotBuilder::new();
-        for (_, part) in parts {
-            b.merge(part);
+        let m = std::mem::take(&mut *merger.lock().map_err(|_| {
+            ConfigError::new("snapshot loader: a worker failed")
+        })?);
+        if !m.pending.is_empty() {
+            return Err(ConfigError::new(
+                "snapshot loader: a block of items was not converted",
+            ));
         }
-        Ok(Some(b))
+        Ok(Some(m.out))
     })
+}
+
+/// Merges the workers' converted blocks in file order as soon as they are ready, so converted
+/// objects are never held twice (per block and merged) for the whole file.
+#[derive(Default)]
+struct Merger {
+    next: usize,
+    pending: std::collections::BTreeMap<usize, SnapshotBuilder>,
+    out: SnapshotBuilder,
+}
+
+impl Merger {
+    fn add(&mut self, seq: usize, part: SnapshotBuilder) {
+        self.pending.insert(seq, part);
+        while let Some(part) = self.pending.remove(&self.next) {
+            self.out.merge(part);
+            self.next += 1;
+        }
+    }
 }
 
 /// Reads blocks, cuts complete items and sends them to the workers. `Ok(false)`: not streamable.
