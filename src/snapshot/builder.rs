@@ -380,6 +380,17 @@ impl SnapshotBuilder {
         self.pvcs.insert(key, info);
     }
 
+    /// Reserves room for `additional` more pods. Capacity that is never filled costs address
+    /// space only (the pages are not touched), so an upper estimate is cheap.
+    pub fn reserve_pods(&mut self, additional: usize) {
+        self.pods.reserve(additional);
+    }
+
+    /// Returns unused pod capacity (see [`Self::reserve_pods`]).
+    pub fn shrink_pods(&mut self) {
+        self.pods.shrink_to_fit();
+    }
+
     /// Appends everything `other` collected (objects keep their order: ours, then theirs).
     pub fn merge(&mut self, other: SnapshotBuilder) {
         self.nodes.extend(other.nodes);

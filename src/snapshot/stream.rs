@@ -9,7 +9,11 @@ use super::SnapshotBuilder;
 use crate::error::ConfigError;
 
 /// Bytes read per block.
-const BLOCK: usize = if cfg!(test) { 4096 } else { 8 << 20 };
+const BLOCK: usize = if cfg!(test) { 4096 } else { 2 << 20 };
+
+/// Fewest bytes a pod item takes in a `kubectl get -o json` list (name, namespace, uid, a
+/// container, status): with it, the file size bounds the number of pods from above.
+const MIN_POD_BYTES: u64 = 400;
 
 /// Scanner state carried across blocks.
 #[derive(Default)]
@@ -110,13 +114,20 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
         ConfigError::new(format!("cannot read snapshot {}: {e}", path.display()))
     };
     let mut file = std::fs::File::open(path).map_err(io_err)?;
+    // Merged pods go into one vector: reserving an upper bound up front avoids copying it as it
+    // grows (the untouched part is returned by `shrink_pods`).
+    let mut merger = Merger::default();
+    if let Ok(meta) = file.metadata() {
+        let estimate = (meta.len() / MIN_POD_BYTES).min(4_000_000) as usize;
+        merger.out.reserve_pods(estimate);
+    }
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 4);
     let (tx, rx) = mpsc::sync_channel::<Batch>(workers);
     let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
     let kind_cell: std::sync::Arc<std::sync::OnceLock<Option<String>>> = Default::default();
-    let merger = std::sync::Mutex::new(Merger::default());
+    let merger = std::sync::Mutex::new(merger);
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
@@ -192,9 +203,10 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
         if let Some(e) = first_err {
             return Err(e);
         }
-        let m = std::mem::take(&mut *merger.lock().map_err(|_| {
+        let mut m = std::mem::take(&mut *merger.lock().map_err(|_| {
             ConfigError::new("snapshot loader: a worker failed")
         })?);
+        m.out.shrink_pods();
         if !m.pending.is_empty() {
             return Err(ConfigError::new(
                 "snapshot loader: a block of items was not converted",
