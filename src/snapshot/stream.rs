@@ -134,48 +134,42 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
                 let rx = rx.clone();
                 let kind_cell = kind_cell.clone();
                 let merger = &merger;
-                scope.spawn(
-                    move || -> Result<(), ConfigError> {
-                        loop {
-                            let batch = match rx.lock() {
-                                Ok(r) => r.recv(),
-                                Err(_) => {
-                                    return Err(ConfigError::new(
-                                        "snapshot loader: a worker failed",
-                                    ));
-                                }
-                            };
-                            let Ok(batch) = batch else { return Ok(()) };
-                            let text = std::str::from_utf8(&batch.text).map_err(|e| {
-                                ConfigError::new(format!("the snapshot is not UTF-8: {e}"))
-                            })?;
-                            let default_kind = kind_cell.get().cloned().flatten();
-                            let default_kind = default_kind
-                                .as_deref()
-                                .and_then(|k| k.strip_suffix("List"))
-                                .filter(|k| !k.is_empty());
-                            let mut local = SnapshotBuilder::new();
-                            for (n, &(a, b)) in batch.items.iter().enumerate() {
-                                let where_ = || format!("items[{}]", batch.first_index + n);
-                                super::load::add_json_object_str(
-                                    &text[a..b],
-                                    &where_,
-                                    default_kind,
-                                    &mut local,
-                                )?;
+                scope.spawn(move || -> Result<(), ConfigError> {
+                    loop {
+                        let batch = match rx.lock() {
+                            Ok(r) => r.recv(),
+                            Err(_) => {
+                                return Err(ConfigError::new("snapshot loader: a worker failed"));
                             }
-                            drop(batch.text);
-                            match merger.lock() {
-                                Ok(mut m) => m.add(batch.seq, local),
-                                Err(_) => {
-                                    return Err(ConfigError::new(
-                                        "snapshot loader: a worker failed",
-                                    ));
-                                }
+                        };
+                        let Ok(batch) = batch else { return Ok(()) };
+                        let text = std::str::from_utf8(&batch.text).map_err(|e| {
+                            ConfigError::new(format!("the snapshot is not UTF-8: {e}"))
+                        })?;
+                        let default_kind = kind_cell.get().cloned().flatten();
+                        let default_kind = default_kind
+                            .as_deref()
+                            .and_then(|k| k.strip_suffix("List"))
+                            .filter(|k| !k.is_empty());
+                        let mut local = SnapshotBuilder::new();
+                        for (n, &(a, b)) in batch.items.iter().enumerate() {
+                            let where_ = || format!("items[{}]", batch.first_index + n);
+                            super::load::add_json_object_str(
+                                &text[a..b],
+                                &where_,
+                                default_kind,
+                                &mut local,
+                            )?;
+                        }
+                        drop(batch.text);
+                        match merger.lock() {
+                            Ok(mut m) => m.add(batch.seq, local),
+                            Err(_) => {
+                                return Err(ConfigError::new("snapshot loader: a worker failed"));
                             }
                         }
-                    },
-                )
+                    }
+                })
             })
             .collect();
         // Only the workers hold the receiver: if they all stop (errors), sending fails instead of
@@ -203,9 +197,11 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
         if let Some(e) = first_err {
             return Err(e);
         }
-        let mut m = std::mem::take(&mut *merger.lock().map_err(|_| {
-            ConfigError::new("snapshot loader: a worker failed")
-        })?);
+        let mut m = std::mem::take(
+            &mut *merger
+                .lock()
+                .map_err(|_| ConfigError::new("snapshot loader: a worker failed"))?,
+        );
         m.out.shrink_pods();
         if !m.pending.is_empty() {
             return Err(ConfigError::new(
