@@ -61,7 +61,35 @@ struct GuardState {
     now: Timestamp,
     rs_by_uid: HashMap<String, usize>,
     deploy_by_uid: HashMap<String, usize>,
-    pdbs_by_ns: HashMap<String, Vec<PdbFacts>>,
+    /// Every budget, in snapshot order.
+    pdbs: Vec<PdbFacts>,
+    pdb_index: HashMap<String, NamespacePdbs>,
+}
+
+/// The budgets of one namespace, indexed so that a pod is only matched against the budgets that
+/// can select it (a namespace can hold thousands of budgets).
+#[derive(Default)]
+struct NamespacePdbs {
+    /// Budgets whose selector has no `matchLabels` entry to index by.
+    unindexed: Vec<usize>,
+    /// Budgets by their first `matchLabels` pair (key, then value): only pods with that label
+    /// can match.
+    by_label: HashMap<String, HashMap<String, Vec<usize>>>,
+}
+
+impl NamespacePdbs {
+    /// Indexes (into [`GuardState::pdbs`]) of the budgets that may select a pod with `labels`, in
+    /// snapshot order.
+    fn candidates(&self, labels: &std::collections::BTreeMap<String, String>) -> Vec<usize> {
+        let mut out = self.unindexed.clone();
+        for (k, v) in labels {
+            if let Some(list) = self.by_label.get(k).and_then(|m| m.get(v)) {
+                out.extend_from_slice(list);
+            }
+        }
+        out.sort_unstable();
+        out
+    }
 }
 
 impl GuardState {
@@ -69,10 +97,30 @@ impl GuardState {
         let uid = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
             m.uid.clone().unwrap_or_default()
         };
-        let mut pdbs_by_ns: HashMap<String, Vec<PdbFacts>> = HashMap::new();
+        let mut pdbs = Vec::with_capacity(snapshot.pdbs.len());
+        let mut pdb_index: HashMap<String, NamespacePdbs> = HashMap::new();
         for pdb in &snapshot.pdbs {
             let f = PdbFacts::from_pdb(pdb);
-            pdbs_by_ns.entry(f.namespace.clone()).or_default().push(f);
+            let ns = pdb_index.entry(f.namespace.clone()).or_default();
+            // A parsed selector requires every matchLabels pair, so the first one is a sound key.
+            let first_pair = pdb
+                .spec
+                .as_ref()
+                .and_then(|s| s.selector.as_ref())
+                .and_then(|sel| sel.match_labels.as_ref())
+                .and_then(|m| m.iter().next())
+                .filter(|_| f.selector.is_some());
+            match first_pair {
+                Some((k, v)) => ns
+                    .by_label
+                    .entry(k.clone())
+                    .or_default()
+                    .entry(v.clone())
+                    .or_default()
+                    .push(pdbs.len()),
+                None => ns.unindexed.push(pdbs.len()),
+            }
+            pdbs.push(f);
         }
         GuardState {
             config,
@@ -89,7 +137,8 @@ impl GuardState {
                 .enumerate()
                 .map(|(i, d)| (uid(&d.metadata), i))
                 .collect(),
-            pdbs_by_ns,
+            pdbs,
+            pdb_index,
         }
     }
 
@@ -121,12 +170,12 @@ impl GuardState {
                     })
             })
             .collect();
-        let ns_pdbs = self
-            .pdbs_by_ns
+        let candidates = self
+            .pdb_index
             .get(&facts_pod.namespace)
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        let pdb_refs: Vec<&PdbFacts> = ns_pdbs.iter().collect();
+            .map(|ns| ns.candidates(&facts_pod.labels))
+            .unwrap_or_default();
+        let pdb_refs: Vec<&PdbFacts> = candidates.iter().map(|&i| &self.pdbs[i]).collect();
         let req = EvictionRequest {
             namespace: facts_pod.namespace.clone(),
             name: facts_pod.name.clone(),
@@ -145,11 +194,12 @@ impl GuardState {
         match verdict {
             Verdict::Allow { .. } => {
                 // The API server spends a disruption of every budget covering a healthy pod.
-                if facts_pod.ready
-                    && let Some(list) = self.pdbs_by_ns.get_mut(&facts_pod.namespace)
-                {
-                    for pdb in list.iter_mut().filter(|b| b.matches(&facts_pod)) {
-                        pdb.disruptions_allowed = (pdb.disruptions_allowed - 1).max(0);
+                if facts_pod.ready {
+                    for &i in &candidates {
+                        let pdb = &mut self.pdbs[i];
+                        if pdb.matches(&facts_pod) {
+                            pdb.disruptions_allowed = (pdb.disruptions_allowed - 1).max(0);
+                        }
                     }
                 }
                 EvictOutcome::Evicted

@@ -2,6 +2,10 @@
 //! node no longer satisfies their required node affinity (when they fit some node), or — for
 //! preferred affinity — when some node scores strictly higher than the current one.
 
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use k8s_openapi::api::core::v1::PreferredSchedulingTerm;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
@@ -11,7 +15,7 @@ use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
 use crate::framework::{DeschedulePlugin, Handle};
 use crate::scheduling::{affinity, fit};
 use crate::snapshot::model::PodPhase;
-use crate::snapshot::{NodeId, PodId};
+use crate::snapshot::{NodeId, Pod, PodId};
 
 /// The plugin name.
 pub const NAME: &str = "RemovePodsViolatingNodeAffinity";
@@ -81,17 +85,18 @@ impl RemovePodsViolatingNodeAffinity {
     }
 
     /// Whether `pod` on `node` violates affinity of `kind`. `best_scores` memoizes the best
-    /// preferred-affinity weight over `nodes` per shared affinity value (pods of one owner share it).
-    fn violates(
+    /// preferred-affinity weight over `nodes` per preferred-terms value (many owners share one).
+    fn violates<'s>(
         &self,
-        h: &Handle<'_>,
+        h: &Handle<'s>,
         kind: &str,
         pod: PodId,
         node: NodeId,
         nodes: &[NodeId],
-        best_scores: &mut std::collections::HashMap<usize, i64>,
+        best_scores: &mut BestScores<'s>,
     ) -> bool {
-        let p = h.snapshot.pod(pod);
+        let snapshot: &'s crate::snapshot::Snapshot = h.snapshot;
+        let p = snapshot.pod(pod);
         let n = h.snapshot.node(node);
         match kind {
             REQUIRED => {
@@ -103,22 +108,58 @@ impl RemovePodsViolatingNodeAffinity {
                 if !affinity::has_preferred_node_affinity(p) {
                     return false;
                 }
-                let key = p
-                    .affinity
-                    .as_ref()
-                    .map_or(0, |a| std::sync::Arc::as_ptr(a) as usize);
-                let best = *best_scores.entry(key).or_insert_with(|| {
-                    nodes
-                        .iter()
-                        .map(|&m| affinity::preferred_node_affinity_score(p, h.snapshot.node(m)))
-                        .max()
-                        .unwrap_or(0)
-                });
+                let terms = preferred_terms(p);
+                let bucket = best_scores.entry(terms_hash(terms)).or_default();
+                let best = match bucket.iter().find(|(t, _)| *t == terms) {
+                    Some(&(_, best)) => best,
+                    None => {
+                        let best = nodes
+                            .iter()
+                            .map(|&m| affinity::preferred_node_affinity_score(p, snapshot.node(m)))
+                            .max()
+                            .unwrap_or(0);
+                        bucket.push((terms, best));
+                        best
+                    }
+                };
                 best > affinity::preferred_node_affinity_score(p, n)
                     && fit::fits_any_node(h.snapshot, pod, nodes)
             }
         }
     }
+}
+
+/// Best preferred-affinity score over the plugin's nodes, by preferred terms (hash, then equality).
+type BestScores<'s> = HashMap<u64, Vec<(&'s [PreferredSchedulingTerm], i64)>>;
+
+/// The pod's preferred node affinity terms (empty when it has none).
+fn preferred_terms(p: &Pod) -> &[PreferredSchedulingTerm] {
+    p.affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| {
+            n.preferred_during_scheduling_ignored_during_execution
+                .as_deref()
+        })
+        .unwrap_or(&[])
+}
+
+/// A hash of preferred terms consistent with their equality.
+fn terms_hash(terms: &[PreferredSchedulingTerm]) -> u64 {
+    let mut h = DefaultHasher::new();
+    for t in terms {
+        t.weight.hash(&mut h);
+        for (tag, reqs) in [
+            (0u8, &t.preference.match_expressions),
+            (1u8, &t.preference.match_fields),
+        ] {
+            tag.hash(&mut h);
+            for r in reqs.iter().flatten() {
+                (&r.key, &r.operator, &r.values).hash(&mut h);
+            }
+        }
+    }
+    h.finish()
 }
 
 impl DeschedulePlugin for RemovePodsViolatingNodeAffinity {
@@ -127,7 +168,7 @@ impl DeschedulePlugin for RemovePodsViolatingNodeAffinity {
     }
 
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
-        let mut best_scores = std::collections::HashMap::new();
+        let mut best_scores = BestScores::new();
         for kind in &self.types {
             for &node in nodes {
                 let pods: Vec<PodId> = h

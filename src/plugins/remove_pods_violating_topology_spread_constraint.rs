@@ -233,7 +233,8 @@ struct Run<'s, 'h> {
     s: &'s Snapshot,
     nodes: &'h [NodeId],
     node_fit: bool,
-    key_index: HashMap<&'s str, KeyIndex<'s>>,
+    /// Per topology key: the node groups and each value's position among them.
+    key_index: HashMap<&'s str, (KeyIndex<'s>, HashMap<&'s str, usize>)>,
     /// Pods to evict, in the order they were chosen.
     chosen: Vec<PodId>,
     chosen_set: HashSet<PodId>,
@@ -241,6 +242,10 @@ struct Run<'s, 'h> {
 
 impl<'s> Run<'s, '_> {
     fn key_index(&mut self, key: &'s str) -> &KeyIndex<'s> {
+        &self.key_groups(key).0
+    }
+
+    fn key_groups(&mut self, key: &'s str) -> &(KeyIndex<'s>, HashMap<&'s str, usize>) {
         let (s, nodes) = (self.s, self.nodes);
         self.key_index.entry(key).or_insert_with(|| {
             let mut pos: HashMap<&'s str, usize> = HashMap::new();
@@ -254,7 +259,7 @@ impl<'s> Run<'s, '_> {
                     idx[i].1.push(n);
                 }
             }
-            idx
+            (idx, pos)
         })
     }
 
@@ -317,16 +322,16 @@ impl<'s> Run<'s, '_> {
             });
         }
         domains.sort_by(|a, b| a.pods.len().cmp(&b.pods.len()).then(a.value.cmp(b.value)));
-        let eligible: Vec<NodeId> = self
-            .nodes
-            .iter()
-            .copied()
-            .filter(|&n| c.includes(s.node(n)))
-            .collect();
-        let below: Vec<NodeId> = {
+        // Nodes (in the plugin's node order) of the domains below the average that pass the
+        // constraint's inclusion policies. Without policies that can exclude a node, these are the
+        // topology key's cached node groups: no scan of every node per constraint.
+        let below: Vec<NodeId> = if c.filters_nodes() {
             let mut by_value: HashMap<&str, Vec<NodeId>> = HashMap::new();
-            for &n in &eligible {
-                if let Some(v) = s.node(n).labels.get(c.topology_key) {
+            for &n in self.nodes {
+                let node = s.node(n);
+                if c.includes(node)
+                    && let Some(v) = node.labels.get(c.topology_key)
+                {
                     by_value.entry(v.as_str()).or_default().push(n);
                 }
             }
@@ -334,6 +339,17 @@ impl<'s> Run<'s, '_> {
                 .iter()
                 .filter(|d| (d.pods.len() as f64) < ideal)
                 .flat_map(|d| by_value.get(d.value).into_iter().flatten().copied())
+                .collect()
+        } else {
+            let (index, pos) = self.key_groups(c.topology_key);
+            domains
+                .iter()
+                .filter(|d| (d.pods.len() as f64) < ideal)
+                .flat_map(|d| {
+                    pos.get(d.value)
+                        .into_iter()
+                        .flat_map(|&i| index[i].1.iter().copied())
+                })
                 .collect()
         };
         let mut fits_cache: HashMap<PodId, bool> = HashMap::new();

@@ -54,6 +54,19 @@ struct SharedParts {
     tsc: Arc<[core::TopologySpreadConstraint]>,
     owners: Arc<[OwnerRef]>,
     images: Arc<[String]>,
+    conditions: Arc<[Condition]>,
+    container_states: Arc<[ContainerState]>,
+    init_container_states: Arc<[ContainerState]>,
+    ephemeral_container_states: Arc<[ContainerState]>,
+}
+
+/// `fresh` as a shared slice: the `cached` one when equal (most pods of an owner have the same
+/// conditions and container states), else a new one that becomes the cached value.
+fn share<T: PartialEq>(cached: &mut Arc<[T]>, fresh: Vec<T>) -> Arc<[T]> {
+    if **cached != *fresh {
+        *cached = Arc::from(fresh);
+    }
+    cached.clone()
 }
 
 impl SnapshotBuilder {
@@ -230,6 +243,19 @@ impl SnapshotBuilder {
                 .filter_map(|c| c.image.as_deref().map(str::to_string))
                 .collect();
         }
+        let conditions = share(&mut cache.conditions, conditions);
+        let container_states = share(
+            &mut cache.container_states,
+            states(&status.container_statuses),
+        );
+        let init_container_states = share(
+            &mut cache.init_container_states,
+            states(&status.init_container_statuses),
+        );
+        let ephemeral_container_states = share(
+            &mut cache.ephemeral_container_states,
+            states(&status.ephemeral_container_statuses),
+        );
         let affinity = if spec.affinity.is_some() {
             cache.affinity.clone()
         } else {
@@ -271,9 +297,9 @@ impl SnapshotBuilder {
             start_time: parse_time(&status.start_time, || "status.startTime".into())?,
             conditions,
             images: cache.images.clone(),
-            container_states: states(&status.container_statuses),
-            init_container_states: states(&status.init_container_statuses),
-            ephemeral_container_states: states(&status.ephemeral_container_statuses),
+            container_states,
+            init_container_states,
+            ephemeral_container_states,
             requests,
             qos,
             node_selector: cache.node_selector.clone(),
@@ -378,6 +404,17 @@ impl SnapshotBuilder {
                 .unwrap_or_default(),
         };
         self.pvcs.insert(key, info);
+    }
+
+    /// Reserves room for `additional` more pods. Capacity that is never filled costs address
+    /// space only (the pages are not touched), so an upper estimate is cheap.
+    pub fn reserve_pods(&mut self, additional: usize) {
+        self.pods.reserve(additional);
+    }
+
+    /// Returns unused pod capacity (see [`Self::reserve_pods`]).
+    pub fn shrink_pods(&mut self) {
+        self.pods.shrink_to_fit();
     }
 
     /// Appends everything `other` collected (objects keep their order: ours, then theirs).

@@ -95,7 +95,17 @@ pub struct Snapshot {
 
 impl Snapshot {
     fn from_parts(b: SnapshotBuilder) -> Self {
-        let parts = b.into_parts();
+        let mut parts = b.into_parts();
+        // The lists grew by doubling while loading; Kubernetes objects are large inline (a
+        // Deployment or ReplicaSet struct is over a kilobyte even with its template dropped), so
+        // the unused capacity is worth returning.
+        parts.nodes.shrink_to_fit();
+        parts.pods.shrink_to_fit();
+        parts.pdbs.shrink_to_fit();
+        parts.replica_sets.shrink_to_fit();
+        parts.deployments.shrink_to_fit();
+        parts.stateful_sets.shrink_to_fit();
+        parts.jobs.shrink_to_fit();
         let mut s = Snapshot {
             nodes: parts.nodes,
             pods: parts.pods,

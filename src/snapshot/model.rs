@@ -178,16 +178,16 @@ pub struct Pod {
     pub reason: Option<CompactString>,
     /// `status.startTime`.
     pub start_time: Option<Timestamp>,
-    /// `status.conditions`.
-    pub conditions: Vec<Condition>,
+    /// `status.conditions` (shared between pods of one owner when equal).
+    pub conditions: Arc<[Condition]>,
     /// Container images, in `spec.containers` order (shared between pods of one owner).
     pub images: Arc<[String]>,
-    /// `status.containerStatuses`.
-    pub container_states: Vec<ContainerState>,
-    /// `status.initContainerStatuses`.
-    pub init_container_states: Vec<ContainerState>,
-    /// `status.ephemeralContainerStatuses`.
-    pub ephemeral_container_states: Vec<ContainerState>,
+    /// `status.containerStatuses` (shared between pods of one owner when equal).
+    pub container_states: Arc<[ContainerState]>,
+    /// `status.initContainerStatuses` (shared between pods of one owner when equal).
+    pub init_container_states: Arc<[ContainerState]>,
+    /// `status.ephemeralContainerStatuses` (shared between pods of one owner when equal).
+    pub ephemeral_container_states: Arc<[ContainerState]>,
     /// Effective requests as the scheduler computes them (init/sidecar rules plus overhead).
     pub requests: Resources,
     /// QoS class (`status.qosClass`, else computed).

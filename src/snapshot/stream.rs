@@ -9,7 +9,11 @@ use super::SnapshotBuilder;
 use crate::error::ConfigError;
 
 /// Bytes read per block.
-const BLOCK: usize = if cfg!(test) { 4096 } else { 8 << 20 };
+const BLOCK: usize = if cfg!(test) { 4096 } else { 2 << 20 };
+
+/// Fewest bytes a pod item takes in a `kubectl get -o json` list (name, namespace, uid, a
+/// container, status): with it, the file size bounds the number of pods from above.
+const MIN_POD_BYTES: u64 = 400;
 
 /// Scanner state carried across blocks.
 #[derive(Default)]
@@ -110,61 +114,73 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
         ConfigError::new(format!("cannot read snapshot {}: {e}", path.display()))
     };
     let mut file = std::fs::File::open(path).map_err(io_err)?;
+    // Merged pods go into one vector: reserving an upper bound up front avoids copying it as it
+    // grows (the untouched part is returned by `shrink_pods`).
+    let mut merger = Merger::default();
+    if let Ok(meta) = file.metadata() {
+        let estimate = (meta.len() / MIN_POD_BYTES).min(4_000_000) as usize;
+        merger.out.reserve_pods(estimate);
+    }
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 4);
     let (tx, rx) = mpsc::sync_channel::<Batch>(workers);
     let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
     let kind_cell: std::sync::Arc<std::sync::OnceLock<Option<String>>> = Default::default();
+    let merger = std::sync::Mutex::new(merger);
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 let rx = rx.clone();
                 let kind_cell = kind_cell.clone();
-                scope.spawn(
-                    move || -> Result<Vec<(usize, SnapshotBuilder)>, ConfigError> {
-                        let mut done = Vec::new();
-                        loop {
-                            let batch = match rx.lock() {
-                                Ok(r) => r.recv(),
-                                Err(_) => {
-                                    return Err(ConfigError::new(
-                                        "snapshot loader: a worker failed",
-                                    ));
-                                }
-                            };
-                            let Ok(batch) = batch else { return Ok(done) };
-                            let text = std::str::from_utf8(&batch.text).map_err(|e| {
-                                ConfigError::new(format!("the snapshot is not UTF-8: {e}"))
-                            })?;
-                            let default_kind = kind_cell.get().cloned().flatten();
-                            let default_kind = default_kind
-                                .as_deref()
-                                .and_then(|k| k.strip_suffix("List"))
-                                .filter(|k| !k.is_empty());
-                            let mut local = SnapshotBuilder::new();
-                            for (n, &(a, b)) in batch.items.iter().enumerate() {
-                                let where_ = || format!("items[{}]", batch.first_index + n);
-                                super::load::add_json_object_str(
-                                    &text[a..b],
-                                    &where_,
-                                    default_kind,
-                                    &mut local,
-                                )?;
+                let merger = &merger;
+                scope.spawn(move || -> Result<(), ConfigError> {
+                    loop {
+                        let batch = match rx.lock() {
+                            Ok(r) => r.recv(),
+                            Err(_) => {
+                                return Err(ConfigError::new("snapshot loader: a worker failed"));
                             }
-                            done.push((batch.seq, local));
+                        };
+                        let Ok(batch) = batch else { return Ok(()) };
+                        let text = std::str::from_utf8(&batch.text).map_err(|e| {
+                            ConfigError::new(format!("the snapshot is not UTF-8: {e}"))
+                        })?;
+                        let default_kind = kind_cell.get().cloned().flatten();
+                        let default_kind = default_kind
+                            .as_deref()
+                            .and_then(|k| k.strip_suffix("List"))
+                            .filter(|k| !k.is_empty());
+                        let mut local = SnapshotBuilder::new();
+                        for (n, &(a, b)) in batch.items.iter().enumerate() {
+                            let where_ = || format!("items[{}]", batch.first_index + n);
+                            super::load::add_json_object_str(
+                                &text[a..b],
+                                &where_,
+                                default_kind,
+                                &mut local,
+                            )?;
                         }
-                    },
-                )
+                        drop(batch.text);
+                        match merger.lock() {
+                            Ok(mut m) => m.add(batch.seq, local),
+                            Err(_) => {
+                                return Err(ConfigError::new("snapshot loader: a worker failed"));
+                            }
+                        }
+                    }
+                })
             })
             .collect();
+        // Only the workers hold the receiver: if they all stop (errors), sending fails instead of
+        // blocking.
+        drop(rx);
         let produced = produce(&mut file, &tx, &kind_cell, io_err);
         drop(tx);
-        let mut parts = Vec::new();
         let mut first_err = None;
         for h in handles {
             match h.join() {
-                Ok(Ok(mut v)) => parts.append(&mut v),
+                Ok(Ok(())) => {}
                 Ok(Err(e)) => first_err = first_err.or(Some(e)),
                 Err(_) => {
                     first_err =
@@ -181,13 +197,38 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
         if let Some(e) = first_err {
             return Err(e);
         }
-        parts.sort_by_key(|(seq, _)| *seq);
-        let mut b = SnapshotBuilder::new();
-        for (_, part) in parts {
-            b.merge(part);
+        let mut m = std::mem::take(
+            &mut *merger
+                .lock()
+                .map_err(|_| ConfigError::new("snapshot loader: a worker failed"))?,
+        );
+        m.out.shrink_pods();
+        if !m.pending.is_empty() {
+            return Err(ConfigError::new(
+                "snapshot loader: a block of items was not converted",
+            ));
         }
-        Ok(Some(b))
+        Ok(Some(m.out))
     })
+}
+
+/// Merges the workers' converted blocks in file order as soon as they are ready, so converted
+/// objects are never held twice (per block and merged) for the whole file.
+#[derive(Default)]
+struct Merger {
+    next: usize,
+    pending: std::collections::BTreeMap<usize, SnapshotBuilder>,
+    out: SnapshotBuilder,
+}
+
+impl Merger {
+    fn add(&mut self, seq: usize, part: SnapshotBuilder) {
+        self.pending.insert(seq, part);
+        while let Some(part) = self.pending.remove(&self.next) {
+            self.out.merge(part);
+            self.next += 1;
+        }
+    }
 }
 
 /// Reads blocks, cuts complete items and sends them to the workers. `Ok(false)`: not streamable.
