@@ -219,3 +219,73 @@ pub fn guard_verdict(snapshot: &Snapshot, now: Timestamp, config: GuardConfig) -
     let mut state = GuardState::new(snapshot, now, config);
     Box::new(move |s: &Snapshot, pod: PodId| state.verdict(s, pod))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(ns: &str, name: &str, labels: &str) -> String {
+        format!(
+            r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"{name}","namespace":"{ns}","uid":"uid-{ns}-{name}","labels":{{{labels}}}}},
+               "spec":{{"nodeName":"n1","containers":[{{"name":"c","image":"i"}}]}},
+               "status":{{"phase":"Running","conditions":[{{"type":"Ready","status":"True"}}]}}}}"#
+        )
+    }
+
+    fn pdb(ns: &str, name: &str, selector: &str, allowed: i32) -> String {
+        format!(
+            r#"{{"kind":"PodDisruptionBudget","apiVersion":"policy/v1","metadata":{{"name":"{name}","namespace":"{ns}"}},
+               "spec":{{"minAvailable":1,"selector":{selector}}},
+               "status":{{"disruptionsAllowed":{allowed},"currentHealthy":1,"desiredHealthy":1,"expectedPods":1}}}}"#
+        )
+    }
+
+    /// The budget index must find exactly the budgets a linear scan would: indexed by the first
+    /// matchLabels pair, matchExpressions-only and empty selectors unindexed, per namespace, and
+    /// spent as the plan goes.
+    #[test]
+    fn budget_index_matches_like_a_scan_and_spends_budgets() {
+        let items = [
+            r#"{"kind":"Node","apiVersion":"v1","metadata":{"name":"n1"},"status":{"conditions":[{"type":"Ready","status":"True"}]}}"#.to_string(),
+            pdb("a", "fe", r#"{"matchLabels":{"app":"web","tier":"fe"}}"#, 1),
+            pdb("a", "exprs", r#"{"matchExpressions":[{"key":"app","operator":"In","values":["db"]}]}"#, 0),
+            pdb("b", "everything", "{}", 0),
+            pod("a", "web-1", r#""app":"web","tier":"fe""#),
+            pod("a", "web-2", r#""app":"web","tier":"fe""#),
+            pod("a", "web-only-app", r#""app":"web""#),
+            pod("a", "db-1", r#""app":"db""#),
+            pod("b", "x", r#""anything":"goes""#),
+            pod("c", "web-3", r#""app":"web","tier":"fe""#),
+        ];
+        let list = format!(
+            r#"{{"kind":"List","apiVersion":"v1","items":[{}]}}"#,
+            items.join(",")
+        );
+        let snap = crate::snapshot::load::load_bytes(list.as_bytes()).expect("test snapshot");
+        let id = |ns: &str, name: &str| {
+            (0..snap.pods.len() as PodId)
+                .find(|&p| &*snap.pod(p).namespace == ns && snap.pod(p).name == name)
+                .expect("pod in the test snapshot")
+        };
+        let mut verdict = guard_verdict(&snap, Timestamp::UNIX_EPOCH, GuardConfig::default());
+        let denied_by = |o: EvictOutcome| match o {
+            EvictOutcome::Denied { reason } => reason,
+            other => panic!("expected a denial, got {other:?}"),
+        };
+
+        // The indexed budget allows one disruption: the first eviction spends it.
+        assert_eq!(verdict(&snap, id("a", "web-1")), EvictOutcome::Evicted);
+        assert!(denied_by(verdict(&snap, id("a", "web-2"))).contains("a/fe"));
+        // Shares the index key (app=web) but lacks tier=fe: not covered.
+        assert_eq!(
+            verdict(&snap, id("a", "web-only-app")),
+            EvictOutcome::Evicted
+        );
+        // matchExpressions only: found through the unindexed list.
+        assert!(denied_by(verdict(&snap, id("a", "db-1"))).contains("a/exprs"));
+        // An empty selector selects every pod of its namespace.
+        assert!(denied_by(verdict(&snap, id("b", "x"))).contains("b/everything"));
+        // Budgets of other namespaces never apply.
+        assert_eq!(verdict(&snap, id("c", "web-3")), EvictOutcome::Evicted);
+    }
+}
