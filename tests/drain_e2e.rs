@@ -269,10 +269,8 @@ async fn server_dry_run_drain_patches_nothing() {
         deployment("web", 1, Strategy::Default),
     ])
     .await;
-    wait_until("web Ready", Duration::from_secs(90), || {
-        ready_pods(&cluster.sim, "web").len() == 1
-    })
-    .await;
+    // Settled first, or the Deployment controller's catch-up write lands after `before`.
+    cluster.wait_settled("web", 1).await;
     let node_name = node_of(&cluster.pods("web")[0]).to_string();
     let (webhook, _certs) = guarded(&cluster, &[]).await;
     let before = cluster.deployment("web");
@@ -578,6 +576,32 @@ profiles:
             .metric("kube_descheduler_guard_deflections_total")
             .await,
         1.0
+    );
+}
+
+/// Harness: `wait_ready_on` returns only once the Deployment's status reports the Ready pods.
+/// That status follows the pods two controller ticks later (kubelet → ReplicaSet status →
+/// Deployment status); a sampler or resourceVersion taken in between saw the stale
+/// `readyReplicas: 0` (the flaky "had 0 Ready replicas" with `min_ready_pods: 1`, and "the
+/// Deployment was written" in scenario 5). A slow tick makes that window ~1.6 s here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_ready_on_returns_once_the_deployment_status_reports_ready() {
+    let cluster = Cluster::start_with_tick(
+        vec![node("n1", true), deployment("web", 1, Strategy::Default)],
+        Duration::from_millis(800),
+    )
+    .await;
+    cluster.wait_ready_on(&[("web", 1)], "n1").await;
+    let d = cluster.deployment("web");
+    assert_eq!(d["status"]["readyReplicas"], 1, "{}", d["status"]);
+    let before = d["metadata"]["resourceVersion"].clone();
+    let series = Sampler::start(&cluster.sim, &["web"]).finish().await;
+    assert_never_zero(&series, "right after wait_ready_on");
+    // Settled: the next ticks do not write the Deployment again.
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert_eq!(
+        cluster.deployment("web")["metadata"]["resourceVersion"],
+        before
     );
 }
 

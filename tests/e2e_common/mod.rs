@@ -101,6 +101,11 @@ pub struct Cluster {
 impl Cluster {
     /// Starts kube-sim with controllers on, pods Ready [`POD_START_SECONDS`] after they start.
     pub async fn start(objects: Vec<Value>) -> Cluster {
+        Self::start_with_tick(objects, SimOptions::default().tick).await
+    }
+
+    /// [`Cluster::start`] with another controller tick (real time between reconciles).
+    pub async fn start_with_tick(objects: Vec<Value>, tick: Duration) -> Cluster {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut objects = objects;
         objects.insert(
@@ -110,6 +115,7 @@ impl Cluster {
         let mut opts = SimOptions {
             objects,
             kubeconfig_path: Some(dir.path().join("kubeconfig")),
+            tick,
             ..Default::default()
         };
         opts.config.pod_start_delay_seconds = POD_START_SECONDS;
@@ -148,15 +154,31 @@ impl Cluster {
             .map(String::from)
     }
 
-    /// Waits until every Deployment has all its replicas Ready (and not terminating) on `node`.
+    /// Waits until every Deployment has all its replicas Ready (and not terminating) on `node`,
+    /// and its status says so (see [`deployment_settled`]).
     pub async fn wait_ready_on(&self, apps: &[(&str, usize)], node: &str) {
-        let what = format!("{apps:?} Ready on {node}");
+        let what = format!("{apps:?} Ready on {node}, as their Deployments report");
         wait_until(&what, Duration::from_secs(90), || {
             apps.iter().all(|(app, n)| {
                 let ready = ready_pods(&self.sim, app);
-                ready.len() == *n && ready.iter().all(|p| node_of(p) == node)
+                ready.len() == *n
+                    && ready.iter().all(|p| node_of(p) == node)
+                    && deployment_settled(&self.deployment(app), *n)
             })
         })
+        .await;
+    }
+
+    /// Waits until `app` has `n` Ready pods (anywhere) and its Deployment's status says so.
+    pub async fn wait_settled(&self, app: &str, n: usize) {
+        wait_until(
+            &format!("{app}: {n} Ready pod(s), as its Deployment reports"),
+            Duration::from_secs(90),
+            || {
+                ready_pods(&self.sim, app).len() == n
+                    && deployment_settled(&self.deployment(app), n)
+            },
+        )
         .await;
     }
 
@@ -208,6 +230,28 @@ pub fn pods_of(sim: &SimHandle, app: &str) -> Vec<Value> {
         .into_iter()
         .filter(|p| p["metadata"]["labels"]["app"] == app)
         .collect()
+}
+
+/// The Deployment's status has caught up with `n` Ready pods of its current template: observed
+/// its generation and reports `n` replicas, all updated, Ready and available (what `kubectl
+/// rollout status` waits for, plus `readyReplicas`).
+///
+/// Pods being Ready is not enough: the status follows them a few controller ticks later (kubelet
+/// → ReplicaSet status → Deployment status, as with the real controllers), and a sampler or a
+/// resourceVersion taken in between sees the stale pre-Ready status (`readyReplicas` 0).
+pub fn deployment_settled(d: &Value, n: usize) -> bool {
+    let int = |ptr: &str| d.pointer(ptr).and_then(Value::as_i64).unwrap_or(0);
+    let n = i64::try_from(n).unwrap_or(i64::MAX);
+    d.pointer("/status/observedGeneration").is_some()
+        && int("/status/observedGeneration") >= int("/metadata/generation")
+        && [
+            "/status/replicas",
+            "/status/updatedReplicas",
+            "/status/readyReplicas",
+            "/status/availableReplicas",
+        ]
+        .iter()
+        .all(|p| int(p) == n)
 }
 
 pub fn is_ready(p: &Value) -> bool {
@@ -576,7 +620,21 @@ pub struct Sampler {
 }
 
 impl Sampler {
+    /// Starts sampling the Deployments `apps` (in [`NS`]). Panics unless each one's status
+    /// already reports its serving pods ([`deployment_settled`]; [`Cluster::wait_ready_on`] waits
+    /// for that): a status still catching up would read as a drop to 0 Ready replicas.
     pub fn start(sim: &SimHandle, apps: &[&str]) -> Sampler {
+        for app in apps {
+            let serving = ready_pods(sim, app).len();
+            let d = sim
+                .get("apps/v1", "Deployment", NS, app)
+                .unwrap_or(Value::Null);
+            assert!(
+                deployment_settled(&d, serving),
+                "sampling {app} before its Deployment status reports its {serving} Ready pod(s): {}",
+                d["status"]
+            );
+        }
         let sim = sim.clone();
         let apps: Vec<String> = apps.iter().map(|a| a.to_string()).collect();
         let stop = Arc::new(AtomicBool::new(false));

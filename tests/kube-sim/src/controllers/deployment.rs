@@ -1224,12 +1224,27 @@ mod tests {
 
     #[test]
     fn single_replica_rolling_update_surges_and_never_drops_to_zero_ready() {
+        // Also with long ticks (a starved controller loop): one transition per tick either way.
+        for dt in [DT, 0.7] {
+            single_replica_rolling_update(dt);
+        }
+    }
+
+    fn single_replica_rolling_update(dt: f64) {
         let mut sim = sim_with(deployment("web", 1, "nginx"));
         restart(&mut sim, "web", "2026-01-01T00:01:00Z");
         let mut saw_surge = false;
         for _ in 0..1000 {
             let c = census(&sim, "web");
             assert!(c.serving >= 1, "a Ready pod must always serve");
+            let ready = sim
+                .deployment("default", "web")
+                .and_then(|d| d.status.as_ref())
+                .and_then(|s| s.ready_replicas);
+            assert!(
+                ready >= Some(1),
+                "Deployment status.readyReplicas must never read 0: {ready:?}"
+            );
             if c.old_terminating > 0 {
                 assert!(
                     c.new_ready >= 1,
@@ -1241,7 +1256,7 @@ mod tests {
             if c.old_total == 0 && d.as_ref().is_some_and(rollout_done) {
                 break;
             }
-            sim.step(DT);
+            sim.step(dt);
         }
         assert!(saw_surge, "a second pod is created before the old one goes");
         let d = sim
