@@ -22,6 +22,43 @@ fn check<T: DeserializeOwned>(def: &ResourceDef, obj: &Value) -> ApiResult<()> {
         })
 }
 
+/// Rewrites base64 byte fields the way kube-apiserver's decoder reads them: Go's `encoding/json`
+/// decodes `[]byte` with `base64.StdEncoding`, which skips `\r` and `\n` (kustomize's
+/// secretGenerator wraps at 70 characters), and the object is stored and served re-encoded without
+/// them. Covers Secret `data`, ConfigMap `binaryData` and webhook `clientConfig.caBundle`.
+pub fn canonicalize_bytes(def: &ResourceDef, obj: &mut Value) {
+    fn strip(v: &mut Value) {
+        if let Value::String(s) = v
+            && s.contains(['\r', '\n'])
+        {
+            s.retain(|c| c != '\r' && c != '\n');
+        }
+    }
+    let map_field = match (def.group, def.resource) {
+        ("", "secrets") => Some("data"),
+        ("", "configmaps") => Some("binaryData"),
+        _ => None,
+    };
+    if let Some(field) = map_field {
+        if let Some(Value::Object(m)) = obj.get_mut(field) {
+            m.values_mut().for_each(strip);
+        }
+        return;
+    }
+    if def.group == "admissionregistration.k8s.io"
+        && let Some(Value::Array(hooks)) = obj.get_mut("webhooks")
+    {
+        for hook in hooks {
+            if let Some(ca) = hook
+                .get_mut("clientConfig")
+                .and_then(|c| c.get_mut("caBundle"))
+            {
+                strip(ca);
+            }
+        }
+    }
+}
+
 /// Decodes `obj` as its kind's type; kinds without a modelled type pass.
 pub fn validate(def: &ResourceDef, obj: &Value) -> ApiResult<()> {
     match (def.group, def.resource) {

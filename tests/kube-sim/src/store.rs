@@ -175,6 +175,7 @@ fn into_storage(
         return Ok((def, obj));
     }
     set_type(def, &mut obj);
+    crate::schema::canonicalize_bytes(def, &mut obj);
     crate::schema::validate(def, &obj)?;
     Ok((versions::storage_def(def), versions::to_storage(def, obj)))
 }
@@ -426,6 +427,7 @@ impl Store {
             m.remove("selfLink");
         }
         defaults::apply(sdef, &mut obj);
+        crate::schema::canonicalize_bytes(sdef, &mut obj);
         crate::schema::validate(sdef, &obj)?;
         let mut inner = self.lock();
         let key = (ns, name.clone());
@@ -542,6 +544,7 @@ impl Store {
             m.remove("selfLink");
         }
         defaults::apply(sdef, &mut new);
+        crate::schema::canonicalize_bytes(sdef, &mut new);
         crate::schema::validate(sdef, &new)?;
         if def.generation && mode != UpdateMode::Status && new.get("spec") != existing.get("spec") {
             let g = existing

@@ -99,6 +99,36 @@ async fn discovery_documents() {
     sim.shutdown().await;
 }
 
+/// Go's base64 decoder (kube-apiserver's, for `[]byte` fields) skips `\r` and `\n`, so a Secret
+/// whose data is wrapped (kustomize's secretGenerator wraps at 70 characters) is accepted and
+/// served back canonical; a really invalid value is still a 400.
+#[tokio::test]
+async fn wrapped_base64_bytes_are_accepted_and_served_canonical() {
+    let sim = start(vec![]).await;
+    let c = Client::new(&sim);
+    let canonical =
+        "YWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXphYmNkZWZnaGlqa2xtbm9wcXJzdHV2d3h5emFiY2RlZmdo";
+    let wrapped = format!("{}\n{}\r\n", &canonical[..70], &canonical[70..]);
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                        "type": "Opaque", "data": {"k": wrapped}});
+    let r = c.post("/api/v1/namespaces/default/secrets", secret).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.body["data"]["k"], canonical);
+    let got = c.get("/api/v1/namespaces/default/secrets/s").await;
+    assert_eq!(got.body["data"]["k"], canonical);
+    let bad = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "t"},
+                     "data": {"k": "not base64!"}});
+    let r = c.post("/api/v1/namespaces/default/secrets", bad).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(
+        r.body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cannot be handled as a Secret")),
+        "{}",
+        r.body
+    );
+}
+
 #[tokio::test]
 async fn crud_conflicts_and_status_bodies() {
     let sim = start(vec![]).await;

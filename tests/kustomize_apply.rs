@@ -1,0 +1,229 @@
+//! The Helm-free install path, as `webhook-config/overlays/example/kustomization.yaml` documents it:
+//! `kube-descheduler certs` into the overlay's `tls/`, the `caBundle` pasted over the placeholder,
+//! then `kubectl kustomize` (real kubectl, built-in kustomize) and `kubectl apply -k` to the kube-sim
+//! API stand-in — twice (the second apply changes nothing) — and the objects read back.
+//!
+//! Works on a copy of `webhook-config/` in a temporary directory, so the repository is not written.
+//! Needs `kubectl` on PATH (CI provides it).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kube_sim::{Sim, SimHandle, SimOptions};
+use serde_json::Value;
+
+const SERVICE: &str = "kube-descheduler-webhook";
+const NAMESPACE: &str = "kube-descheduler";
+const CONFIGURATION: &str = "kube-descheduler-eviction-guard";
+
+fn kubectl_path() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join("kubectl"))
+        .find(|p| p.is_file())
+        .expect("kubectl on PATH is needed for this test")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create copy dir");
+    for entry in std::fs::read_dir(from).expect("read webhook-config") {
+        let entry = entry.expect("dir entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy file");
+        }
+    }
+}
+
+struct Out {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+async fn kubectl(sim: Option<&SimHandle>, args: &[&str]) -> Out {
+    let mut cmd = tokio::process::Command::new(kubectl_path());
+    if let Some(sim) = sim {
+        cmd.arg("--kubeconfig").arg(sim.kubeconfig_path());
+    }
+    let run = cmd
+        .args(args)
+        .env("HOME", std::env::temp_dir())
+        .kill_on_drop(true)
+        .output();
+    let o = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("kubectl finishes within 120 s")
+        .expect("kubectl runs");
+    Out {
+        ok: o.status.success(),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// The documented preparation of the example overlay; returns (overlay dir, caBundle).
+async fn prepared_overlay(dir: &Path) -> (PathBuf, String) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let config = dir.join("webhook-config");
+    copy_dir(&root.join("webhook-config"), &config);
+    let overlay = config.join("overlays").join("example");
+    let certs = tokio::process::Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
+        .args(["certs", "--service", SERVICE, "--namespace", NAMESPACE])
+        .arg("--out-dir")
+        .arg(overlay.join("tls"))
+        .output()
+        .await
+        .expect("kube-descheduler certs runs");
+    assert!(
+        certs.status.success(),
+        "certs: {}",
+        String::from_utf8_lossy(&certs.stderr)
+    );
+    let bundle = std::fs::read_to_string(overlay.join("tls").join("ca-bundle.b64"))
+        .expect("certs wrote ca-bundle.b64")
+        .trim()
+        .to_string();
+    let kustomization = overlay.join("kustomization.yaml");
+    let text = std::fs::read_to_string(&kustomization).expect("read kustomization");
+    assert!(
+        text.contains("REPLACE_WITH_CA_BUNDLE_B64"),
+        "the example overlay documents a caBundle placeholder"
+    );
+    std::fs::write(
+        &kustomization,
+        text.replace("REPLACE_WITH_CA_BUNDLE_B64", &bundle),
+    )
+    .expect("write kustomization");
+    (overlay, bundle)
+}
+
+fn items(list: &str) -> Vec<Value> {
+    let v: Value = serde_json::from_str(list).expect("kubectl printed JSON");
+    v["items"].as_array().cloned().unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn example_overlay_renders_and_applies_idempotently_to_the_stand_in() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (overlay, bundle) = prepared_overlay(dir.path()).await;
+    let overlay_arg = overlay.to_string_lossy().to_string();
+
+    // Render with kubectl's built-in kustomize and check what the overlay promises.
+    let rendered = kubectl(None, &["kustomize", &overlay_arg]).await;
+    assert!(rendered.ok, "kubectl kustomize: {}", rendered.stderr);
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&rendered.stdout).expect("rendered YAML");
+    let find = |kind: &str, name: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("{kind} {name} rendered"))
+    };
+    let vwc = find("ValidatingWebhookConfiguration", CONFIGURATION);
+    assert_eq!(vwc["webhooks"][0]["clientConfig"]["caBundle"], bundle);
+    let secret = find("Secret", "kube-descheduler-webhook-tls");
+    assert_eq!(secret["type"], "kubernetes.io/tls");
+    assert_eq!(secret["metadata"]["namespace"], NAMESPACE);
+    let deployment = find("Deployment", SERVICE);
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert!(
+        container["image"]
+            .as_str()
+            .is_some_and(|i| i.ends_with(":v0.1.0")),
+        "{container}"
+    );
+    assert!(
+        container["args"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|x| x == "-v=1")),
+        "{container}"
+    );
+    for d in &docs {
+        if d["kind"] != "ValidatingWebhookConfiguration"
+            && d["kind"] != "ClusterRole"
+            && d["kind"] != "ClusterRoleBinding"
+            && d["kind"] != "Namespace"
+        {
+            assert_eq!(d["metadata"]["namespace"], NAMESPACE, "{d}");
+        }
+    }
+
+    // Apply to the stand-in, twice.
+    let sim = Sim::start(SimOptions {
+        controllers: false,
+        ..Default::default()
+    })
+    .await
+    .expect("kube-sim starts");
+    let first = kubectl(Some(&sim), &["apply", "-k", &overlay_arg]).await;
+    assert!(first.ok, "first apply:\n{}\n{}", first.stdout, first.stderr);
+    assert_eq!(
+        first.stdout.matches(" created").count(),
+        docs.len(),
+        "every rendered object is created:\n{}",
+        first.stdout
+    );
+    let rv = |sim: &SimHandle| {
+        let mut out: Vec<(String, String)> = docs
+            .iter()
+            .map(|d| {
+                let api = d["apiVersion"].as_str().unwrap_or_default();
+                let kind = d["kind"].as_str().unwrap_or_default();
+                let ns = d["metadata"]["namespace"].as_str().unwrap_or_default();
+                let name = d["metadata"]["name"].as_str().unwrap_or_default();
+                let obj = sim
+                    .get(api, kind, ns, name)
+                    .unwrap_or_else(|| panic!("{kind} {ns}/{name} stored"));
+                (
+                    format!("{kind} {ns}/{name}"),
+                    obj["metadata"]["resourceVersion"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    let before = rv(&sim);
+    let second = kubectl(Some(&sim), &["apply", "-k", &overlay_arg]).await;
+    assert!(
+        second.ok,
+        "second apply:\n{}\n{}",
+        second.stdout, second.stderr
+    );
+    assert_eq!(rv(&sim), before, "the second apply wrote nothing");
+
+    // Read back what the guard depends on.
+    let got = kubectl(
+        Some(&sim),
+        &[
+            "get",
+            "validatingwebhookconfigurations",
+            CONFIGURATION,
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    assert!(got.ok, "{}", got.stderr);
+    let served: Value = serde_json::from_str(&got.stdout).expect("JSON");
+    assert_eq!(served["webhooks"][0]["clientConfig"]["caBundle"], bundle);
+    assert_eq!(
+        served["webhooks"][0]["rules"][0]["resources"][0],
+        "pods/eviction"
+    );
+    let pods_rbac = kubectl(Some(&sim), &["get", "clusterroles", "-o", "json"]).await;
+    assert!(pods_rbac.ok, "{}", pods_rbac.stderr);
+    assert!(
+        items(&pods_rbac.stdout)
+            .iter()
+            .any(|r| r["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.contains("kube-descheduler"))),
+        "the guard's ClusterRole is served"
+    );
+    sim.shutdown().await;
+}
