@@ -16,9 +16,11 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+
+mod kubectl_common;
 
 use kube_sim::{Sim, SimHandle, SimOptions};
+use kubectl_common::{Out, kubectl_path};
 use serde_json::{Value, json};
 
 const PIN: &str = "helm-python-sdk==0.2.2";
@@ -148,37 +150,8 @@ fn render_all(variants: &[Variant]) -> Vec<Vec<Value>> {
         .collect()
 }
 
-fn kubectl_path() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join("kubectl"))
-        .find(|p| p.is_file())
-        .expect("kubectl on PATH (1.29+) is needed for this test")
-}
-
-struct Out {
-    ok: bool,
-    stdout: String,
-    stderr: String,
-}
-
 async fn kubectl(bin: &Path, sim: &SimHandle, args: &[&str]) -> Out {
-    let run = tokio::process::Command::new(bin)
-        .arg("--kubeconfig")
-        .arg(sim.kubeconfig_path())
-        .args(args)
-        .env("HOME", std::env::temp_dir())
-        .kill_on_drop(true)
-        .output();
-    let o = tokio::time::timeout(Duration::from_secs(120), run)
-        .await
-        .expect("kubectl finishes within 120 s")
-        .expect("kubectl runs");
-    Out {
-        ok: o.status.success(),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    kubectl_common::run(bin, Some(sim.kubeconfig_path()), args).await
 }
 
 fn group_of(obj: &Value) -> &str {

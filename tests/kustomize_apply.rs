@@ -7,22 +7,16 @@
 //! Needs `kubectl` on PATH (CI provides it).
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+
+mod kubectl_common;
 
 use kube_sim::{Sim, SimHandle, SimOptions};
+use kubectl_common::{Out, kubectl_path};
 use serde_json::Value;
 
 const SERVICE: &str = "kube-descheduler-webhook";
 const NAMESPACE: &str = "kube-descheduler";
 const CONFIGURATION: &str = "kube-descheduler-eviction-guard";
-
-fn kubectl_path() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join("kubectl"))
-        .find(|p| p.is_file())
-        .expect("kubectl on PATH is needed for this test")
-}
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("create copy dir");
@@ -37,31 +31,8 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-struct Out {
-    ok: bool,
-    stdout: String,
-    stderr: String,
-}
-
 async fn kubectl(sim: Option<&SimHandle>, args: &[&str]) -> Out {
-    let mut cmd = tokio::process::Command::new(kubectl_path());
-    if let Some(sim) = sim {
-        cmd.arg("--kubeconfig").arg(sim.kubeconfig_path());
-    }
-    let run = cmd
-        .args(args)
-        .env("HOME", std::env::temp_dir())
-        .kill_on_drop(true)
-        .output();
-    let o = tokio::time::timeout(Duration::from_secs(120), run)
-        .await
-        .expect("kubectl finishes within 120 s")
-        .expect("kubectl runs");
-    Out {
-        ok: o.status.success(),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    kubectl_common::run(&kubectl_path(), sim.map(|s| s.kubeconfig_path()), args).await
 }
 
 /// The documented preparation of the example overlay; returns (overlay dir, caBundle).

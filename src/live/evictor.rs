@@ -149,6 +149,22 @@ pub async fn post_eviction(client: &Client, body: &serde_json::Value) -> Result<
     client.request_text(req).await.map(|_| ())
 }
 
+/// The pod's identity for the eviction call and its Events (node by binding or `spec.nodeName`).
+fn pod_ref(snapshot: &Snapshot, pod: PodId) -> PodRef<'_> {
+    let p = snapshot.pod(pod);
+    let node = p
+        .node
+        .map(|n| snapshot.node(n).name.as_str())
+        .or(p.node_name.as_deref())
+        .unwrap_or_default();
+    PodRef {
+        namespace: &p.namespace,
+        name: &p.name,
+        uid: &p.uid,
+        node,
+    }
+}
+
 impl ApiEvictor {
     async fn evict_async(&self, pod: &PodRef<'_>, req: &EvictionRequest<'_>) -> EvictOutcome {
         let grace = match &self.cfg.pods {
@@ -278,18 +294,7 @@ impl EvictionBackend for ApiEvictor {
                 ),
             };
         }
-        let p = snapshot.pod(pod);
-        let node = p
-            .node
-            .map(|n| snapshot.node(n).name.as_str())
-            .or(p.node_name.as_deref())
-            .unwrap_or_default();
-        let pref = PodRef {
-            namespace: &p.namespace,
-            name: &p.name,
-            uid: &p.uid,
-            node,
-        };
+        let pref = pod_ref(snapshot, pod);
         self.rt.block_on(self.evict_async(&pref, req))
     }
 
@@ -308,18 +313,7 @@ impl EvictionBackend for ApiEvictor {
         let Some(ev) = &self.cfg.events else {
             return;
         };
-        let p = snapshot.pod(pod);
-        let node = p
-            .node
-            .map(|n| snapshot.node(n).name.as_str())
-            .or(p.node_name.as_deref())
-            .unwrap_or_default();
-        let pref = PodRef {
-            namespace: &p.namespace,
-            name: &p.name,
-            uid: &p.uid,
-            node,
-        };
+        let pref = pod_ref(snapshot, pod);
         let text = limit.event_text();
         self.rt.block_on(async {
             self.cfg.limiter.acquire().await;
