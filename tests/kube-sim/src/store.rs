@@ -289,19 +289,29 @@ impl Store {
     ) -> (Vec<Value>, bool, u64) {
         use std::ops::Bound;
         let inner = self.lock();
-        let Some(m) = inner.objects.get(&(def.group, def.resource)) else {
+        // Group versions of one resource share storage (e.g. core/v1 and events.k8s.io/v1
+        // Events); selectors see the object in the form asked for.
+        let Some(m) = inner.objects.get(&stored_gr(def)) else {
             return (Vec::new(), false, inner.rv);
         };
+        let converted = versions::is_converted(def);
         let start = match after {
             Some(k) => Bound::Excluded(k),
             None => Bound::Unbounded,
         };
         let mut matching = m
             .range((start, Bound::Unbounded))
-            .filter(|((n, _), v)| ns.is_none_or(|want| want == n) && keep(v))
-            .map(|(_, v)| v);
+            .filter(|((n, _), _)| ns.is_none_or(|want| want == n))
+            .filter_map(|(_, v)| {
+                if converted {
+                    let shown = versions::present(def, v.clone());
+                    keep(&shown).then_some(shown)
+                } else {
+                    keep(v).then(|| v.clone())
+                }
+            });
         let limit = if limit == 0 { usize::MAX } else { limit };
-        let items: Vec<Value> = matching.by_ref().take(limit).cloned().collect();
+        let items: Vec<Value> = matching.by_ref().take(limit).collect();
         let more = matching.next().is_some();
         (items, more, inner.rv)
     }
