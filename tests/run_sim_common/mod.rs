@@ -129,6 +129,16 @@ pub async fn start_sim(objects: Vec<Value>) -> SimHandle {
         !pods.is_empty() && pods.iter().all(pod_ready)
     })
     .await;
+    // …and the ReplicaSets' status reports them (a tick or two later, as in a real cluster):
+    // `--dry-run` applies the guard's health rule, which reads ready vs desired replicas.
+    wait_for("ReplicaSet statuses report every replica Ready", || {
+        s.list("apps/v1", "ReplicaSet", Some(NS)).iter().all(|rs| {
+            let want = rs.pointer("/spec/replicas").and_then(Value::as_i64);
+            let ready = rs.pointer("/status/readyReplicas").and_then(Value::as_i64);
+            want.is_some() && want == ready
+        })
+    })
+    .await;
     sim
 }
 
