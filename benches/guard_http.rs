@@ -169,26 +169,18 @@ fn memory_cluster() -> MemorySource {
 }
 
 fn review(i: usize) -> Vec<u8> {
-    serde_json::to_vec(&json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {
-            "uid": format!("bench-{i}"),
-            "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "subResource": "eviction",
-            "requestKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
-            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-            "requestSubResource": "eviction",
-            "name": "web-7d9f-abcde", "namespace": "shop", "operation": "CREATE",
-            "userInfo": {"username": "system:serviceaccount:kube-system:cluster-autoscaler", "groups": ["system:serviceaccounts"]},
-            "object": {"apiVersion": "policy/v1", "kind": "Eviction",
-                "metadata": {"name": "web-7d9f-abcde", "namespace": "shop"},
-                "deleteOptions": {"preconditions": {"uid": "pod-uid"}}},
-            "oldObject": null, "dryRun": false,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
-        }
-    }))
-    .unwrap_or_default()
+    let user = kube_sim::UserInfo::new(
+        "system:serviceaccount:kube-system:cluster-autoscaler",
+        &["system:serviceaccounts"],
+    );
+    let review = kube_sim::admission::eviction_review(
+        &format!("bench-{i}"),
+        "shop",
+        "web-7d9f-abcde",
+        "pod-uid",
+        &user,
+    );
+    serde_json::to_vec(&review).unwrap_or_default()
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

@@ -78,26 +78,13 @@ fn free_port() -> u16 {
 }
 
 fn review(ns: &str, name: &str, uid: &str, i: usize) -> Value {
-    json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {
-            "uid": format!("rss-{i}"),
-            "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "subResource": "eviction",
-            "requestKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
-            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-            "requestSubResource": "eviction",
-            "name": name, "namespace": ns, "operation": "CREATE",
-            "userInfo": {"username": "system:serviceaccount:kube-system:drainer"},
-            "object": {"apiVersion": "policy/v1", "kind": "Eviction",
-                "metadata": {"name": name, "namespace": ns},
-                "deleteOptions": {"preconditions": {"uid": uid}}},
-            // Dry run: every decision path runs, nothing is written to the cluster.
-            "oldObject": null, "dryRun": true,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
-        }
-    })
+    let user = kube_sim::UserInfo::new("system:serviceaccount:kube-system:drainer", &[]);
+    let mut review =
+        kube_sim::admission::eviction_review(&format!("rss-{i}"), ns, name, uid, &user);
+    // Dry run (`?dryRun=All`): every decision path runs, nothing is written to the cluster.
+    review["request"]["dryRun"] = json!(true);
+    review["request"]["options"]["dryRun"] = json!(["All"]);
+    review
 }
 
 struct Webhook {

@@ -70,25 +70,14 @@ fn pod(app: &str, name: &str) -> Value {
 }
 
 fn review(name: &str) -> Value {
-    json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {
-            "uid": format!("review-{name}"),
-            "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "subResource": "eviction",
-            "requestKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
-            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-            "requestSubResource": "eviction",
-            "name": name, "namespace": "shop", "operation": "CREATE",
-            "userInfo": {"username": "system:serviceaccount:kube-system:drainer"},
-            "object": {"apiVersion": "policy/v1", "kind": "Eviction",
-                "metadata": {"name": name, "namespace": "shop"},
-                "deleteOptions": {"preconditions": {"uid": format!("uid-{name}")}}},
-            "oldObject": null, "dryRun": false,
-            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
-        }
-    })
+    let user = kube_sim::UserInfo::new("system:serviceaccount:kube-system:drainer", &[]);
+    kube_sim::admission::eviction_review(
+        &format!("review-{name}"),
+        "shop",
+        name,
+        &format!("uid-{name}"),
+        &user,
+    )
 }
 
 async fn call(app: &axum::Router, method: &str, path: &str, body: Option<Value>) -> String {

@@ -218,6 +218,37 @@ fn denial(name: &str, status: Option<&Value>) -> ApiError {
     }
 }
 
+/// The `admission.k8s.io/v1` AdmissionReview this stand-in sends a webhook for a `policy/v1`
+/// Eviction of pod `namespace/name` with a UID precondition (no query dry-run), as `user` — the
+/// same request the eviction path builds, for tests and benchmarks that call a webhook directly.
+pub fn eviction_review(
+    review_uid: &str,
+    namespace: &str,
+    name: &str,
+    pod_uid: &str,
+    user: &UserInfo,
+) -> Value {
+    let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction",
+        "metadata": {"name": name, "namespace": namespace},
+        "deleteOptions": {"preconditions": {"uid": pod_uid}}});
+    let pods = by_gvr("", "v1", "pods").expect("pods are a built-in resource");
+    let attrs = Attrs {
+        def: pods,
+        subresource: "eviction",
+        operation: "CREATE",
+        kind: ("policy", "v1", "Eviction"),
+        namespace,
+        name,
+        object: Some(&eviction),
+        old_object: None,
+        dry_run: false,
+        options: json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}),
+        user,
+    };
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+           "request": review_request(&attrs, review_uid)})
+}
+
 fn review_request(a: &Attrs, uid: &str) -> Value {
     let (kg, kv, kk) = a.kind;
     let kind = json!({"group": kg, "version": kv, "kind": kk});
