@@ -98,15 +98,22 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
             crate::guard::GuardConfig::default(),
         )
     });
+    let verdict_ready = started.elapsed();
     let plan = make_plan(&policy, &mut snapshot, now, verdict);
     let planned = started.elapsed();
+    let text = match args.output {
+        Output::Json => render::json(&plan),
+        Output::Table => render::table(&plan),
+    };
     if args.stats {
         eprintln!(
             "{}",
             serde_json::json!({
                 "loadSeconds": loaded.as_secs_f64(),
+                "guardSetupSeconds": (verdict_ready - loaded).as_secs_f64(),
                 "cycleSeconds": (planned - loaded).as_secs_f64(),
                 "totalSeconds": planned.as_secs_f64(),
+                "renderSeconds": (started.elapsed() - planned).as_secs_f64(),
                 "peakRssKiB": proc_status_kib("VmHWM:"),
                 "rssAfterKiB": proc_status_kib("VmRSS:"),
                 "nodes": snapshot.nodes.len(),
@@ -115,10 +122,6 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
             })
         );
     }
-    let text = match args.output {
-        Output::Json => render::json(&plan),
-        Output::Table => render::table(&plan),
-    };
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", text.trim_end()).context("writing the plan to stdout")?;

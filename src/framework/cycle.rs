@@ -162,9 +162,16 @@ fn settle(snapshot: &mut Snapshot, session: &EvictionSession) {
 }
 
 fn timing(profile: &str, plugin: &str, t: Instant) -> PluginTiming {
+    let duration = t.elapsed();
+    tracing::debug!(
+        profile,
+        plugin,
+        seconds = duration.as_secs_f64(),
+        "plugin finished"
+    );
     PluginTiming {
         profile: profile.to_string(),
         plugin: plugin.to_string(),
-        duration: t.elapsed(),
+        duration,
     }
 }
