@@ -157,7 +157,7 @@ fn pod() -> PodFacts {
         namespace: "shop".into(),
         name: "web-7d9f-abcde".into(),
         uid: "pod-uid".into(),
-        labels: BTreeMap::from([("app".into(), "web".into())]),
+        labels: std::sync::Arc::new(BTreeMap::from([("app".into(), "web".into())])),
         opt_out: false,
         phase: PodPhase::Running,
         terminating: false,

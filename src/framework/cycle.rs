@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 use kube::core::{Selector, SelectorExt};
 
+use super::filter_cache::FilterCache;
 use super::{BalancePlugin, DeschedulePlugin, Handle};
 use crate::evictor::{EvictionBackend, EvictionRecord, EvictionSession, LimitHit, Limits};
 use crate::plugins::default_evictor::DefaultEvictor;
@@ -109,7 +110,12 @@ pub fn run_cycle(
                 }
             })
             .collect();
-        for (profile, fit_nodes) in profiles.iter().zip(&candidates) {
+        let mut filter_caches: Vec<FilterCache> = profiles
+            .iter()
+            .map(|p| FilterCache::new(&p.evictor, snapshot.pods.len()))
+            .collect();
+        let mut settled = 0;
+        for (i, (profile, fit_nodes)) in profiles.iter().zip(&candidates).enumerate() {
             for plugin in &profile.deschedule {
                 let t = Instant::now();
                 {
@@ -117,6 +123,7 @@ pub fn run_cycle(
                         snapshot,
                         now,
                         &profile.evictor,
+                        &filter_caches[i],
                         fit_nodes,
                         &mut session,
                         &profile.name,
@@ -124,11 +131,11 @@ pub fn run_cycle(
                     );
                     plugin.deschedule(&mut h, &nodes);
                 }
-                settle(snapshot, &session);
+                settle(snapshot, &session, &mut settled, &mut filter_caches);
                 report.timings.push(timing(&profile.name, plugin.name(), t));
             }
         }
-        for (profile, fit_nodes) in profiles.iter().zip(&candidates) {
+        for (i, (profile, fit_nodes)) in profiles.iter().zip(&candidates).enumerate() {
             for plugin in &profile.balance {
                 let t = Instant::now();
                 {
@@ -136,6 +143,7 @@ pub fn run_cycle(
                         snapshot,
                         now,
                         &profile.evictor,
+                        &filter_caches[i],
                         fit_nodes,
                         &mut session,
                         &profile.name,
@@ -143,7 +151,7 @@ pub fn run_cycle(
                     );
                     plugin.balance(&mut h, &nodes);
                 }
-                settle(snapshot, &session);
+                settle(snapshot, &session, &mut settled, &mut filter_caches);
                 report.timings.push(timing(&profile.name, plugin.name(), t));
             }
         }
@@ -155,10 +163,23 @@ pub fn run_cycle(
     (report, backend)
 }
 
-fn settle(snapshot: &mut Snapshot, session: &EvictionSession) {
-    for p in session.moved_pods() {
-        snapshot.mark_evicted(p);
+/// Marks the pods moved since the last call as evicted in the snapshot (later plugins no longer
+/// see them). `settled` counts the session's records already handled.
+fn settle(
+    snapshot: &mut Snapshot,
+    session: &EvictionSession,
+    settled: &mut usize,
+    filter_caches: &mut [FilterCache],
+) {
+    let records = session.records();
+    let new = records.get(*settled..).unwrap_or_default();
+    if new.iter().any(|r| r.outcome.moves_pod()) {
+        for r in new.iter().filter(|r| r.outcome.moves_pod()) {
+            snapshot.mark_evicted(r.pod);
+        }
+        filter_caches.iter_mut().for_each(FilterCache::pods_evicted);
     }
+    *settled = records.len();
 }
 
 fn timing(profile: &str, plugin: &str, t: Instant) -> PluginTiming {

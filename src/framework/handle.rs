@@ -3,6 +3,7 @@
 
 use jiff::Timestamp;
 
+use super::filter_cache::FilterCache;
 use crate::evictor::{EvictError, EvictOutcome, EvictionRequest, EvictionSession};
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::{NodeId, PodId, Snapshot};
@@ -14,6 +15,7 @@ pub struct Handle<'a> {
     /// The cycle's clock (`plan --now` fixes it).
     pub now: Timestamp,
     evictor: &'a DefaultEvictor,
+    filter_cache: &'a FilterCache,
     fit_candidates: &'a [NodeId],
     session: &'a mut EvictionSession,
     profile: &'a str,
@@ -21,13 +23,15 @@ pub struct Handle<'a> {
 }
 
 impl<'a> Handle<'a> {
-    /// A handle for `plugin` of `profile`. `fit_candidates` are the evictor's `nodeFit` nodes for
-    /// this cycle ([`DefaultEvictor::node_fit_candidates`]).
+    /// A handle for `plugin` of `profile`. `filter_cache` remembers `evictor`'s Filter verdicts;
+    /// `fit_candidates` are its `nodeFit` nodes for this cycle
+    /// ([`DefaultEvictor::node_fit_candidates`]).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         snapshot: &'a Snapshot,
         now: Timestamp,
         evictor: &'a DefaultEvictor,
+        filter_cache: &'a FilterCache,
         fit_candidates: &'a [NodeId],
         session: &'a mut EvictionSession,
         profile: &'a str,
@@ -37,6 +41,7 @@ impl<'a> Handle<'a> {
             snapshot,
             now,
             evictor,
+            filter_cache,
             fit_candidates,
             session,
             profile,
@@ -47,7 +52,10 @@ impl<'a> Handle<'a> {
     /// The DefaultEvictor's Filter: is `pod` evictable at all (annotations, protections, selectors)?
     /// Pods already moved in this cycle do not pass.
     pub fn filter(&self, pod: PodId) -> bool {
-        !self.session.moved(pod) && self.evictor.filter(self.snapshot, pod, self.now)
+        !self.session.moved(pod)
+            && self
+                .filter_cache
+                .get_or_insert(pod, || self.evictor.filter(self.snapshot, pod, self.now))
     }
 
     /// The DefaultEvictor's PreEvictionFilter (nodeFit, namespace label selector).

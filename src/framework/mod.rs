@@ -3,6 +3,7 @@
 
 pub mod args;
 pub mod cycle;
+pub mod filter_cache;
 pub mod handle;
 pub mod podfilter;
 pub mod registry;

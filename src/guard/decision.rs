@@ -269,7 +269,8 @@ fn decide_inner(
 
     let deadline = SignedDuration::try_from(config.deflect_deadline).unwrap_or(SignedDuration::MAX);
     let expired_since = |t: Timestamp| now.duration_since(t) >= deadline;
-    let pod_key = format!("{}/{}", pod.namespace, pod.name);
+    // Formatted only on the paths that report it (most evictions are simply allowed).
+    let pod_key = || format!("{}/{}", pod.namespace, pod.name);
     let rs = owned_replica_set(pod, facts.replica_set);
     let deployment = rs.and_then(|rs| owning_deployment(rs, facts.deployment));
 
@@ -305,9 +306,10 @@ fn decide_inner(
                 deployment: d.key(),
                 restarted_at: restart.at,
                 message: format!(
-                    "{DEFLECTION_PHRASE}: a rolling restart is in progress for Deployment {} (started {} by the kube-descheduler eviction guard); pod {pod_key} will be replaced by the rollout. Retry later; the guard allows the eviction once the rollout ends or after {}.",
+                    "{DEFLECTION_PHRASE}: a rolling restart is in progress for Deployment {} (started {} by the kube-descheduler eviction guard); pod {} will be replaced by the rollout. Retry later; the guard allows the eviction once the rollout ends or after {}.",
                     d.key(),
                     restart.at,
+                    pod_key(),
                     fmt_duration(config.deflect_deadline)
                 ),
             };
@@ -319,7 +321,8 @@ fn decide_inner(
                 return allow_warn(
                     AllowReason::DeadlineExpired,
                     format!(
-                        "eviction guard: could not hand pod {pod_key} over to a rolling restart of Deployment {} within {}; allowing the eviction",
+                        "eviction guard: could not hand pod {} over to a rolling restart of Deployment {} within {}; allowing the eviction",
+                        pod_key(),
                         d.key(),
                         fmt_duration(config.deflect_deadline)
                     ),
@@ -328,8 +331,9 @@ fn decide_inner(
             return Verdict::Deflect {
                 deployment: d.key(),
                 message: format!(
-                    "{DEFLECTION_PHRASE}: the kube-descheduler eviction guard started a rolling restart of Deployment {}; a rolling restart is in progress and a replacement pod starts before pod {pod_key} is removed. Retry later; the guard allows the eviction once the rollout ends or after {}.",
+                    "{DEFLECTION_PHRASE}: the kube-descheduler eviction guard started a rolling restart of Deployment {}; a rolling restart is in progress and a replacement pod starts before pod {} is removed. Retry later; the guard allows the eviction once the rollout ends or after {}.",
                     d.key(),
+                    pod_key(),
                     fmt_duration(config.deflect_deadline)
                 ),
             };
@@ -344,39 +348,38 @@ fn decide_inner(
     let covered = matching.peek().is_some();
     if let Some(pdb) = matching.find(|p| p.disruptions_allowed <= 0) {
         if bounded {
-            return deadline_allow(&pod_key, config);
+            return deadline_allow(&pod_key(), config);
         }
         let budget = format!("{}/{}", pdb.namespace, pdb.name);
         return Verdict::DenyPdb {
             message: format!(
-                "Cannot evict pod {pod_key}: PodDisruptionBudget {budget} allows no disruption right now (kube-descheduler eviction guard). Retry later."
+                "Cannot evict pod {}: PodDisruptionBudget {budget} allows no disruption right now (kube-descheduler eviction guard). Retry later.",
+                pod_key()
             ),
             budget,
         };
     }
     if !covered {
-        let controller = match (deployment, rs) {
-            (Some(d), _) => Some((
-                format!("Deployment {}", d.key()),
-                d.ready_replicas,
-                d.replicas,
-            )),
-            (None, Some(rs)) => Some((
-                format!("ReplicaSet {}/{}", rs.namespace, rs.name),
-                rs.ready,
-                rs.desired,
-            )),
+        let health = match (deployment, rs) {
+            (Some(d), _) => Some((d.ready_replicas, d.replicas)),
+            (None, Some(rs)) => Some((rs.ready, rs.desired)),
             (None, None) => None,
         };
-        if let Some((controller, ready, desired)) = controller
+        if let Some((ready, desired)) = health
             && ready < desired
         {
             if bounded {
-                return deadline_allow(&pod_key, config);
+                return deadline_allow(&pod_key(), config);
             }
+            let controller = match (deployment, rs) {
+                (Some(d), _) => format!("Deployment {}", d.key()),
+                (None, Some(rs)) => format!("ReplicaSet {}/{}", rs.namespace, rs.name),
+                (None, None) => String::new(),
+            };
             return Verdict::DenyUnhealthy {
                 message: format!(
-                    "Cannot evict pod {pod_key}: {controller} has only {ready} of {desired} replicas ready and no PodDisruptionBudget covers the pod, so evicting it would deepen an outage (kube-descheduler eviction guard). Retry later; the guard stops refusing after {}.",
+                    "Cannot evict pod {}: {controller} has only {ready} of {desired} replicas ready and no PodDisruptionBudget covers the pod, so evicting it would deepen an outage (kube-descheduler eviction guard). Retry later; the guard stops refusing after {}.",
+                    pod_key(),
                     fmt_duration(config.deflect_deadline)
                 ),
                 controller,

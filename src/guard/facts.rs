@@ -77,7 +77,7 @@ pub struct PodFacts {
     /// `metadata.uid`.
     pub uid: String,
     /// Labels (matched against PDB selectors).
-    pub labels: BTreeMap<String, String>,
+    pub labels: std::sync::Arc<BTreeMap<String, String>>,
     /// The pod carries our opt-out annotation.
     pub opt_out: bool,
     /// `status.phase`.
@@ -129,7 +129,7 @@ impl PodFacts {
             uid: meta.uid.clone().unwrap_or_default(),
             pod_template_hash: labels.get("pod-template-hash").cloned(),
             opt_out: is_opt_out(meta.annotations.as_ref()),
-            labels,
+            labels: std::sync::Arc::new(labels),
             phase: PodPhase::parse(status.and_then(|s| s.phase.as_deref())),
             terminating: meta.deletion_timestamp.is_some(),
             ready,

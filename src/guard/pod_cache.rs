@@ -53,7 +53,7 @@ impl LeanPod {
             name: name.to_owned(),
             uid: self.uid.to_string(),
             pod_template_hash: labels.get("pod-template-hash").cloned(),
-            labels,
+            labels: Arc::new(labels),
             opt_out: self.opt_out,
             phase: self.phase,
             terminating: self.terminating,
@@ -127,8 +127,7 @@ impl PodStripper {
 
     /// Packs pod facts into a cache entry (namespace and name are dropped: they are the keys).
     pub fn pack(&mut self, f: PodFacts) -> LeanPod {
-        let pairs: Vec<(Box<str>, Box<str>)> = f
-            .labels
+        let pairs: Vec<(Box<str>, Box<str>)> = Arc::unwrap_or_clone(f.labels)
             .into_iter()
             .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
             .collect();

@@ -24,7 +24,7 @@ pub fn pod_facts(p: &Pod) -> PodFacts {
         namespace: p.namespace.to_string(),
         name: p.name.clone(),
         uid: p.uid.clone(),
-        labels: (*p.labels).clone(),
+        labels: p.labels.clone(),
         opt_out: p
             .annotations
             .get(OPT_OUT)
@@ -61,6 +61,10 @@ struct GuardState {
     now: Timestamp,
     rs_by_uid: HashMap<String, usize>,
     deploy_by_uid: HashMap<String, usize>,
+    /// Facts of the snapshot's ReplicaSets and Deployments, built when first needed (they do not
+    /// change during a plan; many pods share one owner).
+    rs_facts: Vec<Option<ReplicaSetFacts>>,
+    deploy_facts: Vec<Option<DeploymentFacts>>,
     /// Every budget, in snapshot order.
     pdbs: Vec<PdbFacts>,
     pdb_index: HashMap<String, NamespacePdbs>,
@@ -137,6 +141,8 @@ impl GuardState {
                 .enumerate()
                 .map(|(i, d)| (uid(&d.metadata), i))
                 .collect(),
+            rs_facts: vec![None; snapshot.replica_sets.len()],
+            deploy_facts: vec![None; snapshot.deployments.len()],
             pdbs,
             pdb_index,
         }
@@ -145,18 +151,29 @@ impl GuardState {
     fn verdict(&mut self, snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
         let p = snapshot.pod(pod);
         let facts_pod = pod_facts(p);
-        let rs = facts_pod
+        let rs_index = facts_pod
             .owner
             .as_ref()
             .filter(|o| o.kind == "ReplicaSet")
             .and_then(|o| self.rs_by_uid.get(&o.uid))
-            .map(|&i| ReplicaSetFacts::from_replica_set(&snapshot.replica_sets[i]));
-        let deployment = rs
-            .as_ref()
+            .copied();
+        if let Some(i) = rs_index {
+            self.rs_facts[i].get_or_insert_with(|| {
+                ReplicaSetFacts::from_replica_set(&snapshot.replica_sets[i])
+            });
+        }
+        let rs = rs_index.and_then(|i| self.rs_facts[i].as_ref());
+        let deploy_index = rs
             .and_then(|r| r.owner.as_ref())
             .filter(|o| o.kind == "Deployment")
             .and_then(|o| self.deploy_by_uid.get(&o.uid))
-            .map(|&i| DeploymentFacts::from_deployment(&snapshot.deployments[i]));
+            .copied();
+        if let Some(i) = deploy_index {
+            self.deploy_facts[i]
+                .get_or_insert_with(|| DeploymentFacts::from_deployment(&snapshot.deployments[i]));
+        }
+        let rs = rs_index.and_then(|i| self.rs_facts[i].as_ref());
+        let deployment = deploy_index.and_then(|i| self.deploy_facts[i].as_ref());
         let pvcs: Vec<PvcFacts> = facts_pod
             .claims
             .iter()
@@ -184,8 +201,8 @@ impl GuardState {
         };
         let facts = Facts {
             pod: Some(&facts_pod),
-            replica_set: rs.as_ref(),
-            deployment: deployment.as_ref(),
+            replica_set: rs,
+            deployment,
             pdbs: &pdb_refs,
             pvcs: &pvcs,
             first_denied_at: None,

@@ -109,7 +109,7 @@ pub fn make_plan(
     };
     let evictions = report
         .records
-        .iter()
+        .into_iter()
         .map(|r| {
             match &r.outcome {
                 EvictOutcome::Evicted => summary.evicted += 1,
@@ -118,23 +118,35 @@ pub fn make_plan(
                 EvictOutcome::Failed { .. } => summary.errors += 1,
             }
             if r.outcome.moves_pod() {
-                *summary.by_plugin.entry(r.plugin.clone()).or_default() += 1;
-                *summary.by_node.entry(r.node.clone()).or_default() += 1;
+                // Keyed by plugin and node: look up before allocating a key.
+                match summary.by_plugin.get_mut(&r.plugin) {
+                    Some(n) => *n += 1,
+                    None => {
+                        summary.by_plugin.insert(r.plugin.clone(), 1);
+                    }
+                }
+                match summary.by_node.get_mut(&r.node) {
+                    Some(n) => *n += 1,
+                    None => {
+                        summary.by_node.insert(r.node.clone(), 1);
+                    }
+                }
             }
-            let message = match &r.outcome {
+            let outcome = r.outcome.as_str().to_string();
+            let message = match r.outcome {
                 EvictOutcome::Evicted => None,
-                EvictOutcome::Deflected { message } => Some(message.clone()),
-                EvictOutcome::Denied { reason } => Some(reason.clone()),
-                EvictOutcome::Failed { error } => Some(error.clone()),
+                EvictOutcome::Deflected { message } => Some(message),
+                EvictOutcome::Denied { reason } => Some(reason),
+                EvictOutcome::Failed { error } => Some(error),
             };
             PlannedEviction {
-                namespace: r.namespace.clone(),
-                name: r.name.clone(),
-                node: r.node.clone(),
-                profile: r.profile.clone(),
-                plugin: r.plugin.clone(),
-                reason: r.reason.clone(),
-                outcome: r.outcome.as_str().to_string(),
+                namespace: r.namespace,
+                name: r.name,
+                node: r.node,
+                profile: r.profile,
+                plugin: r.plugin,
+                reason: r.reason,
+                outcome,
                 message,
             }
         })

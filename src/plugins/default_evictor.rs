@@ -340,44 +340,70 @@ impl DefaultEvictor {
         pod: PodId,
         now: Timestamp,
     ) -> Result<(), Vec<String>> {
+        let mut out = Rejections::all();
+        self.evaluate(snapshot, pod, now, &mut out);
+        if out.reasons.is_empty() {
+            Ok(())
+        } else {
+            Err(out.reasons)
+        }
+    }
+
+    /// The Filter's rules in upstream order, reporting each failure to `out` (which may stop the
+    /// evaluation at the first one).
+    fn evaluate(&self, snapshot: &Snapshot, pod: PodId, now: Timestamp, out: &mut Rejections) {
         let p = snapshot.pod(pod);
         if p.uid.is_empty() {
-            return Err(vec!["pod has no UID".into()]);
+            out.reject(|| "pod has no UID".into());
+            return;
         }
         if p.annotations
             .contains_key(crate::snapshot::model::ANNOTATION_EVICT)
         {
-            return Ok(());
+            return;
         }
         if self.args.no_eviction_policy.as_deref() == Some("Mandatory") && p.prefers_no_eviction() {
-            return Err(vec![
-                "pod has the prefer-no-eviction annotation and noEvictionPolicy is Mandatory"
-                    .into(),
-            ]);
+            out.reject(|| {
+                "pod has the prefer-no-eviction annotation and noEvictionPolicy is Mandatory".into()
+            });
+            return;
         }
-        let mut errs = Vec::new();
         if p.is_mirror() {
-            errs.push("pod is a mirror pod".to_string());
+            if out.reject(|| "pod is a mirror pod".to_string()) {
+                return;
+            }
         }
         if p.is_static() {
-            errs.push("pod is a static pod".to_string());
+            if out.reject(|| "pod is a static pod".to_string()) {
+                return;
+            }
         }
         if p.is_terminating() {
-            errs.push("pod is terminating".to_string());
+            if out.reject(|| "pod is terminating".to_string()) {
+                return;
+            }
         }
-        self.check_protections(snapshot, pod, &mut errs);
+        if self.check_protections(snapshot, pod, out) {
+            return;
+        }
         if let Some(sel) = &self.label_selector
             && !sel.matches(&p.labels)
         {
-            errs.push("pod labels do not match the labelSelector".into());
+            if out.reject(|| "pod labels do not match the labelSelector".into()) {
+                return;
+            }
         }
         if self.args.min_replicas > 1 && p.owners.len() == 1 {
             let replicas = snapshot.pods_owned_by(&p.owners[0].uid).count() as u32;
             if replicas < self.args.min_replicas {
-                errs.push(format!(
-                    "owner has {replicas} replicas which is less than minReplicas of {}",
-                    self.args.min_replicas
-                ));
+                if out.reject(|| {
+                    format!(
+                        "owner has {replicas} replicas which is less than minReplicas of {}",
+                        self.args.min_replicas
+                    )
+                }) {
+                    return;
+                }
             }
         }
         if let Some(min_age) = self.args.min_pod_age {
@@ -385,36 +411,50 @@ impl DefaultEvictor {
                 .start_time
                 .is_some_and(|st| now.duration_since(st).as_secs_f64() >= min_age.as_secs_f64());
             if !old_enough {
-                errs.push("pod is younger than minPodAge".into());
+                if out.reject(|| "pod is younger than minPodAge".into()) {
+                    return;
+                }
             }
         }
-        if errs.is_empty() { Ok(()) } else { Err(errs) }
     }
 
-    fn check_protections(&self, snapshot: &Snapshot, pod: PodId, errs: &mut Vec<String>) {
+    /// The pod protections; `true` when `out` asks to stop.
+    fn check_protections(&self, snapshot: &Snapshot, pod: PodId, out: &mut Rejections) -> bool {
         let p = snapshot.pod(pod);
         if self.protects(Protection::SystemCriticalPods) {
             if p.priority.is_some_and(|v| v >= SYSTEM_CRITICAL_PRIORITY) {
-                errs.push("pod has system critical priority".into());
+                if out.reject(|| "pod has system critical priority".into()) {
+                    return true;
+                }
             }
             if let Some(threshold) = self.priority_threshold(snapshot)
                 && p.priority.is_some_and(|v| v >= threshold)
             {
-                errs.push("pod has higher priority than the priority threshold".into());
+                if out.reject(|| "pod has higher priority than the priority threshold".into()) {
+                    return true;
+                }
             }
         }
         if self.protects(Protection::FailedBarePods) {
             if p.owners.is_empty() {
-                errs.push("pod does not have any ownerRefs".into());
+                if out.reject(|| "pod does not have any ownerRefs".into()) {
+                    return true;
+                }
             }
         } else if p.owners.is_empty() && p.phase != PodPhase::Failed {
-            errs.push("pod does not have any ownerRefs and is not in failed phase".into());
+            if out.reject(|| "pod does not have any ownerRefs and is not in failed phase".into()) {
+                return true;
+            }
         }
         if self.protects(Protection::PodsWithLocalStorage) && p.has_local_storage() {
-            errs.push("pod has local storage".into());
+            if out.reject(|| "pod has local storage".into()) {
+                return true;
+            }
         }
         if self.protects(Protection::DaemonSetPods) && p.is_daemonset_pod() {
-            errs.push("daemonset pods are protected".into());
+            if out.reject(|| "daemonset pods are protected".into()) {
+                return true;
+            }
         }
         if self.protects(Protection::PodsWithPVC) {
             let classes: Vec<&str> = self
@@ -443,7 +483,9 @@ impl DefaultEvictor {
                 .collect();
             if classes.is_empty() {
                 if !claims.is_empty() {
-                    errs.push("pod with PVC is protected".into());
+                    if out.reject(|| "pod with PVC is protected".into()) {
+                        return true;
+                    }
                 }
             } else {
                 for claim in claims {
@@ -456,10 +498,16 @@ impl DefaultEvictor {
                     {
                         // As upstream: an unresolvable storage class protects the pod.
                         None => {
-                            errs.push(format!("cannot resolve the storage class of PVC {claim}"))
+                            if out.reject(|| {
+                                format!("cannot resolve the storage class of PVC {claim}")
+                            }) {
+                                return true;
+                            }
                         }
                         Some(sc) if classes.contains(&sc) => {
-                            errs.push(format!("pod using protected storage class {sc:?}"))
+                            if out.reject(|| format!("pod using protected storage class {sc:?}")) {
+                                return true;
+                            }
                         }
                         Some(_) => {}
                     }
@@ -467,17 +515,24 @@ impl DefaultEvictor {
             }
         }
         if self.protects(Protection::PodsWithoutPDB) && !covered_by_pdb(snapshot, pod) {
-            errs.push("pod does not have a PodDisruptionBudget".into());
+            if out.reject(|| "pod does not have a PodDisruptionBudget".into()) {
+                return true;
+            }
         }
         if self.protects(Protection::PodsWithPDBBlockingSingleReplicaOwner)
             && covered_by_pdb(snapshot, pod)
             && !owner_has_single_replica(snapshot, pod)
         {
-            errs.push("pod is covered by PodDisruptionBudget".into());
+            if out.reject(|| "pod is covered by PodDisruptionBudget".into()) {
+                return true;
+            }
         }
         if self.protects(Protection::PodsWithResourceClaims) && p.has_resource_claims {
-            errs.push("pod has ResourceClaims".into());
+            if out.reject(|| "pod has ResourceClaims".into()) {
+                return true;
+            }
         }
+        false
     }
 
     /// The resolved priority threshold (a PriorityClass name is looked up in the snapshot; an
@@ -491,9 +546,17 @@ impl DefaultEvictor {
         snapshot.priority_classes.get(name).copied()
     }
 
-    /// Filter as a boolean.
+    /// Whether a Filter verdict can change when other pods are evicted (`minReplicas` counts the
+    /// owner's remaining pods); otherwise verdicts hold for a whole cycle.
+    pub fn filter_reads_evictions(&self) -> bool {
+        self.args.min_replicas > 1
+    }
+
+    /// Filter as a boolean: stops at the first failing rule and builds no reasons.
     pub fn filter(&self, snapshot: &Snapshot, pod: PodId, now: Timestamp) -> bool {
-        self.check(snapshot, pod, now).is_ok()
+        let mut out = Rejections::first();
+        self.evaluate(snapshot, pod, now, &mut out);
+        !out.rejected
     }
 
     /// PreEvictionFilter: `nodeFit` (the pod fits another Ready node matching `nodeSelector`) and
@@ -539,6 +602,41 @@ impl DefaultEvictor {
                         .is_none_or(|s| s.matches(&node.labels))
             })
             .collect()
+    }
+}
+
+/// The Filter's failures: every reason ([`DefaultEvictor::check`]) or only whether there is one
+/// ([`DefaultEvictor::filter`], which stops at the first and formats nothing).
+struct Rejections {
+    collect: bool,
+    rejected: bool,
+    reasons: Vec<String>,
+}
+
+impl Rejections {
+    fn all() -> Self {
+        Rejections {
+            collect: true,
+            rejected: false,
+            reasons: Vec::new(),
+        }
+    }
+
+    fn first() -> Self {
+        Rejections {
+            collect: false,
+            rejected: false,
+            reasons: Vec::new(),
+        }
+    }
+
+    /// Records a failure; `true` when the evaluation can stop.
+    fn reject(&mut self, reason: impl FnOnce() -> String) -> bool {
+        self.rejected = true;
+        if self.collect {
+            self.reasons.push(reason());
+        }
+        !self.collect
     }
 }
 

@@ -20,10 +20,10 @@ fn pod() -> PodFacts {
         namespace: "shop".into(),
         name: "web-7d9f-abcde".into(),
         uid: "pod-uid".into(),
-        labels: BTreeMap::from([
+        labels: std::sync::Arc::new(BTreeMap::from([
             ("app".into(), "web".into()),
             ("pod-template-hash".into(), "7d9f".into()),
-        ]),
+        ])),
         opt_out: false,
         phase: PodPhase::Running,
         terminating: false,
