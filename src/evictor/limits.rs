@@ -1,7 +1,7 @@
 //! Eviction limits (`maxNoOfPodsToEvictPerNode`, `...PerNamespace`, `...Total`) and their counters.
 //! As upstream: checked total → node → namespace before each eviction; `0` means "evict nothing".
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::snapshot::NodeId;
 

@@ -4,7 +4,7 @@
 pub mod limits;
 pub mod planner;
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 use crate::snapshot::{PodId, Snapshot};
 pub use limits::{LimitError, Limits};
@@ -162,7 +162,7 @@ impl EvictionSession {
             backend,
             records: Vec::new(),
             limit_hits: Vec::new(),
-            moved: HashSet::new(),
+            moved: HashSet::default(),
         }
     }
 

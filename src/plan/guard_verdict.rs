@@ -3,7 +3,7 @@
 //! deflected into a rolling restart, or denied by a PodDisruptionBudget or the health rule.
 //! PodDisruptionBudgets are spent as the plan goes, as the API server would spend them.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use jiff::Timestamp;
 
@@ -102,7 +102,7 @@ impl GuardState {
             m.uid.clone().unwrap_or_default()
         };
         let mut pdbs = Vec::with_capacity(snapshot.pdbs.len());
-        let mut pdb_index: HashMap<String, NamespacePdbs> = HashMap::new();
+        let mut pdb_index: HashMap<String, NamespacePdbs> = HashMap::default();
         for pdb in &snapshot.pdbs {
             let f = PdbFacts::from_pdb(pdb);
             let ns = pdb_index.entry(f.namespace.clone()).or_default();

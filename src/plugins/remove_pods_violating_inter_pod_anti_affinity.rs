@@ -9,7 +9,7 @@
 //! own namespace; other pods with the candidate's name are skipped); two pods on the same node are
 //! in the same domain even when the node lacks the topology key.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
@@ -86,7 +86,7 @@ struct Pool<'s> {
 impl<'s> Pool<'s> {
     fn domain(&mut self, key: &'s str, value: &str) -> Option<&(Vec<NodeId>, usize)> {
         if !self.domains.contains_key(key) {
-            let mut by_value: HashMap<&'s str, (Vec<NodeId>, usize)> = HashMap::new();
+            let mut by_value: HashMap<&'s str, (Vec<NodeId>, usize)> = HashMap::default();
             for &n in self.nodes {
                 if let Some(v) = self.s.node(n).labels.get(key) {
                     let e = by_value.entry(v.as_str()).or_default();
@@ -135,7 +135,7 @@ impl<'s> Pool<'s> {
                     vec![self.by_namespace.get(n).map_or(&[][..], Vec::as_slice)]
                 }
                 affinity::TermNamespaces::Listed(l) => {
-                    let mut seen = HashSet::new();
+                    let mut seen = HashSet::default();
                     l.iter()
                         .filter(|n| seen.insert(n.as_str()))
                         .map(|n| {
@@ -181,10 +181,10 @@ impl DeschedulePlugin for RemovePodsViolatingInterPodAntiAffinity {
         let mut pool = Pool {
             s,
             by_node: vec![Vec::new(); s.nodes.len()],
-            by_namespace: HashMap::new(),
-            domains: HashMap::new(),
+            by_namespace: HashMap::default(),
+            domains: HashMap::default(),
             nodes,
-            removed: HashSet::new(),
+            removed: HashSet::default(),
         };
         for &n in nodes {
             if pool.by_node[n as usize].is_empty() {

@@ -2,8 +2,8 @@
 //! node no longer satisfies their required node affinity (when they fit some node), or — for
 //! preferred affinity — when some node scores strictly higher than the current one.
 
-use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use rustc_hash::FxHashMap as HashMap;
+use std::hash::{Hash, Hasher};
 
 use k8s_openapi::api::core::v1::PreferredSchedulingTerm;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -146,7 +146,7 @@ fn preferred_terms(p: &Pod) -> &[PreferredSchedulingTerm] {
 
 /// A hash of preferred terms consistent with their equality.
 fn terms_hash(terms: &[PreferredSchedulingTerm]) -> u64 {
-    let mut h = DefaultHasher::new();
+    let mut h = rustc_hash::FxHasher::default();
     for t in terms {
         t.weight.hash(&mut h);
         for (tag, reqs) in [
@@ -168,7 +168,7 @@ impl DeschedulePlugin for RemovePodsViolatingNodeAffinity {
     }
 
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
-        let mut best_scores = BestScores::new();
+        let mut best_scores = BestScores::default();
         for kind in &self.types {
             for &node in nodes {
                 let pods: Vec<PodId> = h

@@ -12,7 +12,9 @@
 //! last; with `topologyBalanceNodeFit` a pod is only evicted if it fits a node of a domain below
 //! the average. `minDomains` is not used (as upstream).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::hash::{Hash, Hasher};
 
 use crate::framework::podfilter::PodFilter;
@@ -248,7 +250,7 @@ impl<'s> Run<'s, '_> {
     fn key_groups(&mut self, key: &'s str) -> &(KeyIndex<'s>, HashMap<&'s str, usize>) {
         let (s, nodes) = (self.s, self.nodes);
         self.key_index.entry(key).or_insert_with(|| {
-            let mut pos: HashMap<&'s str, usize> = HashMap::new();
+            let mut pos: HashMap<&'s str, usize> = HashMap::default();
             let mut idx: KeyIndex<'s> = Vec::new();
             for &n in nodes {
                 if let Some(v) = s.node(n).labels.get(key) {
@@ -267,7 +269,7 @@ impl<'s> Run<'s, '_> {
     fn process(&mut self, c: &Constraint<'s>, pods: &[PodId]) {
         let s = self.s;
         let mut domains: Vec<Domain<'s>> = Vec::new();
-        let mut by_value: HashMap<&'s str, usize> = HashMap::new();
+        let mut by_value: HashMap<&'s str, usize> = HashMap::default();
         let filters = c.filters_nodes();
         for (value, nodes) in self.key_index(c.topology_key) {
             if !filters || nodes.iter().any(|&n| c.includes(s.node(n))) {
@@ -326,7 +328,7 @@ impl<'s> Run<'s, '_> {
         // constraint's inclusion policies. Without policies that can exclude a node, these are the
         // topology key's cached node groups: no scan of every node per constraint.
         let below: Vec<NodeId> = if c.filters_nodes() {
-            let mut by_value: HashMap<&str, Vec<NodeId>> = HashMap::new();
+            let mut by_value: HashMap<&str, Vec<NodeId>> = HashMap::default();
             for &n in self.nodes {
                 let node = s.node(n);
                 if c.includes(node)
@@ -352,7 +354,7 @@ impl<'s> Run<'s, '_> {
                 })
                 .collect()
         };
-        let mut fits_cache: HashMap<PodId, bool> = HashMap::new();
+        let mut fits_cache: HashMap<PodId, bool> = HashMap::default();
         let mut fits = |p: PodId| {
             *fits_cache
                 .entry(p)
@@ -422,13 +424,13 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
             s,
             nodes,
             node_fit: self.node_fit,
-            key_index: HashMap::new(),
+            key_index: HashMap::default(),
             chosen: Vec::new(),
-            chosen_set: HashSet::new(),
+            chosen_set: HashSet::default(),
         };
         for pods in by_namespace.values() {
             // De-duplicated by deep equality, in first-seen order (hash buckets, then `==`).
-            let mut buckets: HashMap<u64, Vec<usize>> = HashMap::new();
+            let mut buckets: HashMap<u64, Vec<usize>> = HashMap::default();
             let mut constraints: Vec<Constraint<'_>> = Vec::new();
             for &p in pods {
                 let pod = s.pod(p);
@@ -439,7 +441,7 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
                     let Some(tsc) = Constraint::new(c, pod) else {
                         continue;
                     };
-                    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                    let mut hasher = rustc_hash::FxHasher::default();
                     tsc.hash(&mut hasher);
                     let bucket = buckets.entry(hasher.finish()).or_default();
                     if !bucket.iter().any(|&i| constraints[i] == tsc) {
@@ -449,7 +451,7 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
                 }
             }
             // Pods by label pair, so a constraint with matchLabels only scans pods that can match.
-            let mut by_label: HashMap<(&str, &str), Vec<PodId>> = HashMap::new();
+            let mut by_label: HashMap<(&str, &str), Vec<PodId>> = HashMap::default();
             if constraints.len() > 1 {
                 for &p in pods {
                     for (k, v) in s.pod(p).labels.iter() {
@@ -474,7 +476,7 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
                 }
             }
         }
-        let mut node_limited: HashSet<NodeId> = HashSet::new();
+        let mut node_limited: HashSet<NodeId> = HashSet::default();
         for p in run.chosen {
             let node = s.pod(p).node;
             if node.is_some_and(|n| node_limited.contains(&n)) || !listed(h, p) {
