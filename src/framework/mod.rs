@@ -5,6 +5,7 @@ pub mod args;
 pub mod cycle;
 pub mod filter_cache;
 pub mod handle;
+pub mod parallel;
 pub mod podfilter;
 pub mod registry;
 pub mod sort;

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
@@ -182,6 +183,8 @@ impl BalancePlugin for RemoveDuplicates {
         let mut candidates: Vec<Candidate> = Vec::new();
         let mut group_ids: Vec<u32> = Vec::new();
         let mut images: Vec<&str> = Vec::new();
+        // (owners, images, namespace) allocation addresses → (duplicate key, group ids range).
+        let mut memo: FxMap<(usize, usize, usize), (u32, u32, u32)> = FxMap::default();
 
         // Pass 1: the cheap checks; find the owner keys with co-located duplicates. The evictor's
         // filters can only remove pods, so an owner key not found here cannot have duplicates
@@ -196,6 +199,32 @@ impl BalancePlugin for RemoveDuplicates {
                     || pod.owners.iter().any(|o| excluded_kinds.contains(&o.kind))
                     || !allows_namespace(&self.args.namespaces, &pod.namespace)
                 {
+                    continue;
+                }
+                // Pods of one owner share their owner and image lists: their keys are computed
+                // once, for the first of them (same ids, in the same first-seen order).
+                let memo_key = (
+                    Arc::as_ptr(&pod.owners) as *const () as usize,
+                    Arc::as_ptr(&pod.images) as *const () as usize,
+                    Arc::as_ptr(&pod.namespace) as *const () as usize,
+                );
+                if let Some(&(dup, start, end)) = memo.get(&memo_key) {
+                    let first = group_ids.len() as u32;
+                    group_ids.extend_from_within(start as usize..end as usize);
+                    let range = first..group_ids.len() as u32;
+                    if last_node[dup as usize] == ni {
+                        for &g in &group_ids[range.start as usize..range.end as usize] {
+                            groups[g as usize].hot = true;
+                        }
+                    } else {
+                        last_node[dup as usize] = ni;
+                    }
+                    candidates.push(Candidate {
+                        pod: p,
+                        node: ni,
+                        dup,
+                        groups: range,
+                    });
                     continue;
                 }
                 images.clear();
@@ -242,6 +271,7 @@ impl BalancePlugin for RemoveDuplicates {
                     last_node.push(u32::MAX);
                 }
                 let range = first..group_ids.len() as u32;
+                memo.insert(memo_key, (dup, range.start, range.end));
                 if last_node[dup as usize] == ni {
                     for &g in &group_ids[range.start as usize..range.end as usize] {
                         groups[g as usize].hot = true;

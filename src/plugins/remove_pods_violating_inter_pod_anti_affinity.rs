@@ -202,7 +202,16 @@ impl DeschedulePlugin for RemovePodsViolatingInterPodAntiAffinity {
             }
         }
         'nodes: for &n in nodes {
-            let mut pods = pool.by_node[n as usize].clone();
+            // Only pods with required anti-affinity terms can violate them; the sort is stable,
+            // so dropping the others first keeps the candidates' order.
+            let mut pods: Vec<PodId> = pool.by_node[n as usize]
+                .iter()
+                .copied()
+                .filter(|&p| !affinity::required_anti_affinity_terms(s.pod(p)).is_empty())
+                .collect();
+            if pods.is_empty() {
+                continue;
+            }
             sort::sort_by_priority_low_to_high(s, &mut pods);
             for p in pods {
                 let terms = affinity::compile_anti_affinity_terms(s.pod(p));

@@ -25,6 +25,7 @@ use kube::core::{Expression, Selector, SelectorExt};
 use serde::Deserialize;
 
 use crate::framework::args::{self, ArgsError, Namespaces};
+use crate::framework::parallel;
 use crate::framework::registry::ExtensionPoint;
 use crate::framework::{BalancePlugin, Handle, Plugin, PluginFactory};
 use crate::scheduling::{affinity, fit, selector, taints};
@@ -401,25 +402,14 @@ impl<'s> Run<'s, '_> {
     }
 }
 
-impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
-        let s = h.snapshot;
-        let listed = |h: &Handle<'_>, p: PodId| {
-            let pod = s.pod(p);
-            self.filter.matches(pod) && h.filter(p)
-        };
-        let mut by_namespace: BTreeMap<&str, Vec<PodId>> = BTreeMap::new();
-        for &n in nodes {
-            for p in s.active_pods_on_node(n) {
-                if listed(h, p) {
-                    by_namespace.entry(&s.pod(p).namespace).or_default().push(p);
-                }
-            }
-        }
+impl RemovePodsViolatingTopologySpreadConstraint {
+    /// The pods to evict (in choice order) to balance the constraints of `namespaces`' pods.
+    fn choose<'s>(
+        &self,
+        s: &'s Snapshot,
+        nodes: &[NodeId],
+        namespaces: &[(&'s str, Vec<PodId>)],
+    ) -> Vec<PodId> {
         let mut run = Run {
             s,
             nodes,
@@ -428,7 +418,7 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
             chosen: Vec::new(),
             chosen_set: HashSet::default(),
         };
-        for pods in by_namespace.values() {
+        for (_, pods) in namespaces {
             // De-duplicated by deep equality, in first-seen order (hash buckets, then `==`).
             let mut buckets: HashMap<u64, Vec<usize>> = HashMap::default();
             let mut constraints: Vec<Constraint<'_>> = Vec::new();
@@ -476,8 +466,44 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
                 }
             }
         }
+        run.chosen
+    }
+}
+
+impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+        let s = h.snapshot;
+        let listed = |h: &Handle<'_>, p: PodId| {
+            let pod = s.pod(p);
+            self.filter.matches(pod) && h.filter(p)
+        };
+        let mut by_namespace: BTreeMap<&str, Vec<PodId>> = BTreeMap::new();
+        for &n in nodes {
+            for p in s.active_pods_on_node(n) {
+                if listed(h, p) {
+                    by_namespace.entry(&s.pod(p).namespace).or_default().push(p);
+                }
+            }
+        }
+        // Namespaces are independent (constraints only count pods of their own namespace), so
+        // they are analysed in parallel; the chosen pods are concatenated in namespace order,
+        // exactly as one thread would have chosen them.
+        let by_namespace: Vec<(&str, Vec<PodId>)> = by_namespace.into_iter().collect();
+        let chosen: Vec<PodId> = parallel::map_chunks(
+            &by_namespace,
+            |(_, pods)| pods.len(),
+            parallel::MIN_PARALLEL_WEIGHT,
+            |namespaces| self.choose(s, nodes, namespaces),
+        )
+        .into_iter()
+        .flatten()
+        .collect();
         let mut node_limited: HashSet<NodeId> = HashSet::default();
-        for p in run.chosen {
+        for p in chosen {
             let node = s.pod(p).node;
             if node.is_some_and(|n| node_limited.contains(&n)) || !listed(h, p) {
                 continue;

@@ -1,0 +1,103 @@
+//! Running independent parts of a plugin's analysis on several cores. Results come back in input
+//! order, so a plugin's output is the same as a sequential run's.
+
+/// Below this much work (in the caller's weight units, e.g. pods) one thread is faster.
+pub const MIN_PARALLEL_WEIGHT: usize = 20_000;
+
+/// Threads to use: the machine's cores, at most 4.
+pub fn workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
+
+/// Splits `items` into contiguous chunks of similar total `weight`, one per worker, runs `f` on
+/// each chunk in its own scoped thread and returns the results in chunk order. With one worker or
+/// less than `min_weight` in all, `f` runs once on all of `items` on this thread. A panicking
+/// worker is re-raised here (as a sequential run would panic).
+pub fn map_chunks<T, R, W, F>(items: &[T], weight: W, min_weight: usize, f: F) -> Vec<R>
+where
+    T: Sync,
+    R: Send,
+    W: Fn(&T) -> usize,
+    F: Fn(&[T]) -> R + Sync,
+{
+    let workers = workers();
+    let total: usize = items.iter().map(&weight).sum();
+    if workers <= 1 || total < min_weight || items.len() < 2 {
+        return vec![f(items)];
+    }
+    let chunks = split_by_weight(items, &weight, total, workers);
+    std::thread::scope(|scope| {
+        let f = &f;
+        let handles: Vec<_> = chunks
+            .iter()
+            .map(|chunk| scope.spawn(move || f(chunk)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
+/// Contiguous chunks of `items`, at most `parts`, each close to `total / parts` in weight.
+fn split_by_weight<'a, T>(
+    items: &'a [T],
+    weight: &impl Fn(&T) -> usize,
+    total: usize,
+    parts: usize,
+) -> Vec<&'a [T]> {
+    let target = total.div_ceil(parts).max(1);
+    let mut chunks = Vec::with_capacity(parts);
+    let (mut start, mut acc) = (0usize, 0usize);
+    for (i, item) in items.iter().enumerate() {
+        acc += weight(item);
+        if acc >= target && chunks.len() + 1 < parts {
+            chunks.push(&items[start..=i]);
+            start = i + 1;
+            acc = 0;
+        }
+    }
+    if start < items.len() {
+        chunks.push(&items[start..]);
+    }
+    chunks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_every_item_once_in_order_with_balanced_weight() {
+        let items: Vec<usize> = (1..=100).collect();
+        let chunks = split_by_weight(&items, &|&w| w, items.iter().sum(), 4);
+        assert!(chunks.len() <= 4 && chunks.len() >= 2);
+        let flat: Vec<usize> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
+        assert_eq!(flat, items);
+        let sums: Vec<usize> = chunks.iter().map(|c| c.iter().sum()).collect();
+        let target = items.iter().sum::<usize>().div_ceil(4);
+        assert!(
+            sums[..sums.len() - 1]
+                .iter()
+                .all(|&s| s >= target && s < target + 100)
+        );
+        // One heavy item cannot be split: it gets a chunk of its own.
+        let heavy = [1usize, 1000, 1, 1];
+        let chunks = split_by_weight(&heavy, &|&w| w, 1003, 2);
+        assert_eq!(chunks, vec![&heavy[..2], &heavy[2..]]);
+    }
+
+    #[test]
+    fn results_come_back_in_input_order_and_small_inputs_stay_on_one_thread() {
+        let items: Vec<u64> = (0..10_000).collect();
+        let sums = map_chunks(&items, |_| 10, 1, |c: &[u64]| (c[0], c.iter().sum::<u64>()));
+        assert_eq!(
+            sums.iter().map(|s| s.1).sum::<u64>(),
+            items.iter().sum::<u64>()
+        );
+        assert!(sums.windows(2).all(|w| w[0].0 < w[1].0), "chunk order");
+        assert_eq!(sums[0].0, 0);
+        let one = map_chunks(&items, |_| 1, usize::MAX, |c: &[u64]| c.len());
+        assert_eq!(one, vec![10_000]);
+    }
+}
