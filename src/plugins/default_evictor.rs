@@ -689,6 +689,51 @@ mod tests {
         DefaultEvictor::from_args(&args).unwrap()
     }
 
+    /// `filter` stops at the first failing rule; it must agree with `check` (every reason) on
+    /// every pod, whatever the args.
+    #[test]
+    fn filter_agrees_with_check_on_a_varied_cluster() {
+        let mut bytes = Vec::new();
+        crate::synth::write_cluster(
+            crate::synth::Shape {
+                nodes: 20,
+                pods: 600,
+                seed: 5,
+            },
+            &mut bytes,
+        )
+        .unwrap();
+        let s = crate::snapshot::load::load_bytes(&bytes).unwrap();
+        let args = [
+            json!({}),
+            json!({"minPodAge": "1h", "minReplicas": 3}),
+            json!({"labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}}),
+            json!({"podProtections": {"extraEnabled": ["PodsWithPVC", "PodsWithoutPDB"], "defaultDisabled": ["DaemonSetPods"]}}),
+            json!({"evictLocalStoragePods": true, "priorityThreshold": {"value": 1000}}),
+        ];
+        let (mut passed, mut failed) = (0, 0);
+        for a in args {
+            let ev = evictor(a.clone());
+            for p in 0..s.pods.len() as PodId {
+                let check = ev.check(&s, p, now());
+                assert_eq!(
+                    ev.filter(&s, p, now()),
+                    check.is_ok(),
+                    "{a} pod {p}: {check:?}"
+                );
+                if check.is_ok() {
+                    passed += 1
+                } else {
+                    failed += 1
+                }
+            }
+        }
+        assert!(
+            passed > 0 && failed > 0,
+            "both verdicts occur ({passed} / {failed})"
+        );
+    }
+
     /// Whether the single pod `p` of a two-node cluster passes the Filter.
     fn passes(ev: &DefaultEvictor, p: k8s_openapi::api::core::v1::Pod) -> bool {
         let s = snapshot(vec![node("n1").build(), node("n2").build()], vec![p]);

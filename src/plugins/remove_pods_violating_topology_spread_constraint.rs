@@ -526,6 +526,47 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
 mod tests {
     use super::*;
     use crate::framework::cycle::{CycleConfig, Profile};
+
+    /// Namespaces are analysed in parallel chunks: choosing over every namespace at once must
+    /// equal concatenating the choices over any split, on a cluster with many constraints.
+    #[test]
+    fn namespace_chunks_choose_exactly_what_one_pass_chooses() {
+        let mut bytes = Vec::new();
+        crate::synth::write_cluster(
+            crate::synth::Shape {
+                nodes: 60,
+                pods: 2_000,
+                seed: 11,
+            },
+            &mut bytes,
+        )
+        .expect("synthetic cluster");
+        let s = crate::snapshot::load::load_bytes(&bytes).expect("synthetic snapshot");
+        let plugin = RemovePodsViolatingTopologySpreadConstraint::new(
+            args::decode(&json!({"constraints": ["DoNotSchedule", "ScheduleAnyway"]}))
+                .expect("args"),
+        )
+        .expect("plugin");
+        let nodes: Vec<NodeId> = (0..s.nodes.len() as NodeId).collect();
+        let mut by_namespace: BTreeMap<&str, Vec<PodId>> = BTreeMap::new();
+        for &n in &nodes {
+            for p in s.active_pods_on_node(n) {
+                by_namespace.entry(&s.pod(p).namespace).or_default().push(p);
+            }
+        }
+        let namespaces: Vec<(&str, Vec<PodId>)> = by_namespace.into_iter().collect();
+        assert!(namespaces.len() >= 3, "several namespaces");
+        let whole = plugin.choose(&s, &nodes, &namespaces);
+        assert!(
+            !whole.is_empty(),
+            "the synthetic cluster has skewed spreads"
+        );
+        for cut in 1..namespaces.len() {
+            let mut split = plugin.choose(&s, &nodes, &namespaces[..cut]);
+            split.extend(plugin.choose(&s, &nodes, &namespaces[cut..]));
+            assert_eq!(split, whole, "split after {cut} namespaces");
+        }
+    }
     use crate::framework::testing::{
         PodBuilder, evicted_names, node, pod, run_balance, run_profile, snapshot,
     };
