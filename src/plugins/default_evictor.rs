@@ -368,42 +368,35 @@ impl DefaultEvictor {
             });
             return;
         }
-        if p.is_mirror() {
-            if out.reject(|| "pod is a mirror pod".to_string()) {
-                return;
-            }
+        if p.is_mirror() && out.reject(|| "pod is a mirror pod".to_string()) {
+            return;
         }
-        if p.is_static() {
-            if out.reject(|| "pod is a static pod".to_string()) {
-                return;
-            }
+        if p.is_static() && out.reject(|| "pod is a static pod".to_string()) {
+            return;
         }
-        if p.is_terminating() {
-            if out.reject(|| "pod is terminating".to_string()) {
-                return;
-            }
+        if p.is_terminating() && out.reject(|| "pod is terminating".to_string()) {
+            return;
         }
         if self.check_protections(snapshot, pod, out) {
             return;
         }
         if let Some(sel) = &self.label_selector
             && !sel.matches(&p.labels)
+            && out.reject(|| "pod labels do not match the labelSelector".into())
         {
-            if out.reject(|| "pod labels do not match the labelSelector".into()) {
-                return;
-            }
+            return;
         }
         if self.args.min_replicas > 1 && p.owners.len() == 1 {
             let replicas = snapshot.pods_owned_by(&p.owners[0].uid).count() as u32;
-            if replicas < self.args.min_replicas {
-                if out.reject(|| {
+            if replicas < self.args.min_replicas
+                && out.reject(|| {
                     format!(
                         "owner has {replicas} replicas which is less than minReplicas of {}",
                         self.args.min_replicas
                     )
-                }) {
-                    return;
-                }
+                })
+            {
+                return;
             }
         }
         if let Some(min_age) = self.args.min_pod_age {
@@ -411,9 +404,7 @@ impl DefaultEvictor {
                 .start_time
                 .is_some_and(|st| now.duration_since(st).as_secs_f64() >= min_age.as_secs_f64());
             if !old_enough {
-                if out.reject(|| "pod is younger than minPodAge".into()) {
-                    return;
-                }
+                out.reject(|| "pod is younger than minPodAge".into());
             }
         }
     }
@@ -422,39 +413,39 @@ impl DefaultEvictor {
     fn check_protections(&self, snapshot: &Snapshot, pod: PodId, out: &mut Rejections) -> bool {
         let p = snapshot.pod(pod);
         if self.protects(Protection::SystemCriticalPods) {
-            if p.priority.is_some_and(|v| v >= SYSTEM_CRITICAL_PRIORITY) {
-                if out.reject(|| "pod has system critical priority".into()) {
-                    return true;
-                }
+            if p.priority.is_some_and(|v| v >= SYSTEM_CRITICAL_PRIORITY)
+                && out.reject(|| "pod has system critical priority".into())
+            {
+                return true;
             }
             if let Some(threshold) = self.priority_threshold(snapshot)
                 && p.priority.is_some_and(|v| v >= threshold)
+                && out.reject(|| "pod has higher priority than the priority threshold".into())
             {
-                if out.reject(|| "pod has higher priority than the priority threshold".into()) {
-                    return true;
-                }
+                return true;
             }
         }
         if self.protects(Protection::FailedBarePods) {
-            if p.owners.is_empty() {
-                if out.reject(|| "pod does not have any ownerRefs".into()) {
-                    return true;
-                }
-            }
-        } else if p.owners.is_empty() && p.phase != PodPhase::Failed {
-            if out.reject(|| "pod does not have any ownerRefs and is not in failed phase".into()) {
+            if p.owners.is_empty() && out.reject(|| "pod does not have any ownerRefs".into()) {
                 return true;
             }
+        } else if p.owners.is_empty()
+            && p.phase != PodPhase::Failed
+            && out.reject(|| "pod does not have any ownerRefs and is not in failed phase".into())
+        {
+            return true;
         }
-        if self.protects(Protection::PodsWithLocalStorage) && p.has_local_storage() {
-            if out.reject(|| "pod has local storage".into()) {
-                return true;
-            }
+        if self.protects(Protection::PodsWithLocalStorage)
+            && p.has_local_storage()
+            && out.reject(|| "pod has local storage".into())
+        {
+            return true;
         }
-        if self.protects(Protection::DaemonSetPods) && p.is_daemonset_pod() {
-            if out.reject(|| "daemonset pods are protected".into()) {
-                return true;
-            }
+        if self.protects(Protection::DaemonSetPods)
+            && p.is_daemonset_pod()
+            && out.reject(|| "daemonset pods are protected".into())
+        {
+            return true;
         }
         if self.protects(Protection::PodsWithPVC) {
             let classes: Vec<&str> = self
@@ -482,10 +473,8 @@ impl DefaultEvictor {
                 })
                 .collect();
             if classes.is_empty() {
-                if !claims.is_empty() {
-                    if out.reject(|| "pod with PVC is protected".into()) {
-                        return true;
-                    }
+                if !claims.is_empty() && out.reject(|| "pod with PVC is protected".into()) {
+                    return true;
                 }
             } else {
                 for claim in claims {
@@ -514,23 +503,24 @@ impl DefaultEvictor {
                 }
             }
         }
-        if self.protects(Protection::PodsWithoutPDB) && !covered_by_pdb(snapshot, pod) {
-            if out.reject(|| "pod does not have a PodDisruptionBudget".into()) {
-                return true;
-            }
+        if self.protects(Protection::PodsWithoutPDB)
+            && !covered_by_pdb(snapshot, pod)
+            && out.reject(|| "pod does not have a PodDisruptionBudget".into())
+        {
+            return true;
         }
         if self.protects(Protection::PodsWithPDBBlockingSingleReplicaOwner)
             && covered_by_pdb(snapshot, pod)
             && !owner_has_single_replica(snapshot, pod)
+            && out.reject(|| "pod is covered by PodDisruptionBudget".into())
         {
-            if out.reject(|| "pod is covered by PodDisruptionBudget".into()) {
-                return true;
-            }
+            return true;
         }
-        if self.protects(Protection::PodsWithResourceClaims) && p.has_resource_claims {
-            if out.reject(|| "pod has ResourceClaims".into()) {
-                return true;
-            }
+        if self.protects(Protection::PodsWithResourceClaims)
+            && p.has_resource_claims
+            && out.reject(|| "pod has ResourceClaims".into())
+        {
+            return true;
         }
         false
     }
