@@ -424,6 +424,15 @@ impl PodBuilder {
     }
 }
 
+/// The deterministic synthetic cluster of [`crate::synth`] as a snapshot (tests only: panics if
+/// it does not load).
+pub fn synthetic_snapshot(nodes: usize, pods: usize, seed: u64) -> Snapshot {
+    let mut bytes = Vec::new();
+    crate::synth::write_cluster(crate::synth::Shape { nodes, pods, seed }, &mut bytes)
+        .expect("writing to memory cannot fail");
+    crate::snapshot::load::load_bytes(&bytes).expect("the synthetic cluster loads")
+}
+
 /// Builds a snapshot from nodes and pods (panics on invalid test objects: tests only).
 pub fn snapshot(nodes: Vec<core::Node>, pods: Vec<core::Pod>) -> Snapshot {
     let mut b = SnapshotBuilder::new();

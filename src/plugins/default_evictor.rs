@@ -683,17 +683,7 @@ mod tests {
     /// every pod, whatever the args.
     #[test]
     fn filter_agrees_with_check_on_a_varied_cluster() {
-        let mut bytes = Vec::new();
-        crate::synth::write_cluster(
-            crate::synth::Shape {
-                nodes: 20,
-                pods: 600,
-                seed: 5,
-            },
-            &mut bytes,
-        )
-        .unwrap();
-        let s = crate::snapshot::load::load_bytes(&bytes).unwrap();
+        let s = crate::framework::testing::synthetic_snapshot(20, 600, 5);
         let args = [
             json!({}),
             json!({"minPodAge": "1h", "minReplicas": 3}),

@@ -208,70 +208,58 @@ impl BalancePlugin for RemoveDuplicates {
                     Arc::as_ptr(&pod.images) as *const () as usize,
                     Arc::as_ptr(&pod.namespace) as *const () as usize,
                 );
-                if let Some(&(dup, start, end)) = memo.get(&memo_key) {
+                let (dup, range) = if let Some(&(dup, start, end)) = memo.get(&memo_key) {
                     let first = group_ids.len() as u32;
                     group_ids.extend_from_within(start as usize..end as usize);
-                    let range = first..group_ids.len() as u32;
-                    if last_node[dup as usize] == ni {
-                        for &g in &group_ids[range.start as usize..range.end as usize] {
-                            groups[g as usize].hot = true;
-                        }
-                    } else {
-                        last_node[dup as usize] = ni;
-                    }
-                    candidates.push(Candidate {
-                        pod: p,
-                        node: ni,
-                        dup,
-                        groups: range,
-                    });
-                    continue;
-                }
-                images.clear();
-                images.extend(pod.images.iter().map(String::as_str));
-                images.sort_unstable();
-                let next_id = image_ids.len() as u32;
-                let images_id = match image_ids.get(images.as_slice()) {
-                    Some(&id) => id,
-                    None => {
-                        image_ids.insert(images.clone(), next_id);
-                        next_id
-                    }
-                };
-                let ns: &str = &pod.namespace;
-                let first = group_ids.len() as u32;
-                for o in pod.owners.iter() {
-                    let next = groups.len() as u32;
-                    let g = *group_of
-                        .entry((ns, o.kind.as_str(), o.name.as_str(), images_id))
-                        .or_insert(next);
-                    if g == next {
-                        groups.push(Group::default());
-                    }
-                    group_ids.push(g);
-                }
-                let dup_key = if pod.owners.len() == 1 {
-                    DupKey::Single(group_ids[first as usize])
+                    (dup, first..group_ids.len() as u32)
                 } else {
-                    let mut triples: Vec<_> = pod
-                        .owners
-                        .iter()
-                        .flat_map(|o| {
-                            images
-                                .iter()
-                                .map(|&img| (o.kind.as_str(), o.name.as_str(), img))
-                        })
-                        .collect();
-                    triples.sort_unstable();
-                    DupKey::Multi(ns, triples)
+                    images.clear();
+                    images.extend(pod.images.iter().map(String::as_str));
+                    images.sort_unstable();
+                    let next_id = image_ids.len() as u32;
+                    let images_id = match image_ids.get(images.as_slice()) {
+                        Some(&id) => id,
+                        None => {
+                            image_ids.insert(images.clone(), next_id);
+                            next_id
+                        }
+                    };
+                    let ns: &str = &pod.namespace;
+                    let first = group_ids.len() as u32;
+                    for o in pod.owners.iter() {
+                        let next = groups.len() as u32;
+                        let g = *group_of
+                            .entry((ns, o.kind.as_str(), o.name.as_str(), images_id))
+                            .or_insert(next);
+                        if g == next {
+                            groups.push(Group::default());
+                        }
+                        group_ids.push(g);
+                    }
+                    let dup_key = if pod.owners.len() == 1 {
+                        DupKey::Single(group_ids[first as usize])
+                    } else {
+                        let mut triples: Vec<_> = pod
+                            .owners
+                            .iter()
+                            .flat_map(|o| {
+                                images
+                                    .iter()
+                                    .map(|&img| (o.kind.as_str(), o.name.as_str(), img))
+                            })
+                            .collect();
+                        triples.sort_unstable();
+                        DupKey::Multi(ns, triples)
+                    };
+                    let next = dup_ids.len() as u32;
+                    let dup = *dup_ids.entry(dup_key).or_insert(next);
+                    if dup == next {
+                        last_node.push(u32::MAX);
+                    }
+                    let range = first..group_ids.len() as u32;
+                    memo.insert(memo_key, (dup, range.start, range.end));
+                    (dup, range)
                 };
-                let next = dup_ids.len() as u32;
-                let dup = *dup_ids.entry(dup_key).or_insert(next);
-                if dup == next {
-                    last_node.push(u32::MAX);
-                }
-                let range = first..group_ids.len() as u32;
-                memo.insert(memo_key, (dup, range.start, range.end));
                 if last_node[dup as usize] == ni {
                     for &g in &group_ids[range.start as usize..range.end as usize] {
                         groups[g as usize].hot = true;

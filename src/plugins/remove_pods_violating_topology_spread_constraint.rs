@@ -531,17 +531,7 @@ mod tests {
     /// equal concatenating the choices over any split, on a cluster with many constraints.
     #[test]
     fn namespace_chunks_choose_exactly_what_one_pass_chooses() {
-        let mut bytes = Vec::new();
-        crate::synth::write_cluster(
-            crate::synth::Shape {
-                nodes: 60,
-                pods: 2_000,
-                seed: 11,
-            },
-            &mut bytes,
-        )
-        .expect("synthetic cluster");
-        let s = crate::snapshot::load::load_bytes(&bytes).expect("synthetic snapshot");
+        let s = crate::framework::testing::synthetic_snapshot(60, 2_000, 11);
         let plugin = RemovePodsViolatingTopologySpreadConstraint::new(
             args::decode(&json!({"constraints": ["DoNotSchedule", "ScheduleAnyway"]}))
                 .expect("args"),
