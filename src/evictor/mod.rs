@@ -221,6 +221,11 @@ impl EvictionSession {
         self.moved.contains(&pod)
     }
 
+    /// The pods moved so far in this cycle.
+    pub fn moved_set(&self) -> &HashSet<PodId> {
+        &self.moved
+    }
+
     /// Pods moved so far, for marking in the snapshot.
     pub fn moved_pods(&self) -> impl Iterator<Item = PodId> + '_ {
         self.moved.iter().copied()

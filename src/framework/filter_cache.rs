@@ -2,7 +2,7 @@
 //! filters the pods it looks at, so without it a 150,000-pod cycle re-evaluates the same rules
 //! several times per pod.
 
-use std::cell::Cell;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::PodId;
@@ -11,9 +11,10 @@ const UNKNOWN: u8 = 0;
 const PASS: u8 = 1;
 const FAIL: u8 = 2;
 
-/// Filter verdicts of one profile's DefaultEvictor, by pod.
+/// Filter verdicts of one profile's DefaultEvictor, by pod. Shareable between threads: a verdict
+/// is a pure function of the pod, so two threads storing one at once store the same value.
 pub struct FilterCache {
-    verdicts: Vec<Cell<u8>>,
+    verdicts: Vec<AtomicU8>,
     /// The verdicts stay true while pods are evicted (no rule reads the evicted set).
     stable: bool,
 }
@@ -22,7 +23,7 @@ impl FilterCache {
     /// An empty cache for `pods` pods filtered by `evictor`.
     pub fn new(evictor: &DefaultEvictor, pods: usize) -> Self {
         FilterCache {
-            verdicts: vec![Cell::new(UNKNOWN); pods],
+            verdicts: (0..pods).map(|_| AtomicU8::new(UNKNOWN)).collect(),
             stable: !evictor.filter_reads_evictions(),
         }
     }
@@ -32,12 +33,12 @@ impl FilterCache {
         let Some(slot) = self.verdicts.get(pod as usize) else {
             return filter();
         };
-        match slot.get() {
+        match slot.load(Ordering::Relaxed) {
             PASS => true,
             FAIL => false,
             _ => {
                 let pass = filter();
-                slot.set(if pass { PASS } else { FAIL });
+                slot.store(if pass { PASS } else { FAIL }, Ordering::Relaxed);
                 pass
             }
         }
@@ -56,6 +57,7 @@ impl FilterCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
 
     fn evictor(args: serde_json::Value) -> DefaultEvictor {
         DefaultEvictor::from_args(&args).expect("valid args")

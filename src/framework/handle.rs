@@ -8,6 +8,31 @@ use crate::evictor::{EvictError, EvictOutcome, EvictionRequest, EvictionSession}
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::{NodeId, PodId, Snapshot};
 
+/// A read-only view of the DefaultEvictor's Filter that threads can share.
+#[derive(Clone, Copy)]
+pub struct FilterView<'a> {
+    snapshot: &'a Snapshot,
+    now: Timestamp,
+    evictor: &'a DefaultEvictor,
+    cache: &'a FilterCache,
+    moved: &'a rustc_hash::FxHashSet<PodId>,
+}
+
+impl FilterView<'_> {
+    /// As [`Handle::filter`].
+    pub fn filter(&self, pod: PodId) -> bool {
+        !self.moved.contains(&pod)
+            && self
+                .cache
+                .get_or_insert(pod, || self.evictor.filter(self.snapshot, pod, self.now))
+    }
+
+    /// As [`Handle::is_moved`].
+    pub fn is_moved(&self, pod: PodId) -> bool {
+        self.moved.contains(&pod) || self.snapshot.is_evicted(pod)
+    }
+}
+
 /// What a plugin sees while it runs.
 pub struct Handle<'a> {
     /// The cluster snapshot (pods evicted by earlier plugins in this cycle are already gone).
@@ -52,10 +77,19 @@ impl<'a> Handle<'a> {
     /// The DefaultEvictor's Filter: is `pod` evictable at all (annotations, protections, selectors)?
     /// Pods already moved in this cycle do not pass.
     pub fn filter(&self, pod: PodId) -> bool {
-        !self.session.moved(pod)
-            && self
-                .filter_cache
-                .get_or_insert(pod, || self.evictor.filter(self.snapshot, pod, self.now))
+        self.filter_view().filter(pod)
+    }
+
+    /// The Filter and the moved pods as they are now, for a plugin's analysis on several threads
+    /// (see [`super::parallel`]); evictions go through the handle afterwards.
+    pub fn filter_view(&self) -> FilterView<'_> {
+        FilterView {
+            snapshot: self.snapshot,
+            now: self.now,
+            evictor: self.evictor,
+            cache: self.filter_cache,
+            moved: self.session.moved_set(),
+        }
     }
 
     /// The DefaultEvictor's PreEvictionFilter (nodeFit, namespace label selector).
@@ -88,7 +122,7 @@ impl<'a> Handle<'a> {
 
     /// Whether `pod` was moved (evicted or deflected) earlier in this cycle.
     pub fn is_moved(&self, pod: PodId) -> bool {
-        self.session.moved(pod) || self.snapshot.is_evicted(pod)
+        self.filter_view().is_moved(pod)
     }
 
     /// Whether the per-node limit is reached for `node`.

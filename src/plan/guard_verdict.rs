@@ -12,7 +12,7 @@ use crate::evictor::planner::VerdictFn;
 use crate::guard::facts::{OwnerFacts, PodPhase as GuardPhase};
 use crate::guard::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
 use crate::guard::{EvictionRequest, Facts, GuardConfig, Verdict, decide};
-use crate::snapshot::model::Volume;
+use crate::snapshot::model::{PodPhase, Volume};
 use crate::snapshot::{ObjectKey, Pod, PodId, Snapshot};
 
 /// The guard's opt-out annotation and value (see [`crate::guard::annotations`]).
@@ -20,39 +20,78 @@ use crate::guard::annotations::{OPT_OUT, OPT_OUT_VALUE};
 
 /// Guard facts about a pod of the snapshot.
 pub fn pod_facts(p: &Pod) -> PodFacts {
-    PodFacts {
-        namespace: p.namespace.to_string(),
-        name: p.name.clone(),
-        uid: p.uid.clone(),
+    let mut facts = PodFacts {
+        namespace: String::new(),
+        name: String::new(),
+        uid: String::new(),
         labels: p.labels.clone(),
-        opt_out: p
-            .annotations
-            .get(OPT_OUT)
-            .is_some_and(|v| v == OPT_OUT_VALUE),
-        phase: GuardPhase::parse(Some(p.phase.as_str())),
-        terminating: p.is_terminating(),
-        ready: p.is_ready(),
-        owner: p.controller().map(|o| OwnerFacts {
-            kind: o.kind.clone(),
-            name: o.name.clone(),
-            uid: o.uid.clone(),
-        }),
-        pod_template_hash: p.labels.get("pod-template-hash").cloned(),
-        claims: p
-            .volumes
-            .iter()
-            .filter_map(|v| {
-                if let Volume::Pvc(c) = v {
-                    Some(c.clone())
-                } else {
-                    None
-                }
+        opt_out: false,
+        phase: GuardPhase::Unknown,
+        terminating: false,
+        ready: false,
+        owner: None,
+        pod_template_hash: None,
+        claims: Vec::new(),
+        ephemeral_single_node_volume: false,
+    };
+    fill_pod_facts(p, &mut facts);
+    facts
+}
+
+/// Overwrites `facts` with the guard facts of `p`, reusing its strings' buffers (a plan builds
+/// facts for every one of tens of thousands of eviction attempts).
+fn fill_pod_facts(p: &Pod, facts: &mut PodFacts) {
+    facts.namespace.clear();
+    facts.namespace.push_str(&p.namespace);
+    facts.name.clone_from(&p.name);
+    facts.uid.clone_from(&p.uid);
+    facts.labels.clone_from(&p.labels);
+    facts.opt_out = p
+        .annotations
+        .get(OPT_OUT)
+        .is_some_and(|v| v == OPT_OUT_VALUE);
+    facts.phase = match p.phase {
+        PodPhase::Pending => GuardPhase::Pending,
+        PodPhase::Running => GuardPhase::Running,
+        PodPhase::Succeeded => GuardPhase::Succeeded,
+        PodPhase::Failed => GuardPhase::Failed,
+        PodPhase::Unknown => GuardPhase::Unknown,
+    };
+    facts.terminating = p.is_terminating();
+    facts.ready = p.is_ready();
+    match (p.controller(), &mut facts.owner) {
+        (Some(o), Some(f)) => {
+            f.kind.clone_from(&o.kind);
+            f.name.clone_from(&o.name);
+            f.uid.clone_from(&o.uid);
+        }
+        (Some(o), slot) => {
+            *slot = Some(OwnerFacts {
+                kind: o.kind.clone(),
+                name: o.name.clone(),
+                uid: o.uid.clone(),
             })
-            .collect(),
-        // The snapshot keeps no claim templates: assume a generic ephemeral volume is single-node
-        // (the guard then does not deflect — the safe side).
-        ephemeral_single_node_volume: p.volumes.iter().any(|v| matches!(v, Volume::Ephemeral(_))),
+        }
+        (None, slot) => *slot = None,
     }
+    match (
+        p.labels.get("pod-template-hash"),
+        &mut facts.pod_template_hash,
+    ) {
+        (Some(h), Some(f)) => f.clone_from(h),
+        (h, slot) => *slot = h.cloned(),
+    }
+    facts.claims.clear();
+    facts
+        .claims
+        .extend(p.volumes.iter().filter_map(|v| match v {
+            Volume::Pvc(c) => Some(c.clone()),
+            _ => None,
+        }));
+    // The snapshot keeps no claim templates: assume a generic ephemeral volume is single-node
+    // (the guard then does not deflect — the safe side).
+    facts.ephemeral_single_node_volume =
+        p.volumes.iter().any(|v| matches!(v, Volume::Ephemeral(_)));
 }
 
 /// State kept across the evictions of one plan: indexes and PodDisruptionBudgets being spent.
@@ -68,6 +107,8 @@ struct GuardState {
     /// Every budget, in snapshot order.
     pdbs: Vec<PdbFacts>,
     pdb_index: HashMap<String, NamespacePdbs>,
+    /// The facts and request of the current eviction attempt; their buffers are reused.
+    scratch: Option<(PodFacts, EvictionRequest)>,
 }
 
 /// The budgets of one namespace, indexed so that a pod is only matched against the budgets that
@@ -145,12 +186,33 @@ impl GuardState {
             deploy_facts: vec![None; snapshot.deployments.len()],
             pdbs,
             pdb_index,
+            scratch: None,
         }
     }
 
     fn verdict(&mut self, snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
         let p = snapshot.pod(pod);
-        let facts_pod = pod_facts(p);
+        let (facts_pod, mut req) = match self.scratch.take() {
+            Some((mut facts, req)) => {
+                fill_pod_facts(p, &mut facts);
+                (facts, req)
+            }
+            None => (
+                pod_facts(p),
+                EvictionRequest {
+                    namespace: String::new(),
+                    name: String::new(),
+                    uid_precondition: Some(String::new()),
+                    dry_run: false,
+                },
+            ),
+        };
+        req.namespace.clone_from(&facts_pod.namespace);
+        req.name.clone_from(&facts_pod.name);
+        match &mut req.uid_precondition {
+            Some(uid) => uid.clone_from(&facts_pod.uid),
+            slot => *slot = Some(facts_pod.uid.clone()),
+        }
         let rs_index = facts_pod
             .owner
             .as_ref()
@@ -193,12 +255,6 @@ impl GuardState {
             .map(|ns| ns.candidates(&facts_pod.labels))
             .unwrap_or_default();
         let pdb_refs: Vec<&PdbFacts> = candidates.iter().map(|&i| &self.pdbs[i]).collect();
-        let req = EvictionRequest {
-            namespace: facts_pod.namespace.clone(),
-            name: facts_pod.name.clone(),
-            uid_precondition: Some(facts_pod.uid.clone()),
-            dry_run: false,
-        };
         let facts = Facts {
             pod: Some(&facts_pod),
             replica_set: rs,
@@ -208,7 +264,7 @@ impl GuardState {
             first_denied_at: None,
         };
         let verdict = decide(&req, &facts, self.now, &self.config);
-        match verdict {
+        let outcome = match verdict {
             Verdict::Allow { .. } => {
                 // The API server spends a disruption of every budget covering a healthy pod.
                 if facts_pod.ready {
@@ -227,7 +283,9 @@ impl GuardState {
             Verdict::DenyPdb { message, .. } | Verdict::DenyUnhealthy { message, .. } => {
                 EvictOutcome::Denied { reason: message }
             }
-        }
+        };
+        self.scratch = Some((facts_pod, req));
+        outcome
     }
 }
 

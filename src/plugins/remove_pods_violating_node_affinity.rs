@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
 use crate::framework::args::{ArgsError, Namespaces, decode};
+use crate::framework::parallel;
 use crate::framework::podfilter::PodFilter;
 use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
 use crate::framework::{DeschedulePlugin, Handle};
@@ -88,21 +89,20 @@ impl RemovePodsViolatingNodeAffinity {
     /// preferred-affinity weight over `nodes` per preferred-terms value (many owners share one).
     fn violates<'s>(
         &self,
-        h: &Handle<'s>,
+        snapshot: &'s crate::snapshot::Snapshot,
         kind: &str,
         pod: PodId,
         node: NodeId,
         nodes: &[NodeId],
         best_scores: &mut BestScores<'s>,
     ) -> bool {
-        let snapshot: &'s crate::snapshot::Snapshot = h.snapshot;
         let p = snapshot.pod(pod);
-        let n = h.snapshot.node(node);
+        let n = snapshot.node(node);
         match kind {
             REQUIRED => {
                 affinity::has_required_node_affinity(p)
                     && !affinity::matches_node_selector_and_affinity(p, n)
-                    && fit::fits_any_node(h.snapshot, pod, nodes)
+                    && fit::fits_any_node(snapshot, pod, nodes)
             }
             _ => {
                 if !affinity::has_preferred_node_affinity(p) {
@@ -123,7 +123,7 @@ impl RemovePodsViolatingNodeAffinity {
                     }
                 };
                 best > affinity::preferred_node_affinity_score(p, n)
-                    && fit::fits_any_node(h.snapshot, pod, nodes)
+                    && fit::fits_any_node(snapshot, pod, nodes)
             }
         }
     }
@@ -168,21 +168,38 @@ impl DeschedulePlugin for RemovePodsViolatingNodeAffinity {
     }
 
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
-        let mut best_scores = BestScores::default();
         for kind in &self.types {
-            for &node in nodes {
-                let pods: Vec<PodId> = h
-                    .snapshot
-                    .pods_on_node(node)
-                    .filter(|&p| {
-                        let pod = h.snapshot.pod(p);
-                        !matches!(pod.phase, PodPhase::Succeeded | PodPhase::Failed)
-                            && !h.is_moved(p)
-                            && self.filter.matches(pod)
-                            && h.filter(p)
-                            && self.violates(h, kind, p, node, nodes, &mut best_scores)
-                    })
-                    .collect();
+            // The violating pods of every node, found on several threads: a node's candidates do
+            // not depend on evictions from other nodes, so this equals scanning node by node.
+            let view = h.filter_view();
+            let s = h.snapshot;
+            let per_node: Vec<Vec<PodId>> = parallel::map_chunks(
+                nodes,
+                |&n| s.pods_on_node_upper_bound(n),
+                parallel::MIN_PARALLEL_WEIGHT,
+                |chunk| {
+                    let mut best_scores = BestScores::default();
+                    chunk
+                        .iter()
+                        .map(|&node| {
+                            s.pods_on_node(node)
+                                .filter(|&p| {
+                                    let pod = s.pod(p);
+                                    !matches!(pod.phase, PodPhase::Succeeded | PodPhase::Failed)
+                                        && !view.is_moved(p)
+                                        && self.filter.matches(pod)
+                                        && view.filter(p)
+                                        && self.violates(s, kind, p, node, nodes, &mut best_scores)
+                                })
+                                .collect()
+                        })
+                        .collect::<Vec<Vec<PodId>>>()
+                },
+            )
+            .into_iter()
+            .flatten()
+            .collect();
+            for pods in per_node {
                 for p in pods {
                     match h.evict(p, None) {
                         Err(e) if e.is_node_limit() => break,

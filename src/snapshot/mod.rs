@@ -179,6 +179,11 @@ impl Snapshot {
         &self.pods[id as usize]
     }
 
+    /// How many pods the snapshot places on `node`, evicted ones included (a work estimate).
+    pub fn pods_on_node_upper_bound(&self, node: NodeId) -> usize {
+        self.pods_by_node.get(node as usize).map_or(0, Vec::len)
+    }
+
     /// Ids of the pods on `node` that have not been evicted in this cycle.
     pub fn pods_on_node(&self, node: NodeId) -> impl Iterator<Item = PodId> + '_ {
         self.pods_by_node[node as usize]
