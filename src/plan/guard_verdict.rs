@@ -315,6 +315,29 @@ mod tests {
         )
     }
 
+    /// Reused buffers must never leak a field of the previous pod: filling facts that held
+    /// another pod gives exactly the fresh facts, for every pod of a varied cluster.
+    #[test]
+    fn refilled_pod_facts_equal_fresh_ones() {
+        let snap = crate::framework::testing::synthetic_snapshot(20, 600, 9);
+        let mut reused = pod_facts(snap.pod(0));
+        let mut hashes = (0, 0);
+        for p in (0..snap.pods.len() as PodId).rev() {
+            fill_pod_facts(snap.pod(p), &mut reused);
+            let fresh = pod_facts(snap.pod(p));
+            assert_eq!(reused, fresh, "pod {p}");
+            if fresh.pod_template_hash.is_some() {
+                hashes.0 += 1
+            } else {
+                hashes.1 += 1
+            }
+        }
+        assert!(
+            hashes.0 > 0 && hashes.1 > 0,
+            "pods with and without a template hash: {hashes:?}"
+        );
+    }
+
     /// The budget index must find exactly the budgets a linear scan would: indexed by the first
     /// matchLabels pair, matchExpressions-only and empty selectors unindexed, per namespace, and
     /// spent as the plan goes.
