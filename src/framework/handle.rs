@@ -15,6 +15,7 @@ pub struct FilterView<'a> {
     now: Timestamp,
     evictor: &'a DefaultEvictor,
     cache: &'a FilterCache,
+    fit_candidates: &'a [NodeId],
     moved: &'a rustc_hash::FxHashSet<PodId>,
 }
 
@@ -25,6 +26,12 @@ impl FilterView<'_> {
             && self
                 .cache
                 .get_or_insert(pod, || self.evictor.filter(self.snapshot, pod, self.now))
+    }
+
+    /// As [`Handle::pre_eviction_filter`].
+    pub fn pre_eviction_filter(&self, pod: PodId) -> bool {
+        self.evictor
+            .pre_eviction_filter_with(self.snapshot, pod, self.fit_candidates)
     }
 
     /// As [`Handle::is_moved`].
@@ -88,14 +95,14 @@ impl<'a> Handle<'a> {
             now: self.now,
             evictor: self.evictor,
             cache: self.filter_cache,
+            fit_candidates: self.fit_candidates,
             moved: self.session.moved_set(),
         }
     }
 
     /// The DefaultEvictor's PreEvictionFilter (nodeFit, namespace label selector).
     pub fn pre_eviction_filter(&self, pod: PodId) -> bool {
-        self.evictor
-            .pre_eviction_filter_with(self.snapshot, pod, self.fit_candidates)
+        self.filter_view().pre_eviction_filter(pod)
     }
 
     /// The DefaultEvictor in force for this profile.

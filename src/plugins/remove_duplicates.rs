@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use super::node_utilization::occupies;
 use crate::framework::args::{ArgsError, Namespaces, allows_namespace, decode};
+use crate::framework::parallel;
 use crate::framework::registry::ExtensionPoint;
 use crate::framework::{BalancePlugin, Handle, Plugin, PluginFactory};
 use crate::scheduling::{affinity, taints};
@@ -279,14 +280,30 @@ impl BalancePlugin for RemoveDuplicates {
         // Pass 2: pods of hot owner keys that pass the Filter and the PreEvictionFilter are
         // counted; on each node the first pod of a duplicate key is the original.
         last_node.iter_mut().for_each(|n| *n = u32::MAX);
-        for c in &candidates {
+        // The filters are pure while nothing is evicted: evaluated on several threads first.
+        let view = h.filter_view();
+        let passes: Vec<bool> = parallel::map_chunks(
+            &candidates,
+            |_| 1,
+            parallel::MIN_PARALLEL_WEIGHT,
+            |chunk| {
+                chunk
+                    .iter()
+                    .map(|c| {
+                        group_ids[c.groups.start as usize..c.groups.end as usize]
+                            .iter()
+                            .any(|&g| groups[g as usize].hot)
+                            && view.filter(c.pod)
+                            && view.pre_eviction_filter(c.pod)
+                    })
+                    .collect::<Vec<bool>>()
+            },
+        )
+        .into_iter()
+        .flatten()
+        .collect();
+        for (c, _) in candidates.iter().zip(&passes).filter(|(_, pass)| **pass) {
             let gs = &group_ids[c.groups.start as usize..c.groups.end as usize];
-            if !gs.iter().any(|&g| groups[g as usize].hot)
-                || !h.filter(c.pod)
-                || !h.pre_eviction_filter(c.pod)
-            {
-                continue;
-            }
             for &g in gs {
                 groups[g as usize].occurrences += 1;
             }
