@@ -247,12 +247,12 @@ fn add_json_object_of_kind(
             b.add_priority_class(&typed!(k8s_openapi::api::scheduling::v1::PriorityClass))
         }
         "PodDisruptionBudget" => {
-            b.add_pdb(&typed!(k8s_openapi::api::policy::v1::PodDisruptionBudget))
+            b.add_pdb_owned(typed!(k8s_openapi::api::policy::v1::PodDisruptionBudget))
         }
-        "ReplicaSet" => b.add_replica_set(&typed!(apps::ReplicaSet)),
-        "Deployment" => b.add_deployment(&typed!(apps::Deployment)),
-        "StatefulSet" => b.add_stateful_set(&typed!(apps::StatefulSet)),
-        "Job" => b.add_job(&typed!(batch::Job)),
+        "ReplicaSet" => b.add_replica_set_owned(typed!(apps::ReplicaSet)),
+        "Deployment" => b.add_deployment_owned(typed!(apps::Deployment)),
+        "StatefulSet" => b.add_stateful_set_owned(typed!(apps::StatefulSet)),
+        "Job" => b.add_job_owned(typed!(batch::Job)),
         "PersistentVolumeClaim" => b.add_pvc(&typed!(core::PersistentVolumeClaim)),
         _ => {}
     }
