@@ -463,6 +463,14 @@ impl SnapshotBuilder {
         self.pods.reserve(additional);
     }
 
+    /// Reserves room for objects of the kinds that come in large numbers, so their lists do not
+    /// grow (and copy) step by step.
+    pub(super) fn reserve_many(&mut self, pods: usize, replica_sets: usize, deployments: usize) {
+        self.pods.reserve(pods);
+        self.replica_sets.reserve(replica_sets);
+        self.deployments.reserve(deployments);
+    }
+
     /// Returns unused pod capacity (see [`Self::reserve_pods`]).
     pub fn shrink_pods(&mut self) {
         self.pods.shrink_to_fit();

@@ -95,7 +95,7 @@ struct NameOnly {
 /// Adds one object (given as JSON text) to the builder.
 /// Finds the value of the top-level `"kind"` key of a JSON object without parsing the rest
 /// (kubectl prints `apiVersion` and `kind` first, so this usually stops after a few bytes).
-fn peek_kind(raw: &str) -> Option<&str> {
+pub(super) fn peek_kind(raw: &str) -> Option<&str> {
     let b = raw.as_bytes();
     let (mut i, mut depth) = (0usize, 0i32);
     let mut expect_key = false;
@@ -220,8 +220,11 @@ fn add_json_object_of_kind(
     // Decode without path tracking (it costs a third of the decoding time); only when that fails,
     // decode again with it so the error names the field.
     macro_rules! typed {
-        ($t:ty) => {{
-            match serde_json::from_str::<$t>(raw) {
+        ($t:ty) => {
+            typed!($t, serde_json::from_str::<$t>(raw))
+        };
+        ($t:ty, $decoded:expr) => {{
+            match $decoded {
                 Ok(v) => v,
                 Err(plain) => {
                     let de = &mut serde_json::Deserializer::from_str(raw);
@@ -240,7 +243,10 @@ fn add_json_object_of_kind(
             .add_node(&typed!(core::Node))
             .map_err(|e| ctx(e.to_string()))?,
         "Pod" => b
-            .add_pod_view(&typed!(super::view::PodView))
+            .add_pod_view(&typed!(
+                super::view::PodView,
+                super::view::PodView::from_json(raw)
+            ))
             .map_err(|e| ctx(e.to_string()))?,
         "Namespace" => b.add_namespace(&typed!(core::Namespace)),
         "PriorityClass" => {

@@ -316,8 +316,19 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
                             .pop()
                             .unwrap_or_default();
                         let mut local = SnapshotBuilder::with_pod_buffer(pods);
-                        // At most one pod per item.
-                        local.reserve_pods(batch.items.len());
+                        // Count the kinds first (the `kind` key is usually near the start), so
+                        // the lists are allocated once.
+                        let mut counts = [0usize; 3];
+                        for &(a, b) in &batch.items {
+                            let kind = super::load::peek_kind(&text[a..b]).or(default_kind);
+                            match kind {
+                                Some("Pod") => counts[0] += 1,
+                                Some("ReplicaSet") => counts[1] += 1,
+                                Some("Deployment") => counts[2] += 1,
+                                _ => {}
+                            }
+                        }
+                        local.reserve_many(counts[0], counts[1], counts[2]);
                         for (n, &(a, b)) in batch.items.iter().enumerate() {
                             let where_ = || format!("items[{}]", batch.first_index + n);
                             super::load::add_json_object_str(
