@@ -150,14 +150,16 @@ fn object_name(raw: &str) -> String {
         .unwrap_or_else(|| "<unnamed>".to_string())
 }
 
-/// Adds one object (given as JSON text) to the builder (for the streaming loader).
+/// Adds one object (given as JSON text) to the builder (for the streaming loader), with its kind
+/// as [`peek_kind`] found it.
 pub(super) fn add_json_object_str(
     raw: &str,
+    peeked: Option<&str>,
     where_: &dyn Fn() -> String,
     default_kind: Option<&str>,
     b: &mut SnapshotBuilder,
 ) -> Result<(), ConfigError> {
-    add_json_object(raw, where_, default_kind, b)
+    add_peeked_json_object(raw, peeked, where_, default_kind, b)
 }
 
 /// Adds one object (given as JSON text) to the builder.
@@ -167,7 +169,16 @@ fn add_json_object(
     default_kind: Option<&str>,
     b: &mut SnapshotBuilder,
 ) -> Result<(), ConfigError> {
-    let peeked = peek_kind(raw);
+    add_peeked_json_object(raw, peek_kind(raw), where_, default_kind, b)
+}
+
+fn add_peeked_json_object(
+    raw: &str,
+    peeked: Option<&str>,
+    where_: &dyn Fn() -> String,
+    default_kind: Option<&str>,
+    b: &mut SnapshotBuilder,
+) -> Result<(), ConfigError> {
     let kind = match peeked {
         Some(k) => k,
         None => {

@@ -319,9 +319,13 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
                         // Count the kinds first (the `kind` key is usually near the start), so
                         // the lists are allocated once.
                         let mut counts = [0usize; 3];
-                        for &(a, b) in &batch.items {
-                            let kind = super::load::peek_kind(&text[a..b]).or(default_kind);
-                            match kind {
+                        let peeked: Vec<Option<&str>> = batch
+                            .items
+                            .iter()
+                            .map(|&(a, b)| super::load::peek_kind(&text[a..b]))
+                            .collect();
+                        for kind in &peeked {
+                            match kind.or(default_kind) {
                                 Some("Pod") => counts[0] += 1,
                                 Some("ReplicaSet") => counts[1] += 1,
                                 Some("Deployment") => counts[2] += 1,
@@ -329,10 +333,11 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
                             }
                         }
                         local.reserve_many(counts[0], counts[1], counts[2]);
-                        for (n, &(a, b)) in batch.items.iter().enumerate() {
+                        for (n, (&(a, b), &kind)) in batch.items.iter().zip(&peeked).enumerate() {
                             let where_ = || format!("items[{}]", batch.first_index + n);
                             super::load::add_json_object_str(
                                 &text[a..b],
+                                kind,
                                 &where_,
                                 default_kind,
                                 &mut local,

@@ -26,20 +26,18 @@ pub fn pod_view(text: &str) -> Option<PodView<'_>> {
     let mut v = PodView::default();
     let mut seen = Seen(0);
     p.object(|p, key| match key {
+        // The large parts are filled in place rather than returned (fewer copies).
         "metadata" => {
             seen.first(0)?;
-            v.metadata = p.meta()?;
-            Some(())
+            p.meta(&mut v.metadata)
         }
         "spec" => {
             seen.first(1)?;
-            v.spec = p.spec()?;
-            Some(())
+            p.spec(&mut v.spec)
         }
         "status" => {
             seen.first(2)?;
-            v.status = p.status()?;
-            Some(())
+            p.status(&mut v.status)
         }
         _ => p.skip(0),
     })?;
@@ -100,6 +98,24 @@ impl<'a> Reader<'a> {
     fn str(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
         let start = self.i;
+        // Eight bytes at a time to the first quote, backslash or control character (the lowest
+        // flagged byte of a word is exact; flags above it may be spurious).
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+        while let Some(word) = self.b.get(self.i..self.i + 8) {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(word);
+            let w = u64::from_le_bytes(bytes);
+            let flagged = zero_byte(w ^ (ONES * u64::from(b'"')))
+                | zero_byte(w ^ (ONES * u64::from(b'\\')))
+                | (w.wrapping_sub(ONES * 0x20) & !w & HIGH);
+            if flagged != 0 {
+                self.i += (flagged.trailing_zeros() / 8) as usize;
+                break;
+            }
+            self.i += 8;
+        }
         loop {
             match *self.b.get(self.i)? {
                 b'"' => break,
@@ -295,8 +311,7 @@ impl<'a> Reader<'a> {
         Some(self.opt(|p| p.skip(0))?.is_some())
     }
 
-    fn meta(&mut self) -> Option<MetaView<'a>> {
-        let mut m = MetaView::default();
+    fn meta(&mut self, m: &mut MetaView<'a>) -> Option<()> {
         let mut seen = Seen(0);
         self.object(|p, key| {
             match key {
@@ -335,8 +350,7 @@ impl<'a> Reader<'a> {
                 _ => p.skip(0)?,
             }
             Some(())
-        })?;
-        Some(m)
+        })
     }
 
     fn owner(&mut self) -> Option<OwnerView<'a>> {
@@ -460,8 +474,7 @@ impl<'a> Reader<'a> {
         Some(v)
     }
 
-    fn spec(&mut self) -> Option<SpecView<'a>> {
-        let mut s = SpecView::default();
+    fn spec(&mut self, s: &mut SpecView<'a>) -> Option<()> {
         let mut seen = Seen(0);
         self.object(|p, key| {
             match key {
@@ -526,7 +539,7 @@ impl<'a> Reader<'a> {
             }
             Some(())
         })?;
-        Some(s)
+        Some(())
     }
 
     fn condition(&mut self) -> Option<ConditionView<'a>> {
@@ -629,8 +642,7 @@ impl<'a> Reader<'a> {
         Some(c)
     }
 
-    fn status(&mut self) -> Option<StatusView<'a>> {
-        let mut s = StatusView::default();
+    fn status(&mut self, s: &mut StatusView<'a>) -> Option<()> {
         let mut seen = Seen(0);
         self.object(|p, key| {
             match key {
@@ -670,7 +682,7 @@ impl<'a> Reader<'a> {
             }
             Some(())
         })?;
-        Some(s)
+        Some(())
     }
 }
 
