@@ -46,13 +46,13 @@ pub struct SnapshotBuilder {
     shared: FastMap<String, SharedParts>,
 }
 
-/// A map with [`FastHasher`], for the builder's per-pod lookups by namespace and owner.
-type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;
+/// A map with [`FastHasher`], for per-pod lookups by namespace, owner and node name.
+pub(super) type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;
 
 /// A multiply-rotate hasher (the `FxHash` scheme): much cheaper than SipHash for short keys. Its
 /// keys come from the snapshot being loaded, so a crafted file can at worst slow its own loading.
 #[derive(Default, Clone, Copy)]
-struct FastHasher(u64);
+pub(super) struct FastHasher(u64);
 
 impl FastHasher {
     fn add(&mut self, word: u64) {
