@@ -231,11 +231,8 @@ fn add_json_object_of_kind(
     // Decode without path tracking (it costs a third of the decoding time); only when that fails,
     // decode again with it so the error names the field.
     macro_rules! typed {
-        ($t:ty) => {
-            typed!($t, serde_json::from_str::<$t>(raw))
-        };
-        ($t:ty, $decoded:expr) => {{
-            match $decoded {
+        ($t:ty) => {{
+            match serde_json::from_str::<$t>(raw) {
                 Ok(v) => v,
                 Err(plain) => {
                     let de = &mut serde_json::Deserializer::from_str(raw);
@@ -253,12 +250,13 @@ fn add_json_object_of_kind(
         "Node" => b
             .add_node(&typed!(core::Node))
             .map_err(|e| ctx(e.to_string()))?,
-        "Pod" => b
-            .add_pod_view(&typed!(
-                super::view::PodView,
-                super::view::PodView::from_json(raw)
-            ))
-            .map_err(|e| ctx(e.to_string()))?,
+        "Pod" => {
+            let mut view = super::view::PodView::default();
+            if !view.fill_from_json(raw) {
+                view = typed!(super::view::PodView);
+            }
+            b.add_pod_view(&view).map_err(|e| ctx(e.to_string()))?
+        }
         "Namespace" => b.add_namespace(&typed!(core::Namespace)),
         "PriorityClass" => {
             b.add_priority_class(&typed!(k8s_openapi::api::scheduling::v1::PriorityClass))

@@ -443,6 +443,12 @@ impl<'a> PodView<'a> {
         }
     }
 
+    /// Fills this (empty, default) view from JSON text with the fast reader of
+    /// [`Self::from_json`]. `false`: the text needs the serde decoder, and the view is partial.
+    pub fn fill_from_json(&mut self, text: &'a str) -> bool {
+        fast::pod_view_into(text, self).is_some()
+    }
+
     /// Borrows the fields the engine reads from a Kubernetes Pod.
     pub fn from_pod(p: &'a core::Pod) -> Self {
         let m = &p.metadata;

@@ -18,12 +18,19 @@ const MAX_SKIP_DEPTH: u32 = 100;
 
 /// Decodes a pod; `None` when the fast path does not apply (see the module docs).
 pub fn pod_view(text: &str) -> Option<PodView<'_>> {
+    let mut v = PodView::default();
+    pod_view_into(text, &mut v)?;
+    Some(v)
+}
+
+/// Decodes a pod into `v`, which must be empty (the default view); `None` when the fast path
+/// does not apply, and then `v` holds a partial view. Filling in place saves moving the large view.
+pub fn pod_view_into<'a>(text: &'a str, v: &mut PodView<'a>) -> Option<()> {
     let mut p = Reader {
         s: text,
         b: text.as_bytes(),
         i: 0,
     };
-    let mut v = PodView::default();
     let mut seen = Seen(0);
     p.object(|p, key| match key {
         // The large parts are filled in place rather than returned (fewer copies).
@@ -42,7 +49,7 @@ pub fn pod_view(text: &str) -> Option<PodView<'_>> {
         _ => p.skip(0),
     })?;
     p.ws();
-    (p.i == p.b.len()).then_some(v)
+    (p.i == p.b.len()).then_some(())
 }
 
 /// Known fields already read in one object: serde rejects a repeated field.
