@@ -1,6 +1,8 @@
-//! Streaming a large JSON `List` from a file: a small byte scanner cuts the `items` array into
-//! whole items block by block, and worker threads convert the blocks in parallel. Only a few blocks
-//! are in memory at once, so a 150,000-pod snapshot never sits in memory as text.
+//! Streaming a large JSON `List` from a file: a scanner cuts the `items` array into whole items
+//! block by block (inside an item it classifies 64 bytes at a time: quotes, backslashes, braces),
+//! and worker threads convert the blocks in parallel. Only a few blocks are in memory at once, so a
+//! 150,000-pod snapshot never sits in memory as text; block buffers and per-block pod lists are
+//! reused rather than allocated (and page-faulted) anew.
 
 use std::io::Read;
 use std::sync::mpsc;
