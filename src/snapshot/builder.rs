@@ -13,7 +13,9 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 
 use super::model::*;
 use super::resources::{self, Resources};
-use super::view::{ContainerStatusView, ContainerView, Pairs, PodView, ResourcesView, SpecView};
+use super::view::{
+    ConditionView, ContainerStatusView, ContainerView, Pairs, PodView, ResourcesView, SpecView,
+};
 use super::{ObjectKey, PvcInfo, Snapshot};
 
 /// An object that could not be converted, with the field at fault.
@@ -32,7 +34,7 @@ pub struct SnapshotBuilder {
     nodes: Vec<Node>,
     pods: Vec<Pod>,
     namespaces: HashMap<String, BTreeMap<String, String>>,
-    interned_ns: HashMap<String, Arc<str>>,
+    interned_ns: FastMap<String, Arc<str>>,
     priority_classes: HashMap<String, i32>,
     pdbs: Vec<PodDisruptionBudget>,
     replica_sets: Vec<ReplicaSet>,
@@ -41,7 +43,51 @@ pub struct SnapshotBuilder {
     jobs: Vec<Job>,
     pvcs: HashMap<ObjectKey, PvcInfo>,
     warnings: Vec<String>,
-    shared: HashMap<String, SharedParts>,
+    shared: FastMap<String, SharedParts>,
+}
+
+/// A map with [`FastHasher`], for per-pod lookups by namespace, owner and node name.
+pub(super) type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;
+
+/// A multiply-rotate hasher (the `FxHash` scheme): much cheaper than SipHash for short keys. Its
+/// keys come from the snapshot being loaded, so a crafted file can at worst slow its own loading.
+#[derive(Default, Clone, Copy)]
+pub(super) struct FastHasher(u64);
+
+impl FastHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl std::hash::Hasher for FastHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(w);
+            self.add(u64::from_le_bytes(b));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        // The multiply leaves the best bits on top; the table indexes with the low ones.
+        self.0.rotate_left(26)
+    }
 }
 
 /// Pod fields that pods of one owner usually have in common; shared (not copied) when equal.
@@ -60,11 +106,56 @@ struct SharedParts {
     ephemeral_container_states: Arc<[ContainerState]>,
 }
 
-/// `fresh` as a shared slice: the `cached` one when equal (most pods of an owner have the same
-/// conditions and container states), else a new one that becomes the cached value.
-fn share<T: PartialEq>(cached: &mut Arc<[T]>, fresh: Vec<T>) -> Arc<[T]> {
-    if **cached != *fresh {
+/// The pod's conditions as a shared slice: the `cached` one when equal (most pods of an owner have
+/// the same conditions), else a new one that becomes the cached value. Compared before anything is
+/// built, so the common case allocates nothing.
+fn shared_conditions(
+    cached: &mut Arc<[Condition]>,
+    views: &[ConditionView<'_>],
+) -> Result<Arc<[Condition]>, ConvertError> {
+    let time = |i: usize, c: &ConditionView<'_>| {
+        parse_time(&c.last_transition_time, || {
+            format!("status.conditions[{i}].lastTransitionTime")
+        })
+    };
+    let mut equal = cached.len() == views.len();
+    for (i, c) in views.iter().enumerate() {
+        let last_transition = time(i, c)?;
+        equal = equal
+            && cached.get(i).is_some_and(|x| {
+                x.type_.as_str() == c.type_.as_ref()
+                    && x.status.as_str() == c.status.as_ref()
+                    && x.reason.as_deref() == c.reason.as_deref()
+                    && x.last_transition == last_transition
+            });
+    }
+    if !equal {
+        let mut fresh = Vec::with_capacity(views.len());
+        for (i, c) in views.iter().enumerate() {
+            fresh.push(Condition {
+                type_: c.type_.as_ref().into(),
+                status: c.status.as_ref().into(),
+                reason: c.reason.as_deref().map(Into::into),
+                last_transition: time(i, c)?,
+            });
+        }
         *cached = Arc::from(fresh);
+    }
+    Ok(cached.clone())
+}
+
+/// Container states as a shared slice, like [`shared_conditions`].
+fn shared_states(
+    cached: &mut Arc<[ContainerState]>,
+    views: &[ContainerStatusView<'_>],
+) -> Arc<[ContainerState]> {
+    let equal = cached.len() == views.len()
+        && cached
+            .iter()
+            .zip(views)
+            .all(|(a, v)| *a == container_state(v));
+    if !equal {
+        *cached = views.iter().map(container_state).collect();
     }
     cached.clone()
 }
@@ -148,20 +239,6 @@ impl SnapshotBuilder {
             Some("Burstable") => QosClass::Burstable,
             _ => compute_qos(spec),
         };
-        let mut conditions = Vec::with_capacity(status.conditions.len());
-        for (i, c) in status.conditions.iter().enumerate() {
-            conditions.push(Condition {
-                type_: c.type_.as_ref().into(),
-                status: c.status.as_ref().into(),
-                reason: c.reason.as_deref().map(Into::into),
-                last_transition: parse_time(&c.last_transition_time, || {
-                    format!("status.conditions[{i}].lastTransitionTime")
-                })?,
-            });
-        }
-        let states = |v: &[ContainerStatusView<'_>]| -> Vec<ContainerState> {
-            v.iter().map(container_state).collect()
-        };
         let volumes = spec
             .volumes
             .iter()
@@ -243,18 +320,16 @@ impl SnapshotBuilder {
                 .filter_map(|c| c.image.as_deref().map(str::to_string))
                 .collect();
         }
-        let conditions = share(&mut cache.conditions, conditions);
-        let container_states = share(
-            &mut cache.container_states,
-            states(&status.container_statuses),
-        );
-        let init_container_states = share(
+        let conditions = shared_conditions(&mut cache.conditions, &status.conditions)?;
+        let container_states =
+            shared_states(&mut cache.container_states, &status.container_statuses);
+        let init_container_states = shared_states(
             &mut cache.init_container_states,
-            states(&status.init_container_statuses),
+            &status.init_container_statuses,
         );
-        let ephemeral_container_states = share(
+        let ephemeral_container_states = shared_states(
             &mut cache.ephemeral_container_states,
-            states(&status.ephemeral_container_statuses),
+            &status.ephemeral_container_statuses,
         );
         let affinity = if spec.affinity.is_some() {
             cache.affinity.clone()
@@ -334,14 +409,22 @@ impl SnapshotBuilder {
 
     /// Adds a PodDisruptionBudget.
     pub fn add_pdb(&mut self, pdb: &PodDisruptionBudget) {
-        let mut pdb = pdb.clone();
+        self.add_pdb_owned(pdb.clone());
+    }
+
+    /// [`Self::add_pdb`] without copying the object.
+    pub fn add_pdb_owned(&mut self, mut pdb: PodDisruptionBudget) {
         pdb.metadata.managed_fields = None;
         self.pdbs.push(pdb);
     }
 
     /// Adds a ReplicaSet (its pod template and labels are dropped).
     pub fn add_replica_set(&mut self, rs: &ReplicaSet) {
-        let mut rs = rs.clone();
+        self.add_replica_set_owned(rs.clone());
+    }
+
+    /// [`Self::add_replica_set`] without copying the object.
+    pub fn add_replica_set_owned(&mut self, mut rs: ReplicaSet) {
         let hash = rs
             .metadata
             .labels
@@ -361,7 +444,11 @@ impl SnapshotBuilder {
 
     /// Adds a Deployment (its pod template spec and labels are dropped; template annotations are kept).
     pub fn add_deployment(&mut self, d: &Deployment) {
-        let mut d = d.clone();
+        self.add_deployment_owned(d.clone());
+    }
+
+    /// [`Self::add_deployment`] without copying the object.
+    pub fn add_deployment_owned(&mut self, mut d: Deployment) {
         strip_meta(&mut d.metadata);
         d.spec.template.spec = None;
         if let Some(m) = d.spec.template.metadata.as_mut() {
@@ -373,7 +460,11 @@ impl SnapshotBuilder {
 
     /// Adds a StatefulSet (its pod template spec and claim templates are dropped).
     pub fn add_stateful_set(&mut self, s: &StatefulSet) {
-        let mut s = s.clone();
+        self.add_stateful_set_owned(s.clone());
+    }
+
+    /// [`Self::add_stateful_set`] without copying the object.
+    pub fn add_stateful_set_owned(&mut self, mut s: StatefulSet) {
         strip_meta(&mut s.metadata);
         s.spec.template.spec = None;
         s.spec.volume_claim_templates = None;
@@ -382,7 +473,11 @@ impl SnapshotBuilder {
 
     /// Adds a Job (its pod template spec is dropped).
     pub fn add_job(&mut self, j: &Job) {
-        let mut j = j.clone();
+        self.add_job_owned(j.clone());
+    }
+
+    /// [`Self::add_job`] without copying the object.
+    pub fn add_job_owned(&mut self, mut j: Job) {
         strip_meta(&mut j.metadata);
         if let Some(spec) = j.spec.as_mut() {
             spec.template.spec = None;
@@ -412,9 +507,35 @@ impl SnapshotBuilder {
         self.pods.reserve(additional);
     }
 
+    /// Reserves room for objects of the kinds that come in large numbers, so their lists do not
+    /// grow (and copy) step by step.
+    pub(super) fn reserve_many(&mut self, pods: usize, replica_sets: usize, deployments: usize) {
+        self.pods.reserve(pods);
+        self.replica_sets.reserve(replica_sets);
+        self.deployments.reserve(deployments);
+    }
+
     /// Returns unused pod capacity (see [`Self::reserve_pods`]).
     pub fn shrink_pods(&mut self) {
         self.pods.shrink_to_fit();
+    }
+
+    /// An empty builder that collects pods into `pods` (cleared; its capacity is reused).
+    pub(super) fn with_pod_buffer(mut pods: Vec<Pod>) -> Self {
+        pods.clear();
+        SnapshotBuilder {
+            pods,
+            ..Self::default()
+        }
+    }
+
+    /// Like [`Self::merge`], but hands back `other`'s emptied pod vector so its memory can be
+    /// reused (see [`Self::with_pod_buffer`]).
+    pub(super) fn merge_reusing(&mut self, mut other: SnapshotBuilder) -> Vec<Pod> {
+        self.pods.append(&mut other.pods);
+        let buffer = std::mem::take(&mut other.pods);
+        self.merge(other);
+        buffer
     }
 
     /// Appends everything `other` collected (objects keep their order: ours, then theirs).
@@ -486,14 +607,59 @@ fn parse_time(
 ) -> Result<Option<Timestamp>, ConvertError> {
     match t.as_deref() {
         None | Some("") => Ok(None),
-        Some(text) => text
-            .parse::<Timestamp>()
-            .map(Some)
-            .map_err(|e| ConvertError {
-                field: field(),
-                message: format!("expected an RFC 3339 time, got {text:?}: {e}"),
-            }),
+        Some(text) => match parse_utc_seconds(text) {
+            Some(ts) => Ok(Some(ts)),
+            None => text
+                .parse::<Timestamp>()
+                .map(Some)
+                .map_err(|e| ConvertError {
+                    field: field(),
+                    message: format!("expected an RFC 3339 time, got {text:?}: {e}"),
+                }),
+        },
     }
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ`, the form the API server writes, read without the general RFC 3339
+/// parser (same result). `None` for any other form or an invalid date: the caller falls back.
+fn parse_utc_seconds(text: &str) -> Option<Timestamp> {
+    let b = text.as_bytes();
+    if b.len() != 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'Z'
+    {
+        return None;
+    }
+    let num = |from: usize, to: usize| -> Option<i64> {
+        b[from..to].iter().try_fold(0i64, |n, &c| {
+            c.is_ascii_digit().then(|| n * 10 + i64::from(c - b'0'))
+        })
+    };
+    let (year, month, day) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (hour, minute, second) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let month_days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return None,
+    };
+    if day < 1 || day > month_days || hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    // Days since 1970-01-01 (proleptic Gregorian, the "days from civil" method).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let year_of_era = y - era * 400;
+    let day_of_year = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    Timestamp::from_second(days * 86_400 + hour * 3_600 + minute * 60 + second).ok()
 }
 
 fn container_state(c: &ContainerStatusView<'_>) -> ContainerState {
@@ -633,6 +799,61 @@ fn compute_qos(spec: &SpecView<'_>) -> QosClass {
 mod tests {
     use super::*;
     use crate::framework::testing::pod;
+
+    #[test]
+    fn the_fast_time_parser_agrees_with_jiff() {
+        let mut texts: Vec<String> = [
+            "1970-01-01T00:00:00Z",
+            "0000-01-01T00:00:00Z",
+            "0000-03-01T00:00:00Z",
+            "1969-12-31T23:59:59Z",
+            "1600-02-29T12:00:00Z",
+            "1900-02-29T00:00:00Z",
+            "2000-02-29T23:59:59Z",
+            "2024-02-29T00:00:00Z",
+            "2025-02-29T00:00:00Z",
+            "2026-04-31T00:00:00Z",
+            "2026-12-31T23:59:60Z",
+            "2026-01-01T24:00:00Z",
+            "2026-13-01T00:00:00Z",
+            "2026-00-10T00:00:00Z",
+            "2026-01-00T00:00:00Z",
+            "9999-12-31T23:59:59Z",
+            "2026-01-01t00:00:00z",
+            "2026-01-01T00:00:00+01:00",
+            "2026-01-01T00:00:00.5Z",
+            "2026-1-01T00:00:00Z",
+            "+002026-01-01T00:00:0Z",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for year in [
+            1, 4, 99, 100, 399, 400, 1583, 1970, 1999, 2001, 2100, 2400, 2026,
+        ] {
+            for month in 1..=12 {
+                for day in [1, 15, 28, 29, 30, 31] {
+                    texts.push(format!("{year:04}-{month:02}-{day:02}T13:07:59Z"));
+                }
+            }
+        }
+        for text in &texts {
+            let fast = parse_utc_seconds(text);
+            let general = text.parse::<Timestamp>().ok();
+            if let Some(t) = fast {
+                assert_eq!(Some(t), general, "{text}");
+            }
+            assert_eq!(
+                parse_time(&Some(text.as_str().into()), String::new)
+                    .ok()
+                    .flatten(),
+                general,
+                "{text}"
+            );
+        }
+        assert!(parse_utc_seconds("2026-01-27T00:00:00Z").is_some());
+        assert!(parse_utc_seconds("2024-02-29T00:00:00Z").is_some());
+    }
 
     #[test]
     fn qos_ignores_zero_quantities() {

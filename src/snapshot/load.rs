@@ -95,7 +95,7 @@ struct NameOnly {
 /// Adds one object (given as JSON text) to the builder.
 /// Finds the value of the top-level `"kind"` key of a JSON object without parsing the rest
 /// (kubectl prints `apiVersion` and `kind` first, so this usually stops after a few bytes).
-fn peek_kind(raw: &str) -> Option<&str> {
+pub(super) fn peek_kind(raw: &str) -> Option<&str> {
     let b = raw.as_bytes();
     let (mut i, mut depth) = (0usize, 0i32);
     let mut expect_key = false;
@@ -150,14 +150,16 @@ fn object_name(raw: &str) -> String {
         .unwrap_or_else(|| "<unnamed>".to_string())
 }
 
-/// Adds one object (given as JSON text) to the builder (for the streaming loader).
+/// Adds one object (given as JSON text) to the builder (for the streaming loader), with its kind
+/// as [`peek_kind`] found it.
 pub(super) fn add_json_object_str(
     raw: &str,
+    peeked: Option<&str>,
     where_: &dyn Fn() -> String,
     default_kind: Option<&str>,
     b: &mut SnapshotBuilder,
 ) -> Result<(), ConfigError> {
-    add_json_object(raw, where_, default_kind, b)
+    add_peeked_json_object(raw, peeked, where_, default_kind, b)
 }
 
 /// Adds one object (given as JSON text) to the builder.
@@ -167,7 +169,16 @@ fn add_json_object(
     default_kind: Option<&str>,
     b: &mut SnapshotBuilder,
 ) -> Result<(), ConfigError> {
-    let peeked = peek_kind(raw);
+    add_peeked_json_object(raw, peek_kind(raw), where_, default_kind, b)
+}
+
+fn add_peeked_json_object(
+    raw: &str,
+    peeked: Option<&str>,
+    where_: &dyn Fn() -> String,
+    default_kind: Option<&str>,
+    b: &mut SnapshotBuilder,
+) -> Result<(), ConfigError> {
     let kind = match peeked {
         Some(k) => k,
         None => {
@@ -239,20 +250,24 @@ fn add_json_object_of_kind(
         "Node" => b
             .add_node(&typed!(core::Node))
             .map_err(|e| ctx(e.to_string()))?,
-        "Pod" => b
-            .add_pod_view(&typed!(super::view::PodView))
-            .map_err(|e| ctx(e.to_string()))?,
+        "Pod" => {
+            let mut view = super::view::PodView::default();
+            if !view.fill_from_json(raw) {
+                view = typed!(super::view::PodView);
+            }
+            b.add_pod_view(&view).map_err(|e| ctx(e.to_string()))?
+        }
         "Namespace" => b.add_namespace(&typed!(core::Namespace)),
         "PriorityClass" => {
             b.add_priority_class(&typed!(k8s_openapi::api::scheduling::v1::PriorityClass))
         }
         "PodDisruptionBudget" => {
-            b.add_pdb(&typed!(k8s_openapi::api::policy::v1::PodDisruptionBudget))
+            b.add_pdb_owned(typed!(k8s_openapi::api::policy::v1::PodDisruptionBudget))
         }
-        "ReplicaSet" => b.add_replica_set(&typed!(apps::ReplicaSet)),
-        "Deployment" => b.add_deployment(&typed!(apps::Deployment)),
-        "StatefulSet" => b.add_stateful_set(&typed!(apps::StatefulSet)),
-        "Job" => b.add_job(&typed!(batch::Job)),
+        "ReplicaSet" => b.add_replica_set_owned(typed!(apps::ReplicaSet)),
+        "Deployment" => b.add_deployment_owned(typed!(apps::Deployment)),
+        "StatefulSet" => b.add_stateful_set_owned(typed!(apps::StatefulSet)),
+        "Job" => b.add_job_owned(typed!(batch::Job)),
         "PersistentVolumeClaim" => b.add_pvc(&typed!(core::PersistentVolumeClaim)),
         _ => {}
     }

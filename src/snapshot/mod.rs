@@ -137,23 +137,46 @@ impl Snapshot {
         s.evicted = vec![false; s.pods.len()];
         s.usage = (0..s.nodes.len()).map(|_| OnceLock::new()).collect();
         let mut unknown_nodes: BTreeMap<String, usize> = BTreeMap::new();
-        for (i, pod) in s.pods.iter_mut().enumerate() {
+        // The per-pod lookups go through maps with a fast hasher and borrowed keys (no key copied
+        // per pod); the indexes are filled from them afterwards.
+        let node_ids: builder::FastMap<&str, NodeId> = s
+            .node_by_name
+            .iter()
+            .map(|(name, &id)| (name.as_str(), id))
+            .collect();
+        let mut by_namespace: builder::FastMap<&str, (Arc<str>, Vec<PodId>)> = Default::default();
+        let mut by_owner: builder::FastMap<&str, Vec<PodId>> = Default::default();
+        let mut nodes_of_pods = Vec::with_capacity(s.pods.len());
+        for (i, pod) in s.pods.iter().enumerate() {
             let id = i as PodId;
+            let mut node = None;
             if let Some(node_name) = &pod.node_name {
-                match s.node_by_name.get(node_name) {
+                match node_ids.get(node_name.as_str()) {
                     Some(&n) => {
-                        pod.node = Some(n);
+                        node = Some(n);
                         s.pods_by_node[n as usize].push(id);
                     }
                     None => *unknown_nodes.entry(node_name.clone()).or_default() += 1,
                 }
             }
-            s.pods_by_namespace
-                .entry(pod.namespace.clone())
-                .or_default()
+            nodes_of_pods.push(node);
+            by_namespace
+                .entry(&pod.namespace[..])
+                .or_insert_with(|| (pod.namespace.clone(), Vec::new()))
+                .1
                 .push(id);
             for o in pod.owners.iter() {
-                s.pods_by_owner.entry(o.uid.clone()).or_default().push(id);
+                by_owner.entry(o.uid.as_str()).or_default().push(id);
+            }
+        }
+        s.pods_by_namespace = by_namespace.into_values().collect();
+        s.pods_by_owner = by_owner
+            .into_iter()
+            .map(|(uid, pods)| (uid.to_string(), pods))
+            .collect();
+        for (pod, node) in s.pods.iter_mut().zip(nodes_of_pods) {
+            if node.is_some() {
+                pod.node = node;
             }
         }
         for (node, count) in unknown_nodes {

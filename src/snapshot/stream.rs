@@ -1,6 +1,8 @@
-//! Streaming a large JSON `List` from a file: a small byte scanner cuts the `items` array into
-//! whole items block by block, and worker threads convert the blocks in parallel. Only a few blocks
-//! are in memory at once, so a 150,000-pod snapshot never sits in memory as text.
+//! Streaming a large JSON `List` from a file: a scanner cuts the `items` array into whole items
+//! block by block (inside an item it classifies 64 bytes at a time: quotes, backslashes, braces),
+//! and worker threads convert the blocks in parallel. Only a few blocks are in memory at once, so a
+//! 150,000-pod snapshot never sits in memory as text; block buffers and per-block pod lists are
+//! reused rather than allocated (and page-faulted) anew.
 
 use std::io::Read;
 use std::sync::mpsc;
@@ -28,6 +30,8 @@ struct Scanner {
     pending_key: Vec<u8>,
     in_items: bool,
     item_start: Option<usize>,
+    /// Inside an item: how many of its braces are open (0 between items).
+    item_depth: u32,
     list_kind: Option<String>,
     done: bool,
 }
@@ -40,11 +44,74 @@ struct Batch {
     items: Vec<(usize, usize)>,
 }
 
+/// Bytes the item scanner classifies at once.
+const LANES: usize = 64;
+
+/// Masks (bit `i` = byte `i`) of the bytes that matter inside an item: quotes, backslashes and
+/// braces. Brackets need no tracking there: in valid JSON an object's braces balance on their own,
+/// and an item that is not valid JSON fails when it is converted.
+#[derive(Clone, Copy)]
+struct Masks {
+    quote: u64,
+    backslash: u64,
+    open: u64,
+    close: u64,
+}
+
+impl Masks {
+    /// Classifies 64 bytes, eight at a time (SWAR: bytes compared inside a `u64`).
+    fn of(chunk: &[u8; LANES]) -> Self {
+        const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        // The high bit of each byte of `w` that equals `c` (exact: no false positives).
+        let eq = |w: u64, c: u8| -> u64 {
+            let t = w ^ (ONES * u64::from(c));
+            !(((t & LOW7) + LOW7) | t | LOW7)
+        };
+        // The high bits of the eight bytes, gathered into the low eight bits.
+        let pack = |hi: u64| -> u64 { ((hi >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56 };
+        let mut m = Masks {
+            quote: 0,
+            backslash: 0,
+            open: 0,
+            close: 0,
+        };
+        for (k, word) in chunk.chunks_exact(8).enumerate() {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(word);
+            let w = u64::from_le_bytes(bytes);
+            let shift = k * 8;
+            m.quote |= pack(eq(w, b'"')) << shift;
+            m.backslash |= pack(eq(w, b'\\')) << shift;
+            m.open |= pack(eq(w, b'{')) << shift;
+            m.close |= pack(eq(w, b'}')) << shift;
+        }
+        m
+    }
+}
+
+/// Bit `i` set when an odd number of bits at or below `i` are set in `x`.
+fn prefix_xor(mut x: u64) -> u64 {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    x
+}
+
 impl Scanner {
     /// Scans `buf[from..]`, recording complete items. Returns `Err` on structure the streaming
     /// path does not handle (the caller falls back to the in-memory loader).
     fn scan(&mut self, buf: &[u8], from: usize, items: &mut Vec<(usize, usize)>) -> Result<(), ()> {
         let mut i = from;
+        if self.item_depth > 0 {
+            match self.scan_item(buf, i) {
+                Some(end) => i = self.finish_item(end, items),
+                None => return Ok(()),
+            }
+        }
         while i < buf.len() && !self.done {
             let c = buf[i];
             if self.in_string {
@@ -83,17 +150,22 @@ impl Scanner {
                         if c != b'{' {
                             return Err(());
                         }
+                        // An item: find its end with the item scanner.
                         self.item_start = Some(i);
+                        self.item_depth = 1;
+                        match self.scan_item(buf, i + 1) {
+                            Some(end) => {
+                                i = self.finish_item(end, items);
+                                continue;
+                            }
+                            None => return Ok(()),
+                        }
                     }
                     self.depth += 1;
                 }
                 b'}' | b']' => {
                     self.depth -= 1;
-                    if self.in_items && self.depth == 2 && c == b'}' {
-                        if let Some(start) = self.item_start.take() {
-                            items.push((start, i + 1));
-                        }
-                    } else if self.in_items && self.depth == 1 {
+                    if self.in_items && self.depth == 1 {
                         self.in_items = false;
                     } else if self.depth == 0 {
                         self.done = true;
@@ -104,6 +176,92 @@ impl Scanner {
             i += 1;
         }
         Ok(())
+    }
+
+    /// Records the item that ends before `end`; returns where scanning goes on.
+    fn finish_item(&mut self, end: usize, items: &mut Vec<(usize, usize)>) -> usize {
+        if let Some(start) = self.item_start.take() {
+            items.push((start, end));
+        }
+        end
+    }
+
+    /// Scans inside an item from `buf[from..]`, 64 bytes at a time: returns the end (exclusive)
+    /// of the item when its last brace closes, or `None` when `buf` ends first (the state carries
+    /// over to the next call). A quote is escaped by an odd run of backslashes before it.
+    fn scan_item(&mut self, buf: &[u8], from: usize) -> Option<usize> {
+        let mut i = from;
+        while let Some(chunk) = buf.get(i..i + LANES) {
+            let Ok(chunk) = <&[u8; LANES]>::try_from(chunk) else {
+                break;
+            };
+            let m = Masks::of(chunk);
+            let mut escaped = u64::from(self.escape);
+            self.escape = false;
+            let mut pending = m.backslash;
+            while pending != 0 {
+                let j = pending.trailing_zeros();
+                pending &= pending - 1;
+                if escaped & (1 << j) != 0 {
+                    continue;
+                }
+                if j == 63 {
+                    self.escape = true;
+                } else {
+                    escaped |= 1 << (j + 1);
+                }
+            }
+            // Bit set: inside a string (its opening quote included, its closing one not).
+            let carry = if self.in_string { u64::MAX } else { 0 };
+            let strings = prefix_xor(m.quote & !escaped) ^ carry;
+            self.in_string = strings >> 63 == 1;
+            let open = m.open & !strings;
+            let close = m.close & !strings;
+            if close.count_ones() < self.item_depth {
+                // The item cannot end in this chunk.
+                self.item_depth = self.item_depth + open.count_ones() - close.count_ones();
+            } else {
+                let mut braces = open | close;
+                while braces != 0 {
+                    let j = braces.trailing_zeros();
+                    braces &= braces - 1;
+                    if open & (1 << j) != 0 {
+                        self.item_depth += 1;
+                    } else {
+                        self.item_depth -= 1;
+                        if self.item_depth == 0 {
+                            self.in_string = false;
+                            self.escape = false;
+                            return Some(i + j as usize + 1);
+                        }
+                    }
+                }
+            }
+            i += LANES;
+        }
+        // Fewer than 64 bytes left: byte by byte, with the same rules.
+        while i < buf.len() {
+            let c = buf[i];
+            i += 1;
+            if self.escape {
+                self.escape = false;
+                continue;
+            }
+            match c {
+                b'\\' => self.escape = true,
+                b'"' => self.in_string = !self.in_string,
+                b'{' if !self.in_string => self.item_depth += 1,
+                b'}' if !self.in_string => {
+                    self.item_depth -= 1;
+                    if self.item_depth == 0 {
+                        self.in_string = false;
+                        return Some(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
     }
 }
 
@@ -126,21 +284,23 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
         .clamp(1, 4);
     let (tx, rx) = mpsc::sync_channel::<Batch>(workers);
     let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+    // Converted blocks' text buffers go back to the reader, so their memory is reused.
+    let (recycle_tx, recycle_rx) = mpsc::channel::<Vec<u8>>();
     let kind_cell: std::sync::Arc<std::sync::OnceLock<Option<String>>> = Default::default();
     let merger = std::sync::Mutex::new(merger);
+    let failed = || ConfigError::new("snapshot loader: a worker failed");
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 let rx = rx.clone();
                 let kind_cell = kind_cell.clone();
                 let merger = &merger;
+                let recycle_tx = recycle_tx.clone();
                 scope.spawn(move || -> Result<(), ConfigError> {
                     loop {
                         let batch = match rx.lock() {
                             Ok(r) => r.recv(),
-                            Err(_) => {
-                                return Err(ConfigError::new("snapshot loader: a worker failed"));
-                            }
+                            Err(_) => return Err(failed()),
                         };
                         let Ok(batch) = batch else { return Ok(()) };
                         let text = std::str::from_utf8(&batch.text).map_err(|e| {
@@ -151,23 +311,43 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
                             .as_deref()
                             .and_then(|k| k.strip_suffix("List"))
                             .filter(|k| !k.is_empty());
-                        let mut local = SnapshotBuilder::new();
-                        for (n, &(a, b)) in batch.items.iter().enumerate() {
+                        let pods = merger
+                            .lock()
+                            .map_err(|_| failed())?
+                            .spare_pods
+                            .pop()
+                            .unwrap_or_default();
+                        let mut local = SnapshotBuilder::with_pod_buffer(pods);
+                        // Count the kinds first (the `kind` key is usually near the start), so
+                        // the lists are allocated once.
+                        let mut counts = [0usize; 3];
+                        let peeked: Vec<Option<&str>> = batch
+                            .items
+                            .iter()
+                            .map(|&(a, b)| super::load::peek_kind(&text[a..b]))
+                            .collect();
+                        for kind in &peeked {
+                            match kind.or(default_kind) {
+                                Some("Pod") => counts[0] += 1,
+                                Some("ReplicaSet") => counts[1] += 1,
+                                Some("Deployment") => counts[2] += 1,
+                                _ => {}
+                            }
+                        }
+                        local.reserve_many(counts[0], counts[1], counts[2]);
+                        for (n, (&(a, b), &kind)) in batch.items.iter().zip(&peeked).enumerate() {
                             let where_ = || format!("items[{}]", batch.first_index + n);
                             super::load::add_json_object_str(
                                 &text[a..b],
+                                kind,
                                 &where_,
                                 default_kind,
                                 &mut local,
                             )?;
                         }
-                        drop(batch.text);
-                        match merger.lock() {
-                            Ok(mut m) => m.add(batch.seq, local),
-                            Err(_) => {
-                                return Err(ConfigError::new("snapshot loader: a worker failed"));
-                            }
-                        }
+                        // The reader may have stopped; then the buffer is simply dropped.
+                        let _ = recycle_tx.send(batch.text);
+                        merger.lock().map_err(|_| failed())?.add(batch.seq, local);
                     }
                 })
             })
@@ -175,7 +355,8 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
         // Only the workers hold the receiver: if they all stop (errors), sending fails instead of
         // blocking.
         drop(rx);
-        let produced = produce(&mut file, &tx, &kind_cell, io_err);
+        drop(recycle_tx);
+        let produced = produce(&mut file, &tx, &recycle_rx, &kind_cell, io_err);
         drop(tx);
         let mut first_err = None;
         for h in handles {
@@ -197,11 +378,7 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
         if let Some(e) = first_err {
             return Err(e);
         }
-        let mut m = std::mem::take(
-            &mut *merger
-                .lock()
-                .map_err(|_| ConfigError::new("snapshot loader: a worker failed"))?,
-        );
+        let mut m = std::mem::take(&mut *merger.lock().map_err(|_| failed())?);
         m.out.shrink_pods();
         if !m.pending.is_empty() {
             return Err(ConfigError::new(
@@ -219,13 +396,16 @@ struct Merger {
     next: usize,
     pending: std::collections::BTreeMap<usize, SnapshotBuilder>,
     out: SnapshotBuilder,
+    /// Emptied per-block pod vectors, for the workers to reuse.
+    spare_pods: Vec<Vec<super::Pod>>,
 }
 
 impl Merger {
     fn add(&mut self, seq: usize, part: SnapshotBuilder) {
         self.pending.insert(seq, part);
         while let Some(part) = self.pending.remove(&self.next) {
-            self.out.merge(part);
+            let spare = self.out.merge_reusing(part);
+            self.spare_pods.push(spare);
             self.next += 1;
         }
     }
@@ -235,6 +415,7 @@ impl Merger {
 fn produce(
     file: &mut std::fs::File,
     tx: &mpsc::SyncSender<Batch>,
+    recycled: &mpsc::Receiver<Vec<u8>>,
     kind_cell: &std::sync::OnceLock<Option<String>>,
     io_err: impl Fn(std::io::Error) -> ConfigError,
 ) -> Result<bool, ConfigError> {
@@ -242,10 +423,11 @@ fn produce(
     let mut buf: Vec<u8> = Vec::with_capacity(BLOCK);
     let (mut seq, mut index, mut scanned) = (0usize, 0usize, 0usize);
     loop {
-        let old_len = buf.len();
-        buf.resize(old_len + BLOCK, 0);
-        let n = file.read(&mut buf[old_len..]).map_err(&io_err)?;
-        buf.truncate(old_len + n);
+        // Reads straight into spare capacity (no zeroing), up to a block or the end of the file.
+        buf.reserve(BLOCK);
+        let n = Read::take(&mut *file, BLOCK as u64)
+            .read_to_end(&mut buf)
+            .map_err(&io_err)?;
         let mut items = Vec::new();
         if scanner.scan(&buf, scanned, &mut items).is_err() {
             return Ok(false);
@@ -261,16 +443,18 @@ fn produce(
             }
             // Keep the unfinished tail (from the current item's start) for the next block.
             let cut = scanner.item_start.unwrap_or(buf.len());
-            let tail = buf[cut..].to_vec();
-            let count = items.len();
+            let mut next = recycled.try_recv().unwrap_or_default();
+            next.clear();
+            next.reserve(BLOCK + (buf.len() - cut));
+            next.extend_from_slice(&buf[cut..]);
             buf.truncate(cut);
-            let text = std::mem::replace(&mut buf, Vec::with_capacity(BLOCK + tail.len()));
-            buf.extend_from_slice(&tail);
+            let text = std::mem::replace(&mut buf, next);
             if let Some(start) = scanner.item_start.as_mut() {
                 *start -= cut;
             }
             scanner.string_start = scanner.string_start.saturating_sub(cut);
             scanned = buf.len();
+            let count = items.len();
             if tx
                 .send(Batch {
                     seq,
@@ -292,7 +476,7 @@ fn produce(
             break;
         }
     }
-    if scanner.depth != 0 || scanner.in_string {
+    if scanner.depth != 0 || scanner.in_string || scanner.item_depth != 0 {
         return Err(ConfigError::new(
             "invalid JSON: the file ends in the middle of an object",
         ));
@@ -332,6 +516,100 @@ mod tests {
         let b: Vec<String> = reference.pods.iter().map(|p| format!("{p:?}")).collect();
         assert_eq!(a.len(), b.len());
         assert_eq!(a, b, "same pods in the same order");
+    }
+
+    /// Item texts that stress the scanner: escaped quotes and backslashes, braces and brackets
+    /// inside strings, multibyte UTF-8, nesting, and escapes at every offset of a 64-byte chunk.
+    fn tricky_items() -> Vec<String> {
+        let mut items = vec![
+            r#"{"kind":"Node","metadata":{"name":"a\"}b","labels":{"x":"}]{[\\"}}}"#.to_string(),
+            r#"{"kind":"Node","metadata":{"name":"\\\"\\","labels":{"é€😀":"😀}"}}}"#.to_string(),
+            r#"{"kind":"Node","metadata":{"name":"n"},"spec":{"taints":[{"key":"k","value":"]}","effect":"NoSchedule"}]}}"#
+                .to_string(),
+            r#"{"a":[[{"b":"\\"}],{"c":{}}],"kind":"Node","metadata":{"name":"{}"}}"#.to_string(),
+        ];
+        for pad in 0..70 {
+            let filler = "x".repeat(pad);
+            items.push(format!(
+                r#"{{"kind":"Node","metadata":{{"name":"{filler}\"}}\\","labels":{{"k":"{filler}é\\\"{{"}}}}}}"#
+            ));
+        }
+        items
+    }
+
+    fn list_text(items: &[String]) -> String {
+        format!(
+            "{{\"kind\":\"List\",\"apiVersion\":\"v1\",\"items\":[\n{}\n],\"metadata\":{{}}}}",
+            items.join(",\n")
+        )
+    }
+
+    #[test]
+    fn scanner_finds_the_items_wherever_the_input_is_cut() {
+        #[derive(serde::Deserialize)]
+        struct List<'a> {
+            #[serde(borrow)]
+            items: Vec<&'a serde_json::value::RawValue>,
+        }
+        let text = list_text(&tricky_items());
+        let list: List = serde_json::from_str(&text).expect("valid JSON");
+        let base = text.as_ptr() as usize;
+        let expected: Vec<(usize, usize)> = list
+            .items
+            .iter()
+            .map(|r| {
+                let start = r.get().as_ptr() as usize - base;
+                (start, start + r.get().len())
+            })
+            .collect();
+        let bytes = text.as_bytes();
+        for step in [1, 2, 3, 7, 63, 64, 65, 100, 127, 1000, bytes.len()] {
+            let mut scanner = Scanner::default();
+            let mut items = Vec::new();
+            let mut scanned = 0;
+            let mut end = 0;
+            while end < bytes.len() {
+                end = (end + step).min(bytes.len());
+                scanner.scan(&bytes[..end], scanned, &mut items).unwrap();
+                scanned = end;
+            }
+            assert_eq!(items, expected, "fed {step} bytes at a time");
+            assert!(scanner.done && scanner.item_depth == 0 && !scanner.in_string);
+        }
+    }
+
+    #[test]
+    fn streaming_handles_escapes_and_multibyte_text_across_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tricky.json");
+        let mut items = tricky_items();
+        // Pods whose strings (kept labels and annotations) straddle the 4 KiB test blocks at
+        // every offset.
+        for i in 0..300 {
+            let filler = "ü".repeat(i % 37) + &"z".repeat(i % 11);
+            items.push(format!(
+                r#"{{"kind":"Pod","metadata":{{"name":"p{i}","namespace":"ns","labels":{{"app":"{filler}\"}}]\\"}},"annotations":{{"descheduler.alpha.kubernetes.io/evict":"{filler}\\\"{{["}}}},"spec":{{"nodeName":"a\"}}b","containers":[{{"image":"i{{\"{filler}"}}]}}}}"#
+            ));
+        }
+        let text = list_text(&items);
+        std::fs::write(&path, &text).unwrap();
+        assert!(text.len() > 20 * BLOCK, "the file spans many blocks");
+        let streamed = load_json_list_file(&path).unwrap().expect("streamable");
+        let reference = crate::snapshot::load::load_bytes(text.as_bytes()).unwrap();
+        let streamed = streamed.build();
+        assert_eq!(streamed.pods.len(), 300);
+        assert_eq!(streamed.nodes.len(), reference.nodes.len());
+        assert_eq!(streamed.nodes[0].name, "a\"}b");
+        assert_eq!(
+            streamed.pods[5].labels.get("app").map(String::as_str),
+            Some("üüüüüzzzzz\"}]\\")
+        );
+        let a: Vec<String> = streamed.pods.iter().map(|p| format!("{p:?}")).collect();
+        let b: Vec<String> = reference.pods.iter().map(|p| format!("{p:?}")).collect();
+        assert_eq!(a, b, "same pods in the same order");
+        let a: Vec<String> = streamed.nodes.iter().map(|n| format!("{n:?}")).collect();
+        let b: Vec<String> = reference.nodes.iter().map(|n| format!("{n:?}")).collect();
+        assert_eq!(a, b, "same nodes in the same order");
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! (strings borrowed from the input, everything else skipped) when loading a snapshot file, or
 //! built from a `k8s_openapi` Pod in live mode — one conversion path into the model either way.
 
+mod fast;
+
 use std::borrow::Cow;
 use std::fmt;
 
@@ -432,6 +434,21 @@ fn status_view(s: &core::ContainerStatus) -> ContainerStatusView<'_> {
 }
 
 impl<'a> PodView<'a> {
+    /// Decodes a pod from JSON text the way its `Deserialize` impl does, faster: a hand-written
+    /// reader covers the usual shape and serde the rest (and reports errors).
+    pub fn from_json(text: &'a str) -> serde_json::Result<Self> {
+        match fast::pod_view(text) {
+            Some(v) => Ok(v),
+            None => serde_json::from_str(text),
+        }
+    }
+
+    /// Fills this (empty, default) view from JSON text with the fast reader of
+    /// [`Self::from_json`]. `false`: the text needs the serde decoder, and the view is partial.
+    pub fn fill_from_json(&mut self, text: &'a str) -> bool {
+        fast::pod_view_into(text, self).is_some()
+    }
+
     /// Borrows the fields the engine reads from a Kubernetes Pod.
     pub fn from_pod(p: &'a core::Pod) -> Self {
         let m = &p.metadata;
