@@ -46,49 +46,10 @@ pub struct SnapshotBuilder {
     shared: FastMap<String, SharedParts>,
 }
 
-/// A map with [`FastHasher`], for per-pod lookups by namespace, owner and node name.
-pub(super) type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;
-
-/// A multiply-rotate hasher (the `FxHash` scheme): much cheaper than SipHash for short keys. Its
-/// keys come from the snapshot being loaded, so a crafted file can at worst slow its own loading.
-#[derive(Default, Clone, Copy)]
-pub(super) struct FastHasher(u64);
-
-impl FastHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl std::hash::Hasher for FastHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(w);
-            self.add(u64::from_le_bytes(b));
-        }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut b = [0u8; 8];
-            b[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(b));
-        }
-    }
-
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        // The multiply leaves the best bits on top; the table indexes with the low ones.
-        self.0.rotate_left(26)
-    }
-}
+/// A map with the FxHash hasher (much cheaper than SipHash for short keys), for per-pod lookups by
+/// namespace, owner and node name. Its keys come from the snapshot being loaded, so a crafted file
+/// can at worst slow its own loading.
+pub(super) type FastMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// Pod fields that pods of one owner usually have in common; shared (not copied) when equal.
 #[derive(Default, Clone)]
