@@ -19,7 +19,17 @@ pub struct FilterView<'a> {
     moved: &'a rustc_hash::FxHashSet<PodId>,
 }
 
-impl FilterView<'_> {
+impl<'a> FilterView<'a> {
+    /// The cluster snapshot.
+    pub fn snapshot(&self) -> &'a Snapshot {
+        self.snapshot
+    }
+
+    /// The cycle's clock.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
     /// As [`Handle::filter`].
     pub fn filter(&self, pod: PodId) -> bool {
         !self.moved.contains(&pod)

@@ -6,6 +6,7 @@ pub mod cycle;
 pub mod filter_cache;
 pub mod handle;
 pub mod parallel;
+pub mod per_node;
 pub mod podfilter;
 pub mod registry;
 pub mod sort;

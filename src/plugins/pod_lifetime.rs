@@ -7,6 +7,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
 use crate::framework::args::{ArgsError, Namespaces, decode};
+use crate::framework::handle::FilterView;
+use crate::framework::parallel;
 use crate::framework::podfilter::PodFilter;
 use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
 use crate::framework::{DeschedulePlugin, Handle};
@@ -131,8 +133,8 @@ fn build(args: &serde_json::Value) -> Result<Plugin, ArgsError> {
     )?)?)))
 }
 
-fn age_secs(h: &Handle<'_>, t: Option<jiff::Timestamp>) -> Option<i64> {
-    t.map(|t| h.now.duration_since(t).as_secs())
+fn age_secs(h: &FilterView<'_>, t: Option<jiff::Timestamp>) -> Option<i64> {
+    t.map(|t| h.now().duration_since(t).as_secs())
 }
 
 impl PodLifeTime {
@@ -209,8 +211,8 @@ impl PodLifeTime {
             .chain(eph.iter())
     }
 
-    fn qualifies(&self, h: &Handle<'_>, id: PodId) -> bool {
-        let pod = h.snapshot.pod(id);
+    fn qualifies(&self, h: &FilterView<'_>, id: PodId) -> bool {
+        let pod = h.snapshot().pod(id);
         if !self.filter.matches(pod) {
             return false;
         }
@@ -259,7 +261,7 @@ impl PodLifeTime {
         h.filter(id)
     }
 
-    fn matches_conditions(&self, h: &Handle<'_>, pod: &Pod) -> bool {
+    fn matches_conditions(&self, h: &FilterView<'_>, pod: &Pod) -> bool {
         self.args.conditions.iter().any(|f| {
             pod.conditions.iter().any(|c| {
                 let fields = (f.type_.is_empty() || c.type_ == f.type_)
@@ -286,11 +288,24 @@ impl DeschedulePlugin for PodLifeTime {
     }
 
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
-        let mut pods: Vec<PodId> = nodes
-            .iter()
-            .flat_map(|&n| h.snapshot.pods_on_node(n))
-            .filter(|&p| self.qualifies(h, p))
-            .collect();
+        // Which pods qualify does not depend on this plugin's evictions: judged on several threads.
+        let view = h.filter_view();
+        let s = h.snapshot;
+        let mut pods: Vec<PodId> = parallel::map_chunks(
+            nodes,
+            |&n| s.pods_on_node_upper_bound(n),
+            parallel::MIN_PARALLEL_WEIGHT,
+            |chunk| {
+                chunk
+                    .iter()
+                    .flat_map(|&n| s.pods_on_node(n))
+                    .filter(|&p| self.qualifies(&view, p))
+                    .collect::<Vec<PodId>>()
+            },
+        )
+        .into_iter()
+        .flatten()
+        .collect();
         // Oldest first across all nodes (a missing creation time sorts first, like Go's zero time).
         pods.sort_by_key(|&p| h.snapshot.pod(p).creation_timestamp);
         for p in pods {

@@ -8,6 +8,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
 use crate::framework::args::{ArgsError, Namespaces, decode};
+use crate::framework::handle::FilterView;
+use crate::framework::per_node::evict_per_node;
 use crate::framework::podfilter::PodFilter;
 use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
 use crate::framework::{DeschedulePlugin, Handle};
@@ -91,14 +93,14 @@ impl RemoveFailedPods {
         pod.container_states.iter().chain(init.iter())
     }
 
-    fn qualifies(&self, h: &Handle<'_>, id: PodId) -> bool {
-        let pod = h.snapshot.pod(id);
+    fn qualifies(&self, h: &FilterView<'_>, id: PodId) -> bool {
+        let pod = h.snapshot().pod(id);
         if pod.phase != PodPhase::Failed || !self.filter.matches(pod) {
             return false;
         }
         // Age since creation, truncated to whole seconds; a pod without a creation time is very old.
         let age = pod.creation_timestamp.map_or(u64::MAX, |c| {
-            h.now.duration_since(c).as_secs().max(0) as u64
+            h.now().duration_since(c).as_secs().max(0) as u64
         });
         if age < self.min_age {
             return false;
@@ -139,19 +141,10 @@ impl DeschedulePlugin for RemoveFailedPods {
     }
 
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
-        for &node in nodes {
-            let pods: Vec<PodId> = h
-                .snapshot
-                .pods_on_node(node)
-                .filter(|&p| self.qualifies(h, p))
-                .collect();
-            for p in pods {
-                match h.evict(p, None) {
-                    Err(e) if e.is_node_limit() => break,
-                    Err(e) if e.is_total_limit() => return,
-                    _ => {}
-                }
-            }
-        }
+        evict_per_node(h, nodes, |s, view, node, _: &mut ()| {
+            s.pods_on_node(node)
+                .filter(|&p| self.qualifies(view, p))
+                .collect()
+        });
     }
 }

@@ -7,6 +7,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
 use crate::framework::args::{ArgsError, Namespaces, decode};
+use crate::framework::handle::FilterView;
+use crate::framework::per_node::evict_per_node;
 use crate::framework::podfilter::PodFilter;
 use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
 use crate::framework::{DeschedulePlugin, Handle};
@@ -87,11 +89,11 @@ impl RemovePodsHavingTooManyRestarts {
         })
     }
 
-    fn in_state(&self, h: &Handle<'_>, id: PodId) -> bool {
+    fn in_state(&self, h: &FilterView<'_>, id: PodId) -> bool {
         if self.states.is_empty() {
             return true;
         }
-        let pod = h.snapshot.pod(id);
+        let pod = h.snapshot().pod(id);
         if self.states.contains(pod.phase.as_str()) {
             return true;
         }
@@ -114,29 +116,22 @@ impl DeschedulePlugin for RemovePodsHavingTooManyRestarts {
     }
 
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
-        for &node in nodes {
-            let mut pods: Vec<(i64, PodId)> = h
-                .snapshot
+        evict_per_node(h, nodes, |s, view, node, _: &mut ()| {
+            let mut pods: Vec<(i64, PodId)> = s
                 .pods_on_node(node)
                 .filter_map(|p| {
-                    let pod = h.snapshot.pod(p);
+                    let pod = s.pod(p);
                     let restarts = pod.restarts(self.including_init);
                     (restarts >= self.threshold
                         && self.filter.matches(pod)
-                        && self.in_state(h, p)
-                        && h.filter(p))
+                        && self.in_state(view, p)
+                        && view.filter(p))
                     .then_some((restarts, p))
                 })
                 .collect();
             // Most restarts first (stable for equal counts).
             pods.sort_by_key(|&(restarts, _)| std::cmp::Reverse(restarts));
-            for (_, p) in pods {
-                match h.evict(p, None) {
-                    Err(e) if e.is_node_limit() => break,
-                    Err(e) if e.is_total_limit() => return,
-                    _ => {}
-                }
-            }
-        }
+            pods.into_iter().map(|(_, p)| p).collect()
+        });
     }
 }

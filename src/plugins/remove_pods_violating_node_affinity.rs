@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
 use crate::framework::args::{ArgsError, Namespaces, decode};
-use crate::framework::parallel;
+use crate::framework::per_node::evict_per_node;
 use crate::framework::podfilter::PodFilter;
 use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
 use crate::framework::{DeschedulePlugin, Handle};
@@ -169,45 +169,22 @@ impl DeschedulePlugin for RemovePodsViolatingNodeAffinity {
 
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         for kind in &self.types {
-            // The violating pods of every node, found on several threads: a node's candidates do
-            // not depend on evictions from other nodes, so this equals scanning node by node.
-            let view = h.filter_view();
-            let s = h.snapshot;
-            let per_node: Vec<Vec<PodId>> = parallel::map_chunks(
+            evict_per_node(
+                h,
                 nodes,
-                |&n| s.pods_on_node_upper_bound(n),
-                parallel::MIN_PARALLEL_WEIGHT,
-                |chunk| {
-                    let mut best_scores = BestScores::default();
-                    chunk
-                        .iter()
-                        .map(|&node| {
-                            s.pods_on_node(node)
-                                .filter(|&p| {
-                                    let pod = s.pod(p);
-                                    !matches!(pod.phase, PodPhase::Succeeded | PodPhase::Failed)
-                                        && !view.is_moved(p)
-                                        && self.filter.matches(pod)
-                                        && view.filter(p)
-                                        && self.violates(s, kind, p, node, nodes, &mut best_scores)
-                                })
-                                .collect()
+                |s, view, node, best_scores: &mut BestScores<'_>| {
+                    s.pods_on_node(node)
+                        .filter(|&p| {
+                            let pod = s.pod(p);
+                            !matches!(pod.phase, PodPhase::Succeeded | PodPhase::Failed)
+                                && !view.is_moved(p)
+                                && self.filter.matches(pod)
+                                && view.filter(p)
+                                && self.violates(s, kind, p, node, nodes, best_scores)
                         })
-                        .collect::<Vec<Vec<PodId>>>()
+                        .collect()
                 },
-            )
-            .into_iter()
-            .flatten()
-            .collect();
-            for pods in per_node {
-                for p in pods {
-                    match h.evict(p, None) {
-                        Err(e) if e.is_node_limit() => break,
-                        Err(e) if e.is_total_limit() => return,
-                        _ => {}
-                    }
-                }
-            }
+            );
         }
     }
 }

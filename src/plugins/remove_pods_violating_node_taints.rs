@@ -9,12 +9,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
 use crate::framework::args::{ArgsError, Namespaces, decode};
+use crate::framework::per_node::evict_per_node;
 use crate::framework::podfilter::PodFilter;
 use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
 use crate::framework::{DeschedulePlugin, Handle};
 use crate::scheduling::taints;
+use crate::snapshot::NodeId;
 use crate::snapshot::model::PodPhase;
-use crate::snapshot::{NodeId, PodId};
 
 /// The plugin name.
 pub const NAME: &str = "RemovePodsViolatingNodeTaints";
@@ -106,27 +107,18 @@ impl DeschedulePlugin for RemovePodsViolatingNodeTaints {
     }
 
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
-        for &node in nodes {
-            let taints = &h.snapshot.node(node).taints;
-            let pods: Vec<PodId> = h
-                .snapshot
-                .pods_on_node(node)
+        evict_per_node(h, nodes, |s, view, node, _: &mut ()| {
+            let taints = &s.node(node).taints;
+            s.pods_on_node(node)
                 .filter(|&p| {
-                    let pod = h.snapshot.pod(p);
+                    let pod = s.pod(p);
                     // Succeeded and Failed pods hold no resources and are not considered (upstream ListPodsOnANode).
                     !matches!(pod.phase, PodPhase::Succeeded | PodPhase::Failed)
                         && self.filter.matches(pod)
                         && !taints::tolerates_all(&pod.tolerations, taints, |t| self.considered(t))
-                        && h.filter(p)
+                        && view.filter(p)
                 })
-                .collect();
-            for p in pods {
-                match h.evict(p, None) {
-                    Err(e) if e.is_node_limit() => break,
-                    Err(e) if e.is_total_limit() => return,
-                    _ => {}
-                }
-            }
-        }
+                .collect()
+        });
     }
 }
