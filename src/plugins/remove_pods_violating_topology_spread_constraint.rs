@@ -481,12 +481,28 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
             let pod = s.pod(p);
             self.filter.matches(pod) && h.filter(p)
         };
+        // The listed pods by namespace, in node order (chunks of nodes on several threads,
+        // appended in node order).
+        let view = h.filter_view();
         let mut by_namespace: BTreeMap<&str, Vec<PodId>> = BTreeMap::new();
-        for &n in nodes {
-            for p in s.active_pods_on_node(n) {
-                if listed(h, p) {
-                    by_namespace.entry(&s.pod(p).namespace).or_default().push(p);
+        for part in parallel::map_chunks(
+            nodes,
+            |&n| s.pods_on_node_upper_bound(n),
+            parallel::MIN_PARALLEL_WEIGHT,
+            |chunk| {
+                let mut part: BTreeMap<&str, Vec<PodId>> = BTreeMap::new();
+                for &n in chunk {
+                    for p in s.active_pods_on_node(n) {
+                        if self.filter.matches(s.pod(p)) && view.filter(p) {
+                            part.entry(&s.pod(p).namespace).or_default().push(p);
+                        }
+                    }
                 }
+                part
+            },
+        ) {
+            for (ns, pods) in part {
+                by_namespace.entry(ns).or_default().extend(pods);
             }
         }
         // Namespaces are independent (constraints only count pods of their own namespace), so

@@ -145,35 +145,36 @@ impl Snapshot {
             .map(|(name, &id)| (name.as_str(), id))
             .collect();
         let mut by_namespace: builder::FastMap<&str, (Arc<str>, Vec<PodId>)> = Default::default();
-        let mut by_owner: builder::FastMap<&str, Vec<PodId>> = Default::default();
         let mut nodes_of_pods = Vec::with_capacity(s.pods.len());
-        for (i, pod) in s.pods.iter().enumerate() {
-            let id = i as PodId;
-            let mut node = None;
-            if let Some(node_name) = &pod.node_name {
-                match node_ids.get(node_name.as_str()) {
-                    Some(&n) => {
-                        node = Some(n);
-                        s.pods_by_node[n as usize].push(id);
+        // The owner index is built on another thread meanwhile (it only reads the pods).
+        let pods = &s.pods;
+        let owners = std::thread::scope(|scope| {
+            let owners = scope.spawn(|| owner_index(pods));
+            for (i, pod) in pods.iter().enumerate() {
+                let id = i as PodId;
+                let mut node = None;
+                if let Some(node_name) = &pod.node_name {
+                    match node_ids.get(node_name.as_str()) {
+                        Some(&n) => {
+                            node = Some(n);
+                            s.pods_by_node[n as usize].push(id);
+                        }
+                        None => *unknown_nodes.entry(node_name.clone()).or_default() += 1,
                     }
-                    None => *unknown_nodes.entry(node_name.clone()).or_default() += 1,
                 }
+                nodes_of_pods.push(node);
+                by_namespace
+                    .entry(&pod.namespace[..])
+                    .or_insert_with(|| (pod.namespace.clone(), Vec::new()))
+                    .1
+                    .push(id);
             }
-            nodes_of_pods.push(node);
-            by_namespace
-                .entry(&pod.namespace[..])
-                .or_insert_with(|| (pod.namespace.clone(), Vec::new()))
-                .1
-                .push(id);
-            for o in pod.owners.iter() {
-                by_owner.entry(o.uid.as_str()).or_default().push(id);
-            }
-        }
+            owners
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e))
+        });
         s.pods_by_namespace = by_namespace.into_values().collect();
-        s.pods_by_owner = by_owner
-            .into_iter()
-            .map(|(uid, pods)| (uid.to_string(), pods))
-            .collect();
+        s.pods_by_owner = owners;
         for (pod, node) in s.pods.iter_mut().zip(nodes_of_pods) {
             if node.is_some() {
                 pod.node = node;
@@ -303,4 +304,18 @@ impl Snapshot {
         }
         usage
     }
+}
+
+/// Pod ids by owner uid, in pod order.
+fn owner_index(pods: &[Pod]) -> HashMap<String, Vec<PodId>> {
+    let mut by_owner: builder::FastMap<&str, Vec<PodId>> = Default::default();
+    for (i, pod) in pods.iter().enumerate() {
+        for o in pod.owners.iter() {
+            by_owner.entry(o.uid.as_str()).or_default().push(i as PodId);
+        }
+    }
+    by_owner
+        .into_iter()
+        .map(|(uid, pods)| (uid.to_string(), pods))
+        .collect()
 }
