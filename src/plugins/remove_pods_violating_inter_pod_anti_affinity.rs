@@ -15,6 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
 use crate::framework::args::{self, ArgsError, Namespaces};
+use crate::framework::parallel;
 use crate::framework::podfilter::PodFilter;
 use crate::framework::registry::ExtensionPoint;
 use crate::framework::{DeschedulePlugin, Handle, Plugin, PluginFactory, sort};
@@ -71,11 +72,11 @@ impl RemovePodsViolatingInterPodAntiAffinity {
 }
 
 /// The pods under consideration and the indexes to find a candidate's conflicts quickly.
-struct Pool<'s> {
+struct Pool<'s, 'i> {
     s: &'s Snapshot,
     /// Listed pods by node id (only nodes given to the plugin have entries).
-    by_node: Vec<Vec<PodId>>,
-    by_namespace: HashMap<&'s str, Vec<PodId>>,
+    by_node: &'i [Vec<PodId>],
+    by_namespace: &'i HashMap<&'s str, Vec<PodId>>,
     /// Topology key → value → (nodes given to the plugin with that label, pods listed on them).
     domains: HashMap<&'s str, HashMap<&'s str, (Vec<NodeId>, usize)>>,
     nodes: &'s [NodeId],
@@ -83,7 +84,23 @@ struct Pool<'s> {
     removed: HashSet<PodId>,
 }
 
-impl<'s> Pool<'s> {
+impl<'s, 'i> Pool<'s, 'i> {
+    fn new(
+        s: &'s Snapshot,
+        by_node: &'i [Vec<PodId>],
+        by_namespace: &'i HashMap<&'s str, Vec<PodId>>,
+        nodes: &'s [NodeId],
+    ) -> Self {
+        Pool {
+            s,
+            by_node,
+            by_namespace,
+            domains: HashMap::default(),
+            nodes,
+            removed: HashSet::default(),
+        }
+    }
+
     fn domain(&mut self, key: &'s str, value: &str) -> Option<&(Vec<NodeId>, usize)> {
         if !self.domains.contains_key(key) {
             let mut by_value: HashMap<&'s str, (Vec<NodeId>, usize)> = HashMap::default();
@@ -178,44 +195,60 @@ impl DeschedulePlugin for RemovePodsViolatingInterPodAntiAffinity {
 
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let s = h.snapshot;
-        let mut pool = Pool {
-            s,
-            by_node: vec![Vec::new(); s.nodes.len()],
-            by_namespace: HashMap::default(),
-            domains: HashMap::default(),
-            nodes,
-            removed: HashSet::default(),
-        };
+        let mut by_node: Vec<Vec<PodId>> = vec![Vec::new(); s.nodes.len()];
+        let mut by_namespace: HashMap<&str, Vec<PodId>> = HashMap::default();
         for &n in nodes {
-            if pool.by_node[n as usize].is_empty() {
+            if by_node[n as usize].is_empty() {
                 let listed: Vec<PodId> = s
                     .active_pods_on_node(n)
                     .filter(|&p| self.selects(s, p))
                     .collect();
                 for &p in &listed {
-                    pool.by_namespace
-                        .entry(&s.pod(p).namespace)
-                        .or_default()
-                        .push(p);
+                    by_namespace.entry(&s.pod(p).namespace).or_default().push(p);
                 }
-                pool.by_node[n as usize] = listed;
+                by_node[n as usize] = listed;
             }
         }
-        'nodes: for &n in nodes {
-            // Only pods with required anti-affinity terms can violate them; the sort is stable,
-            // so dropping the others first keeps the candidates' order.
-            let mut pods: Vec<PodId> = pool.by_node[n as usize]
-                .iter()
-                .copied()
-                .filter(|&p| !affinity::required_anti_affinity_terms(s.pod(p)).is_empty())
-                .collect();
-            if pods.is_empty() {
-                continue;
-            }
-            sort::sort_by_priority_low_to_high(s, &mut pods);
+        // Each node's candidates in eviction order: pods with required anti-affinity terms (the
+        // sort is stable, so dropping the others first keeps the order), by priority, that
+        // violate a term while no pod is evicted yet — found on several threads. An eviction only
+        // removes conflicts, so the pods left out cannot violate later; the others are checked
+        // again below against the pods evicted so far.
+        let (by_node, by_namespace) = (&by_node, &by_namespace);
+        let flagged: Vec<Vec<PodId>> = parallel::map_chunks(
+            nodes,
+            |&n| by_node[n as usize].len(),
+            parallel::MIN_PARALLEL_WEIGHT,
+            |chunk| {
+                let mut pool = Pool::new(s, by_node, by_namespace, nodes);
+                chunk
+                    .iter()
+                    .map(|&n| {
+                        let mut pods: Vec<PodId> = by_node[n as usize]
+                            .iter()
+                            .copied()
+                            .filter(|&p| {
+                                !affinity::required_anti_affinity_terms(s.pod(p)).is_empty()
+                            })
+                            .collect();
+                        sort::sort_by_priority_low_to_high(s, &mut pods);
+                        pods.retain(|&p| {
+                            let terms = affinity::compile_anti_affinity_terms(s.pod(p));
+                            pool.violates(p, &terms)
+                        });
+                        pods
+                    })
+                    .collect::<Vec<Vec<PodId>>>()
+            },
+        )
+        .into_iter()
+        .flatten()
+        .collect();
+        let mut pool = Pool::new(s, by_node, by_namespace, nodes);
+        'nodes: for pods in flagged {
             for p in pods {
                 let terms = affinity::compile_anti_affinity_terms(s.pod(p));
-                if terms.is_empty() || !pool.violates(p, &terms) {
+                if !pool.violates(p, &terms) {
                     continue;
                 }
                 if !h.filter(p) {
