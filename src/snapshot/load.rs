@@ -150,18 +150,6 @@ fn object_name(raw: &str) -> String {
         .unwrap_or_else(|| "<unnamed>".to_string())
 }
 
-/// Adds one object (given as JSON text) to the builder (for the streaming loader), with its kind
-/// as [`peek_kind`] found it.
-pub(super) fn add_json_object_str(
-    raw: &str,
-    peeked: Option<&str>,
-    where_: &dyn Fn() -> String,
-    default_kind: Option<&str>,
-    b: &mut SnapshotBuilder,
-) -> Result<(), ConfigError> {
-    add_peeked_json_object(raw, peeked, where_, default_kind, b)
-}
-
 /// Adds one object (given as JSON text) to the builder.
 fn add_json_object(
     raw: &str,
@@ -172,7 +160,9 @@ fn add_json_object(
     add_peeked_json_object(raw, peek_kind(raw), where_, default_kind, b)
 }
 
-fn add_peeked_json_object(
+/// Adds one object (given as JSON text) to the builder, with its kind as [`peek_kind`] found it
+/// (the streaming loader peeks once per item).
+pub(super) fn add_peeked_json_object(
     raw: &str,
     peeked: Option<&str>,
     where_: &dyn Fn() -> String,
