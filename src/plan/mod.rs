@@ -75,6 +75,16 @@ pub struct Plan {
     pub summary: PlanSummary,
 }
 
+/// Adds one to `key`'s count (allocating the key only the first time).
+fn count(counts: &mut rustc_hash::FxHashMap<String, usize>, key: &str) {
+    match counts.get_mut(key) {
+        Some(n) => *n += 1,
+        None => {
+            counts.insert(key.to_string(), 1);
+        }
+    }
+}
+
 /// Runs `policy` over `snapshot` at `now`. `verdict` predicts each eviction's outcome (the guard);
 /// without it every eviction succeeds.
 pub fn make_plan(
@@ -107,6 +117,9 @@ pub fn make_plan(
             .collect(),
         ..Default::default()
     };
+    // Counted in hash maps (a lookup per eviction), sorted once at the end.
+    let mut by_plugin: rustc_hash::FxHashMap<String, usize> = Default::default();
+    let mut by_node: rustc_hash::FxHashMap<String, usize> = Default::default();
     let evictions = report
         .records
         .into_iter()
@@ -118,19 +131,8 @@ pub fn make_plan(
                 EvictOutcome::Failed { .. } => summary.errors += 1,
             }
             if r.outcome.moves_pod() {
-                // Keyed by plugin and node: look up before allocating a key.
-                match summary.by_plugin.get_mut(&r.plugin) {
-                    Some(n) => *n += 1,
-                    None => {
-                        summary.by_plugin.insert(r.plugin.clone(), 1);
-                    }
-                }
-                match summary.by_node.get_mut(&r.node) {
-                    Some(n) => *n += 1,
-                    None => {
-                        summary.by_node.insert(r.node.clone(), 1);
-                    }
-                }
+                count(&mut by_plugin, &r.plugin);
+                count(&mut by_node, &r.node);
             }
             let outcome = r.outcome.as_str().to_string();
             let message = match r.outcome {
@@ -151,5 +153,7 @@ pub fn make_plan(
             }
         })
         .collect();
+    summary.by_plugin = by_plugin.into_iter().collect();
+    summary.by_node = by_node.into_iter().collect();
     Plan { evictions, summary }
 }

@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use crate::framework::Handle;
 use crate::framework::args::ArgsError;
+use crate::framework::parallel;
 use crate::framework::sort::priority_low_to_high;
 use crate::scheduling::taints;
 use crate::snapshot::model::PodPhase;
@@ -173,23 +174,38 @@ pub fn occupies(pod: &Pod) -> bool {
 
 impl Usage {
     /// Sums the requests of the pods on each of `nodes`.
+    /// Nodes are summed on several threads (rows come back in node order).
     pub fn compute(snapshot: &Snapshot, nodes: &[NodeId], resources: Vec<Tracked>) -> Self {
         let r = resources.len();
-        let mut used = vec![0i64; nodes.len() * r];
+        let parts = parallel::map_chunks(
+            nodes,
+            |&n| snapshot.pods_on_node_upper_bound(n),
+            parallel::MIN_PARALLEL_WEIGHT,
+            |chunk| {
+                let mut used = vec![0i64; chunk.len() * r];
+                let mut capacity = Vec::with_capacity(chunk.len() * r);
+                for (i, &n) in chunk.iter().enumerate() {
+                    let row = &mut used[i * r..(i + 1) * r];
+                    for p in snapshot.pods_on_node(n) {
+                        let pod = snapshot.pod(p);
+                        if !occupies(pod) {
+                            continue;
+                        }
+                        for (slot, res) in row.iter_mut().zip(&resources) {
+                            *slot = slot.saturating_add(res.request(&pod.requests));
+                        }
+                    }
+                    let node = snapshot.node(n);
+                    capacity.extend(resources.iter().map(|res| res.capacity(node)));
+                }
+                (used, capacity)
+            },
+        );
+        let mut used = Vec::with_capacity(nodes.len() * r);
         let mut capacity = Vec::with_capacity(nodes.len() * r);
-        for (i, &n) in nodes.iter().enumerate() {
-            let row = &mut used[i * r..(i + 1) * r];
-            for p in snapshot.pods_on_node(n) {
-                let pod = snapshot.pod(p);
-                if !occupies(pod) {
-                    continue;
-                }
-                for (slot, res) in row.iter_mut().zip(&resources) {
-                    *slot = slot.saturating_add(res.request(&pod.requests));
-                }
-            }
-            let node = snapshot.node(n);
-            capacity.extend(resources.iter().map(|res| res.capacity(node)));
+        for (u, c) in parts {
+            used.extend(u);
+            capacity.extend(c);
         }
         Usage {
             resources,
