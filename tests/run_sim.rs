@@ -15,18 +15,19 @@ use serde_json::Value;
 /// them — and a pod on an untainted node untouched. The process exits 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_shot_run_evicts_and_reports_every_outcome_with_events() {
-    let sim = start_sim(cluster(vec![
-        replica_set("web", 2),
-        rs_pod("web", "web-1", TAINTED),
-        rs_pod("web", "web-2", TAINTED),
-        replica_set("db", 1),
-        rs_pod("db", "db-1", TAINTED),
-        blocking_pdb("db"),
-        replica_set("api", 1),
-        rs_pod("api", "api-1", TAINTED),
-        replica_set("ok", 1),
-        rs_pod("ok", "ok-1", "n2"),
-    ]))
+    let sim = start_sim(cluster(
+        [
+            replica_set_with_pods("web", 2, TAINTED),
+            replica_set_with_pods("db", 1, TAINTED),
+            replica_set_with_pods("api", 1, TAINTED),
+            vec![
+                blocking_pdb("db"),
+                replica_set("ok", 1),
+                rs_pod("ok", "ok-1", "n2"),
+            ],
+        ]
+        .concat(),
+    ))
     .await;
     sim.add_fault(FaultRule {
         verb: Some("create".into()),
@@ -97,13 +98,7 @@ async fn one_shot_run_evicts_and_reports_every_outcome_with_events() {
 /// and logged (and get upstream's `EvictionFailed` Event); an eviction that failed (500) is retried by a later cycle; nobody is evicted twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interval_runs_honour_the_node_limit_report_it_and_retry_errors() {
-    let sim = start_sim(cluster(vec![
-        replica_set("web", 3),
-        rs_pod("web", "web-1", TAINTED),
-        rs_pod("web", "web-2", TAINTED),
-        rs_pod("web", "web-3", TAINTED),
-    ]))
-    .await;
+    let sim = start_sim(cluster(replica_set_with_pods("web", 3, TAINTED))).await;
     sim.add_fault(FaultRule {
         verb: Some("create".into()),
         resource: Some("pods/eviction".into()),
@@ -220,14 +215,14 @@ async fn interval_runs_honour_the_node_limit_report_it_and_retry_errors() {
 /// written: no pod deleted or marked terminating, no Event, no Lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dry_run_makes_no_writes() {
-    let sim = start_sim(cluster(vec![
-        replica_set("web", 2),
-        rs_pod("web", "web-1", TAINTED),
-        rs_pod("web", "web-2", TAINTED),
-        replica_set("db", 1),
-        rs_pod("db", "db-1", TAINTED),
-        blocking_pdb("db"),
-    ]))
+    let sim = start_sim(cluster(
+        [
+            replica_set_with_pods("web", 2, TAINTED),
+            replica_set_with_pods("db", 1, TAINTED),
+            vec![blocking_pdb("db")],
+        ]
+        .concat(),
+    ))
     .await;
     // Wait for the PDB controller to publish the budget's status (the local check reads it).
     let s = sim.clone();

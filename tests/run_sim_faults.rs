@@ -60,12 +60,7 @@ fn assert_evicted_once(sim: &SimHandle, d: &Descheduler, pods: &[&str]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_and_slow_initial_lists_are_retried() {
-    let sim = start_sim(cluster(vec![
-        replica_set("web", 2),
-        rs_pod("web", "web-1", TAINTED),
-        rs_pod("web", "web-2", TAINTED),
-    ]))
-    .await;
+    let sim = start_sim(cluster(replica_set_with_pods("web", 2, TAINTED))).await;
     sim.add_fault(FaultRule {
         status: Some(500),
         times: Some(3),
@@ -94,11 +89,7 @@ async fn failing_and_slow_initial_lists_are_retried() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_watches_and_expired_history_are_survived_without_double_evictions() {
-    let sim = start_sim(cluster(vec![
-        replica_set("web", 1),
-        rs_pod("web", "web-1", TAINTED),
-    ]))
-    .await;
+    let sim = start_sim(cluster(replica_set_with_pods("web", 1, TAINTED))).await;
     let mut d = start(
         &sim,
         "watches",
@@ -155,13 +146,7 @@ async fn dropped_watches_and_expired_history_are_survived_without_double_evictio
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eviction_5xx_and_gateway_timeouts_are_errors_retried_by_the_next_cycle_only() {
-    let sim = start_sim(cluster(vec![
-        replica_set("web", 3),
-        rs_pod("web", "web-1", TAINTED),
-        rs_pod("web", "web-2", TAINTED),
-        rs_pod("web", "web-3", TAINTED),
-    ]))
-    .await;
+    let sim = start_sim(cluster(replica_set_with_pods("web", 3, TAINTED))).await;
     sim.add_fault(FaultRule {
         name: Some("web-1".into()),
         status: Some(504),

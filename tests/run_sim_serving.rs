@@ -98,11 +98,7 @@ fn slow_evictions(sim: &SimHandle) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trigger_api_authenticates_authorizes_and_refuses_overlap() {
-    let sim = start_sim(cluster(vec![
-        replica_set("web", 1),
-        rs_pod("web", "web-1", TAINTED),
-    ]))
-    .await;
+    let sim = start_sim(cluster(replica_set_with_pods("web", 1, TAINTED))).await;
     sim.add_token("alice-token", UserInfo::new("alice", &["ops"]));
     sim.add_token("bob-token", UserInfo::new("bob", &["devs"]));
     sim.allow(Permission::new("group:ops", &["create"], &[TRIGGER]));

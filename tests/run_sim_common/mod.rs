@@ -92,6 +92,14 @@ pub fn rs_pod(rs: &str, pod: &str, node_name: &str) -> Value {
     })
 }
 
+/// ReplicaSet `name` (see [`replica_set`]) with `replicas` pods `<name>-1` … `<name>-<replicas>`,
+/// all bound to `node_name`.
+pub fn replica_set_with_pods(name: &str, replicas: u32, node_name: &str) -> Vec<Value> {
+    let mut objects = vec![replica_set(name, replicas)];
+    objects.extend((1..=replicas).map(|i| rs_pod(name, &format!("{name}-{i}"), node_name)));
+    objects
+}
+
 /// A PodDisruptionBudget allowing no disruption of `app=<app>` (evictions answered 429).
 pub fn blocking_pdb(app: &str) -> Value {
     json!({
