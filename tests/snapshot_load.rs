@@ -35,12 +35,29 @@ fn loads_the_bundled_example_with_indexes() {
         2_000_000_000
     );
     assert_eq!(snap.pdbs.len(), 2);
-    assert!(
-        snap.deployments
-            .iter()
-            .all(|d| d.spec.template.spec.is_none()),
-        "templates are dropped"
+    // ReplicaSets and Deployments are kept as the facts the guard reads.
+    let coredns = snap
+        .deployments
+        .iter()
+        .find(|d| d.namespace == "kube-system" && d.name == "coredns")
+        .unwrap();
+    assert_eq!(
+        (coredns.uid.as_str(), coredns.replicas, coredns.revision),
+        ("dep-kube-system-coredns", 2, Some(3))
     );
+    assert_eq!((coredns.generation, coredns.observed_generation), (4, 4));
+    assert!(!coredns.rollout_in_progress());
+    let rs = snap
+        .replica_sets
+        .iter()
+        .find(|r| r.name == "coredns-5d78c9869d")
+        .unwrap();
+    let owner = rs.owner.as_ref().unwrap();
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("Deployment", "coredns")
+    );
+    assert_eq!(rs.pod_template_hash.as_deref(), Some("5d78c9869d"));
     let failed = snap
         .pods
         .iter()

@@ -98,12 +98,9 @@ fn fill_pod_facts(p: &Pod, facts: &mut PodFacts) {
 struct GuardState {
     config: GuardConfig,
     now: Timestamp,
+    /// The snapshot's ReplicaSets and Deployments by uid (indexes into its lists).
     rs_by_uid: HashMap<String, usize>,
     deploy_by_uid: HashMap<String, usize>,
-    /// Facts of the snapshot's ReplicaSets and Deployments, built when first needed (they do not
-    /// change during a plan; many pods share one owner).
-    rs_facts: Vec<Option<ReplicaSetFacts>>,
-    deploy_facts: Vec<Option<DeploymentFacts>>,
     /// Every budget, in snapshot order.
     pdbs: Vec<PdbFacts>,
     pdb_index: HashMap<String, NamespacePdbs>,
@@ -139,9 +136,6 @@ impl NamespacePdbs {
 
 impl GuardState {
     fn new(snapshot: &Snapshot, now: Timestamp, config: GuardConfig) -> Self {
-        let uid = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
-            m.uid.clone().unwrap_or_default()
-        };
         let mut pdbs = Vec::with_capacity(snapshot.pdbs.len());
         let mut pdb_index: HashMap<String, NamespacePdbs> = HashMap::default();
         for pdb in &snapshot.pdbs {
@@ -174,16 +168,14 @@ impl GuardState {
                 .replica_sets
                 .iter()
                 .enumerate()
-                .map(|(i, r)| (uid(&r.metadata), i))
+                .map(|(i, r)| (r.uid.clone(), i))
                 .collect(),
             deploy_by_uid: snapshot
                 .deployments
                 .iter()
                 .enumerate()
-                .map(|(i, d)| (uid(&d.metadata), i))
+                .map(|(i, d)| (d.uid.clone(), i))
                 .collect(),
-            rs_facts: vec![None; snapshot.replica_sets.len()],
-            deploy_facts: vec![None; snapshot.deployments.len()],
             pdbs,
             pdb_index,
             scratch: None,
@@ -213,29 +205,17 @@ impl GuardState {
             Some(uid) => uid.clone_from(&facts_pod.uid),
             slot => *slot = Some(facts_pod.uid.clone()),
         }
-        let rs_index = facts_pod
+        let rs: Option<&ReplicaSetFacts> = facts_pod
             .owner
             .as_ref()
             .filter(|o| o.kind == "ReplicaSet")
             .and_then(|o| self.rs_by_uid.get(&o.uid))
-            .copied();
-        if let Some(i) = rs_index {
-            self.rs_facts[i].get_or_insert_with(|| {
-                ReplicaSetFacts::from_replica_set(&snapshot.replica_sets[i])
-            });
-        }
-        let rs = rs_index.and_then(|i| self.rs_facts[i].as_ref());
-        let deploy_index = rs
+            .map(|&i| &snapshot.replica_sets[i]);
+        let deployment: Option<&DeploymentFacts> = rs
             .and_then(|r| r.owner.as_ref())
             .filter(|o| o.kind == "Deployment")
             .and_then(|o| self.deploy_by_uid.get(&o.uid))
-            .copied();
-        if let Some(i) = deploy_index {
-            self.deploy_facts[i]
-                .get_or_insert_with(|| DeploymentFacts::from_deployment(&snapshot.deployments[i]));
-        }
-        let rs = rs_index.and_then(|i| self.rs_facts[i].as_ref());
-        let deployment = deploy_index.and_then(|i| self.deploy_facts[i].as_ref());
+            .map(|&i| &snapshot.deployments[i]);
         let pvcs: Vec<PvcFacts> = facts_pod
             .claims
             .iter()

@@ -648,22 +648,23 @@ fn owner_has_single_replica(snapshot: &Snapshot, pod: PodId) -> bool {
     let p = snapshot.pod(pod);
     p.owners.iter().any(|o| {
         let ns = &*p.namespace;
-        let same = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
-            m.namespace.as_deref() == Some(ns) && m.name.as_deref() == Some(o.name.as_str())
-        };
+        let same = |namespace: &str, name: &str| namespace == ns && name == o.name;
+        // ReplicaSet and Deployment facts default `spec.replicas` to 1, as the API server does.
         match o.kind.as_str() {
             "ReplicaSet" => snapshot
                 .replica_sets
                 .iter()
-                .any(|r| same(&r.metadata) && r.spec.replicas == Some(1)),
+                .any(|r| same(&r.namespace, &r.name) && r.desired == 1),
             "Deployment" => snapshot
                 .deployments
                 .iter()
-                .any(|d| same(&d.metadata) && d.spec.replicas == Some(1)),
-            "StatefulSet" => snapshot
-                .stateful_sets
-                .iter()
-                .any(|s| same(&s.metadata) && s.spec.replicas == Some(1)),
+                .any(|d| same(&d.namespace, &d.name) && d.replicas == 1),
+            "StatefulSet" => snapshot.stateful_sets.iter().any(|s| {
+                same(
+                    s.metadata.namespace.as_deref().unwrap_or_default(),
+                    s.metadata.name.as_deref().unwrap_or_default(),
+                ) && s.spec.replicas == Some(1)
+            }),
             _ => false,
         }
     })

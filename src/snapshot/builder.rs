@@ -17,6 +17,7 @@ use super::view::{
     ConditionView, ContainerStatusView, ContainerView, Pairs, PodView, ResourcesView, SpecView,
 };
 use super::{ObjectKey, PvcInfo, Snapshot};
+use crate::guard::{DeploymentFacts, ReplicaSetFacts};
 
 /// An object that could not be converted, with the field at fault.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -37,8 +38,8 @@ pub struct SnapshotBuilder {
     interned_ns: FastMap<String, Arc<str>>,
     priority_classes: HashMap<String, i32>,
     pdbs: Vec<PodDisruptionBudget>,
-    replica_sets: Vec<ReplicaSet>,
-    deployments: Vec<Deployment>,
+    replica_sets: Vec<ReplicaSetFacts>,
+    deployments: Vec<DeploymentFacts>,
     stateful_sets: Vec<StatefulSet>,
     jobs: Vec<Job>,
     pvcs: HashMap<ObjectKey, PvcInfo>,
@@ -379,44 +380,17 @@ impl SnapshotBuilder {
         self.pdbs.push(pdb);
     }
 
-    /// Adds a ReplicaSet (its pod template and labels are dropped).
+    /// Adds a ReplicaSet as the facts the guard reads (its template, labels and status details
+    /// are not kept: a full ReplicaSet object takes kilobytes even without its pod template).
     pub fn add_replica_set(&mut self, rs: &ReplicaSet) {
-        self.add_replica_set_owned(rs.clone());
+        self.replica_sets
+            .push(ReplicaSetFacts::from_replica_set(rs));
     }
 
-    /// [`Self::add_replica_set`] without copying the object.
-    pub fn add_replica_set_owned(&mut self, mut rs: ReplicaSet) {
-        let hash = rs
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get("pod-template-hash").cloned());
-        strip_meta(&mut rs.metadata);
-        // The guard tells the current ReplicaSet by this label.
-        if let Some(h) = hash {
-            rs.metadata.labels = Some([("pod-template-hash".to_string(), h)].into());
-        }
-        rs.spec.selector = Default::default();
-        if let Some(t) = rs.spec.template.as_mut() {
-            t.spec = None;
-        }
-        self.replica_sets.push(rs);
-    }
-
-    /// Adds a Deployment (its pod template spec and labels are dropped; template annotations are kept).
+    /// Adds a Deployment as the facts the guard reads (strategy, replica counts, rollout state,
+    /// our restart record).
     pub fn add_deployment(&mut self, d: &Deployment) {
-        self.add_deployment_owned(d.clone());
-    }
-
-    /// [`Self::add_deployment`] without copying the object.
-    pub fn add_deployment_owned(&mut self, mut d: Deployment) {
-        strip_meta(&mut d.metadata);
-        d.spec.template.spec = None;
-        if let Some(m) = d.spec.template.metadata.as_mut() {
-            m.labels = None;
-        }
-        d.spec.selector = Default::default();
-        self.deployments.push(d);
+        self.deployments.push(DeploymentFacts::from_deployment(d));
     }
 
     /// Adds a StatefulSet (its pod template spec and claim templates are dropped).
@@ -543,8 +517,8 @@ pub(super) struct Parts {
     pub namespaces: HashMap<String, BTreeMap<String, String>>,
     pub priority_classes: HashMap<String, i32>,
     pub pdbs: Vec<PodDisruptionBudget>,
-    pub replica_sets: Vec<ReplicaSet>,
-    pub deployments: Vec<Deployment>,
+    pub replica_sets: Vec<ReplicaSetFacts>,
+    pub deployments: Vec<DeploymentFacts>,
     pub stateful_sets: Vec<StatefulSet>,
     pub jobs: Vec<Job>,
     pub pvcs: HashMap<ObjectKey, PvcInfo>,

@@ -254,8 +254,8 @@ fn add_json_object_of_kind(
         "PodDisruptionBudget" => {
             b.add_pdb_owned(typed!(k8s_openapi::api::policy::v1::PodDisruptionBudget))
         }
-        "ReplicaSet" => b.add_replica_set_owned(typed!(apps::ReplicaSet)),
-        "Deployment" => b.add_deployment_owned(typed!(apps::Deployment)),
+        "ReplicaSet" => b.add_replica_set(&typed!(apps::ReplicaSet)),
+        "Deployment" => b.add_deployment(&typed!(apps::Deployment)),
         "StatefulSet" => b.add_stateful_set_owned(typed!(apps::StatefulSet)),
         "Job" => b.add_job_owned(typed!(batch::Job)),
         "PersistentVolumeClaim" => b.add_pvc(&typed!(core::PersistentVolumeClaim)),

@@ -13,7 +13,9 @@ pub mod view;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::StatefulSet;
+
+use crate::guard::{DeploymentFacts, ReplicaSetFacts};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
@@ -72,10 +74,10 @@ pub struct Snapshot {
     pub priority_classes: HashMap<String, i32>,
     /// PodDisruptionBudgets.
     pub pdbs: Vec<PodDisruptionBudget>,
-    /// ReplicaSets (templates dropped).
-    pub replica_sets: Vec<ReplicaSet>,
-    /// Deployments (template specs dropped).
-    pub deployments: Vec<Deployment>,
+    /// ReplicaSets, as the facts the eviction guard reads.
+    pub replica_sets: Vec<ReplicaSetFacts>,
+    /// Deployments, as the facts the eviction guard reads.
+    pub deployments: Vec<DeploymentFacts>,
     /// StatefulSets (template specs dropped).
     pub stateful_sets: Vec<StatefulSet>,
     /// Jobs (template specs dropped).
@@ -97,8 +99,8 @@ impl Snapshot {
     fn from_parts(b: SnapshotBuilder) -> Self {
         let mut parts = b.into_parts();
         // The lists grew by doubling while loading; Kubernetes objects are large inline (a
-        // Deployment or ReplicaSet struct is over a kilobyte even with its template dropped), so
-        // the unused capacity is worth returning.
+        // StatefulSet or Job struct is over a kilobyte even with its template dropped), so the
+        // unused capacity is worth returning.
         parts.nodes.shrink_to_fit();
         parts.pods.shrink_to_fit();
         parts.pdbs.shrink_to_fit();
