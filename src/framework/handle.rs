@@ -137,6 +137,29 @@ impl<'a> Handle<'a> {
         self.session.evict(self.snapshot, pod, &req)
     }
 
+    /// [`Handle::evict`] for a pod that already passed [`FilterView::pre_eviction_filter`] in this
+    /// plugin run (the PreEvictionFilter reads only the snapshot, which does not change while a
+    /// plugin runs, so plugins apply it on several threads while finding candidates).
+    pub fn evict_prefiltered(
+        &mut self,
+        pod: PodId,
+        reason: Option<&str>,
+    ) -> Result<EvictOutcome, EvictError> {
+        if self.session.moved(pod) {
+            return Err(EvictError::AlreadyEvicted);
+        }
+        debug_assert!(
+            self.pre_eviction_filter(pod),
+            "pod {pod} was not prefiltered"
+        );
+        let req = EvictionRequest {
+            profile: self.profile,
+            plugin: self.plugin,
+            reason: reason.unwrap_or(self.plugin),
+        };
+        self.session.evict(self.snapshot, pod, &req)
+    }
+
     /// Whether `pod` was moved (evicted or deflected) earlier in this cycle.
     pub fn is_moved(&self, pod: PodId) -> bool {
         self.filter_view().is_moved(pod)

@@ -1,8 +1,9 @@
 //! The loop of Deschedule plugins that judge each pod on its own: each node's candidates are found
 //! on several threads, then evicted node by node in the plugin's node order.
 //!
-//! Finding candidates ahead is exact: a pod's verdict reads the snapshot, the Filter and the pods
-//! moved before this plugin ran, none of which an eviction from another node changes.
+//! Finding candidates ahead is exact: a pod's verdict (and the PreEvictionFilter) reads the
+//! snapshot, the Filter and the pods moved before this plugin ran, none of which an eviction from
+//! another node changes.
 
 use super::Handle;
 use super::handle::FilterView;
@@ -27,7 +28,12 @@ where
             let mut state = S::default();
             chunk
                 .iter()
-                .map(|&n| candidates(snapshot, &view, n, &mut state))
+                .map(|&n| {
+                    let mut pods = candidates(snapshot, &view, n, &mut state);
+                    // A pod the PreEvictionFilter rejects would be skipped by `evict`.
+                    pods.retain(|&p| view.pre_eviction_filter(p));
+                    pods
+                })
                 .collect::<Vec<Vec<PodId>>>()
         },
     )
@@ -36,7 +42,7 @@ where
     .collect();
     for pods in per_node {
         for p in pods {
-            match h.evict(p, None) {
+            match h.evict_prefiltered(p, None) {
                 Err(e) if e.is_node_limit() => break,
                 Err(e) if e.is_total_limit() => return,
                 _ => {}

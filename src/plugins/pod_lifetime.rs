@@ -299,7 +299,7 @@ impl DeschedulePlugin for PodLifeTime {
                 chunk
                     .iter()
                     .flat_map(|&n| s.pods_on_node(n))
-                    .filter(|&p| self.qualifies(&view, p))
+                    .filter(|&p| self.qualifies(&view, p) && view.pre_eviction_filter(p))
                     .collect::<Vec<PodId>>()
             },
         )
@@ -309,7 +309,7 @@ impl DeschedulePlugin for PodLifeTime {
         // Oldest first across all nodes (a missing creation time sorts first, like Go's zero time).
         pods.sort_by_key(|&p| h.snapshot.pod(p).creation_timestamp);
         for p in pods {
-            match h.evict(p, None) {
+            match h.evict_prefiltered(p, None) {
                 Err(e) if e.is_total_limit() => return,
                 _ => {}
             }

@@ -372,7 +372,8 @@ impl BalancePlugin for RemoveDuplicates {
                     continue;
                 }
                 for &p in &pods[upper.saturating_sub(1)..] {
-                    match h.evict(p, None) {
+                    // Duplicates passed the PreEvictionFilter in pass 2.
+                    match h.evict_prefiltered(p, None) {
                         Ok(_) => {}
                         Err(e) if e.is_total_limit() => return,
                         Err(e) if e.is_node_limit() => continue 'nodes,

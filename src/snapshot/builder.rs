@@ -387,6 +387,16 @@ impl SnapshotBuilder {
             .push(ReplicaSetFacts::from_replica_set(rs));
     }
 
+    /// Adds a ReplicaSet's facts (see [`super::workloads`]).
+    pub fn add_replica_set_facts(&mut self, facts: ReplicaSetFacts) {
+        self.replica_sets.push(facts);
+    }
+
+    /// Adds a Deployment's facts (see [`super::workloads`]).
+    pub fn add_deployment_facts(&mut self, facts: DeploymentFacts) {
+        self.deployments.push(facts);
+    }
+
     /// Adds a Deployment as the facts the guard reads (strategy, replica counts, rollout state,
     /// our restart record).
     pub fn add_deployment(&mut self, d: &Deployment) {

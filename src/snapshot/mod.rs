@@ -9,6 +9,7 @@ pub mod model;
 pub mod resources;
 pub mod stream;
 pub mod view;
+pub mod workloads;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
