@@ -8,7 +8,26 @@ pub const MIN_PARALLEL_WEIGHT: usize = if cfg!(test) { 1 } else { 20_000 };
 
 /// Threads to use: the machine's cores, at most 4.
 pub fn workers() -> usize {
+    #[cfg(test)]
+    if let Some(n) = WORKERS_OVERRIDE.with(|w| w.get()) {
+        return n;
+    }
     std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
+
+#[cfg(test)]
+thread_local! {
+    static WORKERS_OVERRIDE: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with [`workers`] returning `n` on this thread (tests compare results across worker
+/// counts, whatever the machine's cores).
+#[cfg(test)]
+pub fn with_workers<R>(n: usize, f: impl FnOnce() -> R) -> R {
+    let before = WORKERS_OVERRIDE.with(|w| w.replace(Some(n)));
+    let result = f();
+    WORKERS_OVERRIDE.with(|w| w.set(before));
+    result
 }
 
 /// Splits `items` into contiguous chunks of similar total `weight`, one per worker, runs `f` on

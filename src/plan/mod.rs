@@ -157,3 +157,50 @@ pub fn make_plan(
     summary.by_node = by_node.into_iter().collect();
     Plan { evictions, summary }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::parallel::with_workers;
+
+    /// Plugins split their analysis over worker threads; the plan (every attempt, in order, with
+    /// its outcome) must be the same for any number of workers, with every plugin enabled.
+    #[test]
+    fn the_plan_does_not_depend_on_the_number_of_worker_threads() {
+        let policy = crate::policy::load_str(include_str!("../../benches/all-plugins-policy.yaml"))
+            .expect("the benchmark policy loads");
+        let now: Timestamp = "2026-02-01T00:00:00Z".parse().expect("time");
+        let plan_with = |workers: usize| {
+            with_workers(workers, || {
+                let mut snapshot = crate::framework::testing::synthetic_snapshot(80, 4_000, 21);
+                let verdict = crate::plan::guard_verdict::guard_verdict(
+                    &snapshot,
+                    now,
+                    crate::guard::GuardConfig::default(),
+                );
+                let plan = make_plan(&policy, &mut snapshot, now, Some(verdict));
+                plan.evictions
+                    .into_iter()
+                    .map(|e| {
+                        format!(
+                            "{}/{} {} {} {} {:?}",
+                            e.namespace, e.name, e.plugin, e.reason, e.outcome, e.message
+                        )
+                    })
+                    .collect::<Vec<String>>()
+            })
+        };
+        let sequential = plan_with(1);
+        let plugins: std::collections::BTreeSet<&str> = sequential
+            .iter()
+            .filter_map(|line| line.split(' ').nth(1))
+            .collect();
+        assert!(
+            plugins.len() >= 7,
+            "most plugins evict in the synthetic cluster: {plugins:?}"
+        );
+        for workers in [2, 3, 4] {
+            assert_eq!(plan_with(workers), sequential, "{workers} workers");
+        }
+    }
+}

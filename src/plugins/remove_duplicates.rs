@@ -90,6 +90,18 @@ struct Group {
     duplicates: Vec<(NodeId, Vec<PodId>)>,
 }
 
+/// The allocation addresses of a pod's owner list, image list and namespace: pods of one owner
+/// share them, and so their duplicate and owner keys.
+type MemoKey = (usize, usize, usize);
+
+fn memo_key(pod: &Pod) -> MemoKey {
+    (
+        Arc::as_ptr(&pod.owners) as *const () as usize,
+        Arc::as_ptr(&pod.images) as *const () as usize,
+        Arc::as_ptr(&pod.namespace) as *const () as usize,
+    )
+}
+
 /// A pod that passed the cheap checks (owners, namespace, excluded kinds).
 struct Candidate {
     pod: PodId,
@@ -184,97 +196,105 @@ impl BalancePlugin for RemoveDuplicates {
         let mut candidates: Vec<Candidate> = Vec::new();
         let mut group_ids: Vec<u32> = Vec::new();
         let mut images: Vec<&str> = Vec::new();
-        // (owners, images, namespace) allocation addresses → (duplicate key, group ids range).
-        let mut memo: FxMap<(usize, usize, usize), (u32, u32, u32)> = FxMap::default();
+        // Memo key → (duplicate key, group ids range).
+        let mut memo: FxMap<MemoKey, (u32, u32, u32)> = FxMap::default();
 
         // Pass 1: the cheap checks; find the owner keys with co-located duplicates. The evictor's
         // filters can only remove pods, so an owner key not found here cannot have duplicates
         // and they are run in pass 2 for the pods of the others only.
-        for (ni, &node) in nodes.iter().enumerate() {
-            let ni = ni as u32;
-            for p in snapshot.pods_on_node(node) {
+        //
+        // The checks read each pod and run on several threads; ids are then given on this thread
+        // in node order, so they come out as one sequential pass would give them.
+        let indexed: Vec<(u32, NodeId)> = (0u32..).zip(nodes.iter().copied()).collect();
+        let checked: Vec<Vec<(u32, PodId, MemoKey)>> = parallel::map_chunks(
+            &indexed,
+            |&(_, n)| snapshot.pods_on_node_upper_bound(n),
+            parallel::MIN_PARALLEL_WEIGHT,
+            |chunk| {
+                let mut out = Vec::new();
+                for &(ni, node) in chunk {
+                    for p in snapshot.pods_on_node(node) {
+                        let pod = snapshot.pod(p);
+                        if occupies(pod)
+                            && !pod.owners.is_empty()
+                            && !pod.images.is_empty()
+                            && !pod.owners.iter().any(|o| excluded_kinds.contains(&o.kind))
+                            && allows_namespace(&self.args.namespaces, &pod.namespace)
+                        {
+                            out.push((ni, p, memo_key(pod)));
+                        }
+                    }
+                }
+                out
+            },
+        );
+        for (ni, p, memo_key) in checked.into_iter().flatten() {
+            // Pods of one owner share their owner and image lists: their keys are computed once,
+            // for the first of them (same ids, in the same first-seen order).
+            let (dup, range) = if let Some(&(dup, start, end)) = memo.get(&memo_key) {
+                (dup, start..end)
+            } else {
                 let pod = snapshot.pod(p);
-                if !occupies(pod)
-                    || pod.owners.is_empty()
-                    || pod.images.is_empty()
-                    || pod.owners.iter().any(|o| excluded_kinds.contains(&o.kind))
-                    || !allows_namespace(&self.args.namespaces, &pod.namespace)
-                {
-                    continue;
-                }
-                // Pods of one owner share their owner and image lists: their keys are computed
-                // once, for the first of them (same ids, in the same first-seen order).
-                let memo_key = (
-                    Arc::as_ptr(&pod.owners) as *const () as usize,
-                    Arc::as_ptr(&pod.images) as *const () as usize,
-                    Arc::as_ptr(&pod.namespace) as *const () as usize,
-                );
-                let (dup, range) = if let Some(&(dup, start, end)) = memo.get(&memo_key) {
-                    let first = group_ids.len() as u32;
-                    group_ids.extend_from_within(start as usize..end as usize);
-                    (dup, first..group_ids.len() as u32)
-                } else {
-                    images.clear();
-                    images.extend(pod.images.iter().map(String::as_str));
-                    images.sort_unstable();
-                    let next_id = image_ids.len() as u32;
-                    let images_id = match image_ids.get(images.as_slice()) {
-                        Some(&id) => id,
-                        None => {
-                            image_ids.insert(images.clone(), next_id);
-                            next_id
-                        }
-                    };
-                    let ns: &str = &pod.namespace;
-                    let first = group_ids.len() as u32;
-                    for o in pod.owners.iter() {
-                        let next = groups.len() as u32;
-                        let g = *group_of
-                            .entry((ns, o.kind.as_str(), o.name.as_str(), images_id))
-                            .or_insert(next);
-                        if g == next {
-                            groups.push(Group::default());
-                        }
-                        group_ids.push(g);
+                images.clear();
+                images.extend(pod.images.iter().map(String::as_str));
+                images.sort_unstable();
+                let next_id = image_ids.len() as u32;
+                let images_id = match image_ids.get(images.as_slice()) {
+                    Some(&id) => id,
+                    None => {
+                        image_ids.insert(images.clone(), next_id);
+                        next_id
                     }
-                    let dup_key = if pod.owners.len() == 1 {
-                        DupKey::Single(group_ids[first as usize])
-                    } else {
-                        let mut triples: Vec<_> = pod
-                            .owners
-                            .iter()
-                            .flat_map(|o| {
-                                images
-                                    .iter()
-                                    .map(|&img| (o.kind.as_str(), o.name.as_str(), img))
-                            })
-                            .collect();
-                        triples.sort_unstable();
-                        DupKey::Multi(ns, triples)
-                    };
-                    let next = dup_ids.len() as u32;
-                    let dup = *dup_ids.entry(dup_key).or_insert(next);
-                    if dup == next {
-                        last_node.push(u32::MAX);
-                    }
-                    let range = first..group_ids.len() as u32;
-                    memo.insert(memo_key, (dup, range.start, range.end));
-                    (dup, range)
                 };
-                if last_node[dup as usize] == ni {
-                    for &g in &group_ids[range.start as usize..range.end as usize] {
-                        groups[g as usize].hot = true;
+                let ns: &str = &pod.namespace;
+                let first = group_ids.len() as u32;
+                for o in pod.owners.iter() {
+                    let next = groups.len() as u32;
+                    let g = *group_of
+                        .entry((ns, o.kind.as_str(), o.name.as_str(), images_id))
+                        .or_insert(next);
+                    if g == next {
+                        groups.push(Group::default());
                     }
-                } else {
-                    last_node[dup as usize] = ni;
+                    group_ids.push(g);
                 }
-                candidates.push(Candidate {
-                    pod: p,
-                    node: ni,
-                    dup,
-                    groups: range,
-                });
+                let dup_key = if pod.owners.len() == 1 {
+                    DupKey::Single(group_ids[first as usize])
+                } else {
+                    let mut triples: Vec<_> = pod
+                        .owners
+                        .iter()
+                        .flat_map(|o| {
+                            images
+                                .iter()
+                                .map(|&img| (o.kind.as_str(), o.name.as_str(), img))
+                        })
+                        .collect();
+                    triples.sort_unstable();
+                    DupKey::Multi(ns, triples)
+                };
+                let next = dup_ids.len() as u32;
+                let dup = *dup_ids.entry(dup_key).or_insert(next);
+                if dup == next {
+                    last_node.push(u32::MAX);
+                }
+                let range = first..group_ids.len() as u32;
+                memo.insert(memo_key, (dup, range.start, range.end));
+                (dup, range)
+            };
+            if last_node[dup as usize] == ni {
+                for &g in &group_ids[range.start as usize..range.end as usize] {
+                    groups[g as usize].hot = true;
+                }
+            } else {
+                last_node[dup as usize] = ni;
             }
+            candidates.push(Candidate {
+                pod: p,
+                node: ni,
+                dup,
+                groups: range,
+            });
         }
 
         // Pass 2: pods of hot owner keys that pass the Filter and the PreEvictionFilter are
