@@ -112,7 +112,7 @@ fn deschedule_of_all_profiles_runs_before_balance_and_sees_earlier_evictions() {
         report
             .records
             .iter()
-            .all(|r| r.profile == "p2" && r.plugin == "D2")
+            .all(|r| &*r.profile == "p2" && &*r.plugin == "D2")
     );
     assert_eq!(report.timings.len(), 2);
 }

@@ -99,7 +99,7 @@ fn hits(
     report
         .limit_hits
         .iter()
-        .map(|h| (h.name.clone(), h.node.clone(), h.limit.result_label()))
+        .map(|h| (h.name.clone(), h.node.to_string(), h.limit.result_label()))
         .collect()
 }
 
@@ -138,7 +138,7 @@ fn node_and_namespace_limit_refusals_are_recorded_and_passed_to_the_backend() {
     );
     let h = &report.limit_hits[0];
     assert_eq!(
-        (h.namespace.as_str(), h.profile.as_str(), h.plugin.as_str()),
+        (&*h.namespace, &*h.profile, &*h.plugin),
         ("a", "prof", "EvictAll")
     );
 

@@ -103,10 +103,14 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
     let plan = make_plan(&policy, &mut snapshot, now, verdict);
     let cycle_cpu = thread_cpu_seconds() - cpu_before;
     let planned = started.elapsed();
-    let text = match args.output {
-        Output::Json => render::json(&plan),
-        Output::Table => render::table(&plan),
-    };
+    use std::io::Write;
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    match args.output {
+        Output::Json => render::write_json(&plan, &mut out),
+        Output::Table => writeln!(out, "{}", render::table(&plan).trim_end()),
+    }
+    .and_then(|()| out.flush())
+    .context("writing the plan to stdout")?;
     if args.stats {
         eprintln!(
             "{}",
@@ -125,9 +129,6 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
             })
         );
     }
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", text.trim_end()).context("writing the plan to stdout")?;
     // The process ends right after this: freeing a large snapshot object by object would only
     // delay the exit (it takes noticeable time at 150,000 pods).
     std::mem::forget(snapshot);

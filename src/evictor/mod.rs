@@ -6,7 +6,9 @@ pub mod planner;
 
 use rustc_hash::FxHashSet as HashSet;
 
-use crate::snapshot::{PodId, Snapshot};
+use std::sync::Arc;
+
+use crate::snapshot::{NodeId, PodId, Snapshot};
 pub use limits::{LimitError, Limits};
 
 /// What happened to one eviction attempt.
@@ -110,36 +112,37 @@ pub trait EvictionBackend {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LimitHit {
     /// `namespace`.
-    pub namespace: String,
+    pub namespace: Arc<str>,
     /// `name`.
     pub name: String,
     /// Node name (empty if unbound).
-    pub node: String,
+    pub node: Arc<str>,
     /// Profile.
-    pub profile: String,
+    pub profile: Arc<str>,
     /// Plugin.
-    pub plugin: String,
+    pub plugin: Arc<str>,
     /// The limit that refused it.
     pub limit: LimitError,
 }
 
-/// One eviction attempt and its outcome, in order.
+/// One eviction attempt and its outcome, in order. The strings that repeat from record to record
+/// (namespace, node, profile, plugin, reason) are shared, not copied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EvictionRecord {
     /// The pod.
     pub pod: PodId,
     /// `namespace`.
-    pub namespace: String,
+    pub namespace: Arc<str>,
     /// `name`.
     pub name: String,
     /// Node name (empty if unbound).
-    pub node: String,
+    pub node: Arc<str>,
     /// Profile.
-    pub profile: String,
+    pub profile: Arc<str>,
     /// Plugin.
-    pub plugin: String,
+    pub plugin: Arc<str>,
     /// Reason.
-    pub reason: String,
+    pub reason: Arc<str>,
     /// Outcome.
     pub outcome: EvictOutcome,
 }
@@ -152,6 +155,39 @@ pub struct EvictionSession {
     records: Vec<EvictionRecord>,
     limit_hits: Vec<LimitHit>,
     moved: HashSet<PodId>,
+    names: SharedNames,
+}
+
+/// Shared copies of the strings records repeat: the last profile, plugin and reason seen (a
+/// plugin's evictions come in a row) and node names.
+#[derive(Default)]
+struct SharedNames {
+    profile: Option<Arc<str>>,
+    plugin: Option<Arc<str>>,
+    reason: Option<Arc<str>>,
+    nodes: rustc_hash::FxHashMap<NodeId, Arc<str>>,
+}
+
+impl SharedNames {
+    /// `text` as a shared string, reusing `slot` when it holds the same text.
+    fn share(slot: &mut Option<Arc<str>>, text: &str) -> Arc<str> {
+        match slot {
+            Some(shared) if **shared == *text => shared.clone(),
+            _ => slot.insert(Arc::from(text)).clone(),
+        }
+    }
+
+    /// The name of the pod's node (empty if unbound).
+    fn node(&mut self, snapshot: &Snapshot, pod: &crate::snapshot::Pod) -> Arc<str> {
+        match pod.node {
+            Some(n) => self
+                .nodes
+                .entry(n)
+                .or_insert_with(|| Arc::from(snapshot.node(n).name.as_str()))
+                .clone(),
+            None => Arc::from(pod.node_name.as_deref().unwrap_or_default()),
+        }
+    }
 }
 
 impl EvictionSession {
@@ -163,6 +199,7 @@ impl EvictionSession {
             records: Vec::new(),
             limit_hits: Vec::new(),
             moved: HashSet::default(),
+            names: SharedNames::default(),
         }
     }
 
@@ -177,19 +214,17 @@ impl EvictionSession {
             return Err(EvictError::AlreadyEvicted);
         }
         let p = snapshot.pod(pod);
-        let node = p
-            .node
-            .map(|n| snapshot.node(n).name.clone())
-            .or_else(|| p.node_name.clone())
-            .unwrap_or_default();
+        let node = self.names.node(snapshot, p);
+        let profile = SharedNames::share(&mut self.names.profile, req.profile);
+        let plugin = SharedNames::share(&mut self.names.plugin, req.plugin);
         if let Err(limit) = self.limits.check(p.node, &p.namespace) {
             self.backend.limit_refused(snapshot, pod, req, &limit);
             self.limit_hits.push(LimitHit {
-                namespace: p.namespace.to_string(),
+                namespace: p.namespace.clone(),
                 name: p.name.clone(),
                 node,
-                profile: req.profile.to_string(),
-                plugin: req.plugin.to_string(),
+                profile,
+                plugin,
                 limit: limit.clone(),
             });
             return Err(limit.into());
@@ -201,12 +236,12 @@ impl EvictionSession {
         }
         self.records.push(EvictionRecord {
             pod,
-            namespace: p.namespace.to_string(),
+            namespace: p.namespace.clone(),
             name: p.name.clone(),
             node,
-            profile: req.profile.to_string(),
-            plugin: req.plugin.to_string(),
-            reason: req.reason.to_string(),
+            profile,
+            plugin,
+            reason: SharedNames::share(&mut self.names.reason, req.reason),
             outcome: outcome.clone(),
         });
         if outcome.moves_pod() {

@@ -12,6 +12,8 @@ use serde::Serialize;
 use crate::evictor::EvictOutcome;
 use crate::evictor::planner::{PlanBackend, VerdictFn};
 use crate::framework::cycle::run_cycle;
+use std::sync::Arc;
+
 use crate::policy::Policy;
 use crate::snapshot::Snapshot;
 
@@ -19,19 +21,19 @@ use crate::snapshot::Snapshot;
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct PlannedEviction {
     /// Pod namespace.
-    pub namespace: String,
+    pub namespace: Arc<str>,
     /// Pod name.
     pub name: String,
     /// Node the pod runs on.
-    pub node: String,
+    pub node: Arc<str>,
     /// Profile.
-    pub profile: String,
+    pub profile: Arc<str>,
     /// Plugin.
-    pub plugin: String,
+    pub plugin: Arc<str>,
     /// Eviction reason.
-    pub reason: String,
+    pub reason: Arc<str>,
     /// `evicted`, `deflected`, `denied` or `error`.
-    pub outcome: String,
+    pub outcome: &'static str,
     /// The guard's message for deflected / denied evictions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
@@ -134,7 +136,7 @@ pub fn make_plan(
                 count(&mut by_plugin, &r.plugin);
                 count(&mut by_node, &r.node);
             }
-            let outcome = r.outcome.as_str().to_string();
+            let outcome = r.outcome.as_str();
             let message = match r.outcome {
                 EvictOutcome::Evicted => None,
                 EvictOutcome::Deflected { message } => Some(message),

@@ -4,9 +4,11 @@ use std::fmt::Write;
 
 use super::Plan;
 
-/// One JSON object on one line... pretty-printed for readability; exactly one object.
-pub fn json(plan: &Plan) -> String {
-    serde_json::to_string_pretty(plan).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+/// Writes the plan as exactly one JSON object (pretty-printed for readability) and a newline,
+/// streamed to `out` (a plan at 150,000 pods is tens of megabytes of JSON).
+pub fn write_json(plan: &Plan, out: &mut impl std::io::Write) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, plan)?;
+    out.write_all(b"\n")
 }
 
 fn table_of(headers: &[&str], rows: &[Vec<String>]) -> String {
@@ -55,13 +57,13 @@ pub fn table(plan: &Plan) -> String {
             .map(|e| {
                 vec![
                     format!("{}/{}", e.namespace, e.name),
-                    e.node.clone(),
-                    e.profile.clone(),
-                    e.plugin.clone(),
-                    e.outcome.clone(),
+                    e.node.to_string(),
+                    e.profile.to_string(),
+                    e.plugin.to_string(),
+                    e.outcome.to_string(),
                     match &e.message {
                         Some(m) => format!("{} ({m})", e.reason),
-                        None => e.reason.clone(),
+                        None => e.reason.to_string(),
                     },
                 ]
             })

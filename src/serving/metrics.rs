@@ -231,10 +231,10 @@ impl Metrics {
             self.pods_evicted
                 .get_or_create(&EvictedLabels {
                     result: Self::result_label(&r.outcome).into(),
-                    strategy: r.plugin.clone(),
-                    profile: r.profile.clone(),
-                    namespace: r.namespace.clone(),
-                    node: r.node.clone(),
+                    strategy: r.plugin.to_string(),
+                    profile: r.profile.to_string(),
+                    namespace: r.namespace.to_string(),
+                    node: r.node.to_string(),
                 })
                 .inc();
             match r.outcome {
@@ -251,10 +251,10 @@ impl Metrics {
             self.pods_evicted
                 .get_or_create(&EvictedLabels {
                     result: h.limit.result_label().into(),
-                    strategy: h.plugin.clone(),
-                    profile: h.profile.clone(),
-                    namespace: h.namespace.clone(),
-                    node: h.node.clone(),
+                    strategy: h.plugin.to_string(),
+                    profile: h.profile.to_string(),
+                    namespace: h.namespace.to_string(),
+                    node: h.node.to_string(),
                 })
                 .inc();
         }
