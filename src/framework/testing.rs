@@ -427,10 +427,16 @@ impl PodBuilder {
 /// The deterministic synthetic cluster of [`crate::synth`] as a snapshot (tests only: panics if
 /// it does not load).
 pub fn synthetic_snapshot(nodes: usize, pods: usize, seed: u64) -> Snapshot {
+    crate::snapshot::load::load_bytes(&synthetic_cluster_json(nodes, pods, seed))
+        .expect("the synthetic cluster loads")
+}
+
+/// The JSON `List` of a synthetic cluster (see [`crate::synth`]).
+pub fn synthetic_cluster_json(nodes: usize, pods: usize, seed: u64) -> Vec<u8> {
     let mut bytes = Vec::new();
     crate::synth::write_cluster(crate::synth::Shape { nodes, pods, seed }, &mut bytes)
         .expect("writing to memory cannot fail");
-    crate::snapshot::load::load_bytes(&bytes).expect("the synthetic cluster loads")
+    bytes
 }
 
 /// Builds a snapshot from nodes and pods (panics on invalid test objects: tests only).

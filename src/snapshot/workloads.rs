@@ -275,19 +275,10 @@ mod tests {
         assert_eq!(replica_set_facts(RS[0]).unwrap().revision, Some(7));
     }
 
-    /// Objects of the bundled example and of a synthetic cluster decode to the same facts.
+    /// The objects of a synthetic cluster decode to the same facts.
     #[test]
     fn lean_facts_equal_full_facts_on_generated_clusters() {
-        let mut text = Vec::new();
-        crate::synth::write_cluster(
-            crate::synth::Shape {
-                nodes: 20,
-                pods: 600,
-                seed: 3,
-            },
-            &mut text,
-        )
-        .expect("synthetic cluster");
+        let text = crate::framework::testing::synthetic_cluster_json(20, 600, 3);
         let list: serde_json::Value = serde_json::from_slice(&text).expect("JSON list");
         let mut seen = (0, 0);
         for item in list["items"].as_array().expect("items") {
