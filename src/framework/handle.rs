@@ -129,12 +129,7 @@ impl<'a> Handle<'a> {
         if !self.pre_eviction_filter(pod) {
             return Err(EvictError::Filtered);
         }
-        let req = EvictionRequest {
-            profile: self.profile,
-            plugin: self.plugin,
-            reason: reason.unwrap_or(self.plugin),
-        };
-        self.session.evict(self.snapshot, pod, &req)
+        self.attempt(pod, reason)
     }
 
     /// [`Handle::evict`] for a pod that already passed [`FilterView::pre_eviction_filter`] in this
@@ -145,13 +140,15 @@ impl<'a> Handle<'a> {
         pod: PodId,
         reason: Option<&str>,
     ) -> Result<EvictOutcome, EvictError> {
-        if self.session.moved(pod) {
-            return Err(EvictError::AlreadyEvicted);
-        }
         debug_assert!(
             self.pre_eviction_filter(pod),
             "pod {pod} was not prefiltered"
         );
+        self.attempt(pod, reason)
+    }
+
+    /// Limits, then the backend (the session refuses pods moved already).
+    fn attempt(&mut self, pod: PodId, reason: Option<&str>) -> Result<EvictOutcome, EvictError> {
         let req = EvictionRequest {
             profile: self.profile,
             plugin: self.plugin,
