@@ -17,7 +17,7 @@ use super::view::{
     ConditionView, ContainerStatusView, ContainerView, Pairs, PodView, ResourcesView, SpecView,
 };
 use super::{ObjectKey, PvcInfo, Snapshot};
-use crate::guard::{DeploymentFacts, ReplicaSetFacts};
+use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 
 /// An object that could not be converted, with the field at fault.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -16,7 +16,7 @@ use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 
-use crate::guard::{DeploymentFacts, ReplicaSetFacts};
+use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 

@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use serde::Deserialize;
 
 use super::load::decode_json as decode;
-use crate::guard::{DeploymentFacts, ReplicaSetFacts};
+use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 
 /// The metadata fields the facts read.
 #[derive(Deserialize, Default)]
@@ -270,7 +270,7 @@ mod tests {
         assert!(
             batch.opt_out
                 && batch.paused
-                && batch.strategy == crate::guard::facts::Strategy::Recreate
+                && batch.strategy == crate::workload::facts::Strategy::Recreate
         );
         assert_eq!(replica_set_facts(RS[0]).unwrap().revision, Some(7));
     }
