@@ -4,6 +4,8 @@
 //! or from watch caches in live mode. The engine never assumes where it came from.
 
 pub mod builder;
+mod decode;
+mod json;
 pub mod load;
 pub mod model;
 pub mod resources;

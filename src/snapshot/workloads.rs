@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde::Deserialize;
 
-use super::load::decode_json as decode;
+use super::json::decode_json as decode;
 use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 
 /// The metadata fields the facts read.
