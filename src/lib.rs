@@ -17,6 +17,7 @@
 
 pub mod apicalls;
 pub mod cli;
+pub mod duration;
 pub mod error;
 pub mod evictor;
 pub mod framework;
@@ -32,4 +33,5 @@ pub mod scheduling;
 pub mod serving;
 pub mod snapshot;
 pub mod synth;
+pub mod testing;
 pub mod workload;

@@ -299,7 +299,7 @@ mod tests {
     /// another pod gives exactly the fresh facts, for every pod of a varied cluster.
     #[test]
     fn refilled_pod_facts_equal_fresh_ones() {
-        let snap = crate::framework::testing::synthetic_snapshot(20, 600, 9);
+        let snap = crate::testing::synthetic_snapshot(20, 600, 9);
         let mut reused = pod_facts(snap.pod(0));
         let mut hashes = (0, 0);
         for p in (0..snap.pods.len() as PodId).rev() {

@@ -12,7 +12,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::core::{Selector, SelectorExt};
 use serde::Deserialize;
 
-use crate::framework::args::{ArgsError, de_opt_duration};
+use crate::duration::de_opt_duration;
+use crate::framework::EvictorPlugin;
+use crate::framework::args::ArgsError;
 use crate::scheduling::{fit, selector};
 use crate::snapshot::model::{PodPhase, Volume};
 use crate::snapshot::{NodeId, PodId, Snapshot};
@@ -595,6 +597,37 @@ impl DefaultEvictor {
     }
 }
 
+impl EvictorPlugin for DefaultEvictor {
+    fn filter(&self, snapshot: &Snapshot, pod: PodId, now: Timestamp) -> bool {
+        DefaultEvictor::filter(self, snapshot, pod, now)
+    }
+
+    fn pre_eviction_filter_with(
+        &self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        candidates: &[NodeId],
+    ) -> bool {
+        DefaultEvictor::pre_eviction_filter_with(self, snapshot, pod, candidates)
+    }
+
+    fn filter_reads_evictions(&self) -> bool {
+        DefaultEvictor::filter_reads_evictions(self)
+    }
+
+    fn fit_candidates(&self, snapshot: &Snapshot) -> Vec<NodeId> {
+        if self.args.node_fit {
+            self.node_fit_candidates(snapshot)
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 /// The Filter's failures: every reason ([`DefaultEvictor::check`]) or only whether there is one
 /// ([`DefaultEvictor::filter`], which stops at the first and formats nothing).
 struct Rejections {
@@ -673,7 +706,7 @@ fn owner_has_single_replica(snapshot: &Snapshot, pod: PodId) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::testing::*;
+    use crate::testing::*;
     use serde_json::json;
 
     fn evictor(args: serde_json::Value) -> DefaultEvictor {
@@ -684,7 +717,7 @@ mod tests {
     /// every pod, whatever the args.
     #[test]
     fn filter_agrees_with_check_on_a_varied_cluster() {
-        let s = crate::framework::testing::synthetic_snapshot(20, 600, 5);
+        let s = crate::testing::synthetic_snapshot(20, 600, 5);
         let args = [
             json!({}),
             json!({"minPodAge": "1h", "minReplicas": 3}),

@@ -169,8 +169,8 @@ impl BalancePlugin for HighNodeUtilization {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::testing::{evicted_names, node, pod, run_balance, snapshot};
     use crate::plugins::default_evictor::DefaultEvictor;
+    use crate::testing::{evicted_names, node, pod, run_balance, snapshot};
     use k8s_openapi::api::core::v1 as core;
     use serde_json::{Value, json};
 

@@ -275,9 +275,9 @@ impl BalancePlugin for LowNodeUtilization {
 mod tests {
     use super::*;
     use crate::framework::cycle::{CycleConfig, Profile};
-    use crate::framework::testing::{evicted_names, node, pod, run_balance, run_profile, snapshot};
     use crate::plugins::default_evictor::DefaultEvictor;
     use crate::snapshot::model::ANNOTATION_PREFER_NO_EVICTION;
+    use crate::testing::{evicted_names, node, pod, run_balance, run_profile, snapshot};
     use k8s_openapi::api::core::v1 as core;
     use serde_json::{Value, json};
 
@@ -422,7 +422,7 @@ mod tests {
         let records = run_profile(
             Profile {
                 name: "p".into(),
-                evictor: DefaultEvictor::default(),
+                evictor: Box::new(DefaultEvictor::default()),
                 deschedule: vec![],
                 balance: vec![plugin(cpu_args(20.0, 60.0))],
             },

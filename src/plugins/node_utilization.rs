@@ -456,7 +456,7 @@ pub fn sort_rows_by_usage(usage: &Usage, rows: &mut [usize], ascending: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::testing::{node, pod, snapshot};
+    use crate::testing::{node, pod, snapshot};
 
     #[test]
     fn usage_percentages_caps_and_deviation() {

@@ -409,8 +409,8 @@ impl BalancePlugin for RemoveDuplicates {
 mod tests {
     use super::*;
     use crate::framework::cycle::{CycleConfig, Profile};
-    use crate::framework::testing::{evicted_names, node, pod, run_balance, run_profile, snapshot};
     use crate::plugins::default_evictor::DefaultEvictor;
+    use crate::testing::{evicted_names, node, pod, run_balance, run_profile, snapshot};
     use k8s_openapi::api::core::v1 as core;
     use serde_json::{Value, json};
 
@@ -665,7 +665,7 @@ mod tests {
         let records = run_profile(
             Profile {
                 name: "p".into(),
-                evictor: DefaultEvictor::default(),
+                evictor: Box::new(DefaultEvictor::default()),
                 deschedule: vec![],
                 balance: vec![plugin(json!({}))],
             },

@@ -272,10 +272,10 @@ mod tests {
     use super::*;
     use crate::evictor::EvictionRecord;
     use crate::framework::cycle::{CycleConfig, Profile};
-    use crate::framework::testing::{
+    use crate::plugins::default_evictor::DefaultEvictor;
+    use crate::testing::{
         PodBuilder, evicted_names, node, pod, run_deschedule, run_profile, snapshot,
     };
-    use crate::plugins::default_evictor::DefaultEvictor;
     use k8s_openapi::api::core::v1 as core;
     use serde_json::json;
 
@@ -583,7 +583,7 @@ mod tests {
         };
         let profile = || Profile {
             name: "p".into(),
-            evictor: DefaultEvictor::default(),
+            evictor: Box::new(DefaultEvictor::default()),
             deschedule: vec![Box::new(
                 RemovePodsViolatingInterPodAntiAffinity::new(Args::default()).expect("args"),
             )],

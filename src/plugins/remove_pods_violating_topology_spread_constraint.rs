@@ -547,7 +547,7 @@ mod tests {
     /// equal concatenating the choices over any split, on a cluster with many constraints.
     #[test]
     fn namespace_chunks_choose_exactly_what_one_pass_chooses() {
-        let s = crate::framework::testing::synthetic_snapshot(60, 2_000, 11);
+        let s = crate::testing::synthetic_snapshot(60, 2_000, 11);
         let plugin = RemovePodsViolatingTopologySpreadConstraint::new(
             args::decode(&json!({"constraints": ["DoNotSchedule", "ScheduleAnyway"]}))
                 .expect("args"),
@@ -573,10 +573,10 @@ mod tests {
             assert_eq!(split, whole, "split after {cut} namespaces");
         }
     }
-    use crate::framework::testing::{
+    use crate::plugins::default_evictor::DefaultEvictor;
+    use crate::testing::{
         PodBuilder, evicted_names, node, pod, run_balance, run_profile, snapshot,
     };
-    use crate::plugins::default_evictor::DefaultEvictor;
     use k8s_openapi::api::core::v1 as core;
     use serde_json::json;
 
@@ -1178,7 +1178,7 @@ mod tests {
         let r = run_profile(
             Profile {
                 name: "p".into(),
-                evictor: DefaultEvictor::default(),
+                evictor: Box::new(DefaultEvictor::default()),
                 deschedule: vec![],
                 balance: vec![Box::new(plugin)],
             },

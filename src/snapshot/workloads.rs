@@ -278,7 +278,7 @@ mod tests {
     /// The objects of a synthetic cluster decode to the same facts.
     #[test]
     fn lean_facts_equal_full_facts_on_generated_clusters() {
-        let text = crate::framework::testing::synthetic_cluster_json(20, 600, 3);
+        let text = crate::testing::synthetic_cluster_json(20, 600, 3);
         let list: serde_json::Value = serde_json::from_slice(&text).expect("JSON list");
         let mut seen = (0, 0);
         for item in list["items"].as_array().expect("items") {

@@ -118,8 +118,8 @@ mod tests {
     use k8s_openapi::api::core::v1 as core;
 
     use super::*;
-    use crate::framework::testing::pod;
     use crate::snapshot::view::PodView;
+    use crate::testing::pod;
 
     #[test]
     fn qos_ignores_zero_quantities() {

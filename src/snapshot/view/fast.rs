@@ -565,7 +565,7 @@ mod tests {
             #[serde(borrow)]
             items: Vec<&'a serde_json::value::RawValue>,
         }
-        let bytes = crate::framework::testing::synthetic_cluster_json(20, 600, 11);
+        let bytes = crate::testing::synthetic_cluster_json(20, 600, 11);
         let text = std::str::from_utf8(&bytes).unwrap();
         let list: List = serde_json::from_str(text).unwrap();
         let pods: Vec<&str> = list
