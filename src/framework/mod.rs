@@ -1,5 +1,6 @@
-//! The plugin framework: extension-point traits, the [`Handle`] plugins work through, argument
-//! decoding, shared argument types, pod ordering, and the descheduling [`cycle`].
+//! The plugin framework: extension-point traits (the profile's evictor is an [`EvictorPlugin`]),
+//! the [`Handle`] plugins work through, argument decoding, shared argument types, pod ordering,
+//! and the descheduling [`cycle`].
 
 pub mod args;
 pub mod cycle;

@@ -2,6 +2,10 @@
 //!
 //! Built by [`SnapshotBuilder`] from Kubernetes objects — from a `List` file ([`load`]) for `plan`
 //! or from watch caches in live mode. The engine never assumes where it came from.
+//!
+//! The file loader is layered: [`load`] (file or bytes) → [`stream`] (a JSON `List` item by item)
+//! → `decode` (one object by its `kind`) → [`workloads`] and `json` (field-path errors, `kind`
+//! peeking).
 
 pub mod builder;
 mod decode;
