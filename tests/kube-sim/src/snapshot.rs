@@ -39,6 +39,27 @@ pub fn parse(text: &str) -> Result<Vec<Value>, String> {
     Ok(out)
 }
 
+/// `Pod kube-system/kube-proxy-1x` (`Node n1` when cluster-scoped): the object an error names.
+fn describe(def: &crate::resources::ResourceDef, o: &Value) -> String {
+    let meta = |f: &str| {
+        o.pointer(&format!("/metadata/{f}"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let name = meta("name");
+    let name = if name.is_empty() {
+        format!("(generateName {:?})", meta("generateName"))
+    } else {
+        name
+    };
+    if def.namespaced {
+        format!("{} {}/{}", def.kind, meta("namespace"), name)
+    } else {
+        format!("{} {}", def.kind, name)
+    }
+}
+
 /// Creates a namespace if it does not exist.
 pub fn ensure_namespace(store: &Store, ns: &str) {
     if let Some(def) = by_gvr("", "v1", "namespaces")
@@ -91,9 +112,10 @@ pub fn load(store: &Store, objects: Vec<Value>) -> Result<(), String> {
                 continue;
             }
         }
+        let what = describe(def, &o);
         store
             .create(def, o, false, true)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| format!("{what}: {}", e.message))?;
     }
     Ok(())
 }
