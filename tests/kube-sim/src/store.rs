@@ -316,6 +316,16 @@ impl Store {
         (items, more, inner.rv)
     }
 
+    /// Keys (namespace, name) of a resource's objects, in order.
+    pub fn keys(&self, def: &'static ResourceDef) -> Vec<(String, String)> {
+        let inner = self.lock();
+        inner
+            .objects
+            .get(&stored_gr(def))
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// Several resources read under one lock (a consistent snapshot).
     pub fn snapshot(&self, defs: &[&'static ResourceDef]) -> Vec<Vec<Value>> {
         let inner = self.lock();
