@@ -72,7 +72,8 @@ fn write_cluster(nodes: usize, pods: usize, out: &mut impl Write) -> std::io::Re
     }
     for i in 0..nodes {
         let cpu = [16u64, 32, 64][rng.below(3) as usize];
-        let alloc = json!({"cpu": cpu.to_string(), "memory": format!("{}Gi", cpu * 4), "pods": "110"});
+        let alloc =
+            json!({"cpu": cpu.to_string(), "memory": format!("{}Gi", cpu * 4), "pods": "110"});
         emit(
             json!({"apiVersion":"v1","kind":"Node","metadata":{"name":format!("node-{i}"),
                 "labels":{"kubernetes.io/hostname":format!("node-{i}"),
@@ -251,7 +252,10 @@ impl Server {
     async fn list_rv(&self) -> Option<u64> {
         let (_, body) = self.get("/api/v1/pods?limit=1").await.ok()?;
         let v: Value = serde_json::from_slice(&body).ok()?;
-        v.pointer("/metadata/resourceVersion")?.as_str()?.parse().ok()
+        v.pointer("/metadata/resourceVersion")?
+            .as_str()?
+            .parse()
+            .ok()
     }
 }
 
@@ -335,7 +339,9 @@ async fn main() {
     let mut still_since = Instant::now();
     let settled = loop {
         if start.elapsed() > Duration::from_secs(ready_timeout) {
-            fail(format!("controllers did not settle within {ready_timeout} s"));
+            fail(format!(
+                "controllers did not settle within {ready_timeout} s"
+            ));
         }
         let rv = server.list_rv().await;
         if rv.is_some() && rv == last {
@@ -373,7 +379,10 @@ async fn main() {
             a.iter()
                 .map(|p| {
                     (
-                        p["metadata"]["namespace"].as_str().unwrap_or("").to_string(),
+                        p["metadata"]["namespace"]
+                            .as_str()
+                            .unwrap_or("")
+                            .to_string(),
                         p["metadata"]["name"].as_str().unwrap_or("").to_string(),
                     )
                 })

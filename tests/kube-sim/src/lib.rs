@@ -60,6 +60,8 @@ pub struct SimOptions {
     pub time_scale: f64,
     /// Objects loaded before serving (namespaces they use are created).
     pub objects: Vec<Value>,
+    /// A snapshot file loaded after `objects` (JSON is streamed object by object).
+    pub snapshot_file: Option<PathBuf>,
     pub config: SimConfig,
     /// Run the controller loop.
     pub controllers: bool,
@@ -81,6 +83,7 @@ impl Default for SimOptions {
             port: 0,
             time_scale: 1.0,
             objects: Vec::new(),
+            snapshot_file: None,
             config: SimConfig {
                 pod_start_delay_seconds: 1.0,
                 ..Default::default()
@@ -184,6 +187,9 @@ impl Sim {
             ),
         );
         snapshot::load(&state.store, opts.objects).map_err(SimError::Load)?;
+        if let Some(path) = &opts.snapshot_file {
+            snapshot::load_file(&state.store, path).map_err(SimError::Load)?;
+        }
 
         let listener = std::net::TcpListener::bind(("127.0.0.1", opts.port))?;
         listener.set_nonblocking(true)?;

@@ -74,27 +74,23 @@ async fn run(args: Args) -> Result<(), String> {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
-    let objects = match &args.snapshot {
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| format!("reading {}: {e}", p.display()))?;
-            kube_sim::snapshot::parse(&text).map_err(|e| format!("{}: {e}", p.display()))?
-        }
-        None => Vec::new(),
-    };
     let mut opts = kube_sim::SimOptions {
         port: args.port,
         time_scale: args.time_scale,
-        objects,
+        snapshot_file: args.snapshot.clone(),
         kubeconfig_path: Some(args.kubeconfig_out.clone()),
         controllers: args.controllers,
         ..Default::default()
     };
     opts.config.pod_start_delay_seconds = args.pod_start_delay;
-    let sim = kube_sim::Sim::start(opts).await.map_err(|e| match &args.snapshot {
-        Some(p) => format!("{}: {e}", p.display()),
-        None => e.to_string(),
-    })?;
+    let sim = kube_sim::Sim::start(opts)
+        .await
+        .map_err(|e| match (&e, &args.snapshot) {
+            (kube_sim::SimError::Load(msg), Some(p)) if !msg.starts_with("reading ") => {
+                format!("{}: {msg}", p.display())
+            }
+            _ => e.to_string(),
+        })?;
     println!("ready {}", sim.url());
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| format!("cannot watch SIGTERM: {e}"))?;

@@ -118,7 +118,10 @@ fn controllers_true_binds_the_pending_pod_and_false_leaves_it_alone() {
 
 #[test]
 fn help_says_what_each_mode_is_for() {
-    let out = Command::new(BIN).arg("--help").output().expect("run --help");
+    let out = Command::new(BIN)
+        .arg("--help")
+        .output()
+        .expect("run --help");
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("--controllers"), "{help}");

@@ -79,11 +79,7 @@ pub fn reconcile_with(state: &ClusterState, base: &NodeUsage) -> Vec<Action> {
         .enumerate()
         .map(|(i, info)| (name(&info.node.metadata), i))
         .collect();
-    let nodes: NodesByName = state
-        .nodes
-        .iter()
-        .map(|n| (name(&n.metadata), n))
-        .collect();
+    let nodes: NodesByName = state.nodes.iter().map(|n| (name(&n.metadata), n)).collect();
     // Pods already assigned: (pod, node name).
     let mut placed: Vec<(&Pod, String)> = Vec::new();
     for pod in &state.pods {

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Req, Target, error_response, json_response, table, watch};
+use super::{Req, Target, error_response, json_response, list_stream, table, watch};
 use crate::SimState;
 use crate::admission::{self, Attrs};
 use crate::error::{ApiError, ApiResult, qualified};
@@ -143,6 +143,18 @@ fn list(st: &SimState, r: &Req, t: &Target) -> ApiResult<Response> {
         .q("limit")
         .and_then(|l| l.parse::<usize>().ok())
         .unwrap_or(0);
+    if limit == 0 && after.is_none() && !table::wants_table(&r.headers) {
+        // The whole list: streamed, never built in memory.
+        let (raw, rv) = st.store.list_raw(t.def, t.namespace.as_deref());
+        let keep: Option<list_stream::Keep> = if ls.is_empty() && fs.0.is_empty() {
+            None
+        } else {
+            Some(Box::new(move |o: &Value| {
+                ls.matches_object(o) && fs.matches(o)
+            }))
+        };
+        return Ok(list_stream::respond(t.def, rv, raw, keep));
+    }
     let (items, more, rv) = st
         .store
         .list_page(t.def, t.namespace.as_deref(), after, limit, |o| {

@@ -109,7 +109,7 @@ fn controller_of(obj: &Value, kind: &str) -> Option<String> {
 }
 
 fn pod_entry(obj: &Value) -> Option<PodEntry> {
-    let pod: Pod = serde_json::from_value(obj.clone()).ok()?;
+    let pod = <Pod as serde::Deserialize>::deserialize(obj).ok()?;
     let spec = pod.spec.as_ref();
     let node = spec
         .and_then(|s| s.node_name.clone())
@@ -128,13 +128,19 @@ fn pod_entry(obj: &Value) -> Option<PodEntry> {
     let affinity = spec.and_then(|s| s.affinity.as_ref());
     let anti_terms: Vec<PodAffinityTerm> = affinity
         .and_then(|a| a.pod_anti_affinity.as_ref())
-        .and_then(|a| a.required_during_scheduling_ignored_during_execution.clone())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .clone()
+        })
         .unwrap_or_default();
     let mut own_terms = anti_terms.clone();
     own_terms.extend(
         affinity
             .and_then(|a| a.pod_affinity.as_ref())
-            .and_then(|a| a.required_during_scheduling_ignored_during_execution.clone())
+            .and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .clone()
+            })
             .unwrap_or_default(),
     );
     Some(PodEntry {

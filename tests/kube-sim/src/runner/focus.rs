@@ -179,7 +179,10 @@ pub fn build(st: &SimState, cache: &Cache, roots: &Roots) -> (ClusterState, Node
             // Placed pods whose required anti-affinity selects this pod.
             for a in &cache.anti_pods {
                 if let Some(ae) = cache.pods.get(a)
-                    && ae.anti_terms.iter().any(|t| term_selects(t, &a.0, &p.0, pe))
+                    && ae
+                        .anti_terms
+                        .iter()
+                        .any(|t| term_selects(t, &a.0, &p.0, pe))
                 {
                     extra.push(a.clone());
                 }

@@ -1,7 +1,7 @@
 //! Generic object store: JSON objects keyed by group/resource + namespace + name, a global
 //! resourceVersion counter, and a bounded per-resource event history for watches.
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
@@ -11,6 +11,10 @@ use crate::defaults;
 use crate::error::{ApiError, ApiResult};
 use crate::resources::{RESOURCES, ResourceDef};
 use crate::versions;
+
+pub mod objects;
+
+use objects::Objects;
 
 /// `(group, resource)`.
 pub type GrKey = (&'static str, &'static str);
@@ -54,7 +58,7 @@ struct History {
 #[derive(Default)]
 struct Inner {
     rv: u64,
-    objects: HashMap<GrKey, BTreeMap<(String, String), Value>>,
+    objects: Objects,
     history: HashMap<GrKey, History>,
 }
 
@@ -118,18 +122,6 @@ fn meta_mut(obj: &mut Value) -> &mut serde_json::Map<String, Value> {
         *m = json!({});
     }
     m.as_object_mut().expect("object ensured above")
-}
-
-/// Owner UIDs from `metadata.ownerReferences`.
-fn owner_uids(obj: &Value) -> Vec<&str> {
-    obj.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|r| r.get("uid").and_then(Value::as_str))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn finalizers_empty(obj: &Value) -> bool {
@@ -252,25 +244,44 @@ impl Store {
 
     pub fn get(&self, def: &'static ResourceDef, ns: &str, name: &str) -> Option<Value> {
         let inner = self.lock();
-        inner
+        let raw = inner
             .objects
-            .get(&stored_gr(def))
-            .and_then(|m| m.get(&(ns.to_string(), name.to_string())))
-            .map(|v| versions::present(def, v.clone()))
+            .raw(&stored_gr(def), &(ns.to_string(), name.to_string()))
+            .cloned();
+        drop(inner);
+        raw.map(|b| versions::present(def, objects::decode(&b)))
     }
 
     /// Objects of a resource (all namespaces when `ns` is None), sorted by namespace/name,
     /// with the current global resourceVersion.
     pub fn list(&self, def: &'static ResourceDef, ns: Option<&str>) -> (Vec<Value>, u64) {
+        let (raw, rv) = self.list_raw(def, ns);
+        let items = raw
+            .iter()
+            .map(|b| versions::present(def, objects::decode(b)))
+            .collect();
+        (items, rv)
+    }
+
+    /// The stored bytes of a resource's objects (all namespaces when `ns` is None), sorted by
+    /// namespace/name, with the current global resourceVersion. Only reference counts are
+    /// taken under the lock; callers decode or copy the bytes after it is released.
+    pub fn list_raw(
+        &self,
+        def: &'static ResourceDef,
+        ns: Option<&str>,
+    ) -> (Vec<objects::Bytes>, u64) {
         let inner = self.lock();
         let items = inner
             .objects
-            .get(&stored_gr(def))
-            .map(|m| {
-                m.iter()
-                    .filter(|((n, _), _)| ns.is_none_or(|want| want == n))
-                    .map(|(_, v)| versions::present(def, v.clone()))
-                    .collect()
+            .map(&stored_gr(def))
+            .map(|m| match ns {
+                Some(want) => m
+                    .range((want.to_string(), String::new())..)
+                    .take_while(|((n, _), _)| n == want)
+                    .map(|(_, b)| b.clone())
+                    .collect(),
+                None => m.values().cloned().collect(),
             })
             .unwrap_or_default();
         (items, inner.rv)
@@ -291,7 +302,7 @@ impl Store {
         let inner = self.lock();
         // Group versions of one resource share storage (e.g. core/v1 and events.k8s.io/v1
         // Events); selectors see the object in the form asked for.
-        let Some(m) = inner.objects.get(&stored_gr(def)) else {
+        let Some(m) = inner.objects.map(&stored_gr(def)) else {
             return (Vec::new(), false, inner.rv);
         };
         let converted = versions::is_converted(def);
@@ -302,13 +313,14 @@ impl Store {
         let mut matching = m
             .range((start, Bound::Unbounded))
             .filter(|((n, _), _)| ns.is_none_or(|want| want == n))
-            .filter_map(|(_, v)| {
-                if converted {
-                    let shown = versions::present(def, v.clone());
-                    keep(&shown).then_some(shown)
+            .filter_map(|(_, b)| {
+                let v = objects::decode(b);
+                let shown = if converted {
+                    versions::present(def, v)
                 } else {
-                    keep(v).then(|| v.clone())
-                }
+                    v
+                };
+                keep(&shown).then_some(shown)
             });
         let limit = if limit == 0 { usize::MAX } else { limit };
         let items: Vec<Value> = matching.by_ref().take(limit).collect();
@@ -321,7 +333,7 @@ impl Store {
         let inner = self.lock();
         inner
             .objects
-            .get(&stored_gr(def))
+            .map(&stored_gr(def))
             .map(|m| m.keys().cloned().collect())
             .unwrap_or_default()
     }
@@ -333,10 +345,10 @@ impl Store {
             .map(|d| {
                 inner
                     .objects
-                    .get(&stored_gr(d))
+                    .map(&stored_gr(d))
                     .map(|m| {
                         m.values()
-                            .map(|v| versions::present(d, v.clone()))
+                            .map(|b| versions::present(d, objects::decode(b)))
                             .collect()
                     })
                     .unwrap_or_default()
@@ -452,7 +464,7 @@ impl Store {
         let mut inner = self.lock();
         let key = (ns, name.clone());
         let gr = (sdef.group, sdef.resource);
-        if inner.objects.get(&gr).is_some_and(|m| m.contains_key(&key)) {
+        if inner.objects.contains(&gr, &key) {
             return Err(ApiError::already_exists(def.group, def.resource, &name));
         }
         let rv = inner.rv + 1;
@@ -461,11 +473,7 @@ impl Store {
             return Ok(versions::present(def, obj));
         }
         inner.rv = rv;
-        inner
-            .objects
-            .entry(gr)
-            .or_default()
-            .insert(key, obj.clone());
+        inner.objects.put(gr, key, &obj);
         self.push(&mut inner, gr, EventType::Added, obj.clone(), None);
         Ok(versions::present(def, obj))
     }
@@ -490,7 +498,7 @@ impl Store {
         let mut inner = self.lock();
         let gr = (sdef.group, sdef.resource);
         let key = (ns, name.clone());
-        let Some(existing) = inner.objects.get(&gr).and_then(|m| m.get(&key)).cloned() else {
+        let Some(existing) = inner.objects.get(&gr, &key) else {
             return Err(ApiError::not_found(def.group, def.resource, &name));
         };
         if !want_rv.is_empty() && want_rv != meta_str(&existing, "resourceVersion") {
@@ -588,9 +596,7 @@ impl Store {
             && finalizers_empty(&new)
             && !def.is("", "pods");
         if finished {
-            if let Some(m) = inner.objects.get_mut(&gr) {
-                m.remove(&key);
-            }
+            inner.objects.take(gr, &key);
             self.push(
                 &mut inner,
                 gr,
@@ -599,11 +605,7 @@ impl Store {
                 Some(existing),
             );
         } else {
-            inner
-                .objects
-                .entry(gr)
-                .or_default()
-                .insert(key, new.clone());
+            inner.objects.put(gr, key, &new);
             self.push(
                 &mut inner,
                 gr,
@@ -628,7 +630,7 @@ impl Store {
         let mut inner = self.lock();
         let gr = stored_gr(def);
         let key = (ns.to_string(), name.to_string());
-        let Some(existing) = inner.objects.get(&gr).and_then(|m| m.get(&key)).cloned() else {
+        let Some(existing) = inner.objects.get(&gr, &key) else {
             return Err(ApiError::not_found(def.group, def.resource, name));
         };
         // Preconditions (apimachinery `Preconditions.Check` messages).
@@ -718,11 +720,7 @@ impl Store {
                 return Ok(versions::present(def, new));
             }
             inner.rv = rv;
-            inner
-                .objects
-                .entry(gr)
-                .or_default()
-                .insert(key, new.clone());
+            inner.objects.put(gr, key, &new);
             self.push(
                 &mut inner,
                 gr,
@@ -748,19 +746,17 @@ impl Store {
         inner.rv += 1;
         let mut obj = obj;
         meta_mut(&mut obj).insert("resourceVersion".into(), json!(inner.rv.to_string()));
-        if let Some(m) = inner.objects.get_mut(&gr) {
-            m.remove(&key);
-        }
+        inner.objects.take(gr, &key);
         // Deleting a namespace deletes its contents (the namespace controller, collapsed).
         if gr == ("", "namespaces") {
             let ns = key.1.clone();
             let victims: Vec<(GrKey, (String, String), Value)> = inner
                 .objects
-                .iter()
-                .flat_map(|(g, m)| {
-                    m.iter()
-                        .filter(|((n, _), _)| *n == ns)
-                        .map(|(k, v)| (*g, k.clone(), v.clone()))
+                .in_namespace(&ns)
+                .into_iter()
+                .filter_map(|(g, k)| {
+                    let v = inner.objects.get(&g, &k)?;
+                    Some((g, k, v))
                 })
                 .collect();
             self.push(inner, gr, EventType::Deleted, obj, None);
@@ -784,11 +780,11 @@ impl Store {
             }
             let deps: Vec<(GrKey, (String, String), Value)> = inner
                 .objects
-                .iter()
-                .flat_map(|(g, m)| {
-                    m.iter()
-                        .filter(|(_, v)| owner_uids(v).contains(&uid.as_str()))
-                        .map(|(k, v)| (*g, k.clone(), v.clone()))
+                .dependents_of(&uid)
+                .into_iter()
+                .filter_map(|(g, k)| {
+                    let v = inner.objects.get(&g, &k)?;
+                    Some((g, k, v))
                 })
                 .collect();
             for (g, k, v) in deps {
@@ -820,7 +816,7 @@ impl Store {
                         m.insert("deletionGracePeriodSeconds".into(), json!(grace));
                         m.insert("resourceVersion".into(), json!(inner.rv.to_string()));
                     }
-                    inner.objects.entry(g).or_default().insert(k, new.clone());
+                    inner.objects.put(g, k, &new);
                     self.push(inner, g, EventType::Modified, new, Some(v));
                 } else {
                     work.push(meta_str(&v, "uid").to_string());
@@ -841,7 +837,7 @@ impl Store {
         let mut inner = self.lock();
         let gr = stored_gr(def);
         let key = (ns.to_string(), name.to_string());
-        let Some(existing) = inner.objects.get(&gr).and_then(|m| m.get(&key)).cloned() else {
+        let Some(existing) = inner.objects.get(&gr, &key) else {
             return Err(ApiError::not_found(def.group, def.resource, name));
         };
         if let Some(uid) = uid
@@ -868,10 +864,11 @@ impl Store {
         let initial = match from {
             WatchFrom::Current => inner
                 .objects
-                .get(&gr)
+                .map(&gr)
                 .map(|m| {
                     m.values()
-                        .map(|v| {
+                        .map(|b| {
+                            let v = &objects::decode(b);
                             Arc::new(Event {
                                 rv: meta_str(v, "resourceVersion").parse().unwrap_or(0),
                                 gr,
