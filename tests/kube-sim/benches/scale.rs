@@ -259,6 +259,54 @@ impl Server {
     }
 }
 
+/// Pods whose Ready condition is True (one streamed LIST).
+async fn count_ready(server: &Server) -> usize {
+    let Ok((_, body)) = server.get("/api/v1/pods").await else {
+        return 0;
+    };
+    let v: Value = serde_json::from_slice(&body).unwrap_or_default();
+    v["items"].as_array().map_or(0, |items| {
+        items
+            .iter()
+            .filter(|p| {
+                p.pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|c| {
+                        c.iter()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                    })
+            })
+            .count()
+    })
+}
+
+/// Waits until the resourceVersion has not moved and the process used under 20 % of a core
+/// for 3 s; returns the time from `since` to the start of that quiet window.
+async fn settle(server: &Server, pid: u32, since: Instant, timeout: u64) -> Duration {
+    let window = Duration::from_secs(3);
+    let mut last = None;
+    let mut quiet_since = Instant::now();
+    let mut ticks_at = cpu_ticks(pid);
+    loop {
+        if since.elapsed() > Duration::from_secs(timeout) {
+            fail(format!("controllers did not settle within {timeout} s"));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let rv = server.list_rv().await;
+        let quiet_for = quiet_since.elapsed();
+        let busy = (cpu_ticks(pid) - ticks_at) as f64 / ticks_per_second();
+        if rv.is_some() && rv == last && busy < 0.2 * quiet_for.as_secs_f64().max(0.5) {
+            if quiet_for >= window {
+                return quiet_since.duration_since(since);
+            }
+        } else {
+            last = rv;
+            quiet_since = Instant::now();
+            ticks_at = cpu_ticks(pid);
+        }
+    }
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -334,29 +382,13 @@ async fn main() {
         url,
         client: client_for(&kubeconfig),
     };
-    // Settled: the resourceVersion has not moved for 2 s.
-    let mut last = None;
-    let mut still_since = Instant::now();
-    let settled = loop {
-        if start.elapsed() > Duration::from_secs(ready_timeout) {
-            fail(format!(
-                "controllers did not settle within {ready_timeout} s"
-            ));
-        }
-        let rv = server.list_rv().await;
-        if rv.is_some() && rv == last {
-            if still_since.elapsed() >= Duration::from_secs(2) {
-                break start.elapsed() - Duration::from_secs(2);
-            }
-        } else {
-            last = rv;
-            still_since = Instant::now();
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let (hwm_ready, rss_ready) = memory_kib(pid);
+    let settled = settle(&server, pid, start, ready_timeout).await;
     println!(
-        "ready: `ready` line after {:.1} s, settled after {:.1} s (controllers={controllers})",
+        "ready: `ready` line after {:.1} s (peak RSS {:.0} MiB, RSS {:.0} MiB), controllers settled after {:.1} s (controllers={controllers})",
         ready_line.as_secs_f64(),
+        hwm_ready as f64 / 1024.0,
+        rss_ready as f64 / 1024.0,
         settled.as_secs_f64()
     );
 
@@ -368,10 +400,7 @@ async fn main() {
 
     // Churn: delete pods of many Deployments so the controllers recreate, schedule and start
     // them while we measure.
-    let (_, body) = server
-        .get("/api/v1/pods?limit=500000")
-        .await
-        .unwrap_or_else(|e| fail(e));
+    let (_, body) = server.get("/api/v1/pods").await.unwrap_or_else(|e| fail(e));
     let list: Value = serde_json::from_slice(&body).unwrap_or_else(|e| fail(e));
     let all: Vec<(String, String)> = list["items"]
         .as_array()
@@ -463,27 +492,33 @@ async fn main() {
             *bytes as f64 / 1e6
         );
     }
-    // Replacement pods: the controllers restore the pod count.
+    // Replacement pods: the controllers restore the number of Ready pods.
     let t = Instant::now();
-    let mut replaced = false;
+    let mut ready_pods = 0;
     while t.elapsed() < Duration::from_secs(ready_timeout) {
-        let (_, body) = server
-            .get("/api/v1/pods?fieldSelector=status.phase%3DRunning&limit=500000")
-            .await
-            .unwrap_or_else(|e| fail(e));
-        let v: Value = serde_json::from_slice(&body).unwrap_or_default();
-        let running = v["items"].as_array().map_or(0, Vec::len);
-        if running >= all.len() || controllers == "false" {
-            replaced = true;
+        ready_pods = count_ready(&server).await;
+        if ready_pods >= all.len() || controllers == "false" {
             break;
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
     }
     println!(
-        "replacements running: {} after {:.1} s from the end of the measurement",
-        replaced,
+        "after churn: {ready_pods} of {} pods Ready again, {:.1} s after the measurement ended",
+        all.len(),
         t.elapsed().as_secs_f64()
     );
+    let since = Instant::now();
+    let settled = settle(&server, pid, since, ready_timeout).await;
+    let c0 = cpu_ticks(pid);
+    let t0 = Instant::now();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let idle = (cpu_ticks(pid) - c0) as f64 / ticks_per_second() / t0.elapsed().as_secs_f64();
+    println!(
+        "settled again after {:.1} s; idle CPU after churn: {:.1} % of a core over 10 s",
+        settled.as_secs_f64(),
+        idle * 100.0
+    );
+
     let (hwm, rss) = memory_kib(pid);
     println!(
         "peak RSS (VmHWM): {:.0} MiB; RSS now {:.0} MiB",

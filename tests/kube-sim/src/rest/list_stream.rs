@@ -27,18 +27,23 @@ fn shown(def: &'static ResourceDef, stored: &[u8], keep: Option<&Keep>) -> Optio
     serde_json::to_vec(&v).ok()
 }
 
-/// A 200 response with `{"kind":"<Kind>List","apiVersion":…,"metadata":{"resourceVersion":rv},
-/// "items":[…]}` streamed from `items`.
+/// A 200 response with `{"kind":"<Kind>List","apiVersion":…,"metadata":{"resourceVersion":rv,
+/// "continue":…},"items":[…]}` streamed from `items`.
 pub fn respond(
     def: &'static ResourceDef,
     rv: u64,
     items: Vec<Stored>,
     keep: Option<Keep>,
+    cont: Option<String>,
 ) -> Response {
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    if let Some(c) = cont {
+        metadata["continue"] = json!(c);
+    }
     let head = json!({
         "kind": format!("{}List", def.kind),
         "apiVersion": def.api_version(),
-        "metadata": {"resourceVersion": rv.to_string()},
+        "metadata": metadata,
     });
     // `{…,"items":[` — the envelope without its closing brace.
     let mut first = serde_json::to_vec(&head).unwrap_or_else(|_| b"{}".to_vec());
