@@ -500,7 +500,8 @@ fn inter_pod_affinity(
     placed: &[(&Pod, String)],
 ) -> Result<(), Vec<String>> {
     let own_ns = ns(&pod.metadata);
-    let node_labels = node.metadata.labels.clone().unwrap_or_default();
+    let no_labels = BTreeMap::new();
+    let node_labels = node.metadata.labels.as_ref().unwrap_or(&no_labels);
     let affinity = pod.spec.as_ref().and_then(|s| s.affinity.as_ref());
     let anti_terms = affinity
         .and_then(|a| a.pod_anti_affinity.as_ref())

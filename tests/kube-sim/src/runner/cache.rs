@@ -42,6 +42,9 @@ pub struct Cache {
     /// `(namespace, ReplicaSet name)` → pods it controls (by name; the controller checks uids).
     pub pods_by_owner: HashMap<Key, HashSet<Key>>,
     pub pods_by_ns: HashMap<String, HashSet<Key>>,
+    /// `(namespace, label key, label value)` → pods (PDB selectors look up their first
+    /// `matchLabels` pair here instead of scanning the namespace).
+    pub pods_by_label: HashMap<(String, String, String), HashSet<Key>>,
     /// Pending pods (candidates for the scheduler).
     pub pending: BTreeSet<Key>,
     /// Pods with required anti-affinity terms.
@@ -251,6 +254,12 @@ impl Cache {
             .entry(key.0.clone())
             .or_default()
             .insert(key.clone());
+        for (k, v) in &e.labels {
+            self.pods_by_label
+                .entry((key.0.clone(), k.clone(), v.clone()))
+                .or_default()
+                .insert(key.clone());
+        }
         if e.pending {
             self.pending.insert(key.clone());
         }
@@ -272,12 +281,32 @@ impl Cache {
             unlink(&mut self.pods_by_owner, (key.0.clone(), rs.clone()), key);
         }
         unlink(&mut self.pods_by_ns, key.0.clone(), key);
+        for (k, v) in &e.labels {
+            unlink(
+                &mut self.pods_by_label,
+                (key.0.clone(), k.clone(), v.clone()),
+                key,
+            );
+        }
         self.pending.remove(key);
         self.anti_pods.remove(key);
         if let Some((n, req)) = &e.usage {
             add_usage(&mut self.usage, n, req, -1);
         }
         Some(e)
+    }
+
+    /// Pods in `ns` a label selector may select: those carrying its first `matchLabels` pair,
+    /// or every pod of the namespace when it has none (callers still apply the selector).
+    pub fn selector_candidates(&self, ns: &str, sel: &LabelSelector) -> Vec<&Key> {
+        let first = sel.match_labels.as_ref().and_then(|m| m.iter().next());
+        let set = match first {
+            Some((k, v)) => self
+                .pods_by_label
+                .get(&(ns.to_string(), k.clone(), v.clone())),
+            None => self.pods_by_ns.get(ns),
+        };
+        set.into_iter().flatten().collect()
     }
 
     /// PDBs in `ns` whose selector matches `labels`.

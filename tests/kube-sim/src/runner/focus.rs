@@ -137,7 +137,7 @@ pub fn build(st: &SimState, cache: &Cache, roots: &Roots) -> (ClusterState, Node
     let mut pods = roots.pods.clone();
     for (ns, pdb) in &roots.pdbs {
         if let Some(Some(sel)) = cache.pdbs.get(&(ns.clone(), pdb.clone())) {
-            for k in cache.pods_by_ns.get(ns).into_iter().flatten() {
+            for k in cache.selector_candidates(ns, sel) {
                 let Some(e) = cache.pods.get(k) else { continue };
                 if selector_matches(sel, Some(&e.labels)) {
                     pods.insert(k.clone());

@@ -25,8 +25,10 @@ use crate::controllers::{self, Action, ClusterState};
 use crate::resources::by_gvr;
 use crate::store::{Event, EventType};
 
-/// Keys reconciled per focused state (bounds the memory of one reconcile).
-const CHUNK: usize = 2000;
+/// Keys reconciled per focused state. The pure controllers compare the objects of a state
+/// pairwise (pods × ReplicaSets, pods × PDBs), so the cost of a pass grows with the chunk
+/// size; small chunks keep it linear in what is queued and bound the memory of one reconcile.
+const CHUNK: usize = 256;
 
 /// Starts the controller manager thread; it ends when the state's shutdown flag is set.
 pub fn spawn(st: Arc<SimState>, tick: Duration) -> std::io::Result<std::thread::JoinHandle<()>> {
