@@ -185,8 +185,12 @@ impl Manager {
 
     /// Reconciles `roots`; queues for the next pass what still moves with time and the
     /// targets of writes that failed.
-    fn reconcile(&mut self, roots: &Roots) {
+    ///
+    /// Every object of the focused state has been reconciled (each controller goes over all
+    /// objects of its kind in the state), so those still waiting in `pass` are dropped from it.
+    fn reconcile(&mut self, roots: &Roots, pass: &mut Roots) {
         let (state, base) = focus::build(&self.st, &self.cache, roots);
+        drop_reconciled(&state, pass);
         let actions = controllers::reconcile_all_with(&state, &base);
         for a in actions {
             let target = action_target(&a);
@@ -197,9 +201,13 @@ impl Manager {
                 }
             }
         }
-        for k in &roots.pods {
-            if self.cache.pods.get(k).is_some_and(|e| e.unsettled) {
-                self.queue.pods.insert(k.clone());
+        for p in &state.pods {
+            let k = (
+                p.metadata.namespace.clone().unwrap_or_default(),
+                p.metadata.name.clone().unwrap_or_default(),
+            );
+            if self.cache.pods.get(&k).is_some_and(|e| e.unsettled) {
+                self.queue.pods.insert(k);
             }
         }
         requeue_unsettled(&state, &mut self.queue);
@@ -219,6 +227,28 @@ impl Manager {
                 Err(TryRecvError::Closed) => return false,
             }
         }
+    }
+}
+
+/// Removes the objects of `state` from `pass`.
+fn drop_reconciled(state: &ClusterState, pass: &mut Roots) {
+    fn key(m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Key {
+        (
+            m.namespace.clone().unwrap_or_default(),
+            m.name.clone().unwrap_or_default(),
+        )
+    }
+    for p in &state.pods {
+        pass.pods.remove(&key(&p.metadata));
+    }
+    for rs in &state.replica_sets {
+        pass.replica_sets.remove(&key(&rs.metadata));
+    }
+    for d in &state.deployments {
+        pass.deployments.remove(&key(&d.metadata));
+    }
+    for n in &state.nodes {
+        pass.nodes.remove(n.metadata.name.as_deref().unwrap_or(""));
     }
 }
 
@@ -346,7 +376,7 @@ async fn run(st: Arc<SimState>, tick: Duration) {
         let mut pass = std::mem::take(&mut m.queue);
         while !pass.is_empty() {
             let chunk = pass.take(CHUNK);
-            m.reconcile(&chunk);
+            m.reconcile(&chunk, &mut pass);
             if *shutdown.borrow() || !m.drain(&mut rx) {
                 return;
             }
