@@ -60,6 +60,8 @@ pub struct SimOptions {
     pub time_scale: f64,
     /// Objects loaded before serving (namespaces they use are created).
     pub objects: Vec<Value>,
+    /// A snapshot file loaded after `objects` (JSON is streamed object by object).
+    pub snapshot_file: Option<PathBuf>,
     pub config: SimConfig,
     /// Run the controller loop.
     pub controllers: bool,
@@ -81,6 +83,7 @@ impl Default for SimOptions {
             port: 0,
             time_scale: 1.0,
             objects: Vec::new(),
+            snapshot_file: None,
             config: SimConfig {
                 pod_start_delay_seconds: 1.0,
                 ..Default::default()
@@ -103,6 +106,8 @@ pub struct SimState {
     config: RwLock<SimConfig>,
     overrides: RwLock<HashMap<String, SocketAddr>>,
     drop_watches: watch::Sender<u64>,
+    /// Bumped on every [`SimHandle::update_config`] (the controllers re-reconcile everything).
+    config_changed: watch::Sender<u64>,
     shutdown: watch::Sender<bool>,
     pub bookmark_interval: Duration,
 }
@@ -122,6 +127,11 @@ impl SimState {
             .unwrap_or_else(|e| e.into_inner())
             .get(&format!("{namespace}/{name}"))
             .copied()
+    }
+
+    /// Notified when the controllers' configuration changes.
+    pub fn config_rx(&self) -> watch::Receiver<u64> {
+        self.config_changed.subscribe()
     }
 
     pub fn drop_watches_rx(&self) -> watch::Receiver<u64> {
@@ -156,6 +166,7 @@ impl Sim {
         let clock = clock::SimClock::new(opts.time_scale);
         let (drop_tx, _) = watch::channel(0u64);
         let (shut_tx, _) = watch::channel(false);
+        let (config_tx, _) = watch::channel(0u64);
         let state = Arc::new(SimState {
             store: Store::new(clock, opts.watch_history),
             auth: auth::Auth::default(),
@@ -163,6 +174,7 @@ impl Sim {
             config: RwLock::new(opts.config.clone()),
             overrides: RwLock::new(opts.service_overrides.clone()),
             drop_watches: drop_tx,
+            config_changed: config_tx,
             shutdown: shut_tx,
             bookmark_interval: opts.bookmark_interval,
         });
@@ -175,6 +187,9 @@ impl Sim {
             ),
         );
         snapshot::load(&state.store, opts.objects).map_err(SimError::Load)?;
+        if let Some(path) = &opts.snapshot_file {
+            snapshot::load_file(&state.store, path).map_err(SimError::Load)?;
+        }
 
         let listener = std::net::TcpListener::bind(("127.0.0.1", opts.port))?;
         listener.set_nonblocking(true)?;
@@ -194,7 +209,7 @@ impl Sim {
             }
         });
         if opts.controllers {
-            tokio::spawn(runner::run(state.clone(), opts.tick));
+            runner::manager::spawn(state.clone(), opts.tick)?;
         }
         let kubeconfig_path = opts.kubeconfig_path.clone().unwrap_or_else(|| {
             std::env::temp_dir().join(format!(
@@ -310,6 +325,7 @@ impl SimHandle {
     /// Changes the controllers' configuration (stop a node, mark an image crashing, …).
     pub fn update_config(&self, f: impl FnOnce(&mut SimConfig)) {
         f(&mut self.state.config.write().unwrap_or_else(|e| e.into_inner()));
+        self.state.config_changed.send_modify(|n| *n += 1);
     }
 
     pub fn config(&self) -> SimConfig {

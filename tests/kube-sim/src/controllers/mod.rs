@@ -20,7 +20,7 @@ pub mod quantity;
 pub mod replicaset;
 pub mod scheduler;
 pub mod testing;
-mod util;
+pub mod util;
 
 /// A consistent snapshot of the objects the controllers read.
 #[derive(Clone, Debug)]
@@ -89,9 +89,15 @@ pub enum Action {
 /// earlier one wins, except that an update touching only `status` and one touching only the rest
 /// of the object are merged; a dropped write is naturally retried next tick.
 pub fn reconcile_all(state: &ClusterState) -> Vec<Action> {
+    reconcile_all_with(state, &scheduler::NodeUsage::default())
+}
+
+/// [`reconcile_all`] over a state that holds only part of the cluster: `base` is what the
+/// pods outside `state` use on each node (see [`scheduler::reconcile_with`]).
+pub fn reconcile_all_with(state: &ClusterState, base: &scheduler::NodeUsage) -> Vec<Action> {
     let batches = [
         kubelet::reconcile(state),
-        scheduler::reconcile(state),
+        scheduler::reconcile_with(state, base),
         replicaset::reconcile(state),
         deployment::reconcile(state),
         pdb::reconcile(state),

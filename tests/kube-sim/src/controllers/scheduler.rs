@@ -13,7 +13,7 @@
 //! Pods are considered by priority (desc), then creation time, then namespace/name, and each
 //! binding is accounted for the rest of the tick.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::api::core::v1::{
     Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodAffinityTerm, PodCondition, Taint,
@@ -26,7 +26,22 @@ use super::quantity::parse_milli;
 use super::util::{name, ns, pod_is_terminal, pod_phase, selector_matches, update_action};
 use super::{Action, ClusterState};
 
-type Resources = BTreeMap<String, i128>;
+/// Resource name → amount in milli-units.
+pub type Resources = BTreeMap<String, i128>;
+
+/// What pods outside the state handed to [`reconcile_with`] already use on each node
+/// (requests and pod count), so a state holding only the pods to schedule accounts for the
+/// rest of the cluster.
+#[derive(Clone, Debug, Default)]
+pub struct NodeUsage {
+    /// Node name → summed requests of its non-terminal pods.
+    pub requested: HashMap<String, Resources>,
+    /// Node name → number of non-terminal pods.
+    pub pods: HashMap<String, i128>,
+}
+
+/// Node name → node, for lookups by name.
+type NodesByName<'a> = HashMap<&'a str, &'a Node>;
 
 const DEFAULT_MAX_PODS: i128 = 110;
 const NON_ZERO_CPU_MILLI: i128 = 100;
@@ -41,16 +56,30 @@ struct NodeInfo<'a> {
 
 /// Bindings (and Unschedulable conditions) for one tick.
 pub fn reconcile(state: &ClusterState) -> Vec<Action> {
+    reconcile_with(state, &NodeUsage::default())
+}
+
+/// [`reconcile`] with `base` added to what the pods of `state` use on each node.
+pub fn reconcile_with(state: &ClusterState, base: &NodeUsage) -> Vec<Action> {
     let mut infos: Vec<NodeInfo> = state
         .nodes
         .iter()
-        .map(|node| NodeInfo {
-            node,
-            allocatable: allocatable(node),
-            requested: Resources::new(),
-            pods: 0,
+        .map(|node| {
+            let n = name(&node.metadata);
+            NodeInfo {
+                node,
+                allocatable: allocatable(node),
+                requested: base.requested.get(n).cloned().unwrap_or_default(),
+                pods: base.pods.get(n).copied().unwrap_or(0),
+            }
         })
         .collect();
+    let index: HashMap<&str, usize> = infos
+        .iter()
+        .enumerate()
+        .map(|(i, info)| (name(&info.node.metadata), i))
+        .collect();
+    let nodes: NodesByName = state.nodes.iter().map(|n| (name(&n.metadata), n)).collect();
     // Pods already assigned: (pod, node name).
     let mut placed: Vec<(&Pod, String)> = Vec::new();
     for pod in &state.pods {
@@ -60,10 +89,7 @@ pub fn reconcile(state: &ClusterState) -> Vec<Action> {
         if pod_is_terminal(pod) {
             continue;
         }
-        if let Some(info) = infos
-            .iter_mut()
-            .find(|i| name(&i.node.metadata) == node_name)
-        {
+        if let Some(info) = index.get(node_name).map(|&i| &mut infos[i]) {
             add_resources(&mut info.requested, &pod_requests(pod));
             info.pods += 1;
         }
@@ -103,7 +129,7 @@ pub fn reconcile(state: &ClusterState) -> Vec<Action> {
         let mut failures: BTreeMap<String, usize> = BTreeMap::new();
         let mut best: Option<(i128, usize)> = None;
         for (idx, info) in infos.iter().enumerate() {
-            match check_node(state, pod, &req, info, &placed) {
+            match check_node(state, &nodes, pod, &req, info, &placed) {
                 Err(reasons) => {
                     for r in reasons {
                         *failures.entry(r).or_default() += 1;
@@ -275,14 +301,18 @@ fn node_ready(node: &Node) -> bool {
 
 fn check_node(
     state: &ClusterState,
+    nodes: &NodesByName,
     pod: &Pod,
     req: &Resources,
     info: &NodeInfo,
     placed: &[(&Pod, String)],
 ) -> Result<(), Vec<String>> {
     let node = info.node;
-    let spec = pod.spec.clone().unwrap_or_default();
-    let tolerations = spec.tolerations.as_deref().unwrap_or(&[]);
+    let tolerations = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_deref())
+        .unwrap_or(&[]);
     let node_name = name(&node.metadata);
     if !node_ready(node) || state.config.stopped_nodes.iter().any(|n| n == node_name) {
         return Err(vec!["node(s) were not ready".to_string()]);
@@ -340,7 +370,7 @@ fn check_node(
     if !reasons.is_empty() {
         return Err(reasons);
     }
-    inter_pod_affinity(state, pod, node, placed)
+    inter_pod_affinity(nodes, pod, node, placed)
 }
 
 /// Upstream `v1helper.TolerationsTolerateTaint` semantics.
@@ -455,24 +485,23 @@ fn term_matches_pod(term: &PodAffinityTerm, term_owner_ns: &str, pod: &Pod) -> b
         && selector_matches(sel, pod.metadata.labels.as_ref())
 }
 
-fn node_label<'a>(state: &'a ClusterState, node_name: &str, key: &str) -> Option<&'a str> {
-    state
-        .nodes
-        .iter()
-        .find(|n| name(&n.metadata) == node_name)
+fn node_label<'a>(nodes: &NodesByName<'a>, node_name: &str, key: &str) -> Option<&'a str> {
+    nodes
+        .get(node_name)
         .and_then(|n| n.metadata.labels.as_ref())
         .and_then(|l| l.get(key))
         .map(String::as_str)
 }
 
 fn inter_pod_affinity(
-    state: &ClusterState,
+    nodes: &NodesByName,
     pod: &Pod,
     node: &Node,
     placed: &[(&Pod, String)],
 ) -> Result<(), Vec<String>> {
     let own_ns = ns(&pod.metadata);
-    let node_labels = node.metadata.labels.clone().unwrap_or_default();
+    let no_labels = BTreeMap::new();
+    let node_labels = node.metadata.labels.as_ref().unwrap_or(&no_labels);
     let affinity = pod.spec.as_ref().and_then(|s| s.affinity.as_ref());
     let anti_terms = affinity
         .and_then(|a| a.pod_anti_affinity.as_ref())
@@ -486,7 +515,7 @@ fn inter_pod_affinity(
             continue;
         };
         let conflict = placed.iter().any(|(other, other_node)| {
-            node_label(state, other_node, &term.topology_key) == Some(value)
+            node_label(nodes, other_node, &term.topology_key) == Some(value)
                 && term_matches_pod(term, own_ns, other)
         });
         if conflict {
@@ -511,7 +540,7 @@ fn inter_pod_affinity(
             let Some(value) = node_labels.get(&term.topology_key) else {
                 continue;
             };
-            if node_label(state, other_node, &term.topology_key) == Some(value.as_str())
+            if node_label(nodes, other_node, &term.topology_key) == Some(value.as_str())
                 && term_matches_pod(term, ns(&other.metadata), pod)
             {
                 return Err(vec![
@@ -536,7 +565,7 @@ fn inter_pod_affinity(
         for (other, other_node) in placed {
             if term_matches_pod(term, own_ns, other) {
                 any_match = true;
-                if node_label(state, other_node, &term.topology_key) == Some(value.as_str()) {
+                if node_label(nodes, other_node, &term.topology_key) == Some(value.as_str()) {
                     match_here = true;
                     break;
                 }

@@ -1,4 +1,5 @@
 //! HTTP front: authentication, discovery, routing of resource paths to verbs.
+pub mod list_stream;
 pub mod table;
 pub mod verbs;
 pub mod watch;

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Req, Target, error_response, json_response, table, watch};
+use super::{Req, Target, error_response, json_response, list_stream, table, watch};
 use crate::SimState;
 use crate::admission::{self, Attrs};
 use crate::error::{ApiError, ApiResult, qualified};
@@ -143,6 +143,27 @@ fn list(st: &SimState, r: &Req, t: &Target) -> ApiResult<Response> {
         .q("limit")
         .and_then(|l| l.parse::<usize>().ok())
         .unwrap_or(0);
+    if !table::wants_table(&r.headers) {
+        // Streamed from the stored bytes, never built in memory.
+        let keep: Option<list_stream::Keep> = if ls.is_empty() && fs.0.is_empty() {
+            None
+        } else {
+            Some(Box::new(move |o: &Value| {
+                ls.matches_object(o) && fs.matches(o)
+            }))
+        };
+        if limit == 0 && after.is_none() {
+            let (raw, rv) = st.store.list_raw(t.def, t.namespace.as_deref());
+            return Ok(list_stream::respond(t.def, rv, raw, keep, None));
+        }
+        let (raw, last, more, rv) =
+            st.store
+                .list_page_raw(t.def, t.namespace.as_deref(), after, limit, keep.as_deref());
+        let cont = last.filter(|_| more).map(|(ns, name)| {
+            base64::engine::general_purpose::STANDARD.encode(format!("{ns}/{name}"))
+        });
+        return Ok(list_stream::respond(t.def, rv, raw, None, cont));
+    }
     let (items, more, rv) = st
         .store
         .list_page(t.def, t.namespace.as_deref(), after, limit, |o| {
@@ -152,24 +173,11 @@ fn list(st: &SimState, r: &Req, t: &Target) -> ApiResult<Response> {
         let key = format!("{}/{}", meta(last, "namespace"), meta(last, "name"));
         base64::engine::general_purpose::STANDARD.encode(key)
     });
-    if table::wants_table(&r.headers) {
-        let mut tbl = table::table(t.def, &items, &rv.to_string(), st.store.clock().now());
-        if let Some(c) = cont {
-            tbl["metadata"]["continue"] = json!(c);
-        }
-        return Ok(json_response(200, &tbl, &[]));
-    }
-    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    let mut tbl = table::table(t.def, &items, &rv.to_string(), st.store.clock().now());
     if let Some(c) = cont {
-        metadata["continue"] = json!(c);
+        tbl["metadata"]["continue"] = json!(c);
     }
-    let body = json!({
-        "kind": format!("{}List", t.def.kind),
-        "apiVersion": t.def.api_version(),
-        "metadata": metadata,
-        "items": items,
-    });
-    Ok(json_response(200, &body, &[]))
+    Ok(json_response(200, &tbl, &[]))
 }
 
 fn watch_req(st: Arc<SimState>, r: &Req, t: &Target) -> ApiResult<Response> {

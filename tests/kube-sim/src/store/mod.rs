@@ -1,7 +1,7 @@
 //! Generic object store: JSON objects keyed by group/resource + namespace + name, a global
 //! resourceVersion counter, and a bounded per-resource event history for watches.
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
@@ -11,6 +11,11 @@ use crate::defaults;
 use crate::error::{ApiError, ApiResult};
 use crate::resources::{RESOURCES, ResourceDef};
 use crate::versions;
+
+mod delete;
+pub mod objects;
+
+use objects::Objects;
 
 /// `(group, resource)`.
 pub type GrKey = (&'static str, &'static str);
@@ -54,7 +59,7 @@ struct History {
 #[derive(Default)]
 struct Inner {
     rv: u64,
-    objects: HashMap<GrKey, BTreeMap<(String, String), Value>>,
+    objects: Objects,
     history: HashMap<GrKey, History>,
 }
 
@@ -118,18 +123,6 @@ fn meta_mut(obj: &mut Value) -> &mut serde_json::Map<String, Value> {
         *m = json!({});
     }
     m.as_object_mut().expect("object ensured above")
-}
-
-/// Owner UIDs from `metadata.ownerReferences`.
-fn owner_uids(obj: &Value) -> Vec<&str> {
-    obj.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|r| r.get("uid").and_then(Value::as_str))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn finalizers_empty(obj: &Value) -> bool {
@@ -252,28 +245,97 @@ impl Store {
 
     pub fn get(&self, def: &'static ResourceDef, ns: &str, name: &str) -> Option<Value> {
         let inner = self.lock();
-        inner
+        let raw = inner
             .objects
-            .get(&stored_gr(def))
-            .and_then(|m| m.get(&(ns.to_string(), name.to_string())))
-            .map(|v| versions::present(def, v.clone()))
+            .raw(&stored_gr(def), &(ns.to_string(), name.to_string()))
+            .cloned();
+        drop(inner);
+        raw.map(|b| versions::present(def, objects::decode(&b)))
     }
 
     /// Objects of a resource (all namespaces when `ns` is None), sorted by namespace/name,
     /// with the current global resourceVersion.
     pub fn list(&self, def: &'static ResourceDef, ns: Option<&str>) -> (Vec<Value>, u64) {
+        let (raw, rv) = self.list_raw(def, ns);
+        let items = raw
+            .iter()
+            .map(|b| versions::present(def, objects::decode(b)))
+            .collect();
+        (items, rv)
+    }
+
+    /// The stored bytes of a resource's objects (all namespaces when `ns` is None), sorted by
+    /// namespace/name, with the current global resourceVersion. Only reference counts are
+    /// taken under the lock; callers decode or copy the bytes after it is released.
+    pub fn list_raw(
+        &self,
+        def: &'static ResourceDef,
+        ns: Option<&str>,
+    ) -> (Vec<objects::Bytes>, u64) {
         let inner = self.lock();
         let items = inner
             .objects
-            .get(&stored_gr(def))
-            .map(|m| {
-                m.iter()
-                    .filter(|((n, _), _)| ns.is_none_or(|want| want == n))
-                    .map(|(_, v)| versions::present(def, v.clone()))
-                    .collect()
+            .map(&stored_gr(def))
+            .map(|m| match ns {
+                Some(want) => m
+                    .range((want.to_string(), String::new())..)
+                    .take_while(|((n, _), _)| n == want)
+                    .map(|(_, b)| b.clone())
+                    .collect(),
+                None => m.values().cloned().collect(),
             })
             .unwrap_or_default();
         (items, inner.rv)
+    }
+
+    /// [`Store::list_page`] as stored bytes (the form a client gets when `def` is not a
+    /// converted version), with the key of the page's last object. References are taken
+    /// under the lock; `keep` runs on decoded objects after it is released.
+    pub fn list_page_raw(
+        &self,
+        def: &'static ResourceDef,
+        ns: Option<&str>,
+        after: Option<(String, String)>,
+        limit: usize,
+        keep: Option<&(dyn Fn(&Value) -> bool + Send + Sync)>,
+    ) -> (Vec<objects::Bytes>, Option<(String, String)>, bool, u64) {
+        use std::ops::Bound;
+        let (refs, rv) = {
+            let inner = self.lock();
+            let Some(m) = inner.objects.map(&stored_gr(def)) else {
+                return (Vec::new(), None, false, inner.rv);
+            };
+            let start = match after {
+                Some(k) => Bound::Excluded(k),
+                None => Bound::Unbounded,
+            };
+            let in_range = m
+                .range((start, Bound::Unbounded))
+                .filter(|((n, _), _)| ns.is_none_or(|want| want == n))
+                .map(|(k, b)| (k.clone(), b.clone()));
+            let refs: Vec<_> = if keep.is_none() && limit > 0 {
+                in_range.take(limit + 1).collect()
+            } else {
+                in_range.collect()
+            };
+            (refs, inner.rv)
+        };
+        let converted = versions::is_converted(def);
+        let mut matching = refs.into_iter().filter(|(_, b)| {
+            keep.is_none_or(|k| {
+                let v = objects::decode(b);
+                k(&if converted {
+                    versions::present(def, v)
+                } else {
+                    v
+                })
+            })
+        });
+        let limit = if limit == 0 { usize::MAX } else { limit };
+        let page: Vec<_> = matching.by_ref().take(limit).collect();
+        let more = matching.next().is_some();
+        let last = page.last().map(|(k, _)| k.clone());
+        (page.into_iter().map(|(_, b)| b).collect(), last, more, rv)
     }
 
     /// One page of a list: objects after the key `after` (exclusive) in namespace/name order that
@@ -291,7 +353,7 @@ impl Store {
         let inner = self.lock();
         // Group versions of one resource share storage (e.g. core/v1 and events.k8s.io/v1
         // Events); selectors see the object in the form asked for.
-        let Some(m) = inner.objects.get(&stored_gr(def)) else {
+        let Some(m) = inner.objects.map(&stored_gr(def)) else {
             return (Vec::new(), false, inner.rv);
         };
         let converted = versions::is_converted(def);
@@ -302,18 +364,29 @@ impl Store {
         let mut matching = m
             .range((start, Bound::Unbounded))
             .filter(|((n, _), _)| ns.is_none_or(|want| want == n))
-            .filter_map(|(_, v)| {
-                if converted {
-                    let shown = versions::present(def, v.clone());
-                    keep(&shown).then_some(shown)
+            .filter_map(|(_, b)| {
+                let v = objects::decode(b);
+                let shown = if converted {
+                    versions::present(def, v)
                 } else {
-                    keep(v).then(|| v.clone())
-                }
+                    v
+                };
+                keep(&shown).then_some(shown)
             });
         let limit = if limit == 0 { usize::MAX } else { limit };
         let items: Vec<Value> = matching.by_ref().take(limit).collect();
         let more = matching.next().is_some();
         (items, more, inner.rv)
+    }
+
+    /// Keys (namespace, name) of a resource's objects, in order.
+    pub fn keys(&self, def: &'static ResourceDef) -> Vec<(String, String)> {
+        let inner = self.lock();
+        inner
+            .objects
+            .map(&stored_gr(def))
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Several resources read under one lock (a consistent snapshot).
@@ -323,10 +396,10 @@ impl Store {
             .map(|d| {
                 inner
                     .objects
-                    .get(&stored_gr(d))
+                    .map(&stored_gr(d))
                     .map(|m| {
                         m.values()
-                            .map(|v| versions::present(d, v.clone()))
+                            .map(|b| versions::present(d, objects::decode(b)))
                             .collect()
                     })
                     .unwrap_or_default()
@@ -442,7 +515,7 @@ impl Store {
         let mut inner = self.lock();
         let key = (ns, name.clone());
         let gr = (sdef.group, sdef.resource);
-        if inner.objects.get(&gr).is_some_and(|m| m.contains_key(&key)) {
+        if inner.objects.contains(&gr, &key) {
             return Err(ApiError::already_exists(def.group, def.resource, &name));
         }
         let rv = inner.rv + 1;
@@ -451,11 +524,7 @@ impl Store {
             return Ok(versions::present(def, obj));
         }
         inner.rv = rv;
-        inner
-            .objects
-            .entry(gr)
-            .or_default()
-            .insert(key, obj.clone());
+        inner.objects.put(gr, key, &obj);
         self.push(&mut inner, gr, EventType::Added, obj.clone(), None);
         Ok(versions::present(def, obj))
     }
@@ -480,7 +549,7 @@ impl Store {
         let mut inner = self.lock();
         let gr = (sdef.group, sdef.resource);
         let key = (ns, name.clone());
-        let Some(existing) = inner.objects.get(&gr).and_then(|m| m.get(&key)).cloned() else {
+        let Some(existing) = inner.objects.get(&gr, &key) else {
             return Err(ApiError::not_found(def.group, def.resource, &name));
         };
         if !want_rv.is_empty() && want_rv != meta_str(&existing, "resourceVersion") {
@@ -578,9 +647,7 @@ impl Store {
             && finalizers_empty(&new)
             && !def.is("", "pods");
         if finished {
-            if let Some(m) = inner.objects.get_mut(&gr) {
-                m.remove(&key);
-            }
+            inner.objects.take(gr, &key);
             self.push(
                 &mut inner,
                 gr,
@@ -589,11 +656,7 @@ impl Store {
                 Some(existing),
             );
         } else {
-            inner
-                .objects
-                .entry(gr)
-                .or_default()
-                .insert(key, new.clone());
+            inner.objects.put(gr, key, &new);
             self.push(
                 &mut inner,
                 gr,
@@ -605,250 +668,6 @@ impl Store {
         Ok(versions::present(def, new))
     }
 
-    /// Deletes an object the way the generic registry does: objects with finalizers and
-    /// bound, non-terminal pods are marked with `deletionTimestamp` (graceful deletion,
-    /// `pkg/registry/core/pod/strategy.go` `CheckGracefulDelete`); everything else goes now.
-    pub fn delete(
-        &self,
-        def: &'static ResourceDef,
-        ns: &str,
-        name: &str,
-        opts: &DeleteOpts,
-    ) -> ApiResult<Value> {
-        let mut inner = self.lock();
-        let gr = stored_gr(def);
-        let key = (ns.to_string(), name.to_string());
-        let Some(existing) = inner.objects.get(&gr).and_then(|m| m.get(&key)).cloned() else {
-            return Err(ApiError::not_found(def.group, def.resource, name));
-        };
-        // Preconditions (apimachinery `Preconditions.Check` messages).
-        if let Some(uid) = &opts.uid
-            && uid != meta_str(&existing, "uid")
-        {
-            return Err(ApiError::conflict(
-                def.group,
-                def.resource,
-                name,
-                &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    meta_str(&existing, "uid")
-                ),
-            ));
-        }
-        if let Some(rv) = &opts.resource_version
-            && rv != meta_str(&existing, "resourceVersion")
-        {
-            return Err(ApiError::conflict(
-                def.group,
-                def.resource,
-                name,
-                &format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                    meta_str(&existing, "resourceVersion")
-                ),
-            ));
-        }
-        let now = self.clock.now();
-        let mut graceful: Option<(String, i64)> = None;
-        if !finalizers_empty(&existing) {
-            let ts = existing
-                .pointer("/metadata/deletionTimestamp")
-                .and_then(Value::as_str)
-                .map(String::from)
-                .unwrap_or_else(|| format_time(now));
-            graceful = Some((ts, 0));
-        } else if def.is("", "pods") {
-            let phase = existing
-                .pointer("/status/phase")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let bound = existing
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .is_some_and(|n| !n.is_empty());
-            let terminal = phase == "Succeeded" || phase == "Failed";
-            let mut grace = opts
-                .grace_period_seconds
-                .or_else(|| {
-                    existing
-                        .pointer("/spec/terminationGracePeriodSeconds")
-                        .and_then(Value::as_i64)
-                })
-                .unwrap_or(30)
-                .max(0);
-            if !bound || terminal {
-                grace = 0;
-            }
-            if grace > 0 {
-                let current = existing
-                    .pointer("/metadata/deletionGracePeriodSeconds")
-                    .and_then(Value::as_i64);
-                // rest.BeforeDelete: an already-terminating object only accepts a shorter grace period.
-                if let Some(cur) = current
-                    && grace >= cur
-                {
-                    return Ok(versions::present(def, existing));
-                }
-                let ts = now
-                    .checked_add(jiff::SignedDuration::from_secs(grace))
-                    .unwrap_or(now);
-                graceful = Some((format_time(ts), grace));
-            }
-        }
-        let rv = inner.rv + 1;
-        if let Some((ts, grace)) = graceful {
-            let mut new = existing.clone();
-            {
-                let m = meta_mut(&mut new);
-                m.insert("deletionTimestamp".into(), json!(ts));
-                m.insert("deletionGracePeriodSeconds".into(), json!(grace));
-                m.insert("resourceVersion".into(), json!(rv.to_string()));
-            }
-            if opts.dry_run {
-                return Ok(versions::present(def, new));
-            }
-            inner.rv = rv;
-            inner
-                .objects
-                .entry(gr)
-                .or_default()
-                .insert(key, new.clone());
-            self.push(
-                &mut inner,
-                gr,
-                EventType::Modified,
-                new.clone(),
-                Some(existing),
-            );
-            return Ok(versions::present(def, new));
-        }
-        let mut gone = existing;
-        meta_mut(&mut gone).insert("resourceVersion".into(), json!(rv.to_string()));
-        if opts.dry_run {
-            return Ok(versions::present(def, gone));
-        }
-        self.remove_locked(&mut inner, gr, key, gone.clone());
-        if opts.propagation.as_deref() != Some("Orphan") {
-            self.collect_dependents(&mut inner, &gone, now);
-        }
-        Ok(versions::present(def, gone))
-    }
-
-    fn remove_locked(&self, inner: &mut Inner, gr: GrKey, key: (String, String), obj: Value) {
-        inner.rv += 1;
-        let mut obj = obj;
-        meta_mut(&mut obj).insert("resourceVersion".into(), json!(inner.rv.to_string()));
-        if let Some(m) = inner.objects.get_mut(&gr) {
-            m.remove(&key);
-        }
-        // Deleting a namespace deletes its contents (the namespace controller, collapsed).
-        if gr == ("", "namespaces") {
-            let ns = key.1.clone();
-            let victims: Vec<(GrKey, (String, String), Value)> = inner
-                .objects
-                .iter()
-                .flat_map(|(g, m)| {
-                    m.iter()
-                        .filter(|((n, _), _)| *n == ns)
-                        .map(|(k, v)| (*g, k.clone(), v.clone()))
-                })
-                .collect();
-            self.push(inner, gr, EventType::Deleted, obj, None);
-            for (g, k, v) in victims {
-                self.remove_locked(inner, g, k, v);
-            }
-            return;
-        }
-        self.push(inner, gr, EventType::Deleted, obj, None);
-    }
-
-    /// Background garbage collection, collapsed into the delete: dependents whose
-    /// ownerReferences name the deleted uid are deleted too (pods gracefully).
-    fn collect_dependents(&self, inner: &mut Inner, owner: &Value, now: jiff::Timestamp) {
-        let mut work = vec![meta_str(owner, "uid").to_string()];
-        let mut rounds = 0;
-        while let Some(uid) = work.pop() {
-            rounds += 1;
-            if rounds > 10_000 {
-                break;
-            }
-            let deps: Vec<(GrKey, (String, String), Value)> = inner
-                .objects
-                .iter()
-                .flat_map(|(g, m)| {
-                    m.iter()
-                        .filter(|(_, v)| owner_uids(v).contains(&uid.as_str()))
-                        .map(|(k, v)| (*g, k.clone(), v.clone()))
-                })
-                .collect();
-            for (g, k, v) in deps {
-                let bound_pod = g == ("", "pods")
-                    && v.pointer("/spec/nodeName")
-                        .and_then(Value::as_str)
-                        .is_some_and(|n| !n.is_empty())
-                    && !matches!(
-                        v.pointer("/status/phase").and_then(Value::as_str),
-                        Some("Succeeded" | "Failed")
-                    );
-                if bound_pod {
-                    if v.pointer("/metadata/deletionTimestamp").is_some() {
-                        continue;
-                    }
-                    let grace = v
-                        .pointer("/spec/terminationGracePeriodSeconds")
-                        .and_then(Value::as_i64)
-                        .unwrap_or(30)
-                        .max(0);
-                    let ts = now
-                        .checked_add(jiff::SignedDuration::from_secs(grace))
-                        .unwrap_or(now);
-                    let mut new = v.clone();
-                    inner.rv += 1;
-                    {
-                        let m = meta_mut(&mut new);
-                        m.insert("deletionTimestamp".into(), json!(format_time(ts)));
-                        m.insert("deletionGracePeriodSeconds".into(), json!(grace));
-                        m.insert("resourceVersion".into(), json!(inner.rv.to_string()));
-                    }
-                    inner.objects.entry(g).or_default().insert(k, new.clone());
-                    self.push(inner, g, EventType::Modified, new, Some(v));
-                } else {
-                    work.push(meta_str(&v, "uid").to_string());
-                    self.remove_locked(inner, g, k, v);
-                }
-            }
-        }
-    }
-
-    /// Immediate removal with an optional uid precondition (controllers, kubelet).
-    pub fn remove(
-        &self,
-        def: &'static ResourceDef,
-        ns: &str,
-        name: &str,
-        uid: Option<&str>,
-    ) -> ApiResult<Value> {
-        let mut inner = self.lock();
-        let gr = stored_gr(def);
-        let key = (ns.to_string(), name.to_string());
-        let Some(existing) = inner.objects.get(&gr).and_then(|m| m.get(&key)).cloned() else {
-            return Err(ApiError::not_found(def.group, def.resource, name));
-        };
-        if let Some(uid) = uid
-            && !uid.is_empty()
-            && uid != meta_str(&existing, "uid")
-        {
-            return Err(ApiError::conflict(
-                def.group,
-                def.resource,
-                name,
-                "Precondition failed: UID mismatch",
-            ));
-        }
-        self.remove_locked(&mut inner, gr, key, existing.clone());
-        Ok(versions::present(def, existing))
-    }
-
     /// Starts a watch: returns the events to replay first and a live receiver. Events carry
     /// the stored key and form (see [`Store::watch_key`], [`versions::present`]).
     pub fn watch(&self, def: &'static ResourceDef, from: WatchFrom) -> ApiResult<WatchStart> {
@@ -858,10 +677,11 @@ impl Store {
         let initial = match from {
             WatchFrom::Current => inner
                 .objects
-                .get(&gr)
+                .map(&gr)
                 .map(|m| {
                     m.values()
-                        .map(|v| {
+                        .map(|b| {
+                            let v = &objects::decode(b);
                             Arc::new(Event {
                                 rv: meta_str(v, "resourceVersion").parse().unwrap_or(0),
                                 gr,

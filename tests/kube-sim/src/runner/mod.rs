@@ -1,10 +1,15 @@
-//! The controller loop: snapshot → `controllers::reconcile_all` → apply actions.
+//! Running the controllers against the store: the event-driven [`manager`] (with its
+//! [`cache`] index and [`focus`]ed states), and the whole-cluster path used by
+//! [`crate::SimHandle::reconcile_once`].
 use serde_json::Value;
-use std::sync::Arc;
-use std::time::Duration;
+
+pub mod cache;
+pub mod focus;
+pub mod manager;
 
 use crate::SimState;
-use crate::controllers::{self, Action, ClusterState};
+use crate::controllers::{Action, ClusterState};
+use crate::error::ApiError;
 use crate::resources::{by_gvr, by_kind};
 use crate::store::{DeleteOpts, UpdateMode};
 
@@ -46,7 +51,14 @@ pub fn cluster_state(st: &SimState) -> ClusterState {
 
 /// Applies one action; failures (stale resourceVersion, gone objects) are dropped.
 pub fn apply_action(st: &SimState, action: Action) {
-    let result = match action {
+    if let Err(e) = try_apply_action(st, action) {
+        tracing::debug!("controller action dropped: {e}");
+    }
+}
+
+/// Applies one action, returning why it was refused (stale resourceVersion, gone object).
+pub fn try_apply_action(st: &SimState, action: Action) -> Result<(), ApiError> {
+    match action {
         Action::Create(obj) => {
             let av = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
             let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
@@ -91,9 +103,6 @@ pub fn apply_action(st: &SimState, action: Action) {
                 .map(|_| ()),
             None => Ok(()),
         },
-    };
-    if let Err(e) = result {
-        tracing::debug!("controller action dropped: {e}");
     }
 }
 
@@ -133,25 +142,4 @@ fn graceful_delete(
         ..Default::default()
     };
     Some((ns, name, opts))
-}
-
-/// Runs until shutdown, one reconcile per tick.
-pub async fn run(st: Arc<SimState>, tick: Duration) {
-    let mut shutdown = st.shutdown_rx();
-    let mut interval = tokio::time::interval(tick);
-    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = interval.tick() => {}
-            _ = shutdown.changed() => return,
-        }
-        if *shutdown.borrow() {
-            return;
-        }
-        let state = cluster_state(&st);
-        let actions = controllers::reconcile_all(&state);
-        for a in actions {
-            apply_action(&st, a);
-        }
-    }
 }

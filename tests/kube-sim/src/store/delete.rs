@@ -1,0 +1,251 @@
+//! Deletion: graceful deletion of pods and finalized objects, immediate removal, the
+//! namespace cascade and background garbage collection of dependents.
+use serde_json::{Value, json};
+
+use super::{
+    DeleteOpts, EventType, GrKey, Inner, Store, finalizers_empty, meta_mut, meta_str, stored_gr,
+};
+use crate::clock::format_time;
+use crate::error::{ApiError, ApiResult};
+use crate::resources::ResourceDef;
+use crate::versions;
+
+impl Store {
+    /// Deletes an object the way the generic registry does: objects with finalizers and
+    /// bound, non-terminal pods are marked with `deletionTimestamp` (graceful deletion,
+    /// `pkg/registry/core/pod/strategy.go` `CheckGracefulDelete`); everything else goes now.
+    pub fn delete(
+        &self,
+        def: &'static ResourceDef,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOpts,
+    ) -> ApiResult<Value> {
+        let mut inner = self.lock();
+        let gr = stored_gr(def);
+        let key = (ns.to_string(), name.to_string());
+        let Some(existing) = inner.objects.get(&gr, &key) else {
+            return Err(ApiError::not_found(def.group, def.resource, name));
+        };
+        // Preconditions (apimachinery `Preconditions.Check` messages).
+        if let Some(uid) = &opts.uid
+            && uid != meta_str(&existing, "uid")
+        {
+            return Err(ApiError::conflict(
+                def.group,
+                def.resource,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta_str(&existing, "uid")
+                ),
+            ));
+        }
+        if let Some(rv) = &opts.resource_version
+            && rv != meta_str(&existing, "resourceVersion")
+        {
+            return Err(ApiError::conflict(
+                def.group,
+                def.resource,
+                name,
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    meta_str(&existing, "resourceVersion")
+                ),
+            ));
+        }
+        let now = self.clock.now();
+        let mut graceful: Option<(String, i64)> = None;
+        if !finalizers_empty(&existing) {
+            let ts = existing
+                .pointer("/metadata/deletionTimestamp")
+                .and_then(Value::as_str)
+                .map(String::from)
+                .unwrap_or_else(|| format_time(now));
+            graceful = Some((ts, 0));
+        } else if def.is("", "pods") {
+            let phase = existing
+                .pointer("/status/phase")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let bound = existing
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty());
+            let terminal = phase == "Succeeded" || phase == "Failed";
+            let mut grace = opts
+                .grace_period_seconds
+                .or_else(|| {
+                    existing
+                        .pointer("/spec/terminationGracePeriodSeconds")
+                        .and_then(Value::as_i64)
+                })
+                .unwrap_or(30)
+                .max(0);
+            if !bound || terminal {
+                grace = 0;
+            }
+            if grace > 0 {
+                let current = existing
+                    .pointer("/metadata/deletionGracePeriodSeconds")
+                    .and_then(Value::as_i64);
+                // rest.BeforeDelete: an already-terminating object only accepts a shorter grace period.
+                if let Some(cur) = current
+                    && grace >= cur
+                {
+                    return Ok(versions::present(def, existing));
+                }
+                let ts = now
+                    .checked_add(jiff::SignedDuration::from_secs(grace))
+                    .unwrap_or(now);
+                graceful = Some((format_time(ts), grace));
+            }
+        }
+        let rv = inner.rv + 1;
+        if let Some((ts, grace)) = graceful {
+            let mut new = existing.clone();
+            {
+                let m = meta_mut(&mut new);
+                m.insert("deletionTimestamp".into(), json!(ts));
+                m.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                m.insert("resourceVersion".into(), json!(rv.to_string()));
+            }
+            if opts.dry_run {
+                return Ok(versions::present(def, new));
+            }
+            inner.rv = rv;
+            inner.objects.put(gr, key, &new);
+            self.push(
+                &mut inner,
+                gr,
+                EventType::Modified,
+                new.clone(),
+                Some(existing),
+            );
+            return Ok(versions::present(def, new));
+        }
+        let mut gone = existing;
+        meta_mut(&mut gone).insert("resourceVersion".into(), json!(rv.to_string()));
+        if opts.dry_run {
+            return Ok(versions::present(def, gone));
+        }
+        self.remove_locked(&mut inner, gr, key, gone.clone());
+        if opts.propagation.as_deref() != Some("Orphan") {
+            self.collect_dependents(&mut inner, &gone, now);
+        }
+        Ok(versions::present(def, gone))
+    }
+
+    fn remove_locked(&self, inner: &mut Inner, gr: GrKey, key: (String, String), obj: Value) {
+        inner.rv += 1;
+        let mut obj = obj;
+        meta_mut(&mut obj).insert("resourceVersion".into(), json!(inner.rv.to_string()));
+        inner.objects.take(gr, &key);
+        // Deleting a namespace deletes its contents (the namespace controller, collapsed).
+        if gr == ("", "namespaces") {
+            let ns = key.1.clone();
+            let victims: Vec<(GrKey, (String, String), Value)> = inner
+                .objects
+                .in_namespace(&ns)
+                .into_iter()
+                .filter_map(|(g, k)| {
+                    let v = inner.objects.get(&g, &k)?;
+                    Some((g, k, v))
+                })
+                .collect();
+            self.push(inner, gr, EventType::Deleted, obj, None);
+            for (g, k, v) in victims {
+                self.remove_locked(inner, g, k, v);
+            }
+            return;
+        }
+        self.push(inner, gr, EventType::Deleted, obj, None);
+    }
+
+    /// Background garbage collection, collapsed into the delete: dependents whose
+    /// ownerReferences name the deleted uid are deleted too (pods gracefully).
+    fn collect_dependents(&self, inner: &mut Inner, owner: &Value, now: jiff::Timestamp) {
+        let mut work = vec![meta_str(owner, "uid").to_string()];
+        let mut rounds = 0;
+        while let Some(uid) = work.pop() {
+            rounds += 1;
+            if rounds > 10_000 {
+                break;
+            }
+            let deps: Vec<(GrKey, (String, String), Value)> = inner
+                .objects
+                .dependents_of(&uid)
+                .into_iter()
+                .filter_map(|(g, k)| {
+                    let v = inner.objects.get(&g, &k)?;
+                    Some((g, k, v))
+                })
+                .collect();
+            for (g, k, v) in deps {
+                let bound_pod = g == ("", "pods")
+                    && v.pointer("/spec/nodeName")
+                        .and_then(Value::as_str)
+                        .is_some_and(|n| !n.is_empty())
+                    && !matches!(
+                        v.pointer("/status/phase").and_then(Value::as_str),
+                        Some("Succeeded" | "Failed")
+                    );
+                if bound_pod {
+                    if v.pointer("/metadata/deletionTimestamp").is_some() {
+                        continue;
+                    }
+                    let grace = v
+                        .pointer("/spec/terminationGracePeriodSeconds")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(30)
+                        .max(0);
+                    let ts = now
+                        .checked_add(jiff::SignedDuration::from_secs(grace))
+                        .unwrap_or(now);
+                    let mut new = v.clone();
+                    inner.rv += 1;
+                    {
+                        let m = meta_mut(&mut new);
+                        m.insert("deletionTimestamp".into(), json!(format_time(ts)));
+                        m.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                        m.insert("resourceVersion".into(), json!(inner.rv.to_string()));
+                    }
+                    inner.objects.put(g, k, &new);
+                    self.push(inner, g, EventType::Modified, new, Some(v));
+                } else {
+                    work.push(meta_str(&v, "uid").to_string());
+                    self.remove_locked(inner, g, k, v);
+                }
+            }
+        }
+    }
+
+    /// Immediate removal with an optional uid precondition (controllers, kubelet).
+    pub fn remove(
+        &self,
+        def: &'static ResourceDef,
+        ns: &str,
+        name: &str,
+        uid: Option<&str>,
+    ) -> ApiResult<Value> {
+        let mut inner = self.lock();
+        let gr = stored_gr(def);
+        let key = (ns.to_string(), name.to_string());
+        let Some(existing) = inner.objects.get(&gr, &key) else {
+            return Err(ApiError::not_found(def.group, def.resource, name));
+        };
+        if let Some(uid) = uid
+            && !uid.is_empty()
+            && uid != meta_str(&existing, "uid")
+        {
+            return Err(ApiError::conflict(
+                def.group,
+                def.resource,
+                name,
+                "Precondition failed: UID mismatch",
+            ));
+        }
+        self.remove_locked(&mut inner, gr, key, existing.clone());
+        Ok(versions::present(def, existing))
+    }
+}
