@@ -70,6 +70,7 @@ async fn interval_cycles_are_non_sliding() {
     let cfg = LoopConfig {
         interval: Duration::from_secs(10),
         trigger_enabled: false,
+        event_debounce: Duration::ZERO,
     };
     run_loop(&exec, cfg, queue, rx, shutdown).await;
     let starts: Vec<u64> = exec.runs().iter().map(|r| r.0.as_secs()).collect();
@@ -85,6 +86,7 @@ async fn one_shot_runs_once_and_returns() {
     let cfg = LoopConfig {
         interval: Duration::ZERO,
         trigger_enabled: false,
+        event_debounce: Duration::ZERO,
     };
     let last = run_loop(&exec, cfg, queue, rx, CancellationToken::new()).await;
     assert_eq!(last.map(|s| s.status), Some("completed".to_string()));
@@ -103,6 +105,7 @@ async fn trigger_is_refused_while_running_or_queued() {
     let cfg = LoopConfig {
         interval: Duration::ZERO,
         trigger_enabled: true,
+        event_debounce: Duration::ZERO,
     };
     let e = exec.clone();
     let sd = shutdown.clone();
@@ -142,6 +145,7 @@ async fn dropped_trigger_caller_still_completes_and_is_accounted() {
     let cfg = LoopConfig {
         interval: Duration::ZERO,
         trigger_enabled: true,
+        event_debounce: Duration::ZERO,
     };
     let e = exec.clone();
     let sd = shutdown.clone();
@@ -171,6 +175,7 @@ async fn shutdown_fails_a_queued_trigger() {
     let cfg = LoopConfig {
         interval: Duration::from_secs(60),
         trigger_enabled: true,
+        event_debounce: Duration::ZERO,
     };
     run_loop(&exec, cfg, queue, rx, shutdown).await;
     assert_eq!(
@@ -195,6 +200,7 @@ async fn shutdown_stops_a_running_cycle() {
     let cfg = LoopConfig {
         interval: Duration::from_secs(300),
         trigger_enabled: false,
+        event_debounce: Duration::ZERO,
     };
     let start = Instant::now();
     let last = run_loop(&exec, cfg, queue, rx, shutdown).await;
@@ -211,6 +217,7 @@ async fn cycles_wait_for_leadership_and_stop_when_it_is_lost() {
     let cfg = LoopConfig {
         interval: Duration::from_secs(60),
         trigger_enabled: true,
+        event_debounce: Duration::ZERO,
     };
     let e = exec.clone();
     let sd = shutdown.clone();

@@ -1,4 +1,4 @@
-//! The live [`CycleExec`]: builds the snapshot from the caches, runs the engine on a blocking
+//! The live [`CycleExec`]: builds the snapshot from the cluster state, runs the engine on a blocking
 //! thread with the API backend (or the dry-run verdict), then logs and accounts the cycle.
 
 use std::sync::Arc;
@@ -27,7 +27,7 @@ pub enum Mode {
     Live(Box<ApiEvictorConfig>),
 }
 
-/// Builds a snapshot (from the watch caches in production).
+/// Builds a snapshot (from the watched cluster state in production).
 pub type SnapshotSource = Arc<dyn Fn() -> Snapshot + Send + Sync>;
 
 /// Runs cycles against the cluster.
