@@ -6,8 +6,10 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use kube_descheduler::live::loop_::{
-    CycleExec, CycleSummary, LoopConfig, Source, TriggerError, run_loop, trigger_channel,
+    CycleExec, CycleSummary, LoopConfig, Source, TriggerError, run_loop, run_loop_with_events,
+    trigger_channel,
 };
+use kube_descheduler::live::state::NodeChange;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -237,4 +239,45 @@ async fn cycles_wait_for_leadership_and_stop_when_it_is_lost() {
     assert!(runs[0].2, "the cycle was stopped");
     shutdown.cancel();
     lp.await.expect("loop");
+}
+
+#[tokio::test(start_paused = true)]
+async fn node_changes_start_one_debounced_cycle_and_queue_at_most_one_more() {
+    let exec = FakeExec::new(Duration::from_secs(4));
+    let (_trigger, queue) = trigger_channel();
+    let (_l, rx) = leader();
+    let shutdown = CancellationToken::new();
+    let (tx, changes) = tokio::sync::mpsc::channel(1);
+    let s = shutdown.clone();
+    tokio::spawn(async move {
+        // t=20: a burst of changes; t=26.5 (during the event cycle that runs 25–29): more.
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        for _ in 0..5 {
+            let _ = tx.try_send(NodeChange::BecameReady);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        for _ in 0..5 {
+            let _ = tx.try_send(NodeChange::Uncordoned);
+        }
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        s.cancel();
+    });
+    let cfg = LoopConfig {
+        interval: Duration::from_secs(1000),
+        trigger_enabled: false,
+        event_debounce: Duration::from_secs(5),
+    };
+    run_loop_with_events(&exec, cfg, queue, rx, shutdown, Some(changes)).await;
+    let runs: Vec<(u64, Source)> = exec.runs().iter().map(|r| (r.0.as_secs(), r.1)).collect();
+    // The interval's first cycle at 0; the burst at 20–20.4 → one cycle 5 s after its first
+    // change; the changes during that cycle → exactly one more, debounced after it ends.
+    assert_eq!(
+        runs,
+        vec![
+            (0, Source::Interval),
+            (25, Source::Event),
+            (34, Source::Event)
+        ]
+    );
 }

@@ -52,8 +52,14 @@ fn stopped() -> EvictOutcome {
 }
 
 impl LiveCycle {
-    fn run_blocking(&self, stop: CancellationToken, rt: tokio::runtime::Handle) -> CycleReport {
+    fn run_blocking(
+        &self,
+        stop: CancellationToken,
+        rt: tokio::runtime::Handle,
+    ) -> (CycleReport, std::time::Duration) {
+        let taken = std::time::Instant::now();
         let mut snapshot = (self.snapshot)();
+        let snapshot_time = taken.elapsed();
         let live = matches!(self.mode, Mode::Live(_));
         if live {
             let pending = self.recent.apply(&mut snapshot);
@@ -104,7 +110,7 @@ impl LiveCycle {
                 }
             }
         }
-        report
+        (report, snapshot_time)
     }
 
     /// Summarises, logs and accounts a finished cycle.
@@ -113,6 +119,17 @@ impl LiveCycle {
         report: &CycleReport,
         source: Source,
         stop: &CancellationToken,
+    ) -> CycleSummary {
+        self.account_with_snapshot_time(report, source, stop, std::time::Duration::ZERO)
+    }
+
+    /// [`Self::account`], logging how long taking the snapshot from the cluster state took.
+    pub fn account_with_snapshot_time(
+        &self,
+        report: &CycleReport,
+        source: Source,
+        stop: &CancellationToken,
+        snapshot_time: std::time::Duration,
     ) -> CycleSummary {
         let mut s = CycleSummary {
             duration_seconds: report.duration.as_secs_f64(),
@@ -156,6 +173,7 @@ impl LiveCycle {
             limit_refusals = report.limit_hits.len(),
             nodes = report.nodes,
             duration_seconds = s.duration_seconds,
+            snapshot_seconds = snapshot_time.as_secs_f64(),
             dry_run = dry,
             "descheduling cycle finished"
         );
@@ -174,7 +192,9 @@ impl CycleExec for LiveCycle {
             let worker = this.clone();
             let s2 = stop.clone();
             match tokio::task::spawn_blocking(move || worker.run_blocking(s2, rt)).await {
-                Ok(report) => this.account(&report, source, &stop),
+                Ok((report, taken)) => {
+                    this.account_with_snapshot_time(&report, source, &stop, taken)
+                }
                 Err(e) => {
                     tracing::error!(error = %e, "descheduling cycle panicked");
                     CycleSummary {

@@ -47,6 +47,7 @@ struct Inner {
     /// Keys seen by a list in progress, per kind (the others are removed when it ends).
     relisting: HashMap<Kind, HashSet<String>>,
     synced: [bool; Kind::ALL.len()],
+    lists: [u64; Kind::ALL.len()],
     last_error: [Option<String>; Kind::ALL.len()],
 }
 
@@ -152,6 +153,7 @@ impl ClusterState {
             g.conv.forget_shared();
         }
         g.last_error[i] = None;
+        g.lists[i] += 1;
         if !g.synced[i] {
             g.synced[i] = true;
             let n = g.synced.iter().filter(|s| **s).count();
@@ -237,6 +239,11 @@ impl ClusterState {
     pub async fn wait_synced(&self) {
         let mut rx = self.synced_tx.subscribe();
         let _ = rx.wait_for(|n| *n >= Kind::ALL.len()).await;
+    }
+
+    /// How many lists of `kind` have completed (the first one, plus one per relist).
+    pub fn lists_completed(&self, kind: Kind) -> u64 {
+        self.lock().lists[kind.index()]
     }
 
     /// Numbers of nodes and pods held.
@@ -354,3 +361,7 @@ fn insert(
     }
     keys
 }
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;
