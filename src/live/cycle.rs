@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use jiff::Timestamp;
 use tokio_util::sync::CancellationToken;
 
-use super::dry_run::dry_run_verdict;
+use super::dry_run::api_and_guard_verdict;
 use super::evictor::{ApiEvictor, ApiEvictorConfig, NOT_ATTEMPTED, not_attempted};
 use super::loop_::{CycleExec, CycleSummary, Source};
 use super::recent::RecentEvictions;
@@ -77,21 +77,14 @@ impl LiveCycle {
         let backend: Box<dyn EvictionBackend + Send> = match &self.mode {
             Mode::DryRun => {
                 let stop = stop.clone();
-                // The API server's PDB rules first, then the eviction guard's decision (one guard
-                // state per cycle, so budgets are spent as evictions would spend them).
-                let mut guard = crate::plan::guard_verdict::guard_verdict(
-                    &snapshot,
-                    now,
-                    crate::guard::GuardConfig::default(),
-                );
+                // The API server's PDB rules, then the eviction guard's decision (as `plan`).
+                let mut verdict =
+                    api_and_guard_verdict(&snapshot, now, crate::guard::GuardConfig::default());
                 Box::new(PlanBackend::with_verdict(Box::new(move |s, p| {
                     if stop.is_cancelled() {
                         return stopped();
                     }
-                    match dry_run_verdict(s, p) {
-                        EvictOutcome::Evicted => guard(s, p),
-                        other => other,
-                    }
+                    verdict(s, p)
                 })))
             }
             Mode::Live(cfg) => Box::new(ApiEvictor::new((**cfg).clone(), rt, stop)),
