@@ -5,11 +5,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use kube_descheduler::live::loop_::{
-    CycleExec, CycleSummary, LoopConfig, Source, TriggerError, run_loop, run_loop_with_events,
-    trigger_channel,
+use kube_descheduler::live::cycle_loop::{
+    CycleExec, LoopConfig, Source, run_loop, run_loop_with_events,
 };
 use kube_descheduler::live::state::NodeChange;
+use kube_descheduler::serving::trigger::{CycleSummary, TriggerError, trigger_channel};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;

@@ -15,12 +15,12 @@
 
 pub mod auth;
 pub mod cycle;
+pub mod cycle_loop;
 pub mod dry_run;
 pub mod events;
 pub mod evictor;
 pub mod http;
 pub mod kinds;
-pub mod loop_;
 pub mod ratelimit;
 pub mod recent;
 pub mod run;

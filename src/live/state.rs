@@ -18,8 +18,8 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use tokio::sync::{mpsc, watch};
 
 use super::kinds::{self, Kind};
-use crate::guard::{DeploymentFacts, ReplicaSetFacts};
 use crate::snapshot::{Node, ObjectKey, Parts, Pod, PvcInfo, Snapshot, SnapshotBuilder};
+use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 
 /// A pod and whether it sets its own termination grace period.
 #[derive(Clone)]
