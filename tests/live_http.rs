@@ -73,6 +73,7 @@ async fn setup(cycle: Duration, metrics_auth: bool) -> Setup {
         let cfg = LoopConfig {
             interval: Duration::ZERO,
             trigger_enabled: true,
+            event_debounce: Duration::ZERO,
         };
         run_loop(&exec, cfg, queue, rx, sd).await
     });

@@ -5,7 +5,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use kube_descheduler::live::cycle_loop::{CycleExec, LoopConfig, Source, run_loop};
+use kube_descheduler::live::cycle_loop::{
+    CycleExec, LoopConfig, Source, run_loop, run_loop_with_events,
+};
+use kube_descheduler::live::state::NodeChange;
 use kube_descheduler::serving::trigger::{CycleSummary, TriggerError, trigger_channel};
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -69,6 +72,7 @@ async fn interval_cycles_are_non_sliding() {
     let cfg = LoopConfig {
         interval: Duration::from_secs(10),
         trigger_enabled: false,
+        event_debounce: Duration::ZERO,
     };
     run_loop(&exec, cfg, queue, rx, shutdown).await;
     let starts: Vec<u64> = exec.runs().iter().map(|r| r.0.as_secs()).collect();
@@ -84,6 +88,7 @@ async fn one_shot_runs_once_and_returns() {
     let cfg = LoopConfig {
         interval: Duration::ZERO,
         trigger_enabled: false,
+        event_debounce: Duration::ZERO,
     };
     let last = run_loop(&exec, cfg, queue, rx, CancellationToken::new()).await;
     assert_eq!(last.map(|s| s.status), Some("completed".to_string()));
@@ -102,6 +107,7 @@ async fn trigger_is_refused_while_running_or_queued() {
     let cfg = LoopConfig {
         interval: Duration::ZERO,
         trigger_enabled: true,
+        event_debounce: Duration::ZERO,
     };
     let e = exec.clone();
     let sd = shutdown.clone();
@@ -141,6 +147,7 @@ async fn dropped_trigger_caller_still_completes_and_is_accounted() {
     let cfg = LoopConfig {
         interval: Duration::ZERO,
         trigger_enabled: true,
+        event_debounce: Duration::ZERO,
     };
     let e = exec.clone();
     let sd = shutdown.clone();
@@ -170,6 +177,7 @@ async fn shutdown_fails_a_queued_trigger() {
     let cfg = LoopConfig {
         interval: Duration::from_secs(60),
         trigger_enabled: true,
+        event_debounce: Duration::ZERO,
     };
     run_loop(&exec, cfg, queue, rx, shutdown).await;
     assert_eq!(
@@ -194,6 +202,7 @@ async fn shutdown_stops_a_running_cycle() {
     let cfg = LoopConfig {
         interval: Duration::from_secs(300),
         trigger_enabled: false,
+        event_debounce: Duration::ZERO,
     };
     let start = Instant::now();
     let last = run_loop(&exec, cfg, queue, rx, shutdown).await;
@@ -210,6 +219,7 @@ async fn cycles_wait_for_leadership_and_stop_when_it_is_lost() {
     let cfg = LoopConfig {
         interval: Duration::from_secs(60),
         trigger_enabled: true,
+        event_debounce: Duration::ZERO,
     };
     let e = exec.clone();
     let sd = shutdown.clone();
@@ -229,4 +239,45 @@ async fn cycles_wait_for_leadership_and_stop_when_it_is_lost() {
     assert!(runs[0].2, "the cycle was stopped");
     shutdown.cancel();
     lp.await.expect("loop");
+}
+
+#[tokio::test(start_paused = true)]
+async fn node_changes_start_one_debounced_cycle_and_queue_at_most_one_more() {
+    let exec = FakeExec::new(Duration::from_secs(4));
+    let (_trigger, queue) = trigger_channel();
+    let (_l, rx) = leader();
+    let shutdown = CancellationToken::new();
+    let (tx, changes) = tokio::sync::mpsc::channel(1);
+    let s = shutdown.clone();
+    tokio::spawn(async move {
+        // t=20: a burst of changes; t=26.5 (during the event cycle that runs 25–29): more.
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        for _ in 0..5 {
+            let _ = tx.try_send(NodeChange::BecameReady);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_secs(6)).await;
+        for _ in 0..5 {
+            let _ = tx.try_send(NodeChange::Uncordoned);
+        }
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        s.cancel();
+    });
+    let cfg = LoopConfig {
+        interval: Duration::from_secs(1000),
+        trigger_enabled: false,
+        event_debounce: Duration::from_secs(5),
+    };
+    run_loop_with_events(&exec, cfg, queue, rx, shutdown, Some(changes)).await;
+    let runs: Vec<(u64, Source)> = exec.runs().iter().map(|r| (r.0.as_secs(), r.1)).collect();
+    // The interval's first cycle at 0; the burst at 20–20.4 → one cycle 5 s after its first
+    // change; the changes during that cycle → exactly one more, debounced after it ends.
+    assert_eq!(
+        runs,
+        vec![
+            (0, Source::Interval),
+            (25, Source::Event),
+            (34, Source::Event)
+        ]
+    );
 }

@@ -58,6 +58,9 @@ fn options(dry_run: bool) -> LiveOptions {
         metrics_unauthenticated: false,
         trigger: false,
         one_shot_sync_timeout: Duration::from_secs(20),
+        api_server: "https://fake".into(),
+        cycle_on_events: None,
+        watch: Default::default(),
     }
 }
 

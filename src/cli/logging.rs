@@ -23,6 +23,13 @@ pub fn init(format: LogFormat, verbosity: u8) {
         2 | 3 => "debug",
         _ => "trace",
     };
+    // kube's client logs every failed request at ERROR; the caller gets the same error and logs
+    // it once with context (kind, retry delay), so below trace the duplicate is left out.
+    let default = if verbosity >= 4 {
+        default.to_string()
+    } else {
+        format!("{default},kube_client::client::builder=off")
+    };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

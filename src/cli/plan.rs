@@ -92,7 +92,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
     };
     let loaded = started.elapsed();
     let verdict = (!args.no_guard).then(|| {
-        crate::plan::guard_verdict::guard_verdict(
+        crate::live::dry_run::api_and_guard_verdict(
             &snapshot,
             now,
             crate::guard::GuardConfig::default(),

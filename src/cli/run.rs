@@ -90,6 +90,17 @@ pub struct RunArgs {
     /// Serve `POST /api/v1/descheduler/run` (authenticated) to run a cycle on demand.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = false, action = ArgAction::Set)]
     pub enable_trigger_api: bool,
+    /// How long a one-shot run (`--descheduling-interval 0`) waits for the first full list of the
+    /// cluster before it fails naming the API server (Go duration). Interval mode keeps retrying.
+    #[arg(long, default_value = "2m")]
+    pub cache_sync_timeout: String,
+    /// Also run a cycle (debounced) when a node joins Ready, becomes Ready, is uncordoned or
+    /// loses a NoSchedule/NoExecute taint (metric source `event`).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = false, action = ArgAction::Set)]
+    pub cycle_on_events: bool,
+    /// How long node changes are collected before the cycle they start (Go duration).
+    #[arg(long, default_value = "2s")]
+    pub cycle_on_events_debounce: String,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub logging_format: LogFormat,
@@ -117,6 +128,10 @@ pub struct Resolved {
     pub policy: PathBuf,
     /// Certificate reload interval.
     pub cert_reload_interval: Duration,
+    /// `--cache-sync-timeout`.
+    pub cache_sync_timeout: Duration,
+    /// `--cycle-on-events` with its debounce.
+    pub cycle_on_events: Option<Duration>,
 }
 
 /// Validates the flags (configuration errors exit with code 2).
@@ -195,6 +210,14 @@ pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
             "--cert-reload-interval must be greater than 0",
         ));
     }
+    let cache_sync_timeout = duration_flag("cache-sync-timeout", &a.cache_sync_timeout)?;
+    if cache_sync_timeout.is_zero() {
+        return Err(ConfigError::new(
+            "--cache-sync-timeout must be greater than 0",
+        ));
+    }
+    let debounce = duration_flag("cycle-on-events-debounce", &a.cycle_on_events_debounce)?;
+    let cycle_on_events = a.cycle_on_events.then_some(debounce);
     let policy = a
         .policy_config_file
         .clone()
@@ -206,6 +229,8 @@ pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
         burst,
         policy,
         cert_reload_interval,
+        cache_sync_timeout,
+        cycle_on_events,
     })
 }
 
@@ -262,13 +287,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         disable_metrics: args.disable_metrics,
         metrics_unauthenticated: args.metrics_unauthenticated,
         trigger: args.enable_trigger_api,
-        one_shot_sync_timeout: Duration::from_secs(300),
+        one_shot_sync_timeout: resolved.cache_sync_timeout,
+        api_server: String::new(),
+        cycle_on_events: resolved.cycle_on_events,
+        watch: Default::default(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let client = client(args.kubeconfig.as_ref()).await?;
+        let config = super::kubeconfig::load(args.kubeconfig.as_ref()).await?;
+        let mut opts = opts;
+        opts.api_server = config.cluster_url.to_string();
+        let client = crate::live::run::client_from_config(config)?;
         let shutdown = CancellationToken::new();
         cancel_on_signals(shutdown.clone());
         crate::live::run::run(opts, client, shutdown).await

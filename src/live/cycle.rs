@@ -1,4 +1,4 @@
-//! The live [`CycleExec`]: builds the snapshot from the caches, runs the engine on a blocking
+//! The live [`CycleExec`]: builds the snapshot from the cluster state, runs the engine on a blocking
 //! thread with the API backend (or the dry-run verdict), then logs and accounts the cycle.
 
 use std::sync::Arc;
@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use tokio_util::sync::CancellationToken;
 
 use super::cycle_loop::{CycleExec, Source};
-use super::dry_run::dry_run_verdict;
+use super::dry_run::api_and_guard_verdict;
 use super::evictor::{ApiEvictor, ApiEvictorConfig, NOT_ATTEMPTED, not_attempted};
 use super::recent::RecentEvictions;
 use crate::evictor::planner::PlanBackend;
@@ -28,7 +28,7 @@ pub enum Mode {
     Live(Box<ApiEvictorConfig>),
 }
 
-/// Builds a snapshot (from the watch caches in production).
+/// Builds a snapshot (from the watched cluster state in production).
 pub type SnapshotSource = Arc<dyn Fn() -> Snapshot + Send + Sync>;
 
 /// Runs cycles against the cluster.
@@ -53,8 +53,14 @@ fn stopped() -> EvictOutcome {
 }
 
 impl LiveCycle {
-    fn run_blocking(&self, stop: CancellationToken, rt: tokio::runtime::Handle) -> CycleReport {
+    fn run_blocking(
+        &self,
+        stop: CancellationToken,
+        rt: tokio::runtime::Handle,
+    ) -> (CycleReport, std::time::Duration) {
+        let taken = std::time::Instant::now();
         let mut snapshot = (self.snapshot)();
+        let snapshot_time = taken.elapsed();
         let live = matches!(self.mode, Mode::Live(_));
         if live {
             let pending = self.recent.apply(&mut snapshot);
@@ -72,21 +78,14 @@ impl LiveCycle {
         let backend: Box<dyn EvictionBackend + Send> = match &self.mode {
             Mode::DryRun => {
                 let stop = stop.clone();
-                // The API server's PDB rules first, then the eviction guard's decision (one guard
-                // state per cycle, so budgets are spent as evictions would spend them).
-                let mut guard = crate::plan::guard_verdict::guard_verdict(
-                    &snapshot,
-                    now,
-                    crate::guard::GuardConfig::default(),
-                );
+                // The API server's PDB rules, then the eviction guard's decision (as `plan`).
+                let mut verdict =
+                    api_and_guard_verdict(&snapshot, now, crate::guard::GuardConfig::default());
                 Box::new(PlanBackend::with_verdict(Box::new(move |s, p| {
                     if stop.is_cancelled() {
                         return stopped();
                     }
-                    match dry_run_verdict(s, p) {
-                        EvictOutcome::Evicted => guard(s, p),
-                        other => other,
-                    }
+                    verdict(s, p)
                 })))
             }
             Mode::Live(cfg) => Box::new(ApiEvictor::new((**cfg).clone(), rt, stop)),
@@ -105,7 +104,7 @@ impl LiveCycle {
                 }
             }
         }
-        report
+        (report, snapshot_time)
     }
 
     /// Summarises, logs and accounts a finished cycle.
@@ -114,6 +113,17 @@ impl LiveCycle {
         report: &CycleReport,
         source: Source,
         stop: &CancellationToken,
+    ) -> CycleSummary {
+        self.account_with_snapshot_time(report, source, stop, std::time::Duration::ZERO)
+    }
+
+    /// [`Self::account`], logging how long taking the snapshot from the cluster state took.
+    pub fn account_with_snapshot_time(
+        &self,
+        report: &CycleReport,
+        source: Source,
+        stop: &CancellationToken,
+        snapshot_time: std::time::Duration,
     ) -> CycleSummary {
         let mut s = CycleSummary {
             duration_seconds: report.duration.as_secs_f64(),
@@ -157,6 +167,7 @@ impl LiveCycle {
             limit_refusals = report.limit_hits.len(),
             nodes = report.nodes,
             duration_seconds = s.duration_seconds,
+            snapshot_seconds = snapshot_time.as_secs_f64(),
             dry_run = dry,
             "descheduling cycle finished"
         );
@@ -175,7 +186,9 @@ impl CycleExec for LiveCycle {
             let worker = this.clone();
             let s2 = stop.clone();
             match tokio::task::spawn_blocking(move || worker.run_blocking(s2, rt)).await {
-                Ok(report) => this.account(&report, source, &stop),
+                Ok((report, taken)) => {
+                    this.account_with_snapshot_time(&report, source, &stop, taken)
+                }
                 Err(e) => {
                     tracing::error!(error = %e, "descheduling cycle panicked");
                     CycleSummary {

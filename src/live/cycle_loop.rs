@@ -11,10 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
+use super::state::NodeChange;
 use crate::serving::trigger::{CycleSummary, TriggerError, TriggerQueue, TriggerState, lock};
 
 /// What started a cycle.
@@ -26,6 +27,9 @@ pub enum Source {
     Interval,
     /// `POST /api/v1/descheduler/run`.
     Trigger,
+    /// `--cycle-on-events`: a node joined, became Ready, was uncordoned or lost a
+    /// NoSchedule/NoExecute taint.
+    Event,
 }
 
 impl Source {
@@ -35,6 +39,7 @@ impl Source {
             Source::Once => "once",
             Source::Interval => "interval",
             Source::Trigger => "trigger",
+            Source::Event => "event",
         }
     }
 }
@@ -53,6 +58,8 @@ pub struct LoopConfig {
     pub interval: Duration,
     /// `--enable-trigger-api`: with a zero interval, stay up serving triggers.
     pub trigger_enabled: bool,
+    /// How long node changes are collected before the cycle they ask for starts.
+    pub event_debounce: Duration,
 }
 
 struct Runner<'a, E: CycleExec> {
@@ -99,9 +106,31 @@ impl<E: CycleExec> Runner<'_, E> {
 pub async fn run_loop<E: CycleExec>(
     exec: &E,
     cfg: LoopConfig,
+    queue: TriggerQueue,
+    leading: watch::Receiver<bool>,
+    shutdown: CancellationToken,
+) -> Option<CycleSummary> {
+    run_loop_with_events(exec, cfg, queue, leading, shutdown, None).await
+}
+
+async fn next_change(rx: &mut Option<mpsc::Receiver<NodeChange>>) -> Option<NodeChange> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// [`run_loop`], plus a cycle (source `event`) after node changes arrive on `changes`: the
+/// first change starts a debounce of [`LoopConfig::event_debounce`] that absorbs the changes
+/// after it, then one cycle runs. The channel holds at most one change, so while a cycle runs at
+/// most one more is queued.
+pub async fn run_loop_with_events<E: CycleExec>(
+    exec: &E,
+    cfg: LoopConfig,
     mut queue: TriggerQueue,
     leading: watch::Receiver<bool>,
     shutdown: CancellationToken,
+    mut changes: Option<mpsc::Receiver<NodeChange>>,
 ) -> Option<CycleSummary> {
     let runner = Runner {
         exec,
@@ -163,6 +192,21 @@ pub async fn run_loop<E: CycleExec>(
                 }
                 _ = tick => {
                     last = Some(runner.cycle(Source::Interval).await);
+                }
+                Some(change) = next_change(&mut changes) => {
+                    tracing::info!(change = change.as_str(), debounce_seconds = cfg.event_debounce.as_secs_f64(), "node change; a cycle follows");
+                    let until = Instant::now() + cfg.event_debounce;
+                    loop {
+                        tokio::select! {
+                            _ = shutdown.cancelled() => break 'outer,
+                            _ = tokio::time::sleep_until(until) => break,
+                            Some(_) = next_change(&mut changes) => {}
+                        }
+                    }
+                    if !*leading.borrow() {
+                        continue 'outer;
+                    }
+                    last = Some(runner.cycle(Source::Event).await);
                 }
             }
             if shutdown.is_cancelled() {

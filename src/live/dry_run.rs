@@ -13,6 +13,22 @@ use crate::snapshot::{PodId, Snapshot};
 /// Message of the API server's PDB refusal (429).
 pub const PDB_VIOLATION: &str = "Cannot evict pod as it would violate the pod's disruption budget.";
 
+/// What an eviction would get in a cluster, predicted from the snapshot alone: the API server's
+/// PodDisruptionBudget rules ([`pdb_verdict`]), then the eviction guard's decision (one guard
+/// state for the whole cycle, so budgets are spent as evictions would spend them). `plan` and
+/// `run --dry-run` both use it, so they decide the same on the same cluster.
+pub fn api_and_guard_verdict(
+    snapshot: &Snapshot,
+    now: jiff::Timestamp,
+    config: crate::guard::GuardConfig,
+) -> crate::evictor::planner::VerdictFn {
+    let mut guard = crate::plan::guard_verdict::guard_verdict(snapshot, now, config);
+    Box::new(move |s, p| match dry_run_verdict(s, p) {
+        EvictOutcome::Evicted => guard(s, p),
+        other => other,
+    })
+}
+
 /// Predicts what the API server's eviction storage would answer for `pod` (its
 /// PodDisruptionBudget checks); the cycle applies the guard to what this lets through.
 pub fn dry_run_verdict(snapshot: &Snapshot, pod: PodId) -> EvictOutcome {

@@ -7,9 +7,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use k8s_openapi::api::core::v1::Pod as K8sPod;
 use kube::Client;
-use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
@@ -46,8 +44,8 @@ pub struct ApiEvictorConfig {
     pub failure_events: bool,
     /// Events sink (None: no Events).
     pub events: Option<EventSink>,
-    /// The pod cache, to read `terminationGracePeriodSeconds` (None: treat as unset).
-    pub pods: Option<Store<K8sPod>>,
+    /// The cluster state, to know whether a pod sets `terminationGracePeriodSeconds` (None: treat as unset).
+    pub pods: Option<Arc<super::state::ClusterState>>,
     /// Set once the server lacks `policy/v1` Evictions; later calls use `policy/v1beta1`.
     pub use_v1beta1: Arc<AtomicBool>,
     /// Bound on one eviction call ([`DEFAULT_EVICTION_CALL_TIMEOUT`]); past it the eviction is an
@@ -168,21 +166,8 @@ fn pod_ref(snapshot: &Snapshot, pod: PodId) -> PodRef<'_> {
 impl ApiEvictor {
     async fn evict_async(&self, pod: &PodRef<'_>, req: &EvictionRequest<'_>) -> EvictOutcome {
         let grace = match &self.cfg.pods {
-            Some(store) => {
-                let own = store
-                    .get(&ObjectRef::new(pod.name).within(pod.namespace))
-                    .and_then(|p| {
-                        p.spec
-                            .as_ref()
-                            .and_then(|s| s.termination_grace_period_seconds)
-                    });
-                if own.is_some() {
-                    None
-                } else {
-                    self.cfg.grace_period_seconds
-                }
-            }
-            None => self.cfg.grace_period_seconds,
+            Some(state) if state.pod_sets_grace(pod.namespace, pod.name) == Some(true) => None,
+            _ => self.cfg.grace_period_seconds,
         };
         let mut outcome = None;
         for _ in 0..2 {

@@ -1,4 +1,4 @@
-//! `run` against a cluster: watch caches, the live eviction backend, Events, dry-run verdicts,
+//! `run` against a cluster: the watched cluster state, the live eviction backend, Events, dry-run verdicts,
 //! the cycle loop (interval, one-shot, trigger API) and HTTPS serving.
 //!
 //! API calls made by `run` (for RBAC; mirrored in the report to packaging):
@@ -14,14 +14,16 @@
 //!   (authorization.k8s.io) — for `/metrics` (unless `--metrics-unauthenticated`) and the trigger.
 
 pub mod auth;
-pub mod caches;
 pub mod cycle;
 pub mod cycle_loop;
 pub mod dry_run;
 pub mod events;
 pub mod evictor;
 pub mod http;
+pub mod kinds;
 pub mod ratelimit;
 pub mod recent;
 pub mod run;
 pub mod server;
+pub mod state;
+pub mod watch;

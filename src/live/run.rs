@@ -1,4 +1,4 @@
-//! Wires `run` together: serving, caches, leader election, the loop, and an orderly shutdown
+//! Wires `run` together: serving, the watched cluster state, leader election, the loop, and an orderly shutdown
 //! (SIGTERM: the eviction in flight finishes, the Lease is released, exit 0).
 
 use std::net::SocketAddr;
@@ -11,14 +11,15 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::auth::{Authorizer, KubeAuthorizer};
-use super::caches::Caches;
 use super::cycle::{LiveCycle, Mode};
-use super::cycle_loop::{LoopConfig, run_loop};
+use super::cycle_loop::{LoopConfig, run_loop_with_events};
 use super::events::EventSink;
 use super::evictor::ApiEvictorConfig;
 use super::http::{AppState, router};
 use super::ratelimit::RateLimiter;
 use super::server::{TlsSource, serve_https};
+use super::state::ClusterState;
+use super::watch::{self as lister, WatchConfig};
 use crate::leader::{self, Elector, KubeLeaseApi, LeaderConfig};
 use crate::policy::Policy;
 use crate::serving::health::Readiness;
@@ -47,8 +48,16 @@ pub struct LiveOptions {
     pub metrics_unauthenticated: bool,
     /// `--enable-trigger-api`.
     pub trigger: bool,
-    /// Give up when the caches have not synced in this time (one-shot mode only).
+    /// `--cache-sync-timeout`: give up when the cluster state has not synced in this time
+    /// (one-shot mode only; interval mode keeps retrying).
     pub one_shot_sync_timeout: Duration,
+    /// The API server's URL, named when it cannot be reached.
+    pub api_server: String,
+    /// `--cycle-on-events`: also run a cycle this long after a node joins, becomes Ready, is
+    /// uncordoned or loses a NoSchedule/NoExecute taint (None: off).
+    pub cycle_on_events: Option<Duration>,
+    /// List+watch tuning (page size, backoff).
+    pub watch: WatchConfig,
 }
 
 /// Builds the client `run` must use: kube's default client silently retries 429/503/504 up to 15
@@ -118,16 +127,25 @@ pub async fn run(
         None => None,
     };
 
-    let (caches, _cache_tasks) = Caches::start(&client);
+    let (changes_tx, changes_rx) = match opts.cycle_on_events {
+        Some(_) => {
+            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            (Some(tx), Some(rx))
+        }
+        None => (None, None),
+    };
+    let state = Arc::new(ClusterState::new(changes_tx));
+    let _watch_tasks = lister::start(&client, state.clone(), opts.watch);
+    let one_shot = opts.interval.is_zero() && !opts.trigger;
     let sync = async {
         tokio::select! {
-            r = caches.wait_synced() => r.map_err(|e| anyhow::anyhow!("watch caches stopped before syncing: {e}")),
-            _ = tokio::time::sleep(opts.one_shot_sync_timeout), if opts.interval.is_zero() && !opts.trigger => {
-                Err(anyhow::anyhow!("watch caches did not sync within {}s (is the API server reachable, and may this identity list and watch nodes, pods, namespaces, poddisruptionbudgets, priorityclasses, persistentvolumeclaims, replicasets, deployments, statefulsets and jobs?)", opts.one_shot_sync_timeout.as_secs()))
+            _ = state.wait_synced() => Ok(()),
+            _ = tokio::time::sleep(opts.one_shot_sync_timeout), if one_shot => {
+                Err(anyhow::anyhow!("{}", sync_failure(&opts.api_server, opts.one_shot_sync_timeout, &state)))
             }
         }
     };
-    tracing::info!("waiting for watch caches to sync");
+    tracing::info!(server = %opts.api_server, "listing and watching the cluster");
     let synced = tokio::select! {
         r = sync => Some(r),
         _ = shutdown.cancelled() => None,
@@ -138,11 +156,8 @@ pub async fn run(
             if let Some(m) = &metrics {
                 m.caches_synced.set(1);
             }
-            tracing::info!(
-                nodes = caches.nodes.len(),
-                pods = caches.pods.len(),
-                "watch caches synced"
-            );
+            let (nodes, pods) = state.counts();
+            tracing::info!(nodes, pods, "cluster state synced");
         }
         Some(Err(e)) => {
             stop_serving(serving).await;
@@ -183,15 +198,15 @@ pub async fn run(
             grace_period_seconds: opts.policy.grace_period_seconds,
             failure_events: opts.policy.eviction_failure_event_notification,
             events: Some(EventSink::new(client.clone())),
-            pods: Some(caches.pods.clone()),
+            pods: Some(state.clone()),
             use_v1beta1: Arc::new(AtomicBool::new(false)),
             call_timeout: crate::live::evictor::DEFAULT_EVICTION_CALL_TIMEOUT,
         }))
     };
-    let snap_caches = caches.clone();
+    let snap_state = state.clone();
     let exec = LiveCycle {
         policy: Arc::new(opts.policy),
-        snapshot: Arc::new(move || snap_caches.snapshot()),
+        snapshot: Arc::new(move || snap_state.snapshot()),
         mode,
         metrics,
         recent: Arc::default(),
@@ -199,8 +214,9 @@ pub async fn run(
     let cfg = LoopConfig {
         interval: opts.interval,
         trigger_enabled: opts.trigger,
+        event_debounce: opts.cycle_on_events.unwrap_or_default(),
     };
-    run_loop(&exec, cfg, queue, leading_rx, shutdown).await;
+    run_loop_with_events(&exec, cfg, queue, leading_rx, shutdown, changes_rx).await;
 
     // The loop is done (the eviction in flight finished): release the Lease, stop serving.
     elector_stop.cancel();
@@ -210,6 +226,23 @@ pub async fn run(
     drop(leading_tx);
     stop_serving(serving).await;
     Ok(())
+}
+
+/// The one line `run` exits with when the cluster state did not sync in time: the server, the
+/// kinds still missing, and the last error seen.
+fn sync_failure(server: &str, timeout: Duration, state: &ClusterState) -> String {
+    let missing = state.unsynced();
+    let kinds: Vec<&str> = missing.iter().map(|(k, _)| k.resource()).collect();
+    let error = missing
+        .iter()
+        .find_map(|(_, e)| e.clone())
+        .map(|e| format!("; last error: {e}"))
+        .unwrap_or_default();
+    format!(
+        "cannot list the cluster from the API server {server} within {}s (--cache-sync-timeout): {} not listed{error}",
+        timeout.as_secs_f64(),
+        kinds.join(", ")
+    )
 }
 
 async fn stop_serving(s: Option<super::server::Serving>) {

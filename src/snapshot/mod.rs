@@ -26,7 +26,7 @@ use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
-pub use builder::{ConvertError, SnapshotBuilder};
+pub use builder::{ConvertError, Parts, SnapshotBuilder};
 pub use model::{Node, NodeId, Pod, PodId};
 pub use resources::Resources;
 
@@ -104,7 +104,12 @@ pub struct Snapshot {
 
 impl Snapshot {
     fn from_parts(b: SnapshotBuilder) -> Self {
-        let mut parts = b.into_parts();
+        Self::assemble(b.into_parts())
+    }
+
+    /// Builds the indexed snapshot from already converted parts (resolves pod → node references,
+    /// builds the indexes). Object order is kept.
+    pub fn assemble(mut parts: builder::Parts) -> Self {
         // The lists grew by doubling while loading; Kubernetes objects are large inline (a
         // StatefulSet or Job struct is over a kilobyte even with its template dropped), so the
         // unused capacity is worth returning.

@@ -263,6 +263,31 @@ impl SnapshotBuilder {
         Snapshot::from_parts(self)
     }
 
+    /// Takes the objects converted so far, leaving the builder empty but keeping what it shares
+    /// between objects (interned namespaces, the per-owner label/status parts), so a long-lived
+    /// builder can convert watch events one by one into compact parts that still share memory.
+    pub fn take_parts(&mut self) -> Parts {
+        Parts {
+            nodes: std::mem::take(&mut self.nodes),
+            pods: std::mem::take(&mut self.pods),
+            namespaces: std::mem::take(&mut self.namespaces),
+            priority_classes: std::mem::take(&mut self.priority_classes),
+            pdbs: std::mem::take(&mut self.pdbs),
+            replica_sets: std::mem::take(&mut self.replica_sets),
+            deployments: std::mem::take(&mut self.deployments),
+            stateful_sets: std::mem::take(&mut self.stateful_sets),
+            jobs: std::mem::take(&mut self.jobs),
+            pvcs: std::mem::take(&mut self.pvcs),
+            warnings: std::mem::take(&mut self.warnings),
+        }
+    }
+
+    /// Forgets the shared per-owner parts (after a relist, so owners that are gone do not keep
+    /// their entries).
+    pub fn forget_shared(&mut self) {
+        self.shared = FastMap::default();
+    }
+
     pub(super) fn into_parts(self) -> Parts {
         Parts {
             nodes: self.nodes,
@@ -280,18 +305,31 @@ impl SnapshotBuilder {
     }
 }
 
-/// The builder's collected objects, consumed by [`Snapshot::from_parts`].
-pub(super) struct Parts {
+/// Converted objects, in the engine's compact form: what a builder collected (consumed by
+/// [`Snapshot::assemble`]), or what a live cluster state hands over for one cycle.
+#[derive(Default)]
+pub struct Parts {
+    /// Nodes.
     pub nodes: Vec<Node>,
+    /// Pods.
     pub pods: Vec<Pod>,
+    /// Namespace labels by name.
     pub namespaces: HashMap<String, BTreeMap<String, String>>,
+    /// PriorityClass values by name.
     pub priority_classes: HashMap<String, i32>,
+    /// PodDisruptionBudgets (managed fields dropped).
     pub pdbs: Vec<PodDisruptionBudget>,
+    /// ReplicaSet facts.
     pub replica_sets: Vec<ReplicaSetFacts>,
+    /// Deployment facts.
     pub deployments: Vec<DeploymentFacts>,
+    /// StatefulSets (template specs dropped).
     pub stateful_sets: Vec<StatefulSet>,
+    /// Jobs (template specs dropped).
     pub jobs: Vec<Job>,
+    /// PVCs by namespace/name.
     pub pvcs: HashMap<ObjectKey, PvcInfo>,
+    /// Problems found while converting.
     pub warnings: Vec<String>,
 }
 

@@ -1,0 +1,479 @@
+//! Benchmark: `kube-descheduler run` (the release binary, as a child process) against the API
+//! stand-in (kube-sim, in this process, controllers off) serving the synthetic cluster
+//! (default 5,000 nodes / 150,000 pods; `RUN_SCALE_SIZE=500x15000` for another size).
+//!
+//! 1. once, dry-run (`--descheduling-interval 0`): wall, time to the first cycle's end, cycle
+//!    time, peak RSS (VmHWM of the child, polled from /proc);
+//! 2. steady state: `--descheduling-interval 1s` for 30 cycles (`RUN_SCALE_CYCLES`) while a driver
+//!    changes 1 % of the pods per second (status flips, new pods, deletions): cycle time p50/p99
+//!    and RSS after each cycle.
+//!
+//! Also measures how long kube-sim takes to serve the initial list (nodes and pods, paginated as
+//! `run` lists them). With `UPSTREAM_DESCHEDULER=/path/to/descheduler`, that binary is run once
+//! the same way. Run: `cargo bench --bench run_scale`.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use kube_descheduler::synth::{Shape, write_cluster};
+use kube_sim::{Sim, SimHandle, SimOptions};
+use serde_json::Value;
+
+/// The comparison numbers (same cluster and policy, same machine).
+const TODAY_RUN: &str =
+    "run before the compact state: 1,913 MiB peak RSS, 15.9 s wall, 0.38 s cycle";
+const UPSTREAM_V036: &str =
+    "upstream descheduler v0.36.0: 4,786 MiB peak RSS, 545 s wall, ≈ 520 s cycle";
+
+fn fail(msg: String) -> ! {
+    eprintln!("run_scale: {msg}");
+    std::process::exit(1);
+}
+
+fn proc_kib(pid: u32, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find(|l| l.starts_with(field))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+/// A cycle as the child logged it.
+struct CycleLine {
+    at: Duration,
+    cycle_seconds: f64,
+    snapshot_seconds: f64,
+    evicted: u64,
+}
+
+/// Spawns the child with JSON logs; its "cycle finished" lines arrive on the channel.
+fn spawn(bin: &Path, args: &[String]) -> (Child, mpsc::Receiver<CycleLine>) {
+    let started = Instant::now();
+    let mut child = Command::new(bin)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| fail(format!("cannot start {}: {e}", bin.display())));
+    let (tx, rx) = mpsc::channel();
+    for out in [
+        child
+            .stdout
+            .take()
+            .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                    if line.contains("error") {
+                        eprintln!("child: {line}");
+                    }
+                    continue;
+                };
+                let f = &v["fields"];
+                let msg = f["message"].as_str().unwrap_or_default();
+                if msg == "descheduling cycle finished" {
+                    let _ = tx.send(CycleLine {
+                        at: started.elapsed(),
+                        cycle_seconds: f["duration_seconds"].as_f64().unwrap_or(0.0),
+                        snapshot_seconds: f["snapshot_seconds"].as_f64().unwrap_or(0.0),
+                        evicted: f["evicted"].as_u64().unwrap_or(0),
+                    });
+                } else if v["level"] == "ERROR" || v["level"] == "WARN" {
+                    eprintln!("child: {line}");
+                }
+            }
+        });
+    }
+    (child, rx)
+}
+
+/// Polls VmHWM until the child exits; returns (wall, peak KiB).
+fn wait_polling(child: &mut Child, started: Instant) -> (Duration, u64) {
+    let pid = child.id();
+    let mut peak = 0;
+    loop {
+        if let Some(k) = proc_kib(pid, "VmHWM:") {
+            peak = peak.max(k);
+        }
+        match child.try_wait() {
+            Ok(Some(_)) => return (started.elapsed(), peak),
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => fail(format!("waiting for the child: {e}")),
+        }
+        if started.elapsed() > Duration::from_secs(1800) {
+            let _ = child.kill();
+            fail("the child ran for 30 minutes".into());
+        }
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// How long a paginated list of nodes and pods takes from kube-sim (what `run` waits for).
+async fn initial_list_seconds(sim: &SimHandle) -> f64 {
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml())
+            .unwrap_or_else(|e| fail(format!("kubeconfig: {e}"))),
+        &Default::default(),
+    )
+    .await
+    .unwrap_or_else(|e| fail(format!("kubeconfig: {e}")));
+    let client = kube::Client::try_from(config).unwrap_or_else(|e| fail(format!("client: {e}")));
+    let started = Instant::now();
+    for path in ["/api/v1/nodes", "/api/v1/pods"] {
+        let mut cont: Option<String> = None;
+        loop {
+            let mut lp = kube::api::ListParams::default().limit(500);
+            if let Some(c) = &cont {
+                lp = lp.continue_token(c);
+            }
+            let req = kube::core::Request::new(path)
+                .list(&lp)
+                .unwrap_or_else(|e| fail(format!("request: {e}")));
+            let text = client
+                .request_text(req)
+                .await
+                .unwrap_or_else(|e| fail(format!("list {path}: {e}")));
+            let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            cont = v["metadata"]["continue"]
+                .as_str()
+                .filter(|c| !c.is_empty())
+                .map(str::to_string);
+            if cont.is_none() {
+                break;
+            }
+        }
+    }
+    started.elapsed().as_secs_f64()
+}
+
+/// Changes `count` pods: a third flip their Ready condition, a third are deleted, a third are
+/// new (copies of existing pods under new names).
+fn drive(sim: &SimHandle, pods: &mut Vec<Value>, count: usize, round: &mut u64) {
+    let def = kube_sim::crds::lookup_kind(sim.store(), "v1", "Pod")
+        .unwrap_or_else(|| fail("kube-sim has no Pod kind".into()));
+    for i in 0..count {
+        *round += 1;
+        let idx = (*round as usize * 7919) % pods.len().max(1);
+        match i % 3 {
+            0 => {
+                let mut p = pods[idx].clone();
+                if let Some(conds) = p
+                    .pointer_mut("/status/conditions")
+                    .and_then(Value::as_array_mut)
+                {
+                    for c in conds.iter_mut() {
+                        if c["type"] == "Ready" {
+                            let flipped = if c["status"] == "True" {
+                                "False"
+                            } else {
+                                "True"
+                            };
+                            c["status"] = Value::from(flipped);
+                        }
+                    }
+                }
+                if let Some(m) = p.get_mut("metadata").and_then(Value::as_object_mut) {
+                    m.remove("resourceVersion");
+                }
+                if sim.apply(p.clone()).is_ok() {
+                    pods[idx] = p;
+                }
+            }
+            1 => {
+                let p = pods.swap_remove(idx);
+                let ns = p
+                    .pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let name = p
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let opts = kube_sim::store::DeleteOpts {
+                    grace_period_seconds: Some(0),
+                    ..Default::default()
+                };
+                let _ = sim.store().delete(def, ns, name, &opts);
+            }
+            _ => {
+                let mut p = pods[idx].clone();
+                if let Some(m) = p.get_mut("metadata").and_then(Value::as_object_mut) {
+                    let name = format!("bench-{round}");
+                    m.insert("name".into(), Value::from(name.clone()));
+                    m.insert("uid".into(), Value::from(format!("uid-{name}")));
+                    m.remove("resourceVersion");
+                    m.remove("creationTimestamp");
+                }
+                if sim.apply(p.clone()).is_ok() {
+                    pods.push(p);
+                }
+            }
+        }
+    }
+}
+
+fn main() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let (nodes, pod_count) = std::env::var("RUN_SCALE_SIZE")
+        .ok()
+        .and_then(|s| {
+            let (n, p) = s.split_once('x')?;
+            Some((n.trim().parse().ok()?, p.trim().parse().ok()?))
+        })
+        .unwrap_or((5000usize, 150_000usize));
+    let cycles: usize = std::env::var("RUN_SCALE_CYCLES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30);
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("target").join("bench-data");
+    let _ = std::fs::create_dir_all(&dir);
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_kube-descheduler"));
+
+    // The policy: all ten plugins, 5 evictions per node, 2,000 in total.
+    let policy_text = std::fs::read_to_string(root.join("benches/all-plugins-policy.yaml"))
+        .unwrap_or_else(|e| fail(format!("policy: {e}")))
+        .replace(
+            "maxNoOfPodsToEvictPerNode: 10",
+            "maxNoOfPodsToEvictPerNode: 5\nmaxNoOfPodsToEvictTotal: 2000",
+        );
+    let policy = dir.join("run-scale-policy.yaml");
+    std::fs::write(&policy, policy_text).unwrap_or_else(|e| fail(format!("policy: {e}")));
+
+    let mut json = Vec::new();
+    write_cluster(
+        Shape {
+            nodes,
+            pods: pod_count,
+            seed: 42,
+        },
+        &mut json,
+    )
+    .unwrap_or_else(|e| fail(format!("synth: {e}")));
+    let mut list: Value =
+        serde_json::from_slice(&json).unwrap_or_else(|e| fail(format!("synth JSON: {e}")));
+    drop(json);
+    let objects: Vec<Value> = match list.get_mut("items").map(Value::take) {
+        Some(Value::Array(items)) => items,
+        _ => fail("the synthetic cluster has no items".into()),
+    };
+    let mut pods: Vec<Value> = objects
+        .iter()
+        .filter(|o| o["kind"] == "Pod")
+        .cloned()
+        .collect();
+    let pods_total = pods.len();
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| fail(format!("runtime: {e}")));
+    let loading = Instant::now();
+    let kubeconfig = dir.join("run-scale-kubeconfig.yaml");
+    let sim = rt
+        .block_on(Sim::start(SimOptions {
+            objects,
+            controllers: false,
+            kubeconfig_path: Some(kubeconfig.clone()),
+            watch_history: 1_000_000,
+            ..Default::default()
+        }))
+        .unwrap_or_else(|e| fail(format!("kube-sim: {e}")));
+    println!(
+        "kube-sim serving {nodes} nodes / {pods_total} pods (controllers off), loaded in {:.1} s",
+        loading.elapsed().as_secs_f64()
+    );
+    let list_s = rt.block_on(initial_list_seconds(&sim));
+    println!("kube-sim initial list (nodes + pods, pages of 500): {list_s:.2} s");
+
+    let common = |interval: &str| -> Vec<String> {
+        [
+            "run",
+            "--kubeconfig",
+            &kubeconfig.to_string_lossy(),
+            "--policy-config-file",
+            &policy.to_string_lossy(),
+            "--dry-run",
+            "--descheduling-interval",
+            interval,
+            "--secure-port",
+            "0",
+            "--logging-format",
+            "json",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+
+    // 1. Once.
+    let started = Instant::now();
+    let (mut child, rx) = spawn(&bin, &common("0"));
+    let (wall, peak) = wait_polling(&mut child, started);
+    let first = rx.try_iter().next();
+    println!("\n## once, dry-run\n");
+    println!(
+        "| program | wall s | first cycle done s | snapshot s | cycle s | peak RSS MiB | evicted |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    match &first {
+        Some(c) => println!(
+            "| kube-descheduler run (compact state) | {:.2} | {:.2} | {:.3} | {:.3} | {:.0} | {} |",
+            wall.as_secs_f64(),
+            c.at.as_secs_f64(),
+            c.snapshot_seconds,
+            c.cycle_seconds,
+            mib(peak),
+            c.evicted
+        ),
+        None => println!(
+            "| kube-descheduler run | {:.2} | no cycle logged | | | {:.0} | |",
+            wall.as_secs_f64(),
+            mib(peak)
+        ),
+    }
+    println!("| {TODAY_RUN} |");
+    println!("| {UPSTREAM_V036} |");
+    if let Ok(up) = std::env::var("UPSTREAM_DESCHEDULER") {
+        let started = Instant::now();
+        let mut c = Command::new(&up)
+            .args([
+                "--kubeconfig",
+                &kubeconfig.to_string_lossy(),
+                "--policy-config-file",
+                &policy.to_string_lossy(),
+                "--dry-run",
+                "--descheduling-interval",
+                "0",
+                "--secure-port",
+                "0",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| fail(format!("cannot start {up}: {e}")));
+        let (wall, peak) = wait_polling(&mut c, started);
+        println!(
+            "| upstream ({up}) | {:.2} | | | | {:.0} | |",
+            wall.as_secs_f64(),
+            mib(peak)
+        );
+    }
+    let first_target = list_s + 1.0;
+    let first_ok = first
+        .as_ref()
+        .is_some_and(|c| c.at.as_secs_f64() <= first_target);
+    let peak_ok = mib(peak) <= 300.0;
+
+    // 2. Steady state.
+    let started = Instant::now();
+    let (mut child, rx) = spawn(&bin, &common("1s"));
+    let pid = child.id();
+    let per_second = (pods_total / 100).max(1);
+    let mut round = 0u64;
+    let mut seen: Vec<(CycleLine, u64)> = Vec::new();
+    let mut next_drive = Instant::now();
+    while seen.len() < cycles {
+        if started.elapsed() > Duration::from_secs(1200) {
+            let _ = child.kill();
+            fail(format!("only {} cycles in 20 minutes", seen.len()));
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            fail(format!("the child exited: {status}"));
+        }
+        // The driver starts with the first cycle (the cluster state has synced by then).
+        if !seen.is_empty() && Instant::now() >= next_drive {
+            drive(&sim, &mut pods, per_second / 10, &mut round);
+            next_drive += Duration::from_millis(100);
+        }
+        if let Ok(c) = rx.recv_timeout(Duration::from_millis(10)) {
+            let rss = proc_kib(pid, "VmRSS:").unwrap_or(0);
+            if seen.is_empty() {
+                next_drive = Instant::now();
+            }
+            seen.push((c, rss));
+        }
+    }
+    let hwm = proc_kib(pid, "VmHWM:").unwrap_or(0);
+    let _ = child.kill();
+    let _ = child.wait();
+    let mut times: Vec<f64> = seen
+        .iter()
+        .map(|(c, _)| c.cycle_seconds + c.snapshot_seconds)
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let (p50, p99) = (percentile(&times, 0.5), percentile(&times, 0.99));
+    println!(
+        "\n## steady state: --descheduling-interval 1s, {cycles} cycles, {per_second} pod changes/s\n"
+    );
+    println!("| cycle | snapshot s | engine s | RSS MiB |");
+    println!("|---:|---:|---:|---:|");
+    for (i, (c, rss)) in seen.iter().enumerate() {
+        println!(
+            "| {} | {:.3} | {:.3} | {:.0} |",
+            i + 1,
+            c.snapshot_seconds,
+            c.cycle_seconds,
+            mib(*rss)
+        );
+    }
+    let rss1 = mib(seen.first().map_or(0, |s| s.1));
+    let rss_last = mib(seen.last().map_or(0, |s| s.1));
+    let drift = if rss1 > 0.0 {
+        (rss_last - rss1) / rss1 * 100.0
+    } else {
+        0.0
+    };
+    println!(
+        "\ncycle (snapshot + engine) p50 {p50:.3} s, p99 {p99:.3} s; RSS after cycle 1 {rss1:.0} MiB, after cycle {cycles} {rss_last:.0} MiB ({drift:+.1} %); peak {:.0} MiB",
+        mib(hwm)
+    );
+    let mark = |ok: bool| if ok { "met" } else { "MISSED" };
+    println!("\n## targets\n");
+    println!(
+        "- peak RSS ≤ 300 MiB (once): {:.0} MiB — {}",
+        mib(peak),
+        mark(peak_ok)
+    );
+    println!(
+        "- first cycle done ≤ initial list + 1 s = {first_target:.2} s: {} — {}",
+        first
+            .as_ref()
+            .map_or("none".into(), |c| format!("{:.2} s", c.at.as_secs_f64())),
+        mark(first_ok)
+    );
+    println!(
+        "- steady cycle p99 ≤ 0.3 s: {p99:.3} s — {}",
+        mark(p99 <= 0.3)
+    );
+    println!(
+        "- RSS after cycle {cycles} within 5 % of after cycle 1: {drift:+.1} % — {}",
+        mark(drift.abs() <= 5.0)
+    );
+    rt.block_on(sim.shutdown());
+}

@@ -1,0 +1,180 @@
+//! The kinds `run` watches, their API paths, and the decoding of one object's JSON straight into
+//! the engine's compact parts (the same converters the snapshot file loader uses; no typed
+//! Kubernetes object is kept).
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use serde::Deserialize;
+
+use crate::snapshot::view::PodView;
+use crate::snapshot::{SnapshotBuilder, workloads};
+
+/// A kind `run` lists and watches (cluster-wide).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// core/v1 Node.
+    Node,
+    /// core/v1 Pod.
+    Pod,
+    /// core/v1 Namespace.
+    Namespace,
+    /// policy/v1 PodDisruptionBudget.
+    PodDisruptionBudget,
+    /// scheduling.k8s.io/v1 PriorityClass.
+    PriorityClass,
+    /// core/v1 PersistentVolumeClaim.
+    PersistentVolumeClaim,
+    /// apps/v1 ReplicaSet.
+    ReplicaSet,
+    /// apps/v1 Deployment.
+    Deployment,
+    /// apps/v1 StatefulSet.
+    StatefulSet,
+    /// batch/v1 Job.
+    Job,
+}
+
+impl Kind {
+    /// Every watched kind.
+    pub const ALL: [Kind; 10] = [
+        Kind::Node,
+        Kind::Pod,
+        Kind::Namespace,
+        Kind::PodDisruptionBudget,
+        Kind::PriorityClass,
+        Kind::PersistentVolumeClaim,
+        Kind::ReplicaSet,
+        Kind::Deployment,
+        Kind::StatefulSet,
+        Kind::Job,
+    ];
+
+    /// Position in [`Kind::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The cluster-wide collection path.
+    pub fn path(self) -> &'static str {
+        match self {
+            Kind::Node => "/api/v1/nodes",
+            Kind::Pod => "/api/v1/pods",
+            Kind::Namespace => "/api/v1/namespaces",
+            Kind::PodDisruptionBudget => "/apis/policy/v1/poddisruptionbudgets",
+            Kind::PriorityClass => "/apis/scheduling.k8s.io/v1/priorityclasses",
+            Kind::PersistentVolumeClaim => "/api/v1/persistentvolumeclaims",
+            Kind::ReplicaSet => "/apis/apps/v1/replicasets",
+            Kind::Deployment => "/apis/apps/v1/deployments",
+            Kind::StatefulSet => "/apis/apps/v1/statefulsets",
+            Kind::Job => "/apis/batch/v1/jobs",
+        }
+    }
+
+    /// The resource name (plural, lower case), for logs.
+    pub fn resource(self) -> &'static str {
+        self.path().rsplit('/').next().unwrap_or_default()
+    }
+}
+
+/// `namespace/name` (`name` for cluster-scoped objects): the key of an object in the state.
+pub fn key(namespace: &str, name: &str) -> String {
+    if namespace.is_empty() {
+        name.to_string()
+    } else {
+        format!("{namespace}/{name}")
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct MetaOnly {
+    #[serde(default)]
+    metadata: NameOnly,
+}
+
+#[derive(Deserialize, Default)]
+struct NameOnly {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+
+/// The state key of an object given as JSON (for DELETED events, which need nothing else).
+pub fn key_of_json(raw: &str) -> Result<String, String> {
+    let m: MetaOnly = serde_json::from_str(raw).map_err(|e| format!("metadata: {e}"))?;
+    let name = m
+        .metadata
+        .name
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| "metadata.name: missing".to_string())?;
+    Ok(key(m.metadata.namespace.as_deref().unwrap_or(""), &name))
+}
+
+fn typed<'a, T: Deserialize<'a>>(raw: &'a str) -> Result<T, String> {
+    serde_json::from_str::<T>(raw).map_err(|plain| {
+        let de = &mut serde_json::Deserializer::from_str(raw);
+        match serde_path_to_error::deserialize::<_, T>(de) {
+            Ok(_) => plain.to_string(),
+            Err(e) => format!("field `{}`: {}", e.path(), e.inner()),
+        }
+    })
+}
+
+/// Converts one object of `kind` (its JSON text) into `conv`, which keeps the parts shared
+/// between objects; take the result out with [`SnapshotBuilder::take_parts`].
+pub fn convert(kind: Kind, raw: &str, conv: &mut SnapshotBuilder) -> Result<(), String> {
+    match kind {
+        Kind::Node => conv
+            .add_node(&typed::<core::Node>(raw)?)
+            .map_err(|e| e.to_string()),
+        Kind::Pod => {
+            let mut view = PodView::default();
+            if !view.fill_from_json(raw) {
+                view = typed::<PodView>(raw)?;
+            }
+            conv.add_pod_view(&view).map_err(|e| e.to_string())
+        }
+        Kind::Namespace => {
+            conv.add_namespace(&typed::<core::Namespace>(raw)?);
+            Ok(())
+        }
+        Kind::PodDisruptionBudget => {
+            conv.add_pdb_owned(typed::<PodDisruptionBudget>(raw)?);
+            Ok(())
+        }
+        Kind::PriorityClass => {
+            conv.add_priority_class(&typed::<PriorityClass>(raw)?);
+            Ok(())
+        }
+        Kind::PersistentVolumeClaim => {
+            conv.add_pvc(&typed::<core::PersistentVolumeClaim>(raw)?);
+            Ok(())
+        }
+        Kind::ReplicaSet => {
+            conv.add_replica_set_facts(workloads::replica_set_facts(raw)?);
+            Ok(())
+        }
+        Kind::Deployment => {
+            conv.add_deployment_facts(workloads::deployment_facts(raw)?);
+            Ok(())
+        }
+        Kind::StatefulSet => {
+            conv.add_stateful_set_owned(typed::<StatefulSet>(raw)?);
+            Ok(())
+        }
+        Kind::Job => {
+            conv.add_job_owned(typed::<Job>(raw)?);
+            Ok(())
+        }
+    }
+}
+
+/// Whether a pod's JSON sets its own `spec.terminationGracePeriodSeconds` (then an eviction does
+/// not override it with the policy's grace period). Pods have no nested pod specs, so the key can
+/// only be that field.
+pub fn pod_sets_grace(raw: &str) -> bool {
+    raw.contains("\"terminationGracePeriodSeconds\"")
+}

@@ -1,0 +1,367 @@
+//! The one cluster state `run` keeps: every watched object in the engine's compact form (the
+//! snapshot's node, pod and workload parts, with labels, owners and statuses shared between the
+//! pods of one owner), kept current by list+watch ([`super::watch`]), and turned into the
+//! engine's [`Snapshot`] for a cycle.
+//!
+//! Objects are kept in ordered maps keyed by `namespace/name` (the order kube-apiserver lists
+//! them in, so a cycle sees objects in the same order as `plan` on a `kubectl get -o json` of the
+//! same cluster). A cycle's snapshot is taken under the lock in one pass: per pod it copies the
+//! small owned fields (uid, name, node name) and clones pointers to the shared parts; nothing is
+//! decoded again.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Mutex;
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use tokio::sync::{mpsc, watch};
+
+use super::kinds::{self, Kind};
+use crate::snapshot::{Node, ObjectKey, Parts, Pod, PvcInfo, Snapshot, SnapshotBuilder};
+use crate::workload::{DeploymentFacts, ReplicaSetFacts};
+
+/// A pod and whether it sets its own termination grace period.
+#[derive(Clone)]
+struct PodEntry {
+    pod: Pod,
+    own_grace: bool,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// The converter: keeps interned namespaces and the parts shared between pods of an owner.
+    conv: SnapshotBuilder,
+    nodes: BTreeMap<String, Node>,
+    pods: BTreeMap<String, PodEntry>,
+    namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    priority_classes: BTreeMap<String, i32>,
+    pdbs: BTreeMap<String, PodDisruptionBudget>,
+    pvcs: BTreeMap<String, (ObjectKey, PvcInfo)>,
+    replica_sets: BTreeMap<String, ReplicaSetFacts>,
+    deployments: BTreeMap<String, DeploymentFacts>,
+    stateful_sets: BTreeMap<String, StatefulSet>,
+    jobs: BTreeMap<String, Job>,
+    /// Objects that could not be converted, by kind and key (dropped when fixed or deleted).
+    rejected: BTreeMap<(usize, String), String>,
+    /// Keys seen by a list in progress, per kind (the others are removed when it ends).
+    relisting: HashMap<Kind, HashSet<String>>,
+    synced: [bool; Kind::ALL.len()],
+    lists: [u64; Kind::ALL.len()],
+    last_error: [Option<String>; Kind::ALL.len()],
+}
+
+/// Why a node change may make a rebalance worthwhile (`--cycle-on-events`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeChange {
+    /// A Ready node appeared.
+    Joined,
+    /// A node's Ready condition became True.
+    BecameReady,
+    /// `spec.unschedulable` was cleared.
+    Uncordoned,
+    /// A NoSchedule or NoExecute taint was removed.
+    TaintRemoved,
+}
+
+impl NodeChange {
+    /// A short name, for logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeChange::Joined => "node-joined",
+            NodeChange::BecameReady => "node-ready",
+            NodeChange::Uncordoned => "node-uncordoned",
+            NodeChange::TaintRemoved => "node-taint-removed",
+        }
+    }
+
+    /// What changed between `old` (absent: a new node) and `new`, if it is one of the moments a
+    /// cycle is worth running.
+    pub fn between(old: Option<&Node>, new: &Node) -> Option<NodeChange> {
+        let Some(old) = old else {
+            return new.ready.then_some(NodeChange::Joined);
+        };
+        let repelling = |n: &Node| -> Vec<(String, String)> {
+            n.taints
+                .iter()
+                .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+                .map(|t| (t.key.clone(), t.effect.clone()))
+                .collect()
+        };
+        if !old.ready && new.ready {
+            Some(NodeChange::BecameReady)
+        } else if old.unschedulable && !new.unschedulable {
+            Some(NodeChange::Uncordoned)
+        } else if repelling(old).iter().any(|t| !repelling(new).contains(t)) {
+            Some(NodeChange::TaintRemoved)
+        } else {
+            None
+        }
+    }
+}
+
+/// The watched cluster, in compact form. Shared between the watch tasks and the cycles.
+pub struct ClusterState {
+    inner: Mutex<Inner>,
+    synced_tx: watch::Sender<usize>,
+    node_changes: Option<mpsc::Sender<NodeChange>>,
+}
+
+impl ClusterState {
+    /// An empty state. With `node_changes`, the interesting node transitions seen after a kind's
+    /// first list are sent there (never blocking: when one is already queued, the next is
+    /// dropped — the cycle it asks for is already coming).
+    pub fn new(node_changes: Option<mpsc::Sender<NodeChange>>) -> Self {
+        ClusterState {
+            inner: Mutex::new(Inner::default()),
+            synced_tx: watch::channel(0).0,
+            node_changes,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A list of `kind` begins: objects it does not return are removed when it ends.
+    pub fn begin_list(&self, kind: Kind) {
+        self.lock().relisting.insert(kind, HashSet::new());
+    }
+
+    /// A list of `kind` completed: drops objects it did not return and marks the kind synced.
+    pub fn end_list(&self, kind: Kind) {
+        let mut g = self.lock();
+        let seen = g.relisting.remove(&kind).unwrap_or_default();
+        let keep = |k: &String| seen.contains(k);
+        match kind {
+            Kind::Node => g.nodes.retain(|k, _| keep(k)),
+            Kind::Pod => g.pods.retain(|k, _| keep(k)),
+            Kind::Namespace => g.namespaces.retain(|k, _| keep(k)),
+            Kind::PodDisruptionBudget => g.pdbs.retain(|k, _| keep(k)),
+            Kind::PriorityClass => g.priority_classes.retain(|k, _| keep(k)),
+            Kind::PersistentVolumeClaim => g.pvcs.retain(|k, _| keep(k)),
+            Kind::ReplicaSet => g.replica_sets.retain(|k, _| keep(k)),
+            Kind::Deployment => g.deployments.retain(|k, _| keep(k)),
+            Kind::StatefulSet => g.stateful_sets.retain(|k, _| keep(k)),
+            Kind::Job => g.jobs.retain(|k, _| keep(k)),
+        }
+        let i = kind.index();
+        g.rejected
+            .retain(|(k, key), _| *k != i || seen.contains(key));
+        if kind == Kind::Pod {
+            // Owners that are gone must not keep their shared parts.
+            g.conv.forget_shared();
+        }
+        g.last_error[i] = None;
+        g.lists[i] += 1;
+        if !g.synced[i] {
+            g.synced[i] = true;
+            let n = g.synced.iter().filter(|s| **s).count();
+            drop(g);
+            self.synced_tx.send_replace(n);
+        }
+    }
+
+    /// Adds or replaces objects of `kind` given as JSON (list items, ADDED/MODIFIED events).
+    /// Objects that cannot be converted are left out with a warning naming the field.
+    pub fn upsert<'a>(&self, kind: Kind, raws: impl IntoIterator<Item = &'a str>) {
+        let mut changes = Vec::new();
+        let mut g = self.lock();
+        let g = &mut *g;
+        let notify = g.synced[Kind::Node.index()] && self.node_changes.is_some();
+        for raw in raws {
+            match kinds::convert(kind, raw, &mut g.conv) {
+                Ok(()) => {}
+                Err(e) => {
+                    let key = kinds::key_of_json(raw).unwrap_or_else(|_| "<unnamed>".into());
+                    tracing::warn!(kind = kind.resource(), object = %key, error = %e, "object left out of the cluster state");
+                    if let Some(seen) = g.relisting.get_mut(&kind) {
+                        seen.insert(key.clone());
+                    }
+                    g.rejected.insert(
+                        (kind.index(), key.clone()),
+                        format!("{} {key}: {e}", kind.resource()),
+                    );
+                    continue;
+                }
+            }
+            let parts = g.conv.take_parts();
+            let own_grace = kind == Kind::Pod && kinds::pod_sets_grace(raw);
+            for key in insert(g, parts, own_grace, notify.then_some(&mut changes)) {
+                if let Some(seen) = g.relisting.get_mut(&kind) {
+                    seen.insert(key.clone());
+                }
+                g.rejected.remove(&(kind.index(), key));
+            }
+        }
+        if let Some(tx) = &self.node_changes {
+            for c in changes {
+                tracing::debug!(change = c.as_str(), "node change");
+                let _ = tx.try_send(c);
+            }
+        }
+    }
+
+    /// Removes the object of `kind` with state key `key` (a DELETED event).
+    pub fn remove(&self, kind: Kind, key: &str) {
+        let mut g = self.lock();
+        g.rejected.remove(&(kind.index(), key.to_string()));
+        match kind {
+            Kind::Node => drop(g.nodes.remove(key)),
+            Kind::Pod => drop(g.pods.remove(key)),
+            Kind::Namespace => drop(g.namespaces.remove(key)),
+            Kind::PodDisruptionBudget => drop(g.pdbs.remove(key)),
+            Kind::PriorityClass => drop(g.priority_classes.remove(key)),
+            Kind::PersistentVolumeClaim => drop(g.pvcs.remove(key)),
+            Kind::ReplicaSet => drop(g.replica_sets.remove(key)),
+            Kind::Deployment => drop(g.deployments.remove(key)),
+            Kind::StatefulSet => drop(g.stateful_sets.remove(key)),
+            Kind::Job => drop(g.jobs.remove(key)),
+        }
+    }
+
+    /// Records the last list/watch error of `kind` (named when the caches do not sync in time).
+    pub fn set_error(&self, kind: Kind, error: String) {
+        self.lock().last_error[kind.index()] = Some(error);
+    }
+
+    /// Kinds whose first list has not completed, with their last error.
+    pub fn unsynced(&self) -> Vec<(Kind, Option<String>)> {
+        let g = self.lock();
+        Kind::ALL
+            .iter()
+            .filter(|k| !g.synced[k.index()])
+            .map(|k| (*k, g.last_error[k.index()].clone()))
+            .collect()
+    }
+
+    /// Waits until every kind has completed its first list.
+    pub async fn wait_synced(&self) {
+        let mut rx = self.synced_tx.subscribe();
+        let _ = rx.wait_for(|n| *n >= Kind::ALL.len()).await;
+    }
+
+    /// How many lists of `kind` have completed (the first one, plus one per relist).
+    pub fn lists_completed(&self, kind: Kind) -> u64 {
+        self.lock().lists[kind.index()]
+    }
+
+    /// Numbers of nodes and pods held.
+    pub fn counts(&self) -> (usize, usize) {
+        let g = self.lock();
+        (g.nodes.len(), g.pods.len())
+    }
+
+    /// `Some(true)` when the pod sets its own termination grace period, `None` when unknown.
+    pub fn pod_sets_grace(&self, namespace: &str, name: &str) -> Option<bool> {
+        self.lock()
+            .pods
+            .get(&kinds::key(namespace, name))
+            .map(|p| p.own_grace)
+    }
+
+    /// The engine's snapshot of the current state (one consistent view, taken under the lock).
+    pub fn snapshot(&self) -> Snapshot {
+        let parts = {
+            let g = self.lock();
+            Parts {
+                nodes: g.nodes.values().cloned().collect(),
+                pods: g.pods.values().map(|e| e.pod.clone()).collect(),
+                namespaces: g
+                    .namespaces
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+                priority_classes: g
+                    .priority_classes
+                    .iter()
+                    .map(|(k, v)| (k.clone(), *v))
+                    .collect(),
+                pdbs: g.pdbs.values().cloned().collect(),
+                replica_sets: g.replica_sets.values().cloned().collect(),
+                deployments: g.deployments.values().cloned().collect(),
+                stateful_sets: g.stateful_sets.values().cloned().collect(),
+                jobs: g.jobs.values().cloned().collect(),
+                pvcs: g.pvcs.values().cloned().collect(),
+                warnings: g.rejected.values().cloned().collect(),
+            }
+        };
+        Snapshot::assemble(parts)
+    }
+}
+
+/// Inserts converted parts; returns their keys. Node transitions are pushed to `changes`.
+fn insert(
+    g: &mut Inner,
+    parts: Parts,
+    own_grace: bool,
+    mut changes: Option<&mut Vec<NodeChange>>,
+) -> Vec<String> {
+    let mut keys = Vec::new();
+    for n in parts.nodes {
+        if let Some(c) = changes.as_deref_mut()
+            && let Some(change) = NodeChange::between(g.nodes.get(&n.name), &n)
+        {
+            c.push(change);
+        }
+        keys.push(n.name.clone());
+        g.nodes.insert(n.name.clone(), n);
+    }
+    for pod in parts.pods {
+        let key = kinds::key(&pod.namespace, &pod.name);
+        keys.push(key.clone());
+        g.pods.insert(key, PodEntry { pod, own_grace });
+    }
+    for (name, labels) in parts.namespaces {
+        keys.push(name.clone());
+        g.namespaces.insert(name, labels);
+    }
+    for (name, value) in parts.priority_classes {
+        keys.push(name.clone());
+        g.priority_classes.insert(name, value);
+    }
+    let meta_key = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        kinds::key(
+            m.namespace.as_deref().unwrap_or(""),
+            m.name.as_deref().unwrap_or(""),
+        )
+    };
+    for p in parts.pdbs {
+        let key = meta_key(&p.metadata);
+        keys.push(key.clone());
+        g.pdbs.insert(key, p);
+    }
+    for (k, info) in parts.pvcs {
+        let key = kinds::key(&k.namespace, &k.name);
+        keys.push(key.clone());
+        g.pvcs.insert(key, (k, info));
+    }
+    for rs in parts.replica_sets {
+        let key = kinds::key(&rs.namespace, &rs.name);
+        keys.push(key.clone());
+        g.replica_sets.insert(key, rs);
+    }
+    for d in parts.deployments {
+        let key = kinds::key(&d.namespace, &d.name);
+        keys.push(key.clone());
+        g.deployments.insert(key, d);
+    }
+    for s in parts.stateful_sets {
+        let key = meta_key(&s.metadata);
+        keys.push(key.clone());
+        g.stateful_sets.insert(key, s);
+    }
+    for j in parts.jobs {
+        let key = meta_key(&j.metadata);
+        keys.push(key.clone());
+        g.jobs.insert(key, j);
+    }
+    for w in parts.warnings {
+        tracing::debug!(warning = %w, "cluster state");
+    }
+    keys
+}
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;

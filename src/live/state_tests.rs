@@ -1,0 +1,157 @@
+use super::*;
+use serde_json::json;
+use std::sync::Arc;
+
+fn node(name: &str, ready: bool, unschedulable: bool, taints: serde_json::Value) -> String {
+    json!({
+        "kind": "Node", "apiVersion": "v1",
+        "metadata": {"name": name},
+        "spec": {"unschedulable": unschedulable, "taints": taints},
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]
+        }
+    })
+    .to_string()
+}
+
+fn pod(ns: &str, name: &str, node: &str, app: &str) -> String {
+    json!({
+        "kind": "Pod", "apiVersion": "v1",
+        "metadata": {"name": name, "namespace": ns, "uid": format!("uid-{name}"),
+                     "labels": {"app": app},
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                          "name": app, "uid": format!("rs-{app}"), "controller": true}]},
+        "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i",
+                 "resources": {"requests": {"cpu": "100m"}}}]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    })
+    .to_string()
+}
+
+fn names(s: &Snapshot) -> Vec<String> {
+    s.pods.iter().map(|p| p.key()).collect()
+}
+
+#[test]
+fn a_list_replaces_the_kind_and_events_patch_it() {
+    let state = ClusterState::new(None);
+    state.begin_list(Kind::Node);
+    state.upsert(Kind::Node, [node("n1", true, false, json!([])).as_str()]);
+    state.end_list(Kind::Node);
+    state.begin_list(Kind::Pod);
+    let (a, b) = (pod("ns", "b", "n1", "x"), pod("ns", "a", "n1", "x"));
+    state.upsert(Kind::Pod, [a.as_str(), b.as_str()]);
+    state.end_list(Kind::Pod);
+    let snap = state.snapshot();
+    assert_eq!(
+        names(&snap),
+        ["ns/a", "ns/b"],
+        "namespace/name order, as the API lists"
+    );
+    assert_eq!(snap.pods_on_node(0).count(), 2);
+    assert!(
+        Arc::ptr_eq(&snap.pods[0].labels, &snap.pods[1].labels),
+        "pods of one owner share their labels"
+    );
+
+    // MODIFIED moves a pod; DELETED removes one.
+    state.upsert(Kind::Pod, [pod("ns", "a", "n2", "x").as_str()]);
+    state.remove(Kind::Pod, "ns/b");
+    let snap = state.snapshot();
+    assert_eq!(names(&snap), ["ns/a"]);
+    assert_eq!(snap.pods[0].node_name.as_deref(), Some("n2"));
+    assert!(
+        snap.warnings.iter().any(|w| w.contains("n2")),
+        "a pod on an unknown node is reported: {:?}",
+        snap.warnings
+    );
+
+    // A relist that does not return `ns/a` drops it; what it returns is kept.
+    state.begin_list(Kind::Pod);
+    state.upsert(Kind::Pod, [pod("ns", "c", "n1", "y").as_str()]);
+    state.end_list(Kind::Pod);
+    assert_eq!(names(&state.snapshot()), ["ns/c"]);
+    assert_eq!(state.lists_completed(Kind::Pod), 2);
+}
+
+#[test]
+fn objects_that_do_not_convert_are_reported_until_fixed() {
+    let state = ClusterState::new(None);
+    let bad = json!({"kind": "Pod", "metadata": {"name": "bad", "namespace": "ns"},
+                     "spec": {"priority": "high"}})
+    .to_string();
+    state.upsert(Kind::Pod, [bad.as_str()]);
+    let snap = state.snapshot();
+    assert!(snap.pods.is_empty());
+    assert!(
+        snap.warnings
+            .iter()
+            .any(|w| w.contains("ns/bad") && w.contains("priority")),
+        "{:?}",
+        snap.warnings
+    );
+    state.upsert(Kind::Pod, [pod("ns", "bad", "n1", "x").as_str()]);
+    let snap = state.snapshot();
+    assert_eq!(snap.pods.len(), 1);
+    assert!(!snap.warnings.iter().any(|w| w.contains("ns/bad")));
+}
+
+#[test]
+fn the_node_changes_that_ask_for_a_cycle_are_sent_after_the_first_list() {
+    let (tx, mut rx) = mpsc::channel(1);
+    let state = ClusterState::new(Some(tx));
+    let up = |n: &str| state.upsert(Kind::Node, [n]);
+    let taint = json!([{"key": "k", "effect": "NoSchedule"}]);
+    state.begin_list(Kind::Node);
+    up(&node("n1", false, true, taint.clone()));
+    state.end_list(Kind::Node);
+    assert!(rx.try_recv().is_err(), "the first list sends nothing");
+
+    let mut next = |n: String| {
+        up(&n);
+        rx.try_recv().ok()
+    };
+    assert_eq!(
+        next(node("n1", true, true, taint.clone())),
+        Some(NodeChange::BecameReady)
+    );
+    assert_eq!(
+        next(node("n1", true, false, taint.clone())),
+        Some(NodeChange::Uncordoned)
+    );
+    let prefer = json!([{"key": "k", "effect": "PreferNoSchedule"}]);
+    assert_eq!(
+        next(node("n1", true, false, prefer.clone())),
+        Some(NodeChange::TaintRemoved)
+    );
+    assert_eq!(
+        next(node("n1", true, false, json!([]))),
+        None,
+        "PreferNoSchedule does not count"
+    );
+    assert_eq!(
+        next(node("n1", true, true, json!([]))),
+        None,
+        "a cordon does not count"
+    );
+    assert_eq!(
+        next(node("n1", false, true, json!([]))),
+        None,
+        "NotReady does not count"
+    );
+    assert_eq!(
+        next(node("n2", false, false, json!([]))),
+        None,
+        "a NotReady node joining"
+    );
+    assert_eq!(
+        next(node("n3", true, false, json!([]))),
+        Some(NodeChange::Joined)
+    );
+    // At most one change is queued; the rest are dropped, not blocked on.
+    up(&node("n4", true, false, json!([])));
+    up(&node("n5", true, false, json!([])));
+    assert_eq!(rx.try_recv().ok(), Some(NodeChange::Joined));
+    assert!(rx.try_recv().is_err());
+}
