@@ -321,7 +321,6 @@ impl KubeSource {
     /// Per cache: resource name, objects held, initial list done.
     pub fn cache_status(&self) -> [(&'static str, usize, bool); 5] {
         [
-            ("nodes", self.nodes.len(), self.nodes.synced()),
             ("pods", self.pods.len(), self.pods.synced()),
             (
                 "deployments",
@@ -334,6 +333,7 @@ impl KubeSource {
                 self.replica_sets.synced(),
             ),
             ("poddisruptionbudgets", self.pdbs.len(), self.pdbs.synced()),
+            ("nodes", self.nodes.len(), self.nodes.synced()),
         ]
     }
 }
