@@ -110,7 +110,7 @@ async fn serve(args: WebhookArgs) -> anyhow::Result<()> {
     }
     // Restores run whether or not this replica surges: surges made before a restart, or by a
     // replica with other flags, are still undone.
-    tokio::spawn(crate::restart::reconcile::run(
+    tokio::spawn(crate::guard::surge_reconciler::run(
         source.clone(),
         restarter.clone(),
         args.deflect_deadline,

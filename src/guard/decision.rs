@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::facts::{
+use super::replicas::ReplicaCensus;
+use crate::workload::facts::{
     DeploymentFacts, PdbFacts, PodFacts, PodPhase, PvcFacts, ReplicaSetFacts, Strategy,
 };
-use super::replicas::ReplicaCensus;
 
 mod surge;
 pub use surge::pdb_surge_enabled;

@@ -202,6 +202,20 @@ impl GuardMetrics {
     }
 }
 
+impl crate::restart::RestartMetrics for GuardMetrics {
+    fn restart_error(&self) {
+        GuardMetrics::restart_error(self);
+    }
+
+    fn observe_restart(&self, d: Duration) {
+        GuardMetrics::observe_restart(self, d);
+    }
+
+    fn rule_action(&self, reason: &str) {
+        GuardMetrics::rule_action(self, reason);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

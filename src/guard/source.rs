@@ -6,8 +6,8 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use super::decision::{EvictionRequest, Facts};
-use super::facts::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
 use super::replicas::{ReplicaCensus, Sibling, census};
+use crate::workload::facts::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
 
 /// Where one pod of a Deployment runs, as the pod cache knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -431,7 +431,7 @@ mod tests {
     use std::sync::atomic::Ordering;
 
     use super::*;
-    use crate::guard::facts::PodPhase;
+    use crate::workload::facts::PodPhase;
 
     fn pod(uid: &str, ready: bool) -> PodFacts {
         PodFacts {

@@ -9,8 +9,10 @@ use k8s_openapi::api::apps::v1::Deployment;
 use serde_json::{Value, json};
 
 use super::escape;
-use crate::guard::annotations::{SURGE_AT, SURGE_ORIGINAL_REPLICAS, SURGE_REASON, SURGE_REPLICAS};
-use crate::guard::facts::DeploymentFacts;
+use crate::workload::DeploymentFacts;
+use crate::workload::annotations::{
+    SURGE_AT, SURGE_ORIGINAL_REPLICAS, SURGE_REASON, SURGE_REPLICAS,
+};
 
 /// A request to surge a Deployment on behalf of an eviction a budget blocks.
 #[derive(Debug, Clone, PartialEq, Eq)]

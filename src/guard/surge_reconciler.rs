@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::Restarter;
-use super::surge::{RestoreOutcome, restore_due};
-use crate::guard::source::FactSource;
+use super::source::FactSource;
+use crate::restart::Restarter;
+use crate::restart::surge::{RestoreOutcome, restore_due};
 
 /// Most restores attempted per tick (the rest wait for the next one).
 pub const MAX_RESTORES_PER_TICK: usize = 32;
@@ -94,9 +94,9 @@ mod tests {
     use futures::future::BoxFuture;
 
     use super::*;
-    use crate::guard::facts::{DeploymentFacts, IntOrPercent, RecordedSurge, Strategy};
     use crate::guard::source::{MemorySource, Placement};
     use crate::restart::{RestartOutcome, RestartRequest, RestoreReason};
+    use crate::workload::facts::{DeploymentFacts, IntOrPercent, RecordedSurge, Strategy};
 
     #[derive(Default)]
     struct Recorder(Mutex<Vec<(String, RestoreReason)>>);
