@@ -1,8 +1,9 @@
 //! Drain benchmark: `kubectl drain` of a node holding N single-replica Deployments (default 20)
 //! in kube-sim, with our real webhook binary registered, then (unless `--no-baseline`) the same
-//! drain without it.
+//! drain without it. A second shape (unless `--no-multi`): a node holding 10 three-replica
+//! Deployments, every replica on it (the guard's rule A).
 //!
-//! `cargo bench --bench drain [-- --deployments 20 --no-baseline]`
+//! `cargo bench --bench drain [-- --deployments 20 --no-baseline --no-multi]`
 //!
 //! Reports the drain's wall time, the longest time any Deployment had 0 serving pods (Ready and
 //! not terminating; sampled every 100 ms), and the slowest replacement pod start (pod created →
@@ -23,12 +24,14 @@ use kube_sim::SimHandle;
 struct Args {
     deployments: usize,
     baseline: bool,
+    multi: bool,
 }
 
 fn args() -> Args {
     let mut a = Args {
         deployments: 20,
         baseline: true,
+        multi: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -44,6 +47,7 @@ fn args() -> Args {
                     })
             }
             "--no-baseline" => a.baseline = false,
+            "--no-multi" => a.multi = false,
             // cargo passes --bench; ignore what we do not know.
             _ => {}
         }
@@ -113,7 +117,7 @@ struct Measured {
     slowest_start: Duration,
 }
 
-async fn measure(n: usize, guard: bool) -> Measured {
+async fn measure(n: usize, replicas: usize, guard: bool) -> Measured {
     let mut objects = vec![
         node("drain-me", true),
         node("spare-1", false),
@@ -122,10 +126,10 @@ async fn measure(n: usize, guard: bool) -> Measured {
     ];
     let apps: Vec<String> = (0..n).map(|i| format!("app-{i:02}")).collect();
     for a in &apps {
-        objects.push(deployment(a, 1, Strategy::Default));
+        objects.push(deployment(a, replicas as i64, Strategy::Default));
     }
     let cluster = Cluster::start(objects).await;
-    let want: Vec<(&str, usize)> = apps.iter().map(|a| (a.as_str(), 1)).collect();
+    let want: Vec<(&str, usize)> = apps.iter().map(|a| (a.as_str(), replicas)).collect();
     cluster.wait_ready_on(&want, "drain-me").await;
     for s in ["spare-1", "spare-2", "spare-3"] {
         cluster.set_schedulable(s, true);
@@ -141,7 +145,10 @@ async fn measure(n: usize, guard: bool) -> Measured {
     let out = drain(&kubectl(), &cluster, "drain-me", "300s", &[]).await;
     // Let every replacement become Ready before stopping the samplers.
     let settled = tokio::time::timeout(Duration::from_secs(120), async {
-        while apps.iter().any(|a| ready_pods(&cluster.sim, a).len() != 1) {
+        while apps
+            .iter()
+            .any(|a| ready_pods(&cluster.sim, a).len() != replicas)
+        {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     })
@@ -191,37 +198,47 @@ fn main() {
             std::process::exit(1)
         }
     };
-    println!(
-        "drain of a node holding {} single-replica Deployments (kube-sim, pod start {POD_START_SECONDS} s, grace period 1 s)",
-        a.deployments
-    );
-    println!(
-        "| webhook | drain ok | drain wall s | longest 0-Ready s | min serving pods | replacement pods | slowest pod start s | goal: drain ≤ start + 10 s |"
-    );
-    println!("|---|---|---:|---:|---:|---:|---:|---|");
-    let mut runs = vec![true];
-    if a.baseline {
-        runs.push(false);
+    let mut shapes = vec![(a.deployments, 1)];
+    if a.multi {
+        shapes.push((10, 3));
     }
-    for guard in runs {
-        let m = rt.block_on(measure(a.deployments, guard));
-        let goal = m.drain <= m.slowest_start + Duration::from_secs(10);
+    for (deployments, replicas) in shapes {
         println!(
-            "| {} | {} | {:.2} | {:.2} | {} | {} | {:.2} | {} |",
-            if guard { "kube-descheduler" } else { "none" },
-            if m.ok { "yes" } else { "NO" },
-            m.drain.as_secs_f64(),
-            m.longest_zero.as_secs_f64(),
-            m.min_ready,
-            m.new_pods,
-            m.slowest_start.as_secs_f64(),
-            if !guard {
-                "n/a"
-            } else if goal && m.longest_zero.is_zero() {
-                "met"
-            } else {
-                "NOT met"
-            },
+            "drain of a node holding {deployments} Deployment(s) of {replicas} replica(s), every replica on it (kube-sim, pod start {POD_START_SECONDS} s, grace period 1 s)"
         );
+        println!(
+            "| webhook | drain ok | drain wall s | longest 0-Ready s | min serving pods | replacement pods | slowest pod start s | goal: drain ≤ start + 10 s |"
+        );
+        println!("|---|---|---:|---:|---:|---:|---:|---|");
+        let mut runs = vec![true];
+        if a.baseline {
+            runs.push(false);
+        }
+        for guard in runs {
+            let m = rt.block_on(measure(deployments, replicas, guard));
+            row(guard, &m);
+        }
+        println!();
     }
+}
+
+fn row(guard: bool, m: &Measured) {
+    let goal = m.drain <= m.slowest_start + Duration::from_secs(10);
+    println!(
+        "| {} | {} | {:.2} | {:.2} | {} | {} | {:.2} | {} |",
+        if guard { "kube-descheduler" } else { "none" },
+        if m.ok { "yes" } else { "NO" },
+        m.drain.as_secs_f64(),
+        m.longest_zero.as_secs_f64(),
+        m.min_ready,
+        m.new_pods,
+        m.slowest_start.as_secs_f64(),
+        if !guard {
+            "n/a"
+        } else if goal && m.longest_zero.is_zero() {
+            "met"
+        } else {
+            "NOT met"
+        },
+    );
 }

@@ -218,18 +218,21 @@ async fn no_surge_and_recreate_deployments_are_evicted_without_a_restart() {
     );
 }
 
-/// Scenario 4: a multi-replica Deployment with a PodDisruptionBudget: ordinary budget
-/// behaviour (one eviction refused until the replacement is Ready), no restart.
+/// Scenario 4: a multi-replica Deployment with a PodDisruptionBudget that rule A does not cover
+/// (4 replicas: 25 % / 25 % resolves to maxUnavailable 1, so a restart could take one down
+/// first): ordinary budget behaviour (evictions refused until replacements are Ready), no
+/// restart. (Two replicas would resolve to surge 1 / unavailable 0, and all of them on the
+/// drained node is rule A's case: see `tests/drain_rules_e2e.rs`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multi_replica_deployment_with_a_pdb_follows_the_budget_without_a_restart() {
     let cluster = Cluster::start(vec![
         node("n1", true),
         node("n2", false),
-        deployment("shop", 2, Strategy::Default),
-        pdb_min_available("shop", 1),
+        deployment("shop", 4, Strategy::Default),
+        pdb_min_available("shop", 3),
     ])
     .await;
-    cluster.wait_ready_on(&[("shop", 2)], "n1").await;
+    cluster.wait_ready_on(&[("shop", 4)], "n1").await;
     cluster.set_schedulable("n2", true);
     let generation = cluster.deployment("shop")["metadata"]["generation"].clone();
     let (webhook, _certs) = guarded(&cluster, &[]).await;
@@ -249,7 +252,7 @@ async fn multi_replica_deployment_with_a_pdb_follows_the_budget_without_a_restar
         cluster.deployment("shop")["metadata"]["generation"],
         generation
     );
-    cluster.wait_moved("shop", 2, "n1").await;
+    cluster.wait_moved("shop", 4, "n1").await;
     assert_never_zero(&series, "multi-replica drain");
     assert_eq!(
         webhook

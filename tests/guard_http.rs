@@ -212,6 +212,8 @@ fn dep() -> DeploymentFacts {
         ready_replicas: 1,
         available_replicas: 1,
         restart: None,
+        pdb_surge: None,
+        surge: None,
     }
 }
 

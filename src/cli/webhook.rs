@@ -41,6 +41,15 @@ pub struct WebhookArgs {
     /// Turn the health guard off (PDB / short-of-ready denials); deflection stays on.
     #[arg(long)]
     pub disable_health_guard: bool,
+    /// Rule B: when a PodDisruptionBudget allows no disruption, raise the replicas of an opted-in
+    /// Deployment (annotation `kube-descheduler.io/pdb-surge: enabled` on it or its namespace)
+    /// instead of refusing until the drain times out; restored once it has no pod on an
+    /// unschedulable node or after --deflect-deadline.
+    #[arg(long)]
+    pub pdb_surge: bool,
+    /// How often the surge reconciler looks for surges to restore.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub surge_reconcile_interval: Duration,
     /// How often to check the certificate files for changes.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub cert_reload_interval: Duration,
@@ -94,7 +103,19 @@ async fn serve(args: WebhookArgs) -> anyhow::Result<()> {
     let config = GuardConfig {
         deflect_deadline: args.deflect_deadline,
         health_guard: !args.disable_health_guard,
+        pdb_surge: args.pdb_surge,
     };
+    if args.surge_reconcile_interval.is_zero() {
+        return Err(ConfigError::new("--surge-reconcile-interval must be greater than 0").into());
+    }
+    // Restores run whether or not this replica surges: surges made before a restart, or by a
+    // replica with other flags, are still undone.
+    tokio::spawn(crate::guard::surge_reconciler::run(
+        source.clone(),
+        restarter.clone(),
+        args.deflect_deadline,
+        args.surge_reconcile_interval,
+    ));
     let state = Arc::new(GuardState::with_registry(
         source, restarter, config, metrics, registry,
     ));
@@ -102,7 +123,7 @@ async fn serve(args: WebhookArgs) -> anyhow::Result<()> {
     let server = serve_https(router(state), addr, tls)
         .await
         .with_context(|| format!("listening on {addr}"))?;
-    tracing::info!(addr = %server.addr, deadline = ?config.deflect_deadline, health_guard = config.health_guard, "eviction guard serving");
+    tracing::info!(addr = %server.addr, deadline = ?config.deflect_deadline, health_guard = config.health_guard, pdb_surge = config.pdb_surge, "eviction guard serving");
     shutdown_signal().await;
     tracing::info!("shutting down");
     server

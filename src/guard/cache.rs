@@ -20,7 +20,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
@@ -28,7 +29,8 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
 use super::pod_cache::{LeanPod, PodStripper};
-use super::source::{FactSource, SourceError};
+use super::source::{FactSource, Placement, SourceError};
+use crate::workload::annotations::pdb_surge_opt_in;
 use crate::workload::facts::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
 
 /// Time budget of one on-demand read (the webhook answers within its 5 s timeout).
@@ -96,6 +98,28 @@ impl<F> LeanMap<F> {
             .get(namespace)
             .map(|m| m.values().map(|s| s.value.clone()).collect())
             .unwrap_or_default()
+    }
+
+    /// All objects of a namespace with their names.
+    pub fn namespace_entries(&self, namespace: &str) -> Vec<(String, Arc<F>)> {
+        let maps = self.read();
+        maps.by_namespace
+            .get(namespace)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, s)| (k.clone(), s.value.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Every object, in no particular order.
+    pub fn all(&self) -> Vec<Arc<F>> {
+        let maps = self.read();
+        maps.by_namespace
+            .values()
+            .flat_map(|m| m.values().map(|s| s.value.clone()))
+            .collect()
     }
 
     /// Number of objects.
@@ -218,6 +242,21 @@ fn replica_set_facts(rs: &ReplicaSet) -> Option<ReplicaSetFacts> {
     (f.desired > 0 || f.replicas > 0).then_some(f)
 }
 
+/// `spec.unschedulable` of a node (cordoned).
+fn node_unschedulable(n: &Node) -> bool {
+    n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true)
+}
+
+/// Whether an autoscaler's scale target is the Deployment `name`.
+fn targets_deployment(h: &HorizontalPodAutoscaler, name: &str) -> bool {
+    let t = &h.spec.scale_target_ref;
+    t.kind == "Deployment"
+        && t.name == name
+        && t.api_version
+            .as_deref()
+            .is_none_or(|v| v.is_empty() || v.starts_with("apps/"))
+}
+
 /// A cluster-backed [`FactSource`].
 pub struct KubeSource {
     client: Client,
@@ -225,6 +264,8 @@ pub struct KubeSource {
     deployments: Arc<LeanMap<DeploymentFacts>>,
     replica_sets: Arc<LeanMap<ReplicaSetFacts>>,
     pdbs: Arc<LeanMap<PdbFacts>>,
+    /// Node name → `spec.unschedulable` (cluster-scoped: namespace "").
+    nodes: Arc<LeanMap<bool>>,
 }
 
 impl KubeSource {
@@ -237,6 +278,7 @@ impl KubeSource {
             deployments: Arc::default(),
             replica_sets: Arc::default(),
             pdbs: Arc::default(),
+            nodes: Arc::default(),
         });
         let mut stripper = PodStripper::default();
         tokio::spawn(run_watch(
@@ -253,6 +295,11 @@ impl KubeSource {
             Api::<ReplicaSet>::all(client.clone()),
             source.replica_sets.clone(),
             replica_set_facts,
+        ));
+        tokio::spawn(run_watch(
+            Api::<Node>::all(client.clone()),
+            source.nodes.clone(),
+            |n: &Node| Some(node_unschedulable(n)),
         ));
         tokio::spawn(run_watch(
             Api::<PodDisruptionBudget>::all(client),
@@ -272,7 +319,7 @@ impl KubeSource {
     }
 
     /// Per cache: resource name, objects held, initial list done.
-    pub fn cache_status(&self) -> [(&'static str, usize, bool); 4] {
+    pub fn cache_status(&self) -> [(&'static str, usize, bool); 5] {
         [
             ("pods", self.pods.len(), self.pods.synced()),
             (
@@ -286,6 +333,7 @@ impl KubeSource {
                 self.replica_sets.synced(),
             ),
             ("poddisruptionbudgets", self.pdbs.len(), self.pdbs.synced()),
+            ("nodes", self.nodes.len(), self.nodes.synced()),
         ]
     }
 }
@@ -359,6 +407,103 @@ impl FactSource for KubeSource {
 
     fn pdbs(&self, namespace: &str) -> Vec<Arc<PdbFacts>> {
         self.pdbs.namespace(namespace)
+    }
+
+    fn deployment_pods(&self, namespace: &str, deployment: &str) -> Option<Vec<Placement>> {
+        if !self.pods.synced() {
+            return None;
+        }
+        let owned: std::collections::HashSet<String> = self
+            .replica_sets
+            .namespace(namespace)
+            .iter()
+            .filter(|rs| {
+                rs.owner
+                    .as_ref()
+                    .is_some_and(|o| o.kind == "Deployment" && o.name == deployment)
+            })
+            .map(|rs| rs.name.clone())
+            .collect();
+        let pods = self
+            .pods
+            .namespace_entries(namespace)
+            .into_iter()
+            .filter(|(_, p)| {
+                p.owner()
+                    .is_some_and(|o| o.kind == "ReplicaSet" && owned.contains(&o.name))
+            })
+            .map(|(name, p)| Placement {
+                name,
+                ready: p.ready(),
+                terminating: p.terminating(),
+                node: p.node().map(str::to_owned),
+            })
+            .collect();
+        Some(pods)
+    }
+
+    fn node_unschedulable<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<bool>, SourceError>> {
+        Box::pin(async move {
+            if let Some(v) = self.nodes.get("", name) {
+                return Ok(Some(*v));
+            }
+            let api = Api::<Node>::all(self.client.clone());
+            read(api, name, "node", node_unschedulable).await
+        })
+    }
+
+    fn namespace_pdb_surge<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> BoxFuture<'a, Result<Option<bool>, SourceError>> {
+        Box::pin(async move {
+            let api = Api::<Namespace>::all(self.client.clone());
+            let got = read(api, namespace, "namespace", |n: &Namespace| {
+                pdb_surge_opt_in(n.metadata.annotations.as_ref())
+            })
+            .await?;
+            Ok(got.flatten())
+        })
+    }
+
+    fn hpa_for<'a>(
+        &'a self,
+        namespace: &'a str,
+        deployment: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, SourceError>> {
+        Box::pin(async move {
+            let api = Api::<HorizontalPodAutoscaler>::namespaced(self.client.clone(), namespace);
+            let list = tokio::time::timeout(READ_TIMEOUT, api.list(&Default::default())).await;
+            match list {
+                Ok(Ok(l)) => Ok(l
+                    .items
+                    .iter()
+                    .find(|h| targets_deployment(h, deployment))
+                    .map(|h| {
+                        format!(
+                            "{namespace}/{}",
+                            h.metadata.name.as_deref().unwrap_or_default()
+                        )
+                    })),
+                Ok(Err(e)) => Err(SourceError::Api(format!(
+                    "listing horizontalpodautoscalers in {namespace}: {e}"
+                ))),
+                Err(_) => Err(SourceError::Api(format!(
+                    "listing horizontalpodautoscalers in {namespace}: timed out after {READ_TIMEOUT:?}"
+                ))),
+            }
+        })
+    }
+
+    fn surged_deployments(&self) -> Vec<Arc<DeploymentFacts>> {
+        self.deployments
+            .all()
+            .into_iter()
+            .filter(|d| d.surge.is_some())
+            .collect()
     }
 
     fn pvc<'a>(

@@ -7,9 +7,13 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
+use super::replicas::ReplicaCensus;
 use crate::workload::facts::{
     DeploymentFacts, PdbFacts, PodFacts, PodPhase, PvcFacts, ReplicaSetFacts, Strategy,
 };
+
+mod surge;
+pub use surge::pdb_surge_enabled;
 
 /// The phrase upstream descheduler recognises as a handed-off ("background") eviction. Every
 /// deflection and in-flight denial message contains it.
@@ -30,6 +34,9 @@ pub struct GuardConfig {
     pub deflect_deadline: Duration,
     /// Deny evictions that would break a PodDisruptionBudget or deepen an outage.
     pub health_guard: bool,
+    /// Rule B: when a PodDisruptionBudget blocks the drain of an opted-in Deployment, raise its
+    /// replicas instead of refusing forever (`--pdb-surge`).
+    pub pdb_surge: bool,
 }
 
 impl Default for GuardConfig {
@@ -37,6 +44,7 @@ impl Default for GuardConfig {
         GuardConfig {
             deflect_deadline: Duration::from_secs(600),
             health_guard: true,
+            pdb_surge: false,
         }
     }
 }
@@ -70,6 +78,13 @@ pub struct Facts<'a> {
     /// When this guard first refused to evict this pod (bounds health-guard denials and failed
     /// restarts by the deadline); `None` if never.
     pub first_denied_at: Option<Timestamp>,
+    /// Where the Deployment's replicas are; `None` when unknown (then the Deployment's
+    /// `status.readyReplicas` stands in, every other Ready replica counted as staying).
+    pub census: Option<ReplicaCensus>,
+    /// The [`super::annotations::PDB_SURGE`] annotation of the pod's namespace.
+    pub namespace_pdb_surge: Option<bool>,
+    /// `namespace/name` of a HorizontalPodAutoscaler that scales the Deployment, if any.
+    pub hpa: Option<&'a str>,
 }
 
 /// Why an eviction is allowed.
@@ -154,6 +169,40 @@ pub enum Verdict {
         /// The 429 message.
         message: String,
     },
+    /// Rule B: a budget allows no disruption; raise the Deployment from `from` to `to` replicas
+    /// (compare-and-set, recorded in annotations) and refuse with 429.
+    Surge {
+        /// `namespace/name` of the Deployment.
+        deployment: String,
+        /// `namespace/name` of the blocking budget.
+        budget: String,
+        /// `spec.replicas` now.
+        from: i32,
+        /// `spec.replicas` to set.
+        to: i32,
+        /// The 429 message.
+        message: String,
+    },
+    /// Rule B: our surge is in place and the budget still allows no disruption: refuse with 429,
+    /// write nothing.
+    DenySurging {
+        /// `namespace/name` of the Deployment.
+        deployment: String,
+        /// `namespace/name` of the blocking budget.
+        budget: String,
+        /// The 429 message.
+        message: String,
+    },
+    /// Rule B would surge, but a HorizontalPodAutoscaler owns the replica count: refuse with 429
+    /// and tell the user what to do (the guard writes nothing).
+    DenyHpa {
+        /// `namespace/name` of the Deployment.
+        deployment: String,
+        /// `namespace/name` of the autoscaler.
+        hpa: String,
+        /// The 429 message.
+        message: String,
+    },
     /// The pod's controller is already short of ready replicas and no budget covers the pod.
     DenyUnhealthy {
         /// `Kind namespace/name` of the controller.
@@ -169,12 +218,15 @@ pub enum Verdict {
 
 impl Verdict {
     /// Stable label for metrics and the `plan` report: `allowed`, `deflected`, `in_flight`,
-    /// `denied_pdb`, `denied_unhealthy`.
+    /// `surged`, `surging`, `denied_hpa`, `denied_pdb`, `denied_unhealthy`.
     pub fn outcome(&self) -> &'static str {
         match self {
             Verdict::Allow { .. } => "allowed",
             Verdict::Deflect { .. } => "deflected",
             Verdict::DenyInFlight { .. } => "in_flight",
+            Verdict::Surge { .. } => "surged",
+            Verdict::DenySurging { .. } => "surging",
+            Verdict::DenyHpa { .. } => "denied_hpa",
             Verdict::DenyPdb { .. } => "denied_pdb",
             Verdict::DenyUnhealthy { .. } => "denied_unhealthy",
         }
@@ -186,6 +238,9 @@ impl Verdict {
             Verdict::Allow { .. } => None,
             Verdict::Deflect { message, .. }
             | Verdict::DenyInFlight { message, .. }
+            | Verdict::Surge { message, .. }
+            | Verdict::DenySurging { message, .. }
+            | Verdict::DenyHpa { message, .. }
             | Verdict::DenyPdb { message, .. }
             | Verdict::DenyUnhealthy { message, .. } => Some(message),
         }
@@ -220,6 +275,15 @@ pub fn decide(
         }
         Verdict::Deflect { deployment, .. } => format!(
             "dry run: the eviction guard would refuse the eviction of pod {pod} with 429 and start a rolling restart of Deployment {deployment}"
+        ),
+        Verdict::Surge {
+            deployment,
+            budget,
+            from,
+            to,
+            ..
+        } => format!(
+            "dry run: the eviction guard would refuse the eviction of pod {pod} with 429 and raise Deployment {deployment} from {from} to {to} replicas because PodDisruptionBudget {budget} allows no disruption"
         ),
         other => format!(
             "dry run: the eviction guard would refuse the eviction with 429: {}",
@@ -314,7 +378,7 @@ fn decide_inner(
                 ),
             };
         }
-        if current && deflectable(pod, d, facts.pvcs) {
+        if current && deflectable(pod, d, facts.pvcs) && no_ready_replica_stays(d, facts.census) {
             if let Some(first) = facts.first_denied_at
                 && expired_since(first)
             {
@@ -338,6 +402,12 @@ fn decide_inner(
                 ),
             };
         }
+    }
+
+    if let (Some(rs), Some(d)) = (rs, deployment)
+        && let Some(v) = surge::decide(pod, rs, d, facts, now, config)
+    {
+        return v;
     }
 
     if !config.health_guard {
@@ -391,7 +461,7 @@ fn decide_inner(
     Verdict::allow(AllowReason::NotGuarded)
 }
 
-fn allow_warn(reason: AllowReason, warning: String) -> Verdict {
+pub(super) fn allow_warn(reason: AllowReason, warning: String) -> Verdict {
     Verdict::Allow {
         reason,
         warnings: vec![warning],
@@ -409,7 +479,7 @@ fn deadline_allow(pod_key: &str, config: &GuardConfig) -> Verdict {
 }
 
 /// The pod's controlling ReplicaSet, if `rs` is it.
-fn owned_replica_set<'a>(
+pub(super) fn owned_replica_set<'a>(
     pod: &PodFacts,
     rs: Option<&'a ReplicaSetFacts>,
 ) -> Option<&'a ReplicaSetFacts> {
@@ -453,10 +523,22 @@ pub fn pod_in_current_replica_set(
     revision_ok && hash_ok
 }
 
-/// The Deployment can replace the pod surge-first: one replica, RollingUpdate resolving to
-/// surge ≥ 1 and unavailable == 0, not paused, progressing, and no single-node volume.
+/// Rule A's replica condition: every Ready replica of the Deployment other than the evicted pod
+/// sits on an unschedulable node or is being evicted itself (for one replica: there is no other).
+/// Without a census, the Deployment's `status.readyReplicas` stands in and every other Ready
+/// replica is assumed to stay (so only the N = 1 case deflects: the safe side).
+pub fn no_ready_replica_stays(d: &DeploymentFacts, census: Option<ReplicaCensus>) -> bool {
+    match census {
+        Some(c) => c.other_ready_staying == 0,
+        None => d.ready_replicas <= 1,
+    }
+}
+
+/// The Deployment can replace the pod surge-first: RollingUpdate resolving (for its replica
+/// count) to surge ≥ 1 and unavailable == 0, not paused, progressing, and no single-node volume.
+/// Whether it should (no other Ready replica stays) is [`no_ready_replica_stays`].
 pub fn deflectable(pod: &PodFacts, d: &DeploymentFacts, pvcs: &[PvcFacts]) -> bool {
-    if d.replicas != 1 || d.paused || d.progress_deadline_exceeded {
+    if d.replicas < 1 || d.paused || d.progress_deadline_exceeded {
         return false;
     }
     match d.strategy {
@@ -544,3 +626,6 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod rules_tests;

@@ -36,6 +36,7 @@ pub struct GuardMetrics {
     allows: Family<ReasonLabel, Counter>,
     denials: Family<ReasonLabel, Counter>,
     deflections: Counter,
+    rule_actions: Family<ReasonLabel, Counter>,
     errors: Family<ReasonLabel, Counter>,
     restart_errors: Counter,
     restart_seconds: Histogram,
@@ -51,6 +52,7 @@ impl Default for GuardMetrics {
             allows: Family::default(),
             denials: Family::default(),
             deflections: Counter::default(),
+            rule_actions: Family::default(),
             errors: Family::default(),
             restart_errors: Counter::default(),
             restart_seconds: Histogram::new(exponential_buckets(0.005, 2.0, 12)),
@@ -77,6 +79,11 @@ impl GuardMetrics {
             "deflections",
             "Evictions deflected into a rolling restart",
             m.deflections.clone(),
+        );
+        r.register(
+            "rule_actions",
+            "Actions of the drain rules, by reason (last_ready_replica, ready_replicas_leaving: rule A deflections; pdb_surge, pdb_surge_restored, pdb_surge_restore_failed: rule B)",
+            m.rule_actions.clone(),
         );
         r.register(
             "errors",
@@ -161,6 +168,15 @@ impl GuardMetrics {
         self.deflections.inc();
     }
 
+    /// Counts an action of a drain rule (see the `rule_actions` help text for the reasons).
+    pub fn rule_action(&self, reason: &str) {
+        self.rule_actions
+            .get_or_create(&ReasonLabel {
+                reason: reason.into(),
+            })
+            .inc();
+    }
+
     /// Counts a request-level error.
     pub fn error(&self, reason: &str) {
         self.errors
@@ -194,6 +210,10 @@ impl crate::restart::RestartMetrics for GuardMetrics {
     fn observe_restart(&self, d: Duration) {
         GuardMetrics::observe_restart(self, d);
     }
+
+    fn rule_action(&self, reason: &str) {
+        GuardMetrics::rule_action(self, reason);
+    }
 }
 
 #[cfg(test)]
@@ -207,6 +227,7 @@ mod tests {
         m.allow("not_guarded");
         m.deny("pdb");
         m.deflect();
+        m.rule_action("pdb_surge");
         m.observe_restart(Duration::from_millis(20));
         m.pod_read("cache");
         m.set_cache("pods", 150_000, true);
@@ -222,6 +243,10 @@ mod tests {
         );
         assert!(
             out.contains("kube_descheduler_guard_deflections_total 1"),
+            "{out}"
+        );
+        assert!(
+            out.contains("kube_descheduler_guard_rule_actions_total{reason=\"pdb_surge\"} 1"),
             "{out}"
         );
         assert!(

@@ -1,5 +1,5 @@
-//! The eviction guard: a validating admission webhook on `pods/eviction` that makes evictions of
-//! single-replica Deployments zero-downtime, and otherwise gets out of the way.
+//! The eviction guard: a validating admission webhook on `pods/eviction` that makes drains of
+//! Deployments zero-downtime, and otherwise gets out of the way.
 //!
 //! Rules (see [`decision::decide`]):
 //! 1. Allow at once when the pod is missing, the uid precondition does not match, the pod is
@@ -8,10 +8,14 @@
 //! 2. While a rolling restart we started is in flight (pod on an old ReplicaSet, or the rollout
 //!    not complete): deny 429 again without writing, until `--deflect-deadline` has passed since
 //!    the restart or the Deployment reports ProgressDeadlineExceeded; then allow.
-//! 3. Deflect (restart, then deny 429 with [`decision::DEFLECTION_PHRASE`]) when the Deployment
-//!    has one replica, RollingUpdate resolving to surge ≥ 1 and unavailable 0, is not paused, has
-//!    not exceeded its progress deadline, the pod is in the current ReplicaSet and mounts no
-//!    ReadWriteOnce/ReadWriteOncePod claim.
+//! 3. Rule A — deflect (restart, then deny 429 with [`decision::DEFLECTION_PHRASE`]) when every
+//!    Ready replica of the Deployment other than this pod is on a cordoned node or being evicted
+//!    ([`replicas`], [`in_flight`]; always true for one replica), its RollingUpdate resolves to
+//!    surge ≥ 1 and unavailable 0, it is not paused, has not exceeded its progress deadline, the
+//!    pod is in the current ReplicaSet and mounts no ReadWriteOnce/ReadWriteOncePod claim.
+//! 3b. Rule B (`--pdb-surge`, opted in by annotation) — when a matching budget allows no
+//!    disruption, raise the Deployment's replicas by its pods on cordoned nodes and deny 429;
+//!    [`surge_reconciler`] restores the recorded count.
 //! 4. Health guard (switchable): deny 429 when a matching PodDisruptionBudget allows no
 //!    disruption, or when no budget covers the pod and its controller already has fewer ready
 //!    replicas than desired. Bounded by the same deadline, counted from the first denial.
@@ -20,11 +24,14 @@
 
 pub mod cache;
 pub mod decision;
+pub mod in_flight;
 pub mod metrics;
 pub mod pod_cache;
+pub mod replicas;
 pub mod review;
 pub mod server;
 pub mod source;
+pub mod surge_reconciler;
 
 /// The workload facts the guard decides on live in [`crate::workload`]; re-exported here so
 /// `guard::facts`, `guard::annotations` and `guard::DeploymentFacts` keep working.

@@ -28,6 +28,7 @@ pub struct LeanPod {
     labels: Arc<LabelSet>,
     owner: Option<Arc<OwnerFacts>>,
     claims: Box<[Box<str>]>,
+    node: Option<Arc<str>>,
     phase: PodPhase,
     terminating: bool,
     ready: bool,
@@ -39,6 +40,26 @@ impl LeanPod {
     /// `metadata.uid`.
     pub fn uid(&self) -> &str {
         &self.uid
+    }
+
+    /// `spec.nodeName`, when scheduled.
+    pub fn node(&self) -> Option<&str> {
+        self.node.as_deref()
+    }
+
+    /// The controlling owner.
+    pub fn owner(&self) -> Option<&OwnerFacts> {
+        self.owner.as_deref()
+    }
+
+    /// Condition Ready is True.
+    pub fn ready(&self) -> bool {
+        self.ready
+    }
+
+    /// Being deleted.
+    pub fn terminating(&self) -> bool {
+        self.terminating
     }
 
     /// Rebuilds the facts of the pod `namespace/name` (the cache keys).
@@ -117,12 +138,20 @@ impl<T: ?Sized + Hash + Eq> Interner<T> {
 pub struct PodStripper {
     labels: Interner<LabelSet>,
     owners: Interner<OwnerFacts>,
+    nodes: Interner<str>,
 }
 
 impl PodStripper {
     /// Strips an API pod to its cache entry.
     pub fn strip(&mut self, pod: &Pod) -> LeanPod {
-        self.pack(PodFacts::from_pod(pod))
+        let mut lean = self.pack(PodFacts::from_pod(pod));
+        lean.node = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .filter(|n| !n.is_empty())
+            .map(|n| self.nodes.intern(n, |n: &str| Arc::from(n)));
+        lean
     }
 
     /// Packs pod facts into a cache entry (namespace and name are dropped: they are the keys).
@@ -142,6 +171,7 @@ impl PodStripper {
             labels,
             owner,
             claims: f.claims.into_iter().map(String::into_boxed_str).collect(),
+            node: None,
             phase: f.phase,
             terminating: f.terminating,
             ready: f.ready,

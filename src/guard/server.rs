@@ -16,10 +16,11 @@ use kube::core::admission::{AdmissionRequest, AdmissionReview};
 use prometheus_client::registry::Registry;
 
 use super::decision::{AllowReason, EvictionRequest, GuardConfig, Verdict, decide};
+use super::in_flight::EvictionLog;
 use super::metrics::GuardMetrics;
 use super::review::{ParsedReview, allow, deny_429, parse_review};
-use super::source::{FactSource, Gathered, PodLookup, SourceError, gather_with};
-use crate::restart::{RestartOutcome, RestartRequest, Restarter};
+use super::source::{FactSource, Gathered, PodLookup, SourceError, gather_for};
+use crate::restart::{RestartOutcome, RestartRequest, Restarter, SurgeOutcome, SurgeRequest};
 
 /// Largest AdmissionReview body accepted (an object and its old version, with headroom).
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -73,6 +74,8 @@ pub struct GuardState {
     pub registry: Arc<Registry>,
     /// First refusals per pod.
     pub denials: DenialMemory,
+    /// Recent eviction requests (rule A's "being evicted").
+    pub evictions: EvictionLog,
     /// The clock.
     pub clock: Clock,
 }
@@ -104,7 +107,18 @@ impl GuardState {
             metrics,
             registry: Arc::new(registry),
             denials: DenialMemory::default(),
+            evictions: EvictionLog::default(),
             clock: Arc::new(Timestamp::now),
+        }
+    }
+
+    /// Marks the gathered pods of the Deployment whose eviction was asked for recently.
+    fn mark_evicting(&self, gathered: &mut Gathered, now: Timestamp) {
+        let Some(ns) = gathered.pod.as_ref().map(|p| p.namespace.clone()) else {
+            return;
+        };
+        for s in gathered.siblings.iter_mut().flatten() {
+            s.being_evicted = self.evictions.recent(&ns, &s.name, now);
         }
     }
 
@@ -136,7 +150,12 @@ impl GuardState {
     ) -> Result<Gathered, Option<SourceError>> {
         match tokio::time::timeout_at(
             deadline,
-            gather_with(self.source.as_ref(), eviction, lookup),
+            gather_for(
+                self.source.as_ref(),
+                eviction,
+                lookup,
+                self.config.pdb_surge,
+            ),
         )
         .await
         {
@@ -188,6 +207,10 @@ impl GuardState {
         eviction: &EvictionRequest,
     ) -> AdmissionReview<DynamicObject> {
         let pod_key = format!("{}/{}", eviction.namespace, eviction.name);
+        if !eviction.dry_run {
+            self.evictions
+                .note(&eviction.namespace, &eviction.name, (self.clock)());
+        }
         let deadline = tokio::time::Instant::now() + GATHER_BUDGET;
         let mut gathered = match self
             .gather_by(eviction, PodLookup::PreferCache, deadline)
@@ -202,6 +225,7 @@ impl GuardState {
             "api"
         });
         let now = (self.clock)();
+        self.mark_evicting(&mut gathered, now);
         let mut verdict = self.decide(eviction, &gathered, now);
         if gathered.pod_from_cache && !matches!(verdict, Verdict::Allow { .. }) {
             self.metrics.pod_read("recheck");
@@ -209,8 +233,16 @@ impl GuardState {
                 Ok(g) => g,
                 Err(e) => return self.cannot_check(request, &pod_key, e),
             };
+            self.mark_evicting(&mut gathered, now);
             verdict = self.decide(eviction, &gathered, now);
         }
+        let requested_by = || {
+            request
+                .user_info
+                .username
+                .clone()
+                .unwrap_or_else(|| "unknown".into())
+        };
         let pod_uid = gathered
             .pod
             .as_ref()
@@ -238,17 +270,19 @@ impl GuardState {
                         deployment: name.to_owned(),
                         pod: eviction.name.clone(),
                         pod_uid: pod_uid.clone(),
-                        requested_by: request
-                            .user_info
-                            .username
-                            .clone()
-                            .unwrap_or_else(|| "unknown".into()),
+                        requested_by: requested_by(),
                     })
                     .await;
                 match outcome {
                     RestartOutcome::Restarted { .. } | RestartOutcome::InFlight { .. } => {
                         self.metrics.deflect();
                         self.metrics.deny("deflected");
+                        let others_ready = gathered.census().is_some_and(|c| c.other_ready > 0);
+                        self.metrics.rule_action(if others_ready {
+                            "ready_replicas_leaving"
+                        } else {
+                            "last_ready_replica"
+                        });
                         deny_429(request, &message)
                     }
                     RestartOutcome::Failed { error } => {
@@ -262,6 +296,54 @@ impl GuardState {
             }
             Verdict::DenyInFlight { message, .. } => {
                 self.metrics.deny("in_flight");
+                deny_429(request, &message)
+            }
+            Verdict::Surge {
+                deployment,
+                budget,
+                from,
+                to,
+                message,
+            } => {
+                self.denials.note(&pod_uid, now, forget);
+                let (namespace, name) = deployment
+                    .split_once('/')
+                    .unwrap_or((&eviction.namespace, &deployment));
+                let outcome = self
+                    .restarter
+                    .surge(SurgeRequest {
+                        namespace: namespace.to_owned(),
+                        deployment: name.to_owned(),
+                        from,
+                        to,
+                        budget,
+                        pod: eviction.name.clone(),
+                        pod_uid: pod_uid.clone(),
+                        requested_by: requested_by(),
+                    })
+                    .await;
+                match outcome {
+                    SurgeOutcome::Surged { .. } | SurgeOutcome::InFlight => {
+                        self.metrics.deny("pdb_surge");
+                        deny_429(request, &message)
+                    }
+                    SurgeOutcome::Failed { error } => {
+                        self.metrics.deny("pdb_surge_failed");
+                        let msg = format!(
+                            "Cannot evict pod {pod_key} yet: a PodDisruptionBudget allows no disruption and the kube-descheduler eviction guard could not raise the replicas of Deployment {deployment} ({error}). Retry the eviction."
+                        );
+                        deny_429(request, &msg)
+                    }
+                }
+            }
+            Verdict::DenySurging { message, .. } => {
+                self.denials.note(&pod_uid, now, forget);
+                self.metrics.deny("pdb_surging");
+                deny_429(request, &message)
+            }
+            Verdict::DenyHpa { message, .. } => {
+                self.denials.note(&pod_uid, now, forget);
+                self.metrics.deny("pdb_surge_hpa");
                 deny_429(request, &message)
             }
             Verdict::DenyPdb { message, .. } => {

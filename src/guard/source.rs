@@ -6,7 +6,21 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use super::decision::{EvictionRequest, Facts};
+use super::replicas::{ReplicaCensus, Sibling, census};
 use crate::workload::facts::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
+
+/// Where one pod of a Deployment runs, as the pod cache knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// Pod name.
+    pub name: String,
+    /// Condition Ready is True.
+    pub ready: bool,
+    /// Being deleted.
+    pub terminating: bool,
+    /// `spec.nodeName`, when scheduled.
+    pub node: Option<String>,
+}
 
 /// A lookup that could not be answered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,6 +64,40 @@ pub trait FactSource: Send + Sync + 'static {
         namespace: &'a str,
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<PvcFacts>, SourceError>>;
+    /// The pods of a Deployment (of all its ReplicaSets) with their nodes, from the pod cache;
+    /// `None` when the cache cannot say (not synced, or no cache).
+    fn deployment_pods(&self, _namespace: &str, _deployment: &str) -> Option<Vec<Placement>> {
+        None
+    }
+    /// Whether a node is cordoned (`spec.unschedulable`): the node cache, a GET on a miss;
+    /// `None` when the node does not exist. The default knows no nodes.
+    fn node_unschedulable<'a>(
+        &'a self,
+        _name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<bool>, SourceError>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
+    /// The [`super::annotations::PDB_SURGE`] annotation of a namespace (read on demand: only
+    /// rule B needs it).
+    fn namespace_pdb_surge<'a>(
+        &'a self,
+        _namespace: &'a str,
+    ) -> BoxFuture<'a, Result<Option<bool>, SourceError>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
+    /// `namespace/name` of a HorizontalPodAutoscaler whose scale target is the Deployment (read
+    /// on demand: only rule B needs it).
+    fn hpa_for<'a>(
+        &'a self,
+        _namespace: &'a str,
+        _deployment: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, SourceError>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
+    /// Every Deployment that carries our surge record (the restore reconciler's work list).
+    fn surged_deployments(&self) -> Vec<Arc<DeploymentFacts>> {
+        Vec::new()
+    }
 }
 
 /// The facts gathered for one eviction (owned; borrow them with [`Gathered::facts`]).
@@ -67,6 +115,13 @@ pub struct Gathered {
     pub pvcs: Vec<PvcFacts>,
     /// The pod came from the watch cache (it may lag); false when read from the API.
     pub pod_from_cache: bool,
+    /// The Deployment's pods and whether their nodes are cordoned (only gathered when rule A
+    /// or B may apply); `being_evicted` is filled in by the caller, who remembers evictions.
+    pub siblings: Option<Vec<Sibling>>,
+    /// The namespace's rule B opt-in (only read when rule B may apply).
+    pub namespace_pdb_surge: Option<bool>,
+    /// The autoscaler scaling the Deployment (only read when rule B may apply).
+    pub hpa: Option<String>,
 }
 
 impl Gathered {
@@ -85,7 +140,16 @@ impl Gathered {
             pdbs,
             pvcs: &self.pvcs,
             first_denied_at,
+            census: self.census(),
+            namespace_pdb_surge: self.namespace_pdb_surge,
+            hpa: self.hpa.as_deref(),
         }
+    }
+
+    /// The census of the Deployment's replicas, when its pods were gathered.
+    pub fn census(&self) -> Option<ReplicaCensus> {
+        let pod = self.pod.as_ref()?;
+        self.siblings.as_ref().map(|s| census(&pod.name, s))
     }
 }
 
@@ -114,6 +178,17 @@ pub async fn gather_with(
     source: &dyn FactSource,
     req: &EvictionRequest,
     lookup: PodLookup,
+) -> Result<Gathered, SourceError> {
+    gather_for(source, req, lookup, false).await
+}
+
+/// [`gather_with`], and with `pdb_surge` (the webhook runs rule B) the namespace opt-in and
+/// autoscaler of a Deployment whose budget blocks the eviction.
+pub async fn gather_for(
+    source: &dyn FactSource,
+    req: &EvictionRequest,
+    lookup: PodLookup,
+    pdb_surge: bool,
 ) -> Result<Gathered, SourceError> {
     if !source.ready() {
         return Err(SourceError::NotSynced);
@@ -151,16 +226,71 @@ pub async fn gather_with(
     {
         out.deployment = source.deployment(&rs.namespace, &owner.name);
     }
-    if out.deployment.as_ref().is_some_and(|d| d.replicas == 1) {
-        for claim in &pod.claims {
-            // A claim we cannot read stays unknown, which rules deflection out.
-            if let Ok(Some(pvc)) = source.pvc(&pod.namespace, claim).await {
-                out.pvcs.push(pvc);
+    let blocked = out
+        .pdbs
+        .iter()
+        .any(|p| p.disruptions_allowed <= 0 && p.matches(&pod));
+    if let Some(d) = out.deployment.clone() {
+        let rule_a = matches!(d.strategy.resolve(d.replicas), Some((s, 0)) if s >= 1);
+        let rule_b = pdb_surge && blocked && d.pdb_surge != Some(false);
+        if rule_a || rule_b {
+            out.siblings = siblings(source, &d).await;
+        }
+        if rule_a {
+            for claim in &pod.claims {
+                // A claim we cannot read stays unknown, which rules deflection out.
+                if let Ok(Some(pvc)) = source.pvc(&pod.namespace, claim).await {
+                    out.pvcs.push(pvc);
+                }
             }
+        }
+        if rule_b {
+            // Unreadable: not opted in / no autoscaler known — but an autoscaler we cannot rule
+            // out must not be fought, so a failed read counts as one.
+            out.namespace_pdb_surge = match d.pdb_surge {
+                Some(_) => None,
+                None => source
+                    .namespace_pdb_surge(&d.namespace)
+                    .await
+                    .unwrap_or(None),
+            };
+            out.hpa = match source.hpa_for(&d.namespace, &d.name).await {
+                Ok(h) => h,
+                Err(e) => Some(format!("(unknown: {e})")),
+            };
         }
     }
     out.pod = Some(pod);
     Ok(out)
+}
+
+/// The Deployment's pods with their nodes' schedulability; `None` when the pod cache cannot
+/// say. A node that cannot be read counts as schedulable (its pods stay: the safe side).
+async fn siblings(source: &dyn FactSource, d: &DeploymentFacts) -> Option<Vec<Sibling>> {
+    let pods = source.deployment_pods(&d.namespace, &d.name)?;
+    let mut nodes: std::collections::HashMap<String, Option<bool>> = Default::default();
+    let mut out = Vec::with_capacity(pods.len());
+    for p in pods {
+        let node_unschedulable = match &p.node {
+            None => None,
+            Some(n) => match nodes.get(n) {
+                Some(v) => *v,
+                None => {
+                    let v = source.node_unschedulable(n).await.ok().flatten();
+                    nodes.insert(n.clone(), v);
+                    v
+                }
+            },
+        };
+        out.push(Sibling {
+            name: p.name,
+            ready: p.ready,
+            terminating: p.terminating,
+            node_unschedulable,
+            being_evicted: false,
+        });
+    }
+    Some(out)
 }
 
 /// An in-memory [`FactSource`] for tests, benchmarks and offline use.
@@ -184,6 +314,15 @@ pub struct MemorySource {
     pub pvcs: std::collections::HashMap<String, PvcFacts>,
     /// When set, pod reads fail with this message.
     pub pod_error: Option<String>,
+    /// Pods of each Deployment (by `namespace/name`), as a pod cache would list them; a
+    /// Deployment not listed has no census.
+    pub placements: std::collections::HashMap<String, Vec<Placement>>,
+    /// Nodes and whether they are cordoned.
+    pub nodes: std::collections::HashMap<String, bool>,
+    /// Namespaces' rule B opt-in annotations.
+    pub namespace_opt_in: std::collections::HashMap<String, bool>,
+    /// Autoscalers by the `namespace/name` of the Deployment they scale.
+    pub hpas: std::collections::HashMap<String, String>,
 }
 
 impl MemorySource {
@@ -249,6 +388,41 @@ impl FactSource for MemorySource {
             .pvcs
             .get(&key(namespace, name))
             .cloned())))
+    }
+    fn deployment_pods(&self, namespace: &str, deployment: &str) -> Option<Vec<Placement>> {
+        self.placements.get(&key(namespace, deployment)).cloned()
+    }
+    fn node_unschedulable<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<bool>, SourceError>> {
+        Box::pin(std::future::ready(Ok(self.nodes.get(name).copied())))
+    }
+    fn namespace_pdb_surge<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> BoxFuture<'a, Result<Option<bool>, SourceError>> {
+        Box::pin(std::future::ready(Ok(self
+            .namespace_opt_in
+            .get(namespace)
+            .copied())))
+    }
+    fn hpa_for<'a>(
+        &'a self,
+        namespace: &'a str,
+        deployment: &'a str,
+    ) -> BoxFuture<'a, Result<Option<String>, SourceError>> {
+        Box::pin(std::future::ready(Ok(self
+            .hpas
+            .get(&key(namespace, deployment))
+            .cloned())))
+    }
+    fn surged_deployments(&self) -> Vec<Arc<DeploymentFacts>> {
+        self.deployments
+            .values()
+            .filter(|d| d.surge.is_some())
+            .cloned()
+            .collect()
     }
 }
 

@@ -2,6 +2,11 @@
 //! engine's model, so `plan` (and `run --dry-run`) show what the guard would really do — evicted,
 //! deflected into a rolling restart, or denied by a PodDisruptionBudget or the health rule.
 //! PodDisruptionBudgets are spent as the plan goes, as the API server would spend them.
+//!
+//! Rule A sees the snapshot's cordoned nodes, and pods this plan already evicted count as being
+//! evicted. Rule B is evaluated as a webhook started with `--pdb-surge` would (only Deployments
+//! that opted in by annotation are surged; the snapshot holds no namespace annotations and no
+//! autoscalers, so namespace opt-ins and autoscaler refusals are not shown).
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -9,6 +14,7 @@ use jiff::Timestamp;
 
 use crate::evictor::EvictOutcome;
 use crate::evictor::planner::VerdictFn;
+use crate::guard::replicas::{Sibling, census};
 use crate::guard::{EvictionRequest, Facts, GuardConfig, Verdict, decide};
 use crate::snapshot::model::{PodPhase, Volume};
 use crate::snapshot::{ObjectKey, Pod, PodId, Snapshot};
@@ -101,6 +107,8 @@ struct GuardState {
     /// The snapshot's ReplicaSets and Deployments by uid (indexes into its lists).
     rs_by_uid: HashMap<String, usize>,
     deploy_by_uid: HashMap<String, usize>,
+    /// The ReplicaSets (uids) of each Deployment (by uid).
+    rs_of_deploy: HashMap<String, Vec<String>>,
     /// Every budget, in snapshot order.
     pdbs: Vec<PdbFacts>,
     pdb_index: HashMap<String, NamespacePdbs>,
@@ -162,7 +170,10 @@ impl GuardState {
             pdbs.push(f);
         }
         GuardState {
-            config,
+            config: GuardConfig {
+                pdb_surge: true,
+                ..config
+            },
             now,
             rs_by_uid: snapshot
                 .replica_sets
@@ -170,6 +181,15 @@ impl GuardState {
                 .enumerate()
                 .map(|(i, r)| (r.uid.clone(), i))
                 .collect(),
+            rs_of_deploy: {
+                let mut m: HashMap<String, Vec<String>> = HashMap::default();
+                for r in &snapshot.replica_sets {
+                    if let Some(o) = r.owner.as_ref().filter(|o| o.kind == "Deployment") {
+                        m.entry(o.uid.clone()).or_default().push(r.uid.clone());
+                    }
+                }
+                m
+            },
             deploy_by_uid: snapshot
                 .deployments
                 .iter()
@@ -235,6 +255,27 @@ impl GuardState {
             .map(|ns| ns.candidates(&facts_pod.labels))
             .unwrap_or_default();
         let pdb_refs: Vec<&PdbFacts> = candidates.iter().map(|&i| &self.pdbs[i]).collect();
+        let census = deployment.map(|d| {
+            let siblings: Vec<Sibling> = self
+                .rs_of_deploy
+                .get(&d.uid)
+                .into_iter()
+                .flatten()
+                .flat_map(|rs_uid| snapshot.pods_owned_by(rs_uid))
+                .map(|id| {
+                    let sp = snapshot.pod(id);
+                    Sibling {
+                        name: sp.name.clone(),
+                        ready: sp.is_ready(),
+                        terminating: sp.is_terminating(),
+                        node_unschedulable: sp.node.map(|n| snapshot.node(n).unschedulable),
+                        // Pods this plan evicted are not listed (they left).
+                        being_evicted: false,
+                    }
+                })
+                .collect();
+            census(&facts_pod.name, &siblings)
+        });
         let facts = Facts {
             pod: Some(&facts_pod),
             replica_set: rs,
@@ -242,6 +283,9 @@ impl GuardState {
             pdbs: &pdb_refs,
             pvcs: &pvcs,
             first_denied_at: None,
+            census,
+            namespace_pdb_surge: None,
+            hpa: None,
         };
         let verdict = decide(&req, &facts, self.now, &self.config);
         let outcome = match verdict {
@@ -257,12 +301,15 @@ impl GuardState {
                 }
                 EvictOutcome::Evicted
             }
-            Verdict::Deflect { message, .. } | Verdict::DenyInFlight { message, .. } => {
-                EvictOutcome::Deflected { message }
-            }
-            Verdict::DenyPdb { message, .. } | Verdict::DenyUnhealthy { message, .. } => {
-                EvictOutcome::Denied { reason: message }
-            }
+            // A surge also ends with the pod leaving: once the new replicas are Ready the budget
+            // allows the retried eviction.
+            Verdict::Deflect { message, .. }
+            | Verdict::DenyInFlight { message, .. }
+            | Verdict::Surge { message, .. }
+            | Verdict::DenySurging { message, .. } => EvictOutcome::Deflected { message },
+            Verdict::DenyPdb { message, .. }
+            | Verdict::DenyUnhealthy { message, .. }
+            | Verdict::DenyHpa { message, .. } => EvictOutcome::Denied { reason: message },
         };
         self.scratch = Some((facts_pod, req));
         outcome

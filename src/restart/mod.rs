@@ -7,6 +7,13 @@
 //! webhook replicas race, one patch wins and the others see a failed test (409/422), re-read the
 //! Deployment and find the restart in flight. Inside one process, restarts of the same
 //! Deployment are serialised as well.
+//!
+//! Rule B's surges and restores ([`surge`]) are written here too, the same way; the guard's
+//! surge reconciler decides when to restore.
+
+pub mod surge;
+
+pub use surge::{RestoreOutcome, RestoreReason, SurgeOutcome, SurgeRequest};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -72,12 +79,37 @@ pub trait RestartMetrics: Send + Sync {
     fn restart_error(&self);
     /// Records the duration of a successful restart.
     fn observe_restart(&self, d: Duration);
+    /// Counts an action of a drain rule (`pdb_surge`, `pdb_surge_restored`,
+    /// `pdb_surge_restore_failed`).
+    fn rule_action(&self, reason: &str);
 }
 
-/// Something that restarts Deployments (the real actor, or a test double).
+/// Something that restarts (and, for rule B, scales) Deployments: the real actor, or a test
+/// double.
 pub trait Restarter: Send + Sync + 'static {
     /// Restarts the Deployment unless a restart of it is already in flight.
     fn restart(&self, req: RestartRequest) -> BoxFuture<'_, RestartOutcome>;
+
+    /// Raises the Deployment's replicas unless a surge of it is already recorded. The default
+    /// cannot.
+    fn surge(&self, _req: SurgeRequest) -> BoxFuture<'_, SurgeOutcome> {
+        Box::pin(std::future::ready(SurgeOutcome::Failed {
+            error: "this guard cannot scale Deployments".into(),
+        }))
+    }
+
+    /// Puts a surged Deployment's recorded replica count back and drops the record. The
+    /// default cannot.
+    fn restore<'a>(
+        &'a self,
+        _namespace: &'a str,
+        _deployment: &'a str,
+        _reason: RestoreReason,
+    ) -> BoxFuture<'a, RestoreOutcome> {
+        Box::pin(std::future::ready(RestoreOutcome::Failed {
+            error: "this guard cannot scale Deployments".into(),
+        }))
+    }
 }
 
 /// The real restart actor, talking to the API server.
@@ -276,6 +308,195 @@ impl Restarter for RestartActor {
     fn restart(&self, req: RestartRequest) -> BoxFuture<'_, RestartOutcome> {
         Box::pin(async move { self.run(&req).await })
     }
+
+    fn surge(&self, req: SurgeRequest) -> BoxFuture<'_, SurgeOutcome> {
+        Box::pin(async move {
+            let key = format!("{}/{}", req.namespace, req.deployment);
+            let lock = self.lock_for(&key);
+            let _guard = lock.lock().await;
+            match tokio::time::timeout(self.timeout, self.surge_once(&req)).await {
+                Ok(o) => o,
+                Err(_) => SurgeOutcome::Failed {
+                    error: format!(
+                        "surge of Deployment {key} timed out after {:?}",
+                        self.timeout
+                    ),
+                },
+            }
+        })
+    }
+
+    fn restore<'a>(
+        &'a self,
+        namespace: &'a str,
+        deployment: &'a str,
+        reason: RestoreReason,
+    ) -> BoxFuture<'a, RestoreOutcome> {
+        Box::pin(async move {
+            let key = format!("{namespace}/{deployment}");
+            let lock = self.lock_for(&key);
+            let _guard = lock.lock().await;
+            match tokio::time::timeout(
+                self.timeout,
+                self.restore_once(namespace, deployment, reason),
+            )
+            .await
+            {
+                Ok(o) => o,
+                Err(_) => RestoreOutcome::Failed {
+                    error: format!(
+                        "restore of Deployment {key} timed out after {:?}",
+                        self.timeout
+                    ),
+                },
+            }
+        })
+    }
+}
+
+impl RestartActor {
+    async fn surge_once(&self, req: &SurgeRequest) -> SurgeOutcome {
+        let api: Api<Deployment> = Api::namespaced(self.client.clone(), &req.namespace);
+        let key = format!("{}/{}", req.namespace, req.deployment);
+        let current = match api.get(&req.deployment).await {
+            Ok(d) => d,
+            Err(e) => {
+                return SurgeOutcome::Failed {
+                    error: format!("reading Deployment {key}: {e}"),
+                };
+            }
+        };
+        if DeploymentFacts::from_deployment(&current).surge.is_some() {
+            return SurgeOutcome::InFlight;
+        }
+        let replicas = current.spec.replicas.unwrap_or(1);
+        if replicas != req.from {
+            return SurgeOutcome::Failed {
+                error: format!(
+                    "Deployment {key} has {replicas} replicas now, not {}; retry",
+                    req.from
+                ),
+            };
+        }
+        let Some(rv) = current.metadata.resource_version.clone() else {
+            return SurgeOutcome::Failed {
+                error: format!("Deployment {key} has no resourceVersion"),
+            };
+        };
+        let at = Timestamp::now()
+            .round(jiff::Unit::Second)
+            .unwrap_or_else(|_| Timestamp::now());
+        let reason = format!(
+            "PodDisruptionBudget {} blocked the eviction of pod {}/{} (requested by {}); surged by {}",
+            req.budget, req.namespace, req.pod, req.requested_by, self.instance
+        );
+        let patch = surge::surge_patch(&current, &rv, req.from, req.to, at, &reason);
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PatchParams::default()
+        };
+        match api
+            .patch(&req.deployment, &params, &Patch::Json::<()>(patch))
+            .await
+        {
+            Ok(updated) => {
+                self.metrics.rule_action("pdb_surge");
+                tracing::info!(deployment = %key, from = req.from, to = req.to, budget = %req.budget, "surged Deployment for a blocked eviction");
+                let note = format!(
+                    "Raised replicas from {} to {} so PodDisruptionBudget {} can allow the eviction of pod {}; restored once no pod sits on an unschedulable node",
+                    req.from, req.to, req.budget, req.pod
+                );
+                self.publish_deployment_event(&updated, "EvictionSurge", "ScaleUp", note);
+                SurgeOutcome::Surged { at }
+            }
+            Err(kube::Error::Api(status)) if status.code == 409 || status.code == 422 => {
+                match api.get(&req.deployment).await {
+                    Ok(d) if DeploymentFacts::from_deployment(&d).surge.is_some() => {
+                        SurgeOutcome::InFlight
+                    }
+                    Ok(_) => SurgeOutcome::Failed {
+                        error: format!("Deployment {key} changed while surging it; retry"),
+                    },
+                    Err(e) => SurgeOutcome::Failed {
+                        error: format!("re-reading Deployment {key}: {e}"),
+                    },
+                }
+            }
+            Err(e) => SurgeOutcome::Failed {
+                error: format!("patching Deployment {key}: {e}"),
+            },
+        }
+    }
+
+    async fn restore_once(
+        &self,
+        namespace: &str,
+        deployment: &str,
+        reason: RestoreReason,
+    ) -> RestoreOutcome {
+        let api: Api<Deployment> = Api::namespaced(self.client.clone(), namespace);
+        let key = format!("{namespace}/{deployment}");
+        let current = match api.get_opt(deployment).await {
+            Ok(Some(d)) => d,
+            Ok(None) => return RestoreOutcome::NotSurged,
+            Err(e) => {
+                return RestoreOutcome::Failed {
+                    error: format!("reading Deployment {key}: {e}"),
+                };
+            }
+        };
+        let Some(rv) = current.metadata.resource_version.clone() else {
+            return RestoreOutcome::Failed {
+                error: format!("Deployment {key} has no resourceVersion"),
+            };
+        };
+        let Some((patch, replicas)) = surge::restore_patch(&current, &rv) else {
+            return RestoreOutcome::NotSurged;
+        };
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..PatchParams::default()
+        };
+        match api
+            .patch(deployment, &params, &Patch::Json::<()>(patch))
+            .await
+        {
+            Ok(updated) => {
+                self.metrics.rule_action("pdb_surge_restored");
+                tracing::info!(deployment = %key, replicas, reason = reason.as_str(), "restored a surged Deployment");
+                let note = format!(
+                    "Restored replicas to {replicas} after a surge for a blocked eviction ({})",
+                    reason.as_str()
+                );
+                self.publish_deployment_event(&updated, "SurgeRestored", "ScaleDown", note);
+                RestoreOutcome::Restored { replicas }
+            }
+            Err(e) => {
+                self.metrics.rule_action("pdb_surge_restore_failed");
+                RestoreOutcome::Failed {
+                    error: format!("patching Deployment {key}: {e}"),
+                }
+            }
+        }
+    }
+
+    fn publish_deployment_event(&self, d: &Deployment, reason: &str, action: &str, note: String) {
+        let recorder = self.recorder.clone();
+        let dep_ref = d.object_ref(&());
+        let event = Event {
+            type_: EventType::Normal,
+            reason: reason.into(),
+            note: Some(note),
+            action: action.into(),
+            secondary: None,
+        };
+        tokio::spawn(async move {
+            let publish = recorder.publish(&event, &dep_ref);
+            if let Ok(Err(e)) = tokio::time::timeout(Duration::from_secs(5), publish).await {
+                tracing::debug!(error = %e, "publishing Deployment event");
+            }
+        });
+    }
 }
 
 /// When our restart of `d` is still rolling out, its start time.
@@ -345,7 +566,7 @@ pub fn restart_patch(
 }
 
 /// JSON-pointer escaping of one path segment (RFC 6901).
-fn escape(segment: &str) -> String {
+pub(crate) fn escape(segment: &str) -> String {
     segment.replace('~', "~0").replace('/', "~1")
 }
 

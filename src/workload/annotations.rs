@@ -32,3 +32,31 @@ pub fn is_opt_out(annotations: Option<&BTreeMap<String, String>>) -> bool {
             || v.eq_ignore_ascii_case("off")
     })
 }
+
+/// Rule B opt-in on a Deployment or Namespace: `kube-descheduler.io/pdb-surge: "enabled"` lets
+/// the guard (started with `--pdb-surge`) raise the Deployment's replicas when a
+/// PodDisruptionBudget blocks a drain; `"disabled"` on a Deployment opts it out of an opted-in
+/// namespace.
+pub const PDB_SURGE: &str = "kube-descheduler.io/pdb-surge";
+/// On a Deployment we surged: its `spec.replicas` before the surge.
+pub const SURGE_ORIGINAL_REPLICAS: &str = "kube-descheduler.io/surge-original-replicas";
+/// On a Deployment we surged: the `spec.replicas` we set.
+pub const SURGE_REPLICAS: &str = "kube-descheduler.io/surge-replicas";
+/// On a Deployment we surged: when (RFC 3339 UTC).
+pub const SURGE_AT: &str = "kube-descheduler.io/surge-at";
+/// On a Deployment we surged: why (the budget and the eviction).
+pub const SURGE_REASON: &str = "kube-descheduler.io/surge-reason";
+
+/// Reads a [`PDB_SURGE`] value: `Some(true)` for `enabled`/`true`/`on`, `Some(false)` for
+/// `disabled`/`false`/`off`, `None` when absent or unrecognised.
+pub fn pdb_surge_opt_in(annotations: Option<&BTreeMap<String, String>>) -> Option<bool> {
+    let v = annotations.and_then(|a| a.get(PDB_SURGE))?.trim();
+    let is = |words: [&str; 3]| words.iter().any(|w| v.eq_ignore_ascii_case(w));
+    if is(["enabled", "true", "on"]) {
+        Some(true)
+    } else if is(["disabled", "false", "off"]) {
+        Some(false)
+    } else {
+        None
+    }
+}

@@ -14,7 +14,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::core::Selector;
 
-use super::annotations::{RESTARTED_AT, RESTARTED_BY, REVISION, TEMPLATE_RESTARTED_AT, is_opt_out};
+use super::annotations::{
+    RESTARTED_AT, RESTARTED_BY, REVISION, SURGE_AT, SURGE_ORIGINAL_REPLICAS, SURGE_REPLICAS,
+    TEMPLATE_RESTARTED_AT, is_opt_out, pdb_surge_opt_in,
+};
 
 /// Pod lifecycle phase (as far as the guard cares).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -316,6 +319,18 @@ pub struct RecordedRestart {
     pub by: Option<String>,
 }
 
+/// What we recorded on a Deployment when we raised its replicas because a
+/// PodDisruptionBudget blocked a drain (rule B).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedSurge {
+    /// `spec.replicas` before the surge (restored afterwards).
+    pub original_replicas: i32,
+    /// `spec.replicas` we set.
+    pub surged_replicas: i32,
+    /// When.
+    pub at: Timestamp,
+}
+
 /// Facts about a Deployment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeploymentFacts {
@@ -352,6 +367,11 @@ pub struct DeploymentFacts {
     /// Our restart record, only when it still matches the template's `restartedAt`
     /// (someone restarting after us makes it stale).
     pub restart: Option<RecordedRestart>,
+    /// The [`super::annotations::PDB_SURGE`] annotation: `Some(true)` opted in, `Some(false)`
+    /// opted out, `None` absent.
+    pub pdb_surge: Option<bool>,
+    /// Our surge record, when the Deployment is surged.
+    pub surge: Option<RecordedSurge>,
 }
 
 impl DeploymentFacts {
@@ -414,6 +434,8 @@ impl DeploymentFacts {
             ready_replicas: status.and_then(|s| s.ready_replicas).unwrap_or(0),
             available_replicas: status.and_then(|s| s.available_replicas).unwrap_or(0),
             restart,
+            pdb_surge: pdb_surge_opt_in(meta.annotations.as_ref()),
+            surge: recorded_surge(meta),
         }
     }
 
@@ -474,6 +496,16 @@ impl PdbFacts {
                 .as_ref()
                 .is_some_and(|s| s.matches(&pod.labels))
     }
+}
+
+/// The surge record of a Deployment: all three annotations present and well-formed.
+fn recorded_surge(meta: &ObjectMeta) -> Option<RecordedSurge> {
+    let int = |k: &str| annotation(meta, k).and_then(|v| v.trim().parse::<i32>().ok());
+    Some(RecordedSurge {
+        original_replicas: int(SURGE_ORIGINAL_REPLICAS)?,
+        surged_replicas: int(SURGE_REPLICAS)?,
+        at: annotation(meta, SURGE_AT)?.trim().parse().ok()?,
+    })
 }
 
 fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {

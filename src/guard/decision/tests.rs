@@ -7,15 +7,15 @@ use kube::core::Selector;
 use super::*;
 use crate::workload::facts::{IntOrPercent, OwnerFacts, RecordedRestart};
 
-fn now() -> Timestamp {
+pub(super) fn now() -> Timestamp {
     "2026-11-22T12:00:00Z".parse().unwrap()
 }
 
-fn ago(secs: i64) -> Timestamp {
+pub(super) fn ago(secs: i64) -> Timestamp {
     now().checked_sub(SignedDuration::from_secs(secs)).unwrap()
 }
 
-fn pod() -> PodFacts {
+pub(super) fn pod() -> PodFacts {
     PodFacts {
         namespace: "shop".into(),
         name: "web-7d9f-abcde".into(),
@@ -39,7 +39,7 @@ fn pod() -> PodFacts {
     }
 }
 
-fn rs() -> ReplicaSetFacts {
+pub(super) fn rs() -> ReplicaSetFacts {
     ReplicaSetFacts {
         namespace: "shop".into(),
         name: "web-7d9f".into(),
@@ -57,7 +57,7 @@ fn rs() -> ReplicaSetFacts {
     }
 }
 
-fn dep() -> DeploymentFacts {
+pub(super) fn dep() -> DeploymentFacts {
     DeploymentFacts {
         namespace: "shop".into(),
         name: "web".into(),
@@ -78,10 +78,12 @@ fn dep() -> DeploymentFacts {
         ready_replicas: 1,
         available_replicas: 1,
         restart: None,
+        pdb_surge: None,
+        surge: None,
     }
 }
 
-fn pdb(name: &str, allowed: i32) -> PdbFacts {
+pub(super) fn pdb(name: &str, allowed: i32) -> PdbFacts {
     PdbFacts {
         namespace: "shop".into(),
         name: name.into(),
@@ -90,7 +92,7 @@ fn pdb(name: &str, allowed: i32) -> PdbFacts {
     }
 }
 
-fn req() -> EvictionRequest {
+pub(super) fn req() -> EvictionRequest {
     EvictionRequest {
         namespace: "shop".into(),
         name: "web-7d9f-abcde".into(),
@@ -99,7 +101,7 @@ fn req() -> EvictionRequest {
     }
 }
 
-fn cfg() -> GuardConfig {
+pub(super) fn cfg() -> GuardConfig {
     GuardConfig::default()
 }
 
@@ -118,7 +120,7 @@ fn run(p: &PodFacts, r: &ReplicaSetFacts, d: &DeploymentFacts) -> Verdict {
     )
 }
 
-fn allow_reason(v: &Verdict) -> AllowReason {
+pub(super) fn allow_reason(v: &Verdict) -> AllowReason {
     match v {
         Verdict::Allow { reason, .. } => *reason,
         other => panic!("expected Allow, got {other:?}"),
@@ -771,7 +773,7 @@ fn dry_run_of_an_allow_says_so() {
 
 // ---- health guard ----------------------------------------------------------------------------
 
-fn three() -> DeploymentFacts {
+pub(super) fn three() -> DeploymentFacts {
     DeploymentFacts {
         replicas: 3,
         ready_replicas: 3,
