@@ -463,7 +463,7 @@ async fn main() {
             fail(format!("GET pod answered {}", r.0));
         }
         n += 1;
-        if n % 250 == 0 && lists.len() < 3 {
+        if n.is_multiple_of(250) && lists.len() < 3 {
             let t = Instant::now();
             let (code, body) = server.get("/api/v1/pods").await.unwrap_or_else(|e| fail(e));
             let secs = t.elapsed().as_secs_f64();

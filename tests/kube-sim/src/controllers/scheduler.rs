@@ -126,10 +126,11 @@ pub fn reconcile_with(state: &ClusterState, base: &NodeUsage) -> Vec<Action> {
     let mut out = Vec::new();
     for pod in pending {
         let req = pod_requests(pod);
+        let affinity = AffinityView::new(&nodes, pod, &placed);
         let mut failures: BTreeMap<String, usize> = BTreeMap::new();
         let mut best: Option<(i128, usize)> = None;
         for (idx, info) in infos.iter().enumerate() {
-            match check_node(state, &nodes, pod, &req, info, &placed) {
+            match check_node(state, pod, &req, info, &affinity) {
                 Err(reasons) => {
                     for r in reasons {
                         *failures.entry(r).or_default() += 1;
@@ -301,11 +302,10 @@ fn node_ready(node: &Node) -> bool {
 
 fn check_node(
     state: &ClusterState,
-    nodes: &NodesByName,
     pod: &Pod,
     req: &Resources,
     info: &NodeInfo,
-    placed: &[(&Pod, String)],
+    affinity: &AffinityView,
 ) -> Result<(), Vec<String>> {
     let node = info.node;
     let tolerations = pod
@@ -370,7 +370,7 @@ fn check_node(
     if !reasons.is_empty() {
         return Err(reasons);
     }
-    inter_pod_affinity(nodes, pod, node, placed)
+    affinity.check(node)
 }
 
 /// Upstream `v1helper.TolerationsTolerateTaint` semantics.
@@ -493,91 +493,119 @@ fn node_label<'a>(nodes: &NodesByName<'a>, node_name: &str, key: &str) -> Option
         .map(String::as_str)
 }
 
-fn inter_pod_affinity(
-    nodes: &NodesByName,
-    pod: &Pod,
-    node: &Node,
-    placed: &[(&Pod, String)],
-) -> Result<(), Vec<String>> {
-    let own_ns = ns(&pod.metadata);
-    let no_labels = BTreeMap::new();
-    let node_labels = node.metadata.labels.as_ref().unwrap_or(&no_labels);
-    let affinity = pod.spec.as_ref().and_then(|s| s.affinity.as_ref());
-    let anti_terms = affinity
-        .and_then(|a| a.pod_anti_affinity.as_ref())
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_deref()
-        })
-        .unwrap_or(&[]);
-    for term in anti_terms {
-        let Some(value) = node_labels.get(&term.topology_key) else {
-            continue;
+/// The required inter-pod (anti-)affinity of one pending pod against the pods placed so far,
+/// reduced to topology values, so each node is checked in time independent of the number of
+/// placed pods.
+struct AffinityView {
+    /// Own required anti-affinity: topology key → values where a selected pod runs.
+    anti: Vec<(String, std::collections::HashSet<String>)>,
+    /// Placed pods' required anti-affinity selecting this pod: forbidden (key, value) pairs.
+    forbidden: Vec<(String, String)>,
+    /// Own required affinity: (topology key, values where a selected pod runs, whether the
+    /// pod may go anywhere as the first of its group).
+    affinity: Vec<(String, std::collections::HashSet<String>, bool)>,
+}
+
+fn required<T: Clone>(terms: Option<&Vec<T>>) -> &[T] {
+    terms.map(Vec::as_slice).unwrap_or(&[])
+}
+
+impl AffinityView {
+    fn new(nodes: &NodesByName, pod: &Pod, placed: &[(&Pod, String)]) -> Self {
+        let own_ns = ns(&pod.metadata);
+        let aff = pod.spec.as_ref().and_then(|s| s.affinity.as_ref());
+        let values = |term: &PodAffinityTerm| {
+            placed
+                .iter()
+                .filter(|(other, _)| term_matches_pod(term, own_ns, other))
+                .filter_map(|(_, n)| node_label(nodes, n, &term.topology_key))
+                .map(String::from)
+                .collect::<std::collections::HashSet<String>>()
         };
-        let conflict = placed.iter().any(|(other, other_node)| {
-            node_label(nodes, other_node, &term.topology_key) == Some(value)
-                && term_matches_pod(term, own_ns, other)
-        });
-        if conflict {
-            return Err(vec![
-                "node(s) didn't match pod anti-affinity rules".to_string(),
-            ]);
+        let anti_terms = required(
+            aff.and_then(|a| a.pod_anti_affinity.as_ref())
+                .and_then(|a| {
+                    a.required_during_scheduling_ignored_during_execution
+                        .as_ref()
+                }),
+        );
+        let anti = anti_terms
+            .iter()
+            .map(|t| (t.topology_key.clone(), values(t)))
+            .collect();
+        let mut forbidden = Vec::new();
+        for (other, other_node) in placed {
+            let terms = required(
+                other
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.affinity.as_ref())
+                    .and_then(|a| a.pod_anti_affinity.as_ref())
+                    .and_then(|a| {
+                        a.required_during_scheduling_ignored_during_execution
+                            .as_ref()
+                    }),
+            );
+            for term in terms {
+                if let Some(v) = node_label(nodes, other_node, &term.topology_key)
+                    && term_matches_pod(term, ns(&other.metadata), pod)
+                {
+                    forbidden.push((term.topology_key.clone(), v.to_string()));
+                }
+            }
+        }
+        let aff_terms = required(aff.and_then(|a| a.pod_affinity.as_ref()).and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        }));
+        let affinity = aff_terms
+            .iter()
+            .map(|t| {
+                let any_match = placed
+                    .iter()
+                    .any(|(other, _)| term_matches_pod(t, own_ns, other));
+                // Upstream allows the first pod of a group whose term matches the pod itself.
+                let self_ok = !any_match && term_matches_pod(t, own_ns, pod);
+                (t.topology_key.clone(), values(t), self_ok)
+            })
+            .collect();
+        AffinityView {
+            anti,
+            forbidden,
+            affinity,
         }
     }
-    // Existing pods' required anti-affinity against the incoming pod.
-    for (other, other_node) in placed {
-        let terms = other
-            .spec
-            .as_ref()
-            .and_then(|s| s.affinity.as_ref())
-            .and_then(|a| a.pod_anti_affinity.as_ref())
-            .and_then(|a| {
-                a.required_during_scheduling_ignored_during_execution
-                    .as_deref()
-            })
-            .unwrap_or(&[]);
-        for term in terms {
-            let Some(value) = node_labels.get(&term.topology_key) else {
-                continue;
-            };
-            if node_label(nodes, other_node, &term.topology_key) == Some(value.as_str())
-                && term_matches_pod(term, ns(&other.metadata), pod)
-            {
+
+    /// Whether `node` satisfies the view (the InterPodAffinity filter).
+    fn check(&self, node: &Node) -> Result<(), Vec<String>> {
+        let no_labels = BTreeMap::new();
+        let labels = node.metadata.labels.as_ref().unwrap_or(&no_labels);
+        for (key, values) in &self.anti {
+            if labels.get(key).is_some_and(|v| values.contains(v)) {
+                return Err(vec![
+                    "node(s) didn't match pod anti-affinity rules".to_string(),
+                ]);
+            }
+        }
+        for (key, value) in &self.forbidden {
+            if labels.get(key) == Some(value) {
                 return Err(vec![
                     "node(s) didn't satisfy existing pods anti-affinity rules".to_string(),
                 ]);
             }
         }
-    }
-    let affinity_terms = affinity
-        .and_then(|a| a.pod_affinity.as_ref())
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_deref()
-        })
-        .unwrap_or(&[]);
-    for term in affinity_terms {
-        let Some(value) = node_labels.get(&term.topology_key) else {
-            return Err(vec!["node(s) didn't match pod affinity rules".to_string()]);
-        };
-        let mut any_match = false;
-        let mut match_here = false;
-        for (other, other_node) in placed {
-            if term_matches_pod(term, own_ns, other) {
-                any_match = true;
-                if node_label(nodes, other_node, &term.topology_key) == Some(value.as_str()) {
-                    match_here = true;
-                    break;
+        for (key, values, self_ok) in &self.affinity {
+            let here = labels.get(key).map(|v| values.contains(v));
+            match here {
+                None => return Err(vec!["node(s) didn't match pod affinity rules".to_string()]),
+                Some(false) if !self_ok => {
+                    return Err(vec!["node(s) didn't match pod affinity rules".to_string()]);
                 }
+                Some(_) => {}
             }
         }
-        // Upstream allows the first pod of a group whose term matches the pod itself.
-        let self_ok = !any_match && term_matches_pod(term, own_ns, pod);
-        if !match_here && !self_ok {
-            return Err(vec!["node(s) didn't match pod affinity rules".to_string()]);
-        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// "Least allocated" score (higher is better) over cpu and memory.
