@@ -416,6 +416,14 @@ fn main() {
             if seen.is_empty() {
                 next_drive = Instant::now();
             }
+            // Printed as they come, so a run stopped early still shows what it measured.
+            eprintln!(
+                "cycle {}: snapshot {:.3} s, engine {:.3} s, RSS {:.0} MiB",
+                seen.len() + 1,
+                c.snapshot_seconds,
+                c.cycle_seconds,
+                mib(rss)
+            );
             seen.push((c, rss));
         }
     }
