@@ -150,6 +150,8 @@ fn memory_cluster() -> MemorySource {
             ready_replicas: 3,
             available_replicas: 3,
             restart: None,
+            pdb_surge: None,
+            surge: None,
         }),
     );
     for i in 0..5 {

@@ -1042,3 +1042,53 @@ async fn deflection_from_the_cache_is_confirmed_by_a_fresh_read() {
         "{m}"
     );
 }
+
+/// Rule A through the webhook: of two replicas on a schedulable node, the first eviction is
+/// allowed (the other replica stays); an eviction of the second right after it is deflected,
+/// because the first replica is now being evicted (this webhook saw its eviction).
+#[tokio::test]
+async fn a_replica_whose_sibling_is_being_evicted_is_deflected() {
+    use kube_descheduler::guard::source::Placement;
+    let d = DeploymentFacts {
+        replicas: 2,
+        status_replicas: 2,
+        updated_replicas: 2,
+        ready_replicas: 2,
+        available_replicas: 2,
+        ..dep()
+    };
+    let mut source = cluster(d);
+    let other = PodFacts {
+        name: "web-7d9f-other".into(),
+        uid: "other-uid".into(),
+        ..pod()
+    };
+    source.pods.insert("shop/web-7d9f-other".into(), other);
+    let placed = |name: &str| Placement {
+        name: name.into(),
+        ready: true,
+        terminating: false,
+        node: Some("a".into()),
+    };
+    source.placements.insert(
+        "shop/web".into(),
+        vec![placed("web-7d9f-abcde"), placed("web-7d9f-other")],
+    );
+    source.nodes.insert("a".into(), false);
+    let h = start(source).await;
+
+    let first = h
+        .review(eviction_review("policy/v1", json!({}), false))
+        .await;
+    assert_eq!(first["allowed"], true, "the other replica stays: {first}");
+    assert!(h.restarter.calls.lock().unwrap().is_empty());
+
+    let mut second = eviction_review("policy/v1", json!({}), false);
+    second["request"]["name"] = json!("web-7d9f-other");
+    second["request"]["object"]["metadata"]["name"] = json!("web-7d9f-other");
+    let resp = h.review(second).await;
+    assert_deflection(&resp);
+    let calls = h.restarter.calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].pod, "web-7d9f-other");
+}

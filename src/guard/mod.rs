@@ -13,14 +13,14 @@
 //!    ([`replicas`], [`in_flight`]; always true for one replica), its RollingUpdate resolves to
 //!    surge ≥ 1 and unavailable 0, it is not paused, has not exceeded its progress deadline, the
 //!    pod is in the current ReplicaSet and mounts no ReadWriteOnce/ReadWriteOncePod claim.
-//! 3b. Rule B (`--pdb-surge`, opted in by annotation) — when a matching budget allows no
+//! 4. Rule B (`--pdb-surge`, opted in by annotation) — when a matching budget allows no
 //!    disruption, raise the Deployment's replicas by its pods on cordoned nodes and deny 429;
 //!    [`surge_reconciler`] restores the recorded count.
-//! 4. Health guard (switchable): deny 429 when a matching PodDisruptionBudget allows no
+//! 5. Health guard (switchable): deny 429 when a matching PodDisruptionBudget allows no
 //!    disruption, or when no budget covers the pod and its controller already has fewer ready
 //!    replicas than desired. Bounded by the same deadline, counted from the first denial.
-//! 5. Dry run → no side effects, allow with a warning saying what would have happened.
-//! 6. Everything else, and whenever the guard cannot tell: allow.
+//! 6. Dry run → no side effects, allow with a warning saying what would have happened.
+//! 7. Everything else, and whenever the guard cannot tell: allow.
 
 pub mod cache;
 pub mod decision;

@@ -523,4 +523,82 @@ mod tests {
             SourceError::NotSynced
         );
     }
+
+    #[test]
+    fn siblings_are_gathered_with_their_nodes_for_rule_a() {
+        use crate::workload::facts::{IntOrPercent, OwnerFacts, Strategy};
+        let mut s = MemorySource::new();
+        let mut p = pod("u1", true);
+        p.owner = Some(OwnerFacts {
+            kind: "ReplicaSet".into(),
+            name: "web-1a".into(),
+            uid: String::new(),
+        });
+        s.pods.insert("shop/web-1".into(), p);
+        s.replica_sets.insert(
+            "shop/web-1a".into(),
+            Arc::new(ReplicaSetFacts {
+                namespace: "shop".into(),
+                name: "web-1a".into(),
+                uid: String::new(),
+                owner: Some(OwnerFacts {
+                    kind: "Deployment".into(),
+                    name: "web".into(),
+                    uid: String::new(),
+                }),
+                revision: None,
+                pod_template_hash: None,
+                desired: 3,
+                replicas: 3,
+                ready: 3,
+            }),
+        );
+        let d = crate::workload::facts::DeploymentFacts::from_deployment(
+            &serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "web", "namespace": "shop"},
+                "spec": {"replicas": 3, "selector": {}, "template": {}}
+            }))
+            .unwrap(),
+        );
+        assert_eq!(
+            d.strategy,
+            Strategy::RollingUpdate {
+                max_surge: IntOrPercent::Percent(25),
+                max_unavailable: IntOrPercent::Percent(25)
+            }
+        );
+        s.deployments.insert("shop/web".into(), Arc::new(d));
+        let placed = |name: &str, node: &str| Placement {
+            name: name.into(),
+            ready: true,
+            terminating: false,
+            node: Some(node.into()),
+        };
+        s.placements.insert(
+            "shop/web".into(),
+            vec![
+                placed("web-1", "a"),
+                placed("web-2", "a"),
+                placed("web-3", "b"),
+            ],
+        );
+        s.nodes.insert("a".into(), true);
+        s.nodes.insert("b".into(), false);
+        let g = block(gather(&s, &req(None))).unwrap();
+        let sib = g
+            .siblings
+            .clone()
+            .expect("gathered for a surge-able Deployment");
+        let cordoned: Vec<Option<bool>> = sib.iter().map(|x| x.node_unschedulable).collect();
+        assert_eq!(cordoned, vec![Some(true), Some(true), Some(false)]);
+        let c = g.census().unwrap();
+        assert_eq!(
+            (c.other_ready, c.other_ready_staying, c.on_unschedulable),
+            (2, 1, 2)
+        );
+        // Node b cordoned too: nobody stays.
+        s.nodes.insert("b".into(), true);
+        let g = block(gather(&s, &req(None))).unwrap();
+        assert_eq!(g.census().map(|c| c.other_ready_staying), Some(0));
+    }
 }
