@@ -19,7 +19,11 @@ fn short_run(name: &str, inputs: u64) {
     let report = engine::fuzz(&target, inputs, 0x5eed);
     println!("{}", describe(&report));
     assert!(report.panics.is_empty(), "{}", describe(&report));
-    assert!(report.accepted > 0, "no input accepted: {}", describe(&report));
+    assert!(
+        report.accepted > 0,
+        "no input accepted: {}",
+        describe(&report)
+    );
 }
 
 #[test]

@@ -134,14 +134,85 @@ pub fn fuzz(target: &Target, inputs: u64, seed: u64) -> Report {
 
 /// Tokens that matter to the decoders under test, spliced in by mutations.
 pub const DICTIONARY: &[&str] = &[
-    "{", "}", "[", "]", ":", ",", "\"", "null", "true", "false", "-", ".", "e", "E", "0", "-1",
-    "1e400", "9223372036854775808", "NaN", "\n", "\n  ", "- ", "---\n", "...\n", "&a ", "*a",
-    "!!str ", "!!binary ", "? ", "|\n", ">\n", "#", "'", "\\u0000", "\u{0}", "\u{feff}", "Ki",
-    "Mi", "Gi", "Ei", "m", "u", "n", "k", "M", "G", "T", "P", "E", "h", "ms", "µs", "ns", "s",
-    "apiVersion", "kind", "items", "metadata", "spec", "status", "List", "Pod", "Node",
-    "DeschedulerPolicy", "descheduler/v1alpha2", "descheduler/v1alpha1", "profiles",
-    "pluginConfig", "strategies", "params", "args", "AdmissionReview", "Eviction",
-    "timeoutSeconds=", "&", "=", "%", "%zz", "+",
+    "{",
+    "}",
+    "[",
+    "]",
+    ":",
+    ",",
+    "\"",
+    "null",
+    "true",
+    "false",
+    "-",
+    ".",
+    "e",
+    "E",
+    "0",
+    "-1",
+    "1e400",
+    "9223372036854775808",
+    "NaN",
+    "\n",
+    "\n  ",
+    "- ",
+    "---\n",
+    "...\n",
+    "&a ",
+    "*a",
+    "!!str ",
+    "!!binary ",
+    "? ",
+    "|\n",
+    ">\n",
+    "#",
+    "'",
+    "\\u0000",
+    "\u{0}",
+    "\u{feff}",
+    "Ki",
+    "Mi",
+    "Gi",
+    "Ei",
+    "m",
+    "u",
+    "n",
+    "k",
+    "M",
+    "G",
+    "T",
+    "P",
+    "E",
+    "h",
+    "ms",
+    "µs",
+    "ns",
+    "s",
+    "apiVersion",
+    "kind",
+    "items",
+    "metadata",
+    "spec",
+    "status",
+    "List",
+    "Pod",
+    "Node",
+    "DeschedulerPolicy",
+    "descheduler/v1alpha2",
+    "descheduler/v1alpha1",
+    "profiles",
+    "pluginConfig",
+    "strategies",
+    "params",
+    "args",
+    "AdmissionReview",
+    "Eviction",
+    "timeoutSeconds=",
+    "&",
+    "=",
+    "%",
+    "%zz",
+    "+",
 ];
 
 /// One to four byte-level mutations of `data` (flip, insert, delete, duplicate, splice a token
@@ -191,12 +262,58 @@ pub fn mutate_bytes(rng: &mut Rng, mut data: Vec<u8>, corpus: &[Vec<u8>]) -> Vec
 
 /// Scalars that stress decoders: boundaries, wrong types, quantities, durations, times.
 const SCALARS: &[&str] = &[
-    "", "0", "-1", "1", "100m", "1.5Gi", "-5", "1e400", "1e-400", "abc", "NaN", "+Inf", "0.5",
-    "2026-01-01T00:00:00Z", "not-a-time", "Ready", "True", "False", "Unknown", "Running",
-    "Pending", "Failed", "Succeeded", "NoSchedule", "NoExecute", "Exists", "In", "NotIn",
-    "Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet", "Node", "Pod", "Recreate",
-    "RollingUpdate", "25%", "100%", "0%", "kube-system", "default", "5m", "1h30m", "-1s",
-    "99999999999999999999h", "app", "a/b", "=", "!", "\u{0}", "é",
+    "",
+    "0",
+    "-1",
+    "1",
+    "100m",
+    "1.5Gi",
+    "-5",
+    "1e400",
+    "1e-400",
+    "abc",
+    "NaN",
+    "+Inf",
+    "0.5",
+    "2026-01-01T00:00:00Z",
+    "not-a-time",
+    "Ready",
+    "True",
+    "False",
+    "Unknown",
+    "Running",
+    "Pending",
+    "Failed",
+    "Succeeded",
+    "NoSchedule",
+    "NoExecute",
+    "Exists",
+    "In",
+    "NotIn",
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "Job",
+    "DaemonSet",
+    "Node",
+    "Pod",
+    "Recreate",
+    "RollingUpdate",
+    "25%",
+    "100%",
+    "0%",
+    "kube-system",
+    "default",
+    "5m",
+    "1h30m",
+    "-1s",
+    "99999999999999999999h",
+    "app",
+    "a/b",
+    "=",
+    "!",
+    "\u{0}",
+    "é",
 ];
 
 /// A random JSON scalar or small container.
@@ -228,10 +345,7 @@ pub fn random_value(rng: &mut Rng, depth: usize) -> Value {
         _ => {
             let mut m = Map::new();
             for _ in 0..rng.below(4) {
-                m.insert(
-                    (*rng.pick(KEYS)).to_owned(),
-                    random_value(rng, depth + 1),
-                );
+                m.insert((*rng.pick(KEYS)).to_owned(), random_value(rng, depth + 1));
             }
             Value::Object(m)
         }
@@ -240,24 +354,110 @@ pub fn random_value(rng: &mut Rng, depth: usize) -> Value {
 
 /// Field names of the Kubernetes objects and policies the decoders read.
 pub const KEYS: &[&str] = &[
-    "apiVersion", "kind", "metadata", "name", "namespace", "uid", "labels", "annotations",
-    "ownerReferences", "controller", "spec", "status", "nodeName", "containers", "resources",
-    "requests", "limits", "cpu", "memory", "pods", "conditions", "type", "phase", "allocatable",
-    "capacity", "taints", "effect", "key", "value", "tolerations", "operator", "affinity",
-    "nodeAffinity", "podAntiAffinity", "replicas", "strategy", "rollingUpdate", "maxSurge",
-    "maxUnavailable", "template", "selector", "matchLabels", "matchExpressions", "values",
-    "minAvailable", "disruptionsAllowed", "deletionTimestamp", "creationTimestamp",
-    "restartCount", "containerStatuses", "initContainerStatuses", "priority",
-    "priorityClassName", "items", "volumes", "persistentVolumeClaim", "claimName",
-    "accessModes", "topologySpreadConstraints", "maxSkew", "topologyKey", "whenUnsatisfiable",
-    "unschedulable", "readyReplicas", "updatedReplicas", "availableReplicas",
-    "observedGeneration", "generation", "paused", "profiles", "pluginConfig", "plugins",
-    "enabled", "disabled", "args", "deschedule", "balance", "filter", "preevictionfilter",
-    "thresholds", "targetThresholds", "numberOfNodes", "nodeFit", "evictLocalStoragePods",
-    "podRestartThreshold", "maxPodLifeTimeSeconds", "namespaces", "include", "exclude",
-    "labelSelector", "strategies", "params", "nodeResourceUtilizationThresholds",
-    "thresholdPriority", "request", "object", "oldObject", "operation", "subResource",
-    "deleteOptions", "preconditions", "dryRun", "userInfo", "username",
+    "apiVersion",
+    "kind",
+    "metadata",
+    "name",
+    "namespace",
+    "uid",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "controller",
+    "spec",
+    "status",
+    "nodeName",
+    "containers",
+    "resources",
+    "requests",
+    "limits",
+    "cpu",
+    "memory",
+    "pods",
+    "conditions",
+    "type",
+    "phase",
+    "allocatable",
+    "capacity",
+    "taints",
+    "effect",
+    "key",
+    "value",
+    "tolerations",
+    "operator",
+    "affinity",
+    "nodeAffinity",
+    "podAntiAffinity",
+    "replicas",
+    "strategy",
+    "rollingUpdate",
+    "maxSurge",
+    "maxUnavailable",
+    "template",
+    "selector",
+    "matchLabels",
+    "matchExpressions",
+    "values",
+    "minAvailable",
+    "disruptionsAllowed",
+    "deletionTimestamp",
+    "creationTimestamp",
+    "restartCount",
+    "containerStatuses",
+    "initContainerStatuses",
+    "priority",
+    "priorityClassName",
+    "items",
+    "volumes",
+    "persistentVolumeClaim",
+    "claimName",
+    "accessModes",
+    "topologySpreadConstraints",
+    "maxSkew",
+    "topologyKey",
+    "whenUnsatisfiable",
+    "unschedulable",
+    "readyReplicas",
+    "updatedReplicas",
+    "availableReplicas",
+    "observedGeneration",
+    "generation",
+    "paused",
+    "profiles",
+    "pluginConfig",
+    "plugins",
+    "enabled",
+    "disabled",
+    "args",
+    "deschedule",
+    "balance",
+    "filter",
+    "preevictionfilter",
+    "thresholds",
+    "targetThresholds",
+    "numberOfNodes",
+    "nodeFit",
+    "evictLocalStoragePods",
+    "podRestartThreshold",
+    "maxPodLifeTimeSeconds",
+    "namespaces",
+    "include",
+    "exclude",
+    "labelSelector",
+    "strategies",
+    "params",
+    "nodeResourceUtilizationThresholds",
+    "thresholdPriority",
+    "request",
+    "object",
+    "oldObject",
+    "operation",
+    "subResource",
+    "deleteOptions",
+    "preconditions",
+    "dryRun",
+    "userInfo",
+    "username",
 ];
 
 /// One to three tree mutations of `v`: replace a node, delete or add a key, duplicate or drop an
@@ -272,7 +472,11 @@ fn mutate_once(rng: &mut Rng, v: &mut Value, depth: usize) {
     let descend = depth < 12 && rng.below(4) != 0;
     match v {
         Value::Object(m) if descend && !m.is_empty() => {
-            let key = m.keys().nth(rng.below(m.len())).cloned().unwrap_or_default();
+            let key = m
+                .keys()
+                .nth(rng.below(m.len()))
+                .cloned()
+                .unwrap_or_default();
             if let Some(child) = m.get_mut(&key) {
                 mutate_once(rng, child, depth + 1);
             }
@@ -287,7 +491,11 @@ fn mutate_once(rng: &mut Rng, v: &mut Value, depth: usize) {
     }
     match (rng.below(6), &mut *v) {
         (0, Value::Object(m)) if !m.is_empty() => {
-            let key = m.keys().nth(rng.below(m.len())).cloned().unwrap_or_default();
+            let key = m
+                .keys()
+                .nth(rng.below(m.len()))
+                .cloned()
+                .unwrap_or_default();
             m.remove(&key);
         }
         (1, Value::Object(m)) => {
@@ -314,7 +522,8 @@ fn mutate_once(rng: &mut Rng, v: &mut Value, depth: usize) {
 
 /// A corpus entry as a JSON value (entries that are not JSON give an empty object).
 pub fn as_json(rng: &mut Rng, corpus: &[Vec<u8>]) -> Value {
-    serde_json::from_slice::<Value>(rng.pick(corpus).as_slice()).unwrap_or_else(|_| Value::Object(Map::new()))
+    serde_json::from_slice::<Value>(rng.pick(corpus).as_slice())
+        .unwrap_or_else(|_| Value::Object(Map::new()))
 }
 
 /// A JSON value printed as compact JSON, pretty JSON or block YAML.

@@ -52,9 +52,14 @@ pub fn all() -> Vec<Target> {
         Target {
             name: "trigger_query",
             seeds: || {
-                ["timeoutSeconds=30", "", "timeoutSeconds=", "a=b&timeoutSeconds=0"]
-                    .map(|s| s.as_bytes().to_vec())
-                    .to_vec()
+                [
+                    "timeoutSeconds=30",
+                    "",
+                    "timeoutSeconds=",
+                    "a=b&timeoutSeconds=0",
+                ]
+                .map(|s| s.as_bytes().to_vec())
+                .to_vec()
             },
             generate: generate_query,
             run: run_trigger_query,
@@ -62,9 +67,18 @@ pub fn all() -> Vec<Target> {
         Target {
             name: "quantity",
             seeds: || {
-                ["100m", "1.5Gi", "2e3", "128974848", "-0.001", "1E", "12Ki", "0.1n"]
-                    .map(|s| s.as_bytes().to_vec())
-                    .to_vec()
+                [
+                    "100m",
+                    "1.5Gi",
+                    "2e3",
+                    "128974848",
+                    "-0.001",
+                    "1E",
+                    "12Ki",
+                    "0.1n",
+                ]
+                .map(|s| s.as_bytes().to_vec())
+                .to_vec()
             },
             generate: generate_scalar,
             run: run_quantity,
@@ -72,9 +86,18 @@ pub fn all() -> Vec<Target> {
         Target {
             name: "go_duration",
             seeds: || {
-                ["5m", "1h30m", "-1.5h", "300ms", "2h45m0.5s", "0", "1µs", "9223372036s"]
-                    .map(|s| s.as_bytes().to_vec())
-                    .to_vec()
+                [
+                    "5m",
+                    "1h30m",
+                    "-1.5h",
+                    "300ms",
+                    "2h45m0.5s",
+                    "0",
+                    "1µs",
+                    "9223372036s",
+                ]
+                .map(|s| s.as_bytes().to_vec())
+                .to_vec()
             },
             generate: generate_scalar,
             run: run_go_duration,
@@ -96,8 +119,25 @@ fn generate_tree(rng: &mut Rng, corpus: &[Vec<u8>]) -> Vec<u8> {
 }
 
 fn generate_query(rng: &mut Rng, _corpus: &[Vec<u8>]) -> Vec<u8> {
-    let keys = ["timeoutSeconds", "timeoutseconds", "x", "", "timeoutSeconds[]"];
-    let values = ["1", "0", "-1", "300", "18446744073709551616", "1e3", "%31", "+5", " 5", ""];
+    let keys = [
+        "timeoutSeconds",
+        "timeoutseconds",
+        "x",
+        "",
+        "timeoutSeconds[]",
+    ];
+    let values = [
+        "1",
+        "0",
+        "-1",
+        "300",
+        "18446744073709551616",
+        "1e3",
+        "%31",
+        "+5",
+        " 5",
+        "",
+    ];
     let mut out = String::new();
     for i in 0..1 + rng.below(3) {
         if i > 0 {
@@ -114,8 +154,29 @@ fn generate_query(rng: &mut Rng, _corpus: &[Vec<u8>]) -> Vec<u8> {
 
 fn generate_scalar(rng: &mut Rng, corpus: &[Vec<u8>]) -> Vec<u8> {
     let parts = [
-        "0", "1", "9", ".", "-", "+", "e", "E", "m", "Ki", "Gi", "Ei", "k", "M", "h", "s", "ms",
-        "us", "µs", "ns", "99999999999999999999", "1e308", " ",
+        "0",
+        "1",
+        "9",
+        ".",
+        "-",
+        "+",
+        "e",
+        "E",
+        "m",
+        "Ki",
+        "Gi",
+        "Ei",
+        "k",
+        "M",
+        "h",
+        "s",
+        "ms",
+        "us",
+        "µs",
+        "ns",
+        "99999999999999999999",
+        "1e308",
+        " ",
     ];
     let mut out: Vec<u8> = if rng.one_in(2) {
         rng.pick(corpus).clone()
@@ -228,7 +289,13 @@ fn snapshot_seeds() -> Vec<Vec<u8>> {
     ));
     let mut others = of_kind(&["Node"], 2);
     others.extend(of_kind(
-        &["Namespace", "PriorityClass", "StatefulSet", "Job", "PersistentVolumeClaim"],
+        &[
+            "Namespace",
+            "PriorityClass",
+            "StatefulSet",
+            "Job",
+            "PersistentVolumeClaim",
+        ],
         8,
     ));
     others.extend(of_kind(&["Pod"], 4));
@@ -337,8 +404,10 @@ fn run_review(input: &[u8]) -> bool {
     };
     let world = world.unwrap_or(Value::Null);
     let pod = typed::<Pod>(&world["pod"]).map(|p| PodFacts::from_pod(&p));
-    let rs = typed::<ReplicaSet>(&world["replicaSet"]).map(|r| ReplicaSetFacts::from_replica_set(&r));
-    let dep = typed::<Deployment>(&world["deployment"]).map(|d| DeploymentFacts::from_deployment(&d));
+    let rs =
+        typed::<ReplicaSet>(&world["replicaSet"]).map(|r| ReplicaSetFacts::from_replica_set(&r));
+    let dep =
+        typed::<Deployment>(&world["deployment"]).map(|d| DeploymentFacts::from_deployment(&d));
     let pdbs: Vec<PdbFacts> = world["pdbs"]
         .as_array()
         .into_iter()
