@@ -4,6 +4,7 @@
 //! or from watch caches in live mode. The engine never assumes where it came from.
 
 pub mod builder;
+pub mod consistency;
 pub mod load;
 pub mod model;
 pub mod resources;
@@ -87,6 +88,8 @@ pub struct Snapshot {
     pub pvcs: HashMap<ObjectKey, PvcInfo>,
     /// Problems found while building (unknown kinds, pods on unknown nodes, ...).
     pub warnings: Vec<String>,
+    /// Inconsistencies found and resolved while building (see [`consistency`]).
+    pub inconsistencies: Vec<consistency::Inconsistency>,
     node_by_name: HashMap<String, NodeId>,
     pods_by_node: Vec<Vec<PodId>>,
     pods_by_namespace: HashMap<Arc<str>, Vec<PodId>>,
@@ -99,6 +102,7 @@ pub struct Snapshot {
 impl Snapshot {
     fn from_parts(b: SnapshotBuilder) -> Self {
         let mut parts = b.into_parts();
+        let inconsistencies = consistency::resolve(&mut parts.nodes, &mut parts.pods);
         // The lists grew by doubling while loading; Kubernetes objects are large inline (a
         // StatefulSet or Job struct is over a kilobyte even with its template dropped), so the
         // unused capacity is worth returning.
@@ -121,6 +125,7 @@ impl Snapshot {
             jobs: parts.jobs,
             pvcs: parts.pvcs,
             warnings: parts.warnings,
+            inconsistencies,
             ..Default::default()
         };
         let mut seen_nodes = HashMap::with_capacity(s.nodes.len());
@@ -139,7 +144,6 @@ impl Snapshot {
         s.pods_by_node = vec![Vec::new(); s.nodes.len()];
         s.evicted = vec![false; s.pods.len()];
         s.usage = (0..s.nodes.len()).map(|_| OnceLock::new()).collect();
-        let mut unknown_nodes: BTreeMap<String, usize> = BTreeMap::new();
         // The per-pod lookups go through maps with a fast hasher and borrowed keys (no key copied
         // per pod); the indexes are filled from them afterwards.
         let node_ids: builder::FastMap<&str, NodeId> = s
@@ -162,7 +166,8 @@ impl Snapshot {
                             node = Some(n);
                             s.pods_by_node[n as usize].push(id);
                         }
-                        None => *unknown_nodes.entry(node_name.clone()).or_default() += 1,
+                        // Reported by `consistency` (pod on an unknown node).
+                        None => {}
                     }
                 }
                 nodes_of_pods.push(node);
@@ -182,11 +187,6 @@ impl Snapshot {
             if node.is_some() {
                 pod.node = node;
             }
-        }
-        for (node, count) in unknown_nodes {
-            s.warnings.push(format!(
-                "{count} pod(s) are bound to node {node}, which is not in the snapshot; they are ignored by node-based plugins"
-            ));
         }
         s
     }
