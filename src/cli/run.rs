@@ -12,8 +12,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::logging::{self, LogFormat};
 use super::serve_limits::ServeLimitFlags;
+use crate::duration::parse_go_duration;
 use crate::error::ConfigError;
-use crate::framework::args::parse_go_duration;
 use crate::leader::LeaderConfig;
 use crate::live::run::{LiveOptions, cancel_on_signals};
 use crate::live::server::TlsSource;

@@ -1,7 +1,7 @@
 //! The flags of the HTTPS servers' client bounds, shared by `webhook` and `run`.
 
+use crate::duration::parse_go_duration;
 use crate::error::ConfigError;
-use crate::framework::args::parse_go_duration;
 use crate::serving::limits::{DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, ServeLimits};
 
 /// The command-line flags of [`ServeLimits`] (shared by `webhook` and `run`).

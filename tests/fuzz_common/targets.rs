@@ -491,7 +491,7 @@ fn run_quantity(input: &[u8]) -> bool {
 
 fn run_go_duration(input: &[u8]) -> bool {
     let text = String::from_utf8_lossy(input);
-    kube_descheduler::framework::args::parse_go_duration(&text).is_ok()
+    kube_descheduler::duration::parse_go_duration(&text).is_ok()
 }
 
 // ---- kubeconfig -----------------------------------------------------------------------------
