@@ -166,15 +166,14 @@ impl Snapshot {
             for (i, pod) in pods.iter().enumerate() {
                 let id = i as PodId;
                 let mut node = None;
-                if let Some(node_name) = &pod.node_name {
-                    match node_ids.get(node_name.as_str()) {
-                        Some(&n) => {
-                            node = Some(n);
-                            s.pods_by_node[n as usize].push(id);
-                        }
-                        // Reported by `consistency` (pod on an unknown node).
-                        None => {}
-                    }
+                // A pod on an unknown node stays on none (reported by `consistency`).
+                if let Some(&n) = pod
+                    .node_name
+                    .as_ref()
+                    .and_then(|name| node_ids.get(name.as_str()))
+                {
+                    node = Some(n);
+                    s.pods_by_node[n as usize].push(id);
                 }
                 nodes_of_pods.push(node);
                 by_namespace

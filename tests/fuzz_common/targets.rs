@@ -143,11 +143,13 @@ fn generate_query(rng: &mut Rng, _corpus: &[Vec<u8>]) -> Vec<u8> {
         if i > 0 {
             out.push('&');
         }
-        out.push_str(*rng.pick(&keys[..]));
+        let key = *rng.pick::<&str>(&keys);
+        out.push_str(key);
         if !rng.one_in(5) {
             out.push('=');
         }
-        out.push_str(*rng.pick(&values[..]));
+        let value = *rng.pick::<&str>(&values);
+        out.push_str(value);
     }
     out.into_bytes()
 }
@@ -445,7 +447,7 @@ fn run_review(input: &[u8]) -> bool {
         let verdict = decide(&eviction, &facts, now, &config);
         match verdict.message() {
             Some(m) => {
-                let _ = deny_429(&request, &m);
+                let _ = deny_429(&request, m);
             }
             None => {
                 let _ = allow(&request, Vec::new());
