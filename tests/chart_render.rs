@@ -1696,3 +1696,46 @@ fn pod_spec_type_is_exercised() {
         assert!(!typed.containers.is_empty());
     }
 }
+
+#[test]
+fn client_bounds_of_both_servers_are_settable_through_cmd_options() {
+    use clap::Parser;
+    let bounds = json!({
+        "header-read-timeout": "5s",
+        "tls-handshake-timeout": "3s",
+        "max-connections": 1000,
+        "max-request-body-bytes": 2097152,
+    });
+    let r = render_ok(json!({
+        "kind": "Deployment",
+        "deschedulingInterval": "5m",
+        "cmdOptions": bounds,
+        "webhook": {"cmdOptions": bounds},
+    }));
+    check_everything(&r);
+    for container in ["descheduler", "webhook"] {
+        let args = r.args(container);
+        assert_eq!(
+            flag_value(&args, "--header-read-timeout").as_deref(),
+            Some("5s")
+        );
+        let argv = std::iter::once("kube-descheduler".to_owned()).chain(args.iter().cloned());
+        let cli = kube_descheduler::cli::Cli::try_parse_from(argv)
+            .unwrap_or_else(|e| panic!("{container}: the binary refuses {args:?}: {e}"));
+        let limits = match cli.command {
+            kube_descheduler::cli::Command::Run(a) => a.serve_limits.resolve(),
+            kube_descheduler::cli::Command::Webhook(a) => a.limits.resolve(),
+            other => panic!("{container}: unexpected subcommand {other:?}"),
+        }
+        .unwrap_or_else(|e| panic!("{container}: {e}"));
+        assert_eq!(
+            limits,
+            kube_descheduler::serving::limits::ServeLimits {
+                max_body_bytes: 2_097_152,
+                header_read_timeout: std::time::Duration::from_secs(5),
+                tls_handshake_timeout: std::time::Duration::from_secs(3),
+                max_connections: 1000,
+            }
+        );
+    }
+}

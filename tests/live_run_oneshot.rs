@@ -54,6 +54,7 @@ fn options(dry_run: bool) -> LiveOptions {
         burst: 100,
         leader: None,
         serve: None,
+        serve_limits: Default::default(),
         disable_metrics: false,
         metrics_unauthenticated: false,
         trigger: false,

@@ -114,7 +114,10 @@ fn unknown_kinds_are_skipped_with_a_warning_and_unknown_nodes_reported() {
     assert_eq!(snap.pods[0].node, None);
     let w = snap.warnings.join("\n");
     assert!(w.contains("ConfigMap d/c") && w.contains("items[0]"), "{w}");
-    assert!(w.contains("ghost"), "{w}");
+    let i = &snap.inconsistencies;
+    assert_eq!(i.len(), 1, "{i:?}");
+    assert_eq!(i[0].count, 1);
+    assert_eq!(i[0].examples, ["d/p on ghost"]);
 }
 
 #[test]

@@ -5,6 +5,7 @@ pub mod kubeconfig;
 pub mod logging;
 pub mod plan;
 pub mod run;
+pub mod serve_limits;
 pub mod webhook;
 
 use clap::{Parser, Subcommand};

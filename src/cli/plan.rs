@@ -40,6 +40,10 @@ pub struct PlanArgs {
     /// Plan as if the eviction guard were not installed (every eviction succeeds).
     #[arg(long)]
     pub no_guard: bool,
+    /// Refuse an inconsistent snapshot (duplicate pods, pods on unknown nodes, nodes with
+    /// negative or zero allocatable) instead of warning and planning anyway.
+    #[arg(long)]
+    pub strict: bool,
     /// Print timings and peak memory to stderr as one JSON line (used by the benchmark).
     #[arg(long, hide = true)]
     pub stats: bool,
@@ -91,6 +95,18 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         }
     };
     let loaded = started.elapsed();
+    if args.strict && !snapshot.inconsistencies.is_empty() {
+        let kinds: Vec<String> = snapshot
+            .inconsistencies
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        return Err(ConfigError::new(format!(
+            "snapshot is inconsistent (--strict): {}",
+            kinds.join("; ")
+        ))
+        .into());
+    }
     let verdict = (!args.no_guard).then(|| {
         crate::live::dry_run::api_and_guard_verdict(
             &snapshot,
@@ -101,6 +117,9 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
     let verdict_ready = started.elapsed();
     let cpu_before = thread_cpu_seconds();
     let plan = make_plan(&policy, &mut snapshot, now, verdict);
+    for w in &plan.summary.warnings {
+        eprintln!("warning: {w}");
+    }
     let cycle_cpu = thread_cpu_seconds() - cpu_before;
     let planned = started.elapsed();
     use std::io::Write;

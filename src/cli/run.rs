@@ -11,11 +11,13 @@ use kube::Client;
 use tokio_util::sync::CancellationToken;
 
 use super::logging::{self, LogFormat};
+use super::serve_limits::ServeLimitFlags;
 use crate::duration::parse_go_duration;
 use crate::error::ConfigError;
 use crate::leader::LeaderConfig;
 use crate::live::run::{LiveOptions, cancel_on_signals};
 use crate::live::server::TlsSource;
+use crate::serving::limits::ServeLimits;
 
 /// client-go's defaults when `--client-connection-qps/-burst` are 0 (as upstream leaves them).
 pub const DEFAULT_QPS: f32 = 5.0;
@@ -81,6 +83,10 @@ pub struct RunArgs {
     /// changed pair is served to new connections without a restart).
     #[arg(long, default_value = "10s")]
     pub cert_reload_interval: String,
+    /// Bounds on the secure port's clients (body size, header and TLS handshake timeouts,
+    /// connection cap).
+    #[command(flatten)]
+    pub serve_limits: ServeLimitFlags,
     /// Disables metrics.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = false, action = ArgAction::Set)]
     pub disable_metrics: bool,
@@ -132,6 +138,8 @@ pub struct Resolved {
     pub cache_sync_timeout: Duration,
     /// `--cycle-on-events` with its debounce.
     pub cycle_on_events: Option<Duration>,
+    /// Bounds on the secure port's clients.
+    pub serve_limits: ServeLimits,
 }
 
 /// Validates the flags (configuration errors exit with code 2).
@@ -231,6 +239,7 @@ pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
         cert_reload_interval,
         cache_sync_timeout,
         cycle_on_events,
+        serve_limits: a.serve_limits.resolve()?,
     })
 }
 
@@ -284,6 +293,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         burst: resolved.burst.max(1) as u32,
         leader: resolved.leader,
         serve,
+        serve_limits: resolved.serve_limits,
         disable_metrics: args.disable_metrics,
         metrics_unauthenticated: args.metrics_unauthenticated,
         trigger: args.enable_trigger_api,

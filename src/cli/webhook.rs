@@ -9,13 +9,15 @@ use anyhow::Context;
 use prometheus_client::registry::Registry;
 
 use super::logging::{self, LogFormat};
+use super::serve_limits::ServeLimitFlags;
 use crate::error::ConfigError;
 use crate::guard::cache::KubeSource;
 use crate::guard::decision::{GuardConfig, parse_duration};
 use crate::guard::metrics::GuardMetrics;
-use crate::guard::server::{GuardState, router};
+use crate::guard::server::{GuardState, router_with_body_limit};
 use crate::restart::RestartActor;
-use crate::serving::tls::{load_with_reload, serve_https};
+use crate::serving::limits::ServeLimits;
+use crate::serving::tls::{load_with_reload, serve_https_with};
 
 /// Flags of `webhook`.
 #[derive(Debug, Clone, clap::Args)]
@@ -56,6 +58,9 @@ pub struct WebhookArgs {
     /// Name of this replica in restart records and Events.
     #[arg(long, env = "POD_NAME", default_value = "kube-descheduler-webhook")]
     pub instance_name: String,
+    /// Bounds on clients (body size, header and TLS handshake timeouts, connection cap).
+    #[command(flatten)]
+    pub limits: ServeLimitFlags,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub logging_format: LogFormat,
@@ -70,11 +75,12 @@ pub fn run(args: WebhookArgs) -> anyhow::Result<()> {
     if args.deflect_deadline.is_zero() {
         return Err(ConfigError::new("--deflect-deadline must be greater than 0").into());
     }
+    let limits = args.limits.resolve()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    runtime.block_on(serve(args))
+    runtime.block_on(serve(args, limits))
 }
 
 async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
@@ -82,7 +88,7 @@ async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
     kube::Client::try_from(config).context("building the Kubernetes client")
 }
 
-async fn serve(args: WebhookArgs) -> anyhow::Result<()> {
+async fn serve(args: WebhookArgs, limits: ServeLimits) -> anyhow::Result<()> {
     let (tls, _reloader) = load_with_reload(
         args.tls_cert_file.clone(),
         args.tls_private_key_file.clone(),
@@ -120,10 +126,11 @@ async fn serve(args: WebhookArgs) -> anyhow::Result<()> {
         source, restarter, config, metrics, registry,
     ));
     let addr = SocketAddr::new(args.bind_address, args.port);
-    let server = serve_https(router(state), addr, tls)
+    let app = router_with_body_limit(state, limits.max_body_bytes);
+    let server = serve_https_with(app, addr, tls, &limits)
         .await
         .with_context(|| format!("listening on {addr}"))?;
-    tracing::info!(addr = %server.addr, deadline = ?config.deflect_deadline, health_guard = config.health_guard, pdb_surge = config.pdb_surge, "eviction guard serving");
+    tracing::info!(addr = %server.addr, ?limits, deadline = ?config.deflect_deadline, health_guard = config.health_guard, pdb_surge = config.pdb_surge, "eviction guard serving");
     shutdown_signal().await;
     tracing::info!("shutting down");
     server

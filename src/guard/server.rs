@@ -22,8 +22,9 @@ use super::review::{ParsedReview, allow, deny_429, parse_review};
 use super::source::{FactSource, Gathered, PodLookup, SourceError, gather_for};
 use crate::restart::{RestartOutcome, RestartRequest, Restarter, SurgeOutcome, SurgeRequest};
 
-/// Largest AdmissionReview body accepted (an object and its old version, with headroom).
-pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// Default largest AdmissionReview body accepted (an object and its old version, with headroom);
+/// `--max-request-body-bytes` changes it.
+pub const MAX_BODY_BYTES: usize = crate::serving::limits::DEFAULT_MAX_BODY_BYTES;
 
 /// Time budget for reading the facts of one eviction (both reads when a cached pod is re-read).
 /// With the restart actor's 2 s this keeps an answer inside the webhook's 5 s timeout.
@@ -360,14 +361,19 @@ impl GuardState {
     }
 }
 
-/// The webhook router.
+/// The webhook router, accepting bodies up to [`MAX_BODY_BYTES`].
 pub fn router(state: Arc<GuardState>) -> Router {
+    router_with_body_limit(state, MAX_BODY_BYTES)
+}
+
+/// The webhook router, accepting bodies up to `max_body_bytes` (larger: 413).
+pub fn router_with_body_limit(state: Arc<GuardState>, max_body_bytes: usize) -> Router {
     Router::new()
         .route("/validate/eviction", post(validate))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(DefaultBodyLimit::max(max_body_bytes))
         .with_state(state)
 }
 

@@ -17,12 +17,13 @@ use super::events::EventSink;
 use super::evictor::ApiEvictorConfig;
 use super::http::{AppState, router};
 use super::ratelimit::RateLimiter;
-use super::server::{TlsSource, serve_https};
+use super::server::{TlsSource, serve_https_with};
 use super::state::ClusterState;
 use super::watch::{self as lister, WatchConfig};
 use crate::leader::{self, Elector, KubeLeaseApi, LeaderConfig};
 use crate::policy::Policy;
 use crate::serving::health::Readiness;
+use crate::serving::limits::ServeLimits;
 use crate::serving::metrics::Metrics;
 use crate::serving::trigger::trigger_channel;
 
@@ -42,6 +43,8 @@ pub struct LiveOptions {
     pub leader: Option<LeaderConfig>,
     /// Secure port address (None: `--secure-port=0`, no serving).
     pub serve: Option<(SocketAddr, TlsSource)>,
+    /// Bounds on the secure port's clients.
+    pub serve_limits: ServeLimits,
     /// `--disable-metrics`.
     pub disable_metrics: bool,
     /// `--metrics-unauthenticated`.
@@ -120,7 +123,7 @@ pub async fn run(
                 authz,
                 ready: ready.clone(),
             };
-            let s = serve_https(router(state), *addr, tls.clone()).await?;
+            let s = serve_https_with(router(state), *addr, tls.clone(), &opts.serve_limits).await?;
             tracing::info!(address = %s.addr, "serving /healthz, /readyz{}{}", if metrics.is_some() { ", /metrics" } else { "" }, if opts.trigger { ", POST /api/v1/descheduler/run" } else { "" });
             Some(s)
         }

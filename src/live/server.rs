@@ -11,6 +11,7 @@ use axum_server::tls_rustls::RustlsConfig;
 use tokio::task::JoinHandle;
 
 use crate::error::ConfigError;
+use crate::serving::limits::ServeLimits;
 use crate::serving::tls::{self, HttpsServer};
 
 /// Where the serving certificate comes from.
@@ -49,12 +50,22 @@ impl Serving {
     }
 }
 
-/// Serves `router` over HTTPS on `addr`; returns once bound. Unusable certificate files are a
-/// configuration error naming the flags.
+/// Serves `router` over HTTPS on `addr` with the default client bounds; returns once bound.
+/// Unusable certificate files are a configuration error naming the flags.
 pub async fn serve_https(
     router: Router,
     addr: SocketAddr,
     source: TlsSource,
+) -> anyhow::Result<Serving> {
+    serve_https_with(router, addr, source, &ServeLimits::default()).await
+}
+
+/// As [`serve_https`], bounding clients by `limits`.
+pub async fn serve_https_with(
+    router: Router,
+    addr: SocketAddr,
+    source: TlsSource,
+    limits: &ServeLimits,
 ) -> anyhow::Result<Serving> {
     let (config, reloader) = match &source {
         TlsSource::Files {
@@ -79,7 +90,7 @@ pub async fn serve_https(
             (RustlsConfig::from_config(config), None)
         }
     };
-    match tls::serve_https(router, addr, config).await {
+    match tls::serve_https_with(router, addr, config, limits).await {
         Ok(server) => Ok(Serving {
             addr: server.addr,
             server,

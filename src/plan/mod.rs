@@ -64,7 +64,7 @@ pub struct PlanSummary {
     /// Why the cycle did not run, if it did not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
-    /// Loader and policy warnings.
+    /// Snapshot inconsistencies (one line per kind), loader and policy warnings.
     pub warnings: Vec<String>,
 }
 
@@ -112,10 +112,11 @@ pub fn make_plan(
         pods: snapshot.pods.len(),
         skipped: report.skipped.clone(),
         warnings: snapshot
-            .warnings
+            .inconsistencies
             .iter()
-            .chain(policy.warnings.iter())
-            .cloned()
+            .map(|i| format!("snapshot: {i}"))
+            .chain(snapshot.warnings.iter().cloned())
+            .chain(policy.warnings.iter().cloned())
             .collect(),
         ..Default::default()
     };

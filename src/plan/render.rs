@@ -38,13 +38,11 @@ fn table_of(headers: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// A human-readable report: one row per eviction, then per-plugin and per-node totals.
+/// A human-readable report: one row per eviction, then per-plugin and per-node totals (the
+/// warnings go to stderr, see `cli::plan`).
 pub fn table(plan: &Plan) -> String {
     let s = &plan.summary;
     let mut out = String::new();
-    for w in &s.warnings {
-        let _ = writeln!(out, "warning: {w}");
-    }
     if let Some(reason) = &s.skipped {
         let _ = writeln!(out, "cycle skipped: {reason}");
     }

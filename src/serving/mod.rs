@@ -2,6 +2,7 @@
 //! the trigger (the interface the cycle loop consumes, and its HTTP endpoint).
 
 pub mod health;
+pub mod limits;
 pub mod metrics;
 pub mod tls;
 pub mod trigger;

@@ -21,6 +21,8 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::{Digest, Sha256};
 use tokio::task::JoinHandle;
 
+use super::limits::{self, BoundedAcceptor, ServeLimits};
+
 /// Default interval between certificate checks.
 pub const DEFAULT_RELOAD_INTERVAL: Duration = Duration::from_secs(10);
 
@@ -204,14 +206,33 @@ impl HttpsServer {
     }
 }
 
-/// Serves `router` over TLS on `addr` and returns once the socket is bound.
+/// Serves `router` over TLS on `addr` with the default [`ServeLimits`]; returns once the socket
+/// is bound.
 pub async fn serve_https(
     router: Router,
     addr: SocketAddr,
     tls: RustlsConfig,
 ) -> io::Result<HttpsServer> {
+    serve_https_with(router, addr, tls, &ServeLimits::default()).await
+}
+
+/// Serves `router` over TLS on `addr`, bounding clients by `limits` (handshake and header
+/// timeouts, connection cap, body size and time); returns once the socket is bound.
+pub async fn serve_https_with(
+    router: Router,
+    addr: SocketAddr,
+    tls: RustlsConfig,
+    limits: &ServeLimits,
+) -> io::Result<HttpsServer> {
     let handle: Handle<SocketAddr> = Handle::new();
-    let server = axum_server::bind_rustls(addr, tls).handle(handle.clone());
+    let body_limits = *limits;
+    let router = router.layer(axum::middleware::from_fn(move |req, next| {
+        limits::bounded_body(body_limits, req, next)
+    }));
+    let mut server = axum_server::bind(addr)
+        .acceptor(BoundedAcceptor::new(tls, limits))
+        .handle(handle.clone());
+    limits::configure_http(server.http_builder(), limits);
     let task = tokio::spawn(async move { server.serve(router.into_make_service()).await });
     match handle.listening().await {
         Some(addr) => Ok(HttpsServer { addr, handle, task }),

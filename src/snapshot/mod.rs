@@ -8,6 +8,7 @@
 //! peeking).
 
 pub mod builder;
+pub mod consistency;
 mod decode;
 mod json;
 pub mod load;
@@ -93,6 +94,8 @@ pub struct Snapshot {
     pub pvcs: HashMap<ObjectKey, PvcInfo>,
     /// Problems found while building (unknown kinds, pods on unknown nodes, ...).
     pub warnings: Vec<String>,
+    /// Inconsistencies found and resolved while building (see [`consistency`]).
+    pub inconsistencies: Vec<consistency::Inconsistency>,
     node_by_name: HashMap<String, NodeId>,
     pods_by_node: Vec<Vec<PodId>>,
     pods_by_namespace: HashMap<Arc<str>, Vec<PodId>>,
@@ -107,9 +110,10 @@ impl Snapshot {
         Self::assemble(b.into_parts())
     }
 
-    /// Builds the indexed snapshot from already converted parts (resolves pod → node references,
-    /// builds the indexes). Object order is kept.
+    /// Builds the indexed snapshot from already converted parts: resolves inconsistencies (see
+    /// [`consistency`]), pod → node references and the indexes. Object order is kept.
     pub fn assemble(mut parts: builder::Parts) -> Self {
+        let inconsistencies = consistency::resolve(&mut parts.nodes, &mut parts.pods);
         // The lists grew by doubling while loading; Kubernetes objects are large inline (a
         // StatefulSet or Job struct is over a kilobyte even with its template dropped), so the
         // unused capacity is worth returning.
@@ -132,6 +136,7 @@ impl Snapshot {
             jobs: parts.jobs,
             pvcs: parts.pvcs,
             warnings: parts.warnings,
+            inconsistencies,
             ..Default::default()
         };
         let mut seen_nodes = HashMap::with_capacity(s.nodes.len());
@@ -150,7 +155,6 @@ impl Snapshot {
         s.pods_by_node = vec![Vec::new(); s.nodes.len()];
         s.evicted = vec![false; s.pods.len()];
         s.usage = (0..s.nodes.len()).map(|_| OnceLock::new()).collect();
-        let mut unknown_nodes: BTreeMap<String, usize> = BTreeMap::new();
         // The per-pod lookups go through maps with a fast hasher and borrowed keys (no key copied
         // per pod); the indexes are filled from them afterwards.
         let node_ids: builder::FastMap<&str, NodeId> = s
@@ -167,14 +171,14 @@ impl Snapshot {
             for (i, pod) in pods.iter().enumerate() {
                 let id = i as PodId;
                 let mut node = None;
-                if let Some(node_name) = &pod.node_name {
-                    match node_ids.get(node_name.as_str()) {
-                        Some(&n) => {
-                            node = Some(n);
-                            s.pods_by_node[n as usize].push(id);
-                        }
-                        None => *unknown_nodes.entry(node_name.clone()).or_default() += 1,
-                    }
+                // A pod on an unknown node stays on none (reported by `consistency`).
+                if let Some(&n) = pod
+                    .node_name
+                    .as_ref()
+                    .and_then(|name| node_ids.get(name.as_str()))
+                {
+                    node = Some(n);
+                    s.pods_by_node[n as usize].push(id);
                 }
                 nodes_of_pods.push(node);
                 by_namespace
@@ -193,11 +197,6 @@ impl Snapshot {
             if node.is_some() {
                 pod.node = node;
             }
-        }
-        for (node, count) in unknown_nodes {
-            s.warnings.push(format!(
-                "{count} pod(s) are bound to node {node}, which is not in the snapshot; they are ignored by node-based plugins"
-            ));
         }
         s
     }

@@ -5,6 +5,7 @@
 //! reused rather than allocated (and page-faulted) anew.
 
 use std::io::Read;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use super::SnapshotBuilder;
@@ -289,6 +290,9 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
     let kind_cell: std::sync::Arc<std::sync::OnceLock<Option<String>>> = Default::default();
     let merger = std::sync::Mutex::new(merger);
     let failed = || ConfigError::new("snapshot loader: a worker failed");
+    // The index of the first bad item known so far (workers skip blocks after it; the reader
+    // stops reading).
+    let first_bad = AtomicUsize::new(usize::MAX);
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
@@ -296,15 +300,32 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
                 let kind_cell = kind_cell.clone();
                 let merger = &merger;
                 let recycle_tx = recycle_tx.clone();
-                scope.spawn(move || -> Result<(), ConfigError> {
+                let first_bad = &first_bad;
+                scope.spawn(move || -> Result<(), ItemError> {
                     loop {
                         let batch = match rx.lock() {
                             Ok(r) => r.recv(),
-                            Err(_) => return Err(failed()),
+                            Err(_) => return Err((usize::MAX, failed())),
                         };
                         let Ok(batch) = batch else { return Ok(()) };
+                        // A bad item is known before this block: nothing here can be first.
+                        if batch.first_index > first_bad.load(Ordering::Acquire) {
+                            continue;
+                        }
+                        let fail = |index: usize, e: ConfigError| {
+                            first_bad.fetch_min(index, Ordering::AcqRel);
+                            (index, e)
+                        };
                         let text = std::str::from_utf8(&batch.text).map_err(|e| {
-                            ConfigError::new(format!("the snapshot is not UTF-8: {e}"))
+                            let at = e.valid_up_to();
+                            let n = batch.items.iter().position(|&(_, b)| at < b).unwrap_or(0);
+                            fail(
+                                batch.first_index + n,
+                                ConfigError::new(format!(
+                                    "items[{}]: not UTF-8 text: {e}",
+                                    batch.first_index + n
+                                )),
+                            )
                         })?;
                         let default_kind = kind_cell.get().cloned().flatten();
                         let default_kind = default_kind
@@ -313,7 +334,7 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
                             .filter(|k| !k.is_empty());
                         let pods = merger
                             .lock()
-                            .map_err(|_| failed())?
+                            .map_err(|_| (usize::MAX, failed()))?
                             .spare_pods
                             .pop()
                             .unwrap_or_default();
@@ -343,11 +364,15 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
                                 &where_,
                                 default_kind,
                                 &mut local,
-                            )?;
+                            )
+                            .map_err(|e| fail(batch.first_index + n, e))?;
                         }
                         // The reader may have stopped; then the buffer is simply dropped.
                         let _ = recycle_tx.send(batch.text);
-                        merger.lock().map_err(|_| failed())?.add(batch.seq, local);
+                        merger
+                            .lock()
+                            .map_err(|_| (usize::MAX, failed()))?
+                            .add(batch.seq, local);
                     }
                 })
             })
@@ -356,27 +381,38 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
         // blocking.
         drop(rx);
         drop(recycle_tx);
-        let produced = produce(&mut file, &tx, &recycle_rx, &kind_cell, io_err);
+        let produced = produce(&mut file, &tx, &recycle_rx, &kind_cell, &first_bad, io_err);
         drop(tx);
-        let mut first_err = None;
+        // Every block before a failing one was handed out before it (one reader, FIFO) and is
+        // converted to the end by a worker that stops only at its own first error: the smallest
+        // failing index is the first bad item of the file, whichever worker found it when.
+        let mut first_err: Option<ItemError> = None;
         for h in handles {
-            match h.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => first_err = first_err.or(Some(e)),
-                Err(_) => {
-                    first_err =
-                        first_err.or(Some(ConfigError::new("snapshot loader: a worker panicked")))
-                }
+            let result = h.join().unwrap_or_else(|_| {
+                Err((
+                    usize::MAX,
+                    ConfigError::new("snapshot loader: a worker panicked"),
+                ))
+            });
+            if let Err(e) = result
+                && first_err.as_ref().is_none_or(|f| e.0 < f.0)
+            {
+                first_err = Some(e);
             }
+        }
+        // A bad item comes before what the reader saw later (e.g. the end of the file).
+        if let Some((_, e)) = first_err {
+            return Err(e);
         }
         match produced {
             Err(e) => return Err(e),
-            Ok(false) => return Ok(None),
-            Ok(true) => {}
-        }
-        // Report the earliest failing item: workers stop at their first error.
-        if let Some(e) = first_err {
-            return Err(e);
+            Ok(Produced::NotStreamable) => return Ok(None),
+            Ok(Produced::Stopped) => {
+                return Err(ConfigError::new(
+                    "snapshot loader: stopped reading without an error",
+                ));
+            }
+            Ok(Produced::All) => {}
         }
         let mut m = std::mem::take(&mut *merger.lock().map_err(|_| failed())?);
         m.out.shrink_pods();
@@ -411,18 +447,35 @@ impl Merger {
     }
 }
 
-/// Reads blocks, cuts complete items and sends them to the workers. `Ok(false)`: not streamable.
+/// An error and the index of the item it is about (`usize::MAX`: not about an item).
+type ItemError = (usize, ConfigError);
+
+/// How reading ended.
+enum Produced {
+    /// The whole file was read and handed out.
+    All,
+    /// Not the layout the streaming path handles: use the in-memory loader.
+    NotStreamable,
+    /// A worker found a bad item, so the rest of the file was not read.
+    Stopped,
+}
+
+/// Reads blocks, cuts complete items and sends them to the workers.
 fn produce(
     file: &mut std::fs::File,
     tx: &mpsc::SyncSender<Batch>,
     recycled: &mpsc::Receiver<Vec<u8>>,
     kind_cell: &std::sync::OnceLock<Option<String>>,
+    first_bad: &AtomicUsize,
     io_err: impl Fn(std::io::Error) -> ConfigError,
-) -> Result<bool, ConfigError> {
+) -> Result<Produced, ConfigError> {
     let mut scanner = Scanner::default();
     let mut buf: Vec<u8> = Vec::with_capacity(BLOCK);
     let (mut seq, mut index, mut scanned) = (0usize, 0usize, 0usize);
     loop {
+        if first_bad.load(Ordering::Acquire) != usize::MAX {
+            return Ok(Produced::Stopped);
+        }
         // Reads straight into spare capacity (no zeroing), up to a block or the end of the file.
         buf.reserve(BLOCK);
         let n = Read::take(&mut *file, BLOCK as u64)
@@ -430,12 +483,12 @@ fn produce(
             .map_err(&io_err)?;
         let mut items = Vec::new();
         if scanner.scan(&buf, scanned, &mut items).is_err() {
-            return Ok(false);
+            return Ok(Produced::NotStreamable);
         }
         scanned = buf.len();
         if !scanner.in_items && items.is_empty() && seq == 0 && index == 0 && scanner.done {
             // An object without items (or items after the end): not a streamable List.
-            return Ok(false);
+            return Ok(Produced::NotStreamable);
         }
         if !items.is_empty() {
             if kind_cell.get().is_none() && scanner.list_kind.is_some() {
@@ -464,13 +517,14 @@ fn produce(
                 })
                 .is_err()
             {
-                break;
+                // Every worker stopped: each at a bad item.
+                return Ok(Produced::Stopped);
             }
             seq += 1;
             index += count;
         } else if !scanner.in_items && scanner.item_start.is_none() && buf.len() > 4 * BLOCK {
             // Far into the file with no items array: not the layout we stream.
-            return Ok(false);
+            return Ok(Produced::NotStreamable);
         }
         if n == 0 {
             break;
@@ -481,7 +535,11 @@ fn produce(
             "invalid JSON: the file ends in the middle of an object",
         ));
     }
-    Ok(seq > 0 || scanner.done)
+    Ok(if seq > 0 || scanner.done {
+        Produced::All
+    } else {
+        Produced::NotStreamable
+    })
 }
 
 #[cfg(test)]

@@ -181,7 +181,7 @@ containers:
       {{- if eq $value nil }}
       - {{ printf "--%s" $key | quote }}
       {{- else }}
-      - {{ printf "--%s=%s" $key (toString $value) | quote }}
+      - {{ printf "--%s=%s" $key (include "kube-descheduler.flagValue" $value) | quote }}
       {{- end }}
       {{- end }}
     ports:
@@ -238,4 +238,12 @@ annotations:
   {{- with .Values.podAnnotations }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
+{{- end -}}
+
+{{/*
+A cmdOptions value as a flag value: whole numbers as integers (Helm reads numbers as float64, and
+toString would print 2097152 as 2.097152e+06, which no integer flag accepts), the rest as toString.
+*/}}
+{{- define "kube-descheduler.flagValue" -}}
+{{- if and (kindIs "float64" .) (eq . (floor .)) -}}{{ int64 . }}{{- else -}}{{ toString . }}{{- end -}}
 {{- end -}}
