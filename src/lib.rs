@@ -32,3 +32,4 @@ pub mod scheduling;
 pub mod serving;
 pub mod snapshot;
 pub mod synth;
+pub mod usage;
