@@ -87,6 +87,9 @@ pub struct Snapshot {
     pub pvcs: HashMap<ObjectKey, PvcInfo>,
     /// Problems found while building (unknown kinds, pods on unknown nodes, ...).
     pub warnings: Vec<String>,
+    /// Usage measured by the metrics sources for this cycle (`None`: nothing was measured); the
+    /// utilization plugins with `metricsUtilization` read it.
+    pub measured: Option<Arc<crate::usage::Measured>>,
     node_by_name: HashMap<String, NodeId>,
     pods_by_node: Vec<Vec<PodId>>,
     pods_by_namespace: HashMap<Arc<str>, Vec<PodId>>,
