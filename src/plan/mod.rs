@@ -121,6 +121,12 @@ pub fn make_plan(
             .iter()
             .chain(policy.warnings.iter())
             .cloned()
+            .chain(report.plugin_failures.iter().map(|f| {
+                format!(
+                    "profile {:?}: plugin {} failed for this cycle and evicted nothing: {}",
+                    f.profile, f.plugin, f.error
+                )
+            }))
             .collect(),
         ..Default::default()
     };
