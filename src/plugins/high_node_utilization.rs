@@ -5,8 +5,8 @@
 use serde::Deserialize;
 
 use super::node_utilization::{
-    EvictableNamespaces, EvictionSpec, Thresholds, Usage, evict_from_sources, sort_rows_by_usage,
-    tracked_resources, validate_thresholds,
+    EvictableNamespaces, EvictionSpec, PodUsage, Thresholds, Usage, evict_from_sources,
+    sort_rows_by_usage, tracked_resources, validate_thresholds,
 };
 use crate::framework::args::{ArgsError, decode};
 use crate::framework::registry::ExtensionPoint;
@@ -161,6 +161,7 @@ impl BalancePlugin for HighNodeUtilization {
             node_limit: None,
             stop_under_target: false,
             pod_filter: &filter,
+            pod_usage: PodUsage::Requests,
         };
         evict_from_sources(h, &mut usage, &spec);
     }

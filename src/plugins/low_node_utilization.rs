@@ -1,16 +1,17 @@
 //! LowNodeUtilization (Balance): evicts pods from nodes above `targetThresholds` so they can land
 //! on schedulable nodes below `thresholds`. Usage is the sum of pod requests (all pods not
-//! Succeeded/Failed, evictable or not) as a percentage of allocatable.
-//!
-//! `metricsUtilization` is decoded and validated as upstream, but only request-based usage is
-//! implemented: a policy asking for KubernetesMetrics, metricsServer or Prometheus is rejected with
-//! an [`ArgsError`] instead of silently using requests.
+//! Succeeded/Failed, evictable or not) as a percentage of allocatable — or, with
+//! `metricsUtilization`, measured usage (see [`super::measured_usage`]): metrics.k8s.io node
+//! usage (pods picked and moved by their PodMetrics usage), or a Prometheus query's per-node
+//! utilization as the single resource `MetricResource` (at most one pod per overutilized node
+//! without `evictionLimits.node`, as upstream).
 
 use serde::Deserialize;
 
+use super::measured_usage::{self, MeasuredSource};
 use super::node_utilization::{
-    EvictableNamespaces, EvictionSpec, METRIC_RESOURCE, Thresholds, Usage, evict_from_sources,
-    sort_rows_by_usage, tracked_resources, validate_thresholds,
+    EvictableNamespaces, EvictionSpec, METRIC_RESOURCE, PodUsage, Thresholds, Tracked, Usage,
+    evict_from_sources, sort_rows_by_usage, tracked_resources, validate_thresholds,
 };
 use crate::framework::args::{ArgsError, decode};
 use crate::framework::registry::ExtensionPoint;
@@ -160,28 +161,32 @@ impl LowNodeUtilizationArgs {
                 }
             }
         }
-        let source = match m.source.as_str() {
-            _ if m.metrics_server => "metricsServer",
-            "KubernetesMetrics" | "Prometheus" => m.source.as_str(),
-            "" => {
-                return Err(ArgsError::new(
-                    format!("{F}.source"),
-                    "metrics source is empty",
-                ));
-            }
-            _ => {
-                return Err(ArgsError::new(
-                    format!("{F}.source"),
-                    "unrecognized metrics source",
-                ));
-            }
-        };
-        Err(ArgsError::new(
-            format!("{F}.source"),
-            format!(
-                "{source} usage is not supported: kube-descheduler computes utilization from pod requests only; remove metricsUtilization to use request-based utilization"
-            ),
-        ))
+        // Upstream reports these when the plugin first runs; a policy that can never work is
+        // refused when it loads here.
+        match m.source.as_str() {
+            _ if m.metrics_server => Ok(()),
+            "KubernetesMetrics" | "Prometheus" => Ok(()),
+            "" => Err(ArgsError::new(
+                format!("{F}.source"),
+                "metrics source is empty",
+            )),
+            _ => Err(ArgsError::new(
+                format!("{F}.source"),
+                "unrecognized metrics source",
+            )),
+        }
+    }
+
+    /// `Some(true)`: metrics.k8s.io; `Some(false)`: Prometheus; `None`: requests.
+    fn measures_with_kubernetes(&self) -> Option<bool> {
+        let m = self.metrics_utilization.as_ref()?;
+        if m.metrics_server || m.source == "KubernetesMetrics" {
+            Some(true)
+        } else if m.source == "Prometheus" {
+            Some(false)
+        } else {
+            None
+        }
     }
 }
 
@@ -221,8 +226,40 @@ impl BalancePlugin for LowNodeUtilization {
     fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let a = &self.args;
         let snapshot = h.snapshot;
-        let resources = tracked_resources(a.thresholds.keys().map(String::as_str));
+        let mode = a.measures_with_kubernetes();
+        let resources = match mode {
+            // Prometheus measures one pseudo-resource only (upstream's resourceNames).
+            Some(false) => vec![Tracked::Metric],
+            _ => tracked_resources(a.thresholds.keys().map(String::as_str)),
+        };
+        let columns = resources.clone();
         let mut usage = Usage::compute(snapshot, nodes, resources);
+        let mut source = None;
+        if let Some(kubernetes) = mode {
+            let query = a
+                .metrics_utilization
+                .as_ref()
+                .and_then(|m| m.prometheus.as_ref())
+                .map(|p| p.query.as_str());
+            let measured = measured_usage::source(snapshot.measured.as_deref(), kubernetes, query)
+                .and_then(|src| {
+                    measured_usage::apply(snapshot, &mut usage, src)?;
+                    Ok(src)
+                });
+            match measured {
+                Ok(src) => source = Some(src),
+                Err(e) => return h.fail(e),
+            }
+        }
+        let pod_amounts = |pod: &crate::snapshot::Pod| match source {
+            Some(MeasuredSource::Kubernetes(k)) => measured_usage::pod_amounts(k, &columns, pod),
+            _ => None,
+        };
+        let pod_usage = match source {
+            None => PodUsage::Requests,
+            Some(MeasuredSource::Kubernetes(_)) => PodUsage::Measured(&pod_amounts),
+            Some(MeasuredSource::Prometheus(..)) => PodUsage::Unconstrained,
+        };
         let (low_levels, high_levels) = if a.use_deviation_thresholds {
             usage.deviation_levels(&a.thresholds, &a.target_thresholds)
         } else {
@@ -266,6 +303,7 @@ impl BalancePlugin for LowNodeUtilization {
             node_limit: a.eviction_limits.as_ref().and_then(|l| l.node),
             stop_under_target: true,
             pod_filter: &|_| true,
+            pod_usage,
         };
         evict_from_sources(h, &mut usage, &spec);
     }
@@ -695,24 +733,6 @@ mod tests {
                 "thresholds",
                 "single instance of \"MetricResource\"",
             ),
-            (
-                json!({"thresholds": {"MetricResource": 10}, "targetThresholds": {"MetricResource": 50},
-                       "metricsUtilization": {"source": "Prometheus", "prometheus": {"query": "q"}}}),
-                "metricsUtilization.source",
-                "Prometheus usage is not supported",
-            ),
-            (
-                json!({"thresholds": {"cpu": 10}, "targetThresholds": {"cpu": 50},
-                       "metricsUtilization": {"source": "KubernetesMetrics"}}),
-                "metricsUtilization.source",
-                "KubernetesMetrics usage is not supported",
-            ),
-            (
-                json!({"thresholds": {"cpu": 10}, "targetThresholds": {"cpu": 50},
-                       "metricsUtilization": {"metricsServer": true}}),
-                "metricsUtilization.source",
-                "metricsServer usage is not supported",
-            ),
         ];
         for (args, field, msg) in cases {
             let e = match build(&args) {
@@ -728,6 +748,12 @@ mod tests {
             json!({"thresholds": {"cpu": 0, "memory": 100}, "targetThresholds": {"cpu": 100, "memory": 100},
                    "numberOfNodes": 3, "evictableNamespaces": {"exclude": ["a"]},
                    "evictionLimits": {"node": 2}}),
+            json!({"thresholds": {"MetricResource": 10}, "targetThresholds": {"MetricResource": 50},
+                   "metricsUtilization": {"source": "Prometheus", "prometheus": {"query": "q"}}}),
+            json!({"thresholds": {"cpu": 10}, "targetThresholds": {"cpu": 50},
+                   "metricsUtilization": {"source": "KubernetesMetrics"}}),
+            json!({"thresholds": {"cpu": 10}, "targetThresholds": {"cpu": 50},
+                   "metricsUtilization": {"metricsServer": true}}),
         ] {
             assert!(build(&ok).is_ok(), "{ok}");
         }

@@ -3,6 +3,7 @@
 pub mod default_evictor;
 pub mod high_node_utilization;
 pub mod low_node_utilization;
+pub mod measured_usage;
 pub mod node_utilization;
 pub mod pod_lifetime;
 pub mod remove_duplicates;
