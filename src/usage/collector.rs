@@ -33,27 +33,28 @@ pub struct Collector {
     needs: MetricsNeeds,
     client: kube::Client,
     max_age: Duration,
-    /// A fixed Prometheus bearer token (used when the provider names no Secret).
-    static_token: Option<String>,
+    /// File with the Prometheus bearer token when the provider names no Secret (upstream: the
+    /// service account's token), re-read for every cycle so rotation is picked up.
+    token_file: Option<std::path::PathBuf>,
     ca_pem: Option<Vec<u8>>,
     state: Mutex<State>,
 }
 
 impl Collector {
-    /// A collector for `needs`. `static_token` / `ca_pem`: the service account's token and CA
+    /// A collector for `needs`. `token_file` / `ca_pem`: the service account's token file and CA
     /// (upstream's defaults when the Prometheus provider has no `authToken`).
     pub fn new(
         needs: MetricsNeeds,
         client: kube::Client,
         max_age: Duration,
-        static_token: Option<String>,
+        token_file: Option<std::path::PathBuf>,
         ca_pem: Option<Vec<u8>>,
     ) -> Self {
         Collector {
             needs,
             client,
             max_age,
-            static_token,
+            token_file,
             ca_pem,
             state: Mutex::new(State::default()),
         }
@@ -138,7 +139,12 @@ impl Collector {
         };
         let token = match &p.token_secret {
             Some((ns, name)) => Some(kube_source::read_token(&self.client, ns, name).await?),
-            None => self.static_token.clone(),
+            None => match &self.token_file {
+                Some(f) => Some(std::fs::read_to_string(f).map_err(|e| {
+                    format!("prometheus token file {}: {e}", f.display())
+                })?),
+                None => None,
+            },
         };
         PrometheusClient::new(&p.url, token.as_deref(), self.ca_pem.as_deref())
     }
