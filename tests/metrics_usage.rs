@@ -28,7 +28,10 @@ fn requests_policy() -> String {
 fn kubernetes_policy() -> String {
     format!(
         "{HEAD}metricsProviders:\n- source: KubernetesMetrics\n{}",
-        lnu("cpu", "      metricsUtilization: {source: KubernetesMetrics}\n")
+        lnu(
+            "cpu",
+            "      metricsUtilization: {source: KubernetesMetrics}\n"
+        )
     )
 }
 
@@ -42,7 +45,9 @@ fn prometheus_policy(url: &str, secret: bool) -> String {
         "{HEAD}metricsProviders:\n- source: Prometheus\n  prometheus:\n    url: '{url}'{auth}\n{}",
         lnu(
             "MetricResource",
-            &format!("      metricsUtilization: {{source: Prometheus, prometheus: {{query: '{METRIC}'}}}}\n")
+            &format!(
+                "      metricsUtilization: {{source: Prometheus, prometheus: {{query: '{METRIC}'}}}}\n"
+            )
         )
     )
 }
@@ -86,8 +91,11 @@ async fn snapshot_and_metrics(
     items.extend(sim.list("v1", "Pod", Some(NS)));
     items.extend(sim.list("apps/v1", "ReplicaSet", Some(NS)));
     let snap = dir.path().join("cluster.json");
-    std::fs::write(&snap, json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string())
-        .unwrap();
+    std::fs::write(
+        &snap,
+        json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string(),
+    )
+    .unwrap();
     let raw = |path: &str, file: &str| {
         let out = Command::new("kubectl")
             .arg("--kubeconfig")
@@ -96,7 +104,11 @@ async fn snapshot_and_metrics(
             .env("HOME", std::env::temp_dir())
             .output()
             .expect("kubectl runs");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let p = dir.path().join(file);
         std::fs::write(&p, &out.stdout).unwrap();
         p
@@ -155,7 +167,11 @@ fn evicted_pods(plan: &Value) -> Vec<String> {
 }
 
 fn has_kubectl() -> bool {
-    let ok = Command::new("kubectl").arg("version").arg("--client").output().is_ok();
+    let ok = Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok();
     if !ok && std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("kubectl is required in CI");
     }
@@ -230,8 +246,11 @@ async fn plan_with_a_real_prometheus() {
     for i in items.iter_mut().filter(|o| o["kind"] == "Pod") {
         i["status"] = json!({"phase": "Running"});
     }
-    std::fs::write(&snap, json!({"kind": "List", "apiVersion": "v1", "items": items}).to_string())
-        .unwrap();
+    std::fs::write(
+        &snap,
+        json!({"kind": "List", "apiVersion": "v1", "items": items}).to_string(),
+    )
+    .unwrap();
     let token = dir.path().join("token");
     std::fs::write(&token, "s3cret\n").unwrap();
     let policy = prometheus_policy("http://prometheus.monitoring.svc:9090", false);
@@ -280,12 +299,22 @@ async fn plan_with_a_real_prometheus() {
 async fn run_uses_metrics_k8s_io_from_kube_sim() {
     // Requests balanced, measured usage hot on n1: the requests policy evicts nothing …
     let sim = start_cluster(objects([500, 500, 500], [900, 100, 500])).await;
-    let mut d = start(&sim, "requests", &requests_policy(), &["--descheduling-interval=0"]);
+    let mut d = start(
+        &sim,
+        "requests",
+        &requests_policy(),
+        &["--descheduling-interval=0"],
+    );
     let code = d.wait_exit().await;
     assert_eq!(code, 0, "{}", d.log_text());
     assert!((1..=4).all(|j| !evicted(&sim, &format!("n1-{j}"))));
     // … the metrics policy evicts from n1 only.
-    let mut d = start(&sim, "metrics", &kubernetes_policy(), &["--descheduling-interval=0"]);
+    let mut d = start(
+        &sim,
+        "metrics",
+        &kubernetes_policy(),
+        &["--descheduling-interval=0"],
+    );
     let code = d.wait_exit().await;
     let log = d.log_text();
     assert_eq!(code, 0, "{log}");
@@ -295,17 +324,31 @@ async fn run_uses_metrics_k8s_io_from_kube_sim() {
         .chain(std::iter::empty())
         .map(|p| p["metadata"]["name"].as_str().unwrap_or("").to_string())
         .collect();
-    let evicted_n1 = (1..=4).filter(|j| evicted(&sim, &format!("n1-{j}"))).count();
+    let evicted_n1 = (1..=4)
+        .filter(|j| evicted(&sim, &format!("n1-{j}")))
+        .count();
     assert_eq!(evicted_n1, 2, "pods now: {gone:?}\n{log}");
     for n in ["n2", "n3"] {
-        assert!((1..=4).all(|j| !evicted(&sim, &format!("{n}-{j}"))), "{log}");
+        assert!(
+            (1..=4).all(|j| !evicted(&sim, &format!("{n}-{j}"))),
+            "{log}"
+        );
     }
     // A node without a sample: the plugin fails its run, nothing is evicted, the log says why.
     sim.hide_node_metrics("n3", true);
-    let mut d = start(&sim, "partial", &kubernetes_policy(), &["--descheduling-interval=0"]);
+    let mut d = start(
+        &sim,
+        "partial",
+        &kubernetes_policy(),
+        &["--descheduling-interval=0"],
+    );
     assert_eq!(d.wait_exit().await, 0);
     let log = d.log_text();
-    assert!(log.contains("unable to find node \\\"n3\\\"") || log.contains("unable to find node \"n3\""), "{log}");
+    assert!(
+        log.contains("unable to find node \\\"n3\\\"")
+            || log.contains("unable to find node \"n3\""),
+        "{log}"
+    );
     assert!(log.contains("evicted=0"), "{log}");
     sim.shutdown().await;
 }
@@ -322,7 +365,7 @@ async fn run_with_a_prometheus_provider_and_a_token_from_a_secret() {
     sim.apply(json!({"apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": "prom-token", "namespace": "kube-system"},
         "data": {"prometheusAuthToken": "ZnJvbS10aGUtc2VjcmV0"}}))
-    .expect("secret");
+        .expect("secret");
     let mut d = start(
         &sim,
         "prom",
@@ -332,10 +375,15 @@ async fn run_with_a_prometheus_provider_and_a_token_from_a_secret() {
     let code = d.wait_exit().await;
     let log = d.log_text();
     assert_eq!(code, 0, "{log}");
-    let evicted_n1 = (1..=4).filter(|j| evicted(&sim, &format!("n1-{j}"))).count();
+    let evicted_n1 = (1..=4)
+        .filter(|j| evicted(&sim, &format!("n1-{j}")))
+        .count();
     assert_eq!(evicted_n1, 1, "one pod per hot node; {log}");
     for n in ["n2", "n3"] {
-        assert!((1..=4).all(|j| !evicted(&sim, &format!("{n}-{j}"))), "{log}");
+        assert!(
+            (1..=4).all(|j| !evicted(&sim, &format!("{n}-{j}"))),
+            "{log}"
+        );
     }
     sim.shutdown().await;
 }

@@ -3,9 +3,9 @@
 
 use jiff::Timestamp;
 
+use super::EvictorPlugin;
 use super::filter_cache::FilterCache;
 use crate::evictor::{EvictError, EvictOutcome, EvictionRequest, EvictionSession};
-use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::{NodeId, PodId, Snapshot};
 
 /// A read-only view of the DefaultEvictor's Filter that threads can share.
@@ -13,7 +13,7 @@ use crate::snapshot::{NodeId, PodId, Snapshot};
 pub struct FilterView<'a> {
     snapshot: &'a Snapshot,
     now: Timestamp,
-    evictor: &'a DefaultEvictor,
+    evictor: &'a dyn EvictorPlugin,
     cache: &'a FilterCache,
     fit_candidates: &'a [NodeId],
     moved: &'a rustc_hash::FxHashSet<PodId>,
@@ -56,7 +56,7 @@ pub struct Handle<'a> {
     pub snapshot: &'a Snapshot,
     /// The cycle's clock (`plan --now` fixes it).
     pub now: Timestamp,
-    evictor: &'a DefaultEvictor,
+    evictor: &'a dyn EvictorPlugin,
     filter_cache: &'a FilterCache,
     fit_candidates: &'a [NodeId],
     session: &'a mut EvictionSession,
@@ -67,12 +67,12 @@ pub struct Handle<'a> {
 impl<'a> Handle<'a> {
     /// A handle for `plugin` of `profile`. `filter_cache` remembers `evictor`'s Filter verdicts;
     /// `fit_candidates` are its `nodeFit` nodes for this cycle
-    /// ([`DefaultEvictor::node_fit_candidates`]).
+    /// ([`EvictorPlugin::fit_candidates`]).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         snapshot: &'a Snapshot,
         now: Timestamp,
-        evictor: &'a DefaultEvictor,
+        evictor: &'a dyn EvictorPlugin,
         filter_cache: &'a FilterCache,
         fit_candidates: &'a [NodeId],
         session: &'a mut EvictionSession,
@@ -132,7 +132,7 @@ impl<'a> Handle<'a> {
     }
 
     /// The DefaultEvictor in force for this profile.
-    pub fn evictor(&self) -> &DefaultEvictor {
+    pub fn evictor(&self) -> &dyn EvictorPlugin {
         self.evictor
     }
 

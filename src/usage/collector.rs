@@ -140,9 +140,10 @@ impl Collector {
         let token = match &p.token_secret {
             Some((ns, name)) => Some(kube_source::read_token(&self.client, ns, name).await?),
             None => match &self.token_file {
-                Some(f) => Some(std::fs::read_to_string(f).map_err(|e| {
-                    format!("prometheus token file {}: {e}", f.display())
-                })?),
+                Some(f) => Some(
+                    std::fs::read_to_string(f)
+                        .map_err(|e| format!("prometheus token file {}: {e}", f.display()))?,
+                ),
                 None => None,
             },
         };

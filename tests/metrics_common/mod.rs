@@ -114,7 +114,10 @@ impl Prometheus {
         let log = std::fs::File::create(dir.path().join("prometheus.log")).expect("log");
         let child = Command::new(binary)
             .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
             .stdout(Stdio::null())
             .stderr(log)
@@ -140,7 +143,10 @@ impl Prometheus {
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or("");
                     if auth != want {
-                        return (axum::http::StatusCode::UNAUTHORIZED, "unauthorized".to_string());
+                        return (
+                            axum::http::StatusCode::UNAUTHORIZED,
+                            "unauthorized".to_string(),
+                        );
                     }
                     let target = format!(
                         "{upstream}{}",
@@ -158,7 +164,8 @@ impl Prometheus {
             },
         );
         p.url = format!("http://{}", serve(router).await);
-        p.wait_for_samples(exporter.values.lock().unwrap().len()).await;
+        p.wait_for_samples(exporter.values.lock().unwrap().len())
+            .await;
         p
     }
 

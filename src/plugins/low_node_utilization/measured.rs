@@ -6,7 +6,7 @@
 //! plan on partial data. A pod without a usable PodMetrics sample is skipped (upstream logs
 //! "unable to get pod usage" and goes on to the next pod).
 
-use super::node_utilization::{Tracked, Usage};
+use crate::plugins::node_utilization::{Tracked, Usage};
 use crate::snapshot::{Pod, Snapshot};
 use crate::usage::{KubernetesUsage, Measured, PrometheusUsage};
 
@@ -124,9 +124,9 @@ mod tests {
     use crate::evictor::planner::PlanBackend;
     use crate::framework::cycle::{CycleConfig, CycleReport, Profile, run_cycle};
     use crate::framework::registry::Plugin;
-    use crate::framework::testing::{evicted_names, node, now, pod, snapshot};
     use crate::plugins::default_evictor::DefaultEvictor;
     use crate::plugins::low_node_utilization::factory;
+    use crate::testing::{evicted_names, node, now, pod, snapshot};
     use crate::usage::{CpuMemory, KubernetesUsage, Measured};
 
     /// Three 4-cpu nodes with four pods each; `requests[i]` / `used[i]`: per-pod cpu (millicores)
