@@ -238,6 +238,7 @@ fn policy() -> Policy {
         grace_period_seconds: None,
         eviction_failure_event_notification: false,
         warnings: vec![],
+        metrics: Default::default(),
     }
 }
 

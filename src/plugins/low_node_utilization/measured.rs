@@ -173,7 +173,7 @@ mod tests {
         };
         let profile = Profile {
             name: "p".into(),
-            evictor: DefaultEvictor::default(),
+            evictor: Box::new(DefaultEvictor::default()),
             deschedule: vec![],
             balance: vec![plugin],
         };
