@@ -230,7 +230,6 @@ async fn plan_with_metrics_files_follows_measured_usage_not_requests() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "hangs in the harness (exporter / token proxy / Prometheus start-up), not yet diagnosed; run with --ignored"]
 async fn plan_with_a_real_prometheus() {
     let Some(bin) = prometheus_binary() else {
         return;
@@ -355,7 +354,6 @@ async fn run_uses_metrics_k8s_io_from_kube_sim() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "hangs in the harness (exporter / token proxy / Prometheus start-up), not yet diagnosed; run with --ignored"]
 async fn run_with_a_prometheus_provider_and_a_token_from_a_secret() {
     let Some(bin) = prometheus_binary() else {
         return;

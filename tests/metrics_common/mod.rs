@@ -164,8 +164,8 @@ impl Prometheus {
             },
         );
         p.url = format!("http://{}", serve(router).await);
-        p.wait_for_samples(exporter.values.lock().unwrap().len())
-            .await;
+        let n = exporter.values.lock().unwrap().len();
+        p.wait_for_samples(n).await;
         p
     }
 
