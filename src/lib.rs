@@ -43,4 +43,5 @@ pub mod serving;
 pub mod snapshot;
 pub mod synth;
 pub mod testing;
+pub mod usage;
 pub mod workload;

@@ -238,6 +238,7 @@ fn policy() -> Policy {
         grace_period_seconds: None,
         eviction_failure_event_notification: false,
         warnings: vec![],
+        metrics: Default::default(),
     }
 }
 
@@ -247,6 +248,7 @@ async fn live_cycle_accounts_outcomes_in_upstream_metrics() {
     let (client, _) = live_common::start(api.clone()).await;
     let metrics = Arc::new(Metrics::new());
     let exec = LiveCycle {
+        usage: None,
         policy: Arc::new(policy()),
         snapshot: Arc::new(|| cluster(&["ok", "deflect", "pdb", "boom"])),
         mode: Mode::Live(Box::new(config(client, false))),
@@ -281,6 +283,7 @@ async fn a_stale_cache_does_not_cause_a_second_eviction() {
     let api = Arc::new(FakeApi::default());
     let (client, _) = live_common::start(api.clone()).await;
     let exec = LiveCycle {
+        usage: None,
         policy: Arc::new(policy()),
         snapshot: Arc::new(|| cluster(&["ok", "pdb"])),
         mode: Mode::Live(Box::new(config(client, false))),
@@ -317,6 +320,7 @@ async fn dry_run_makes_no_calls_and_is_accounted() {
     let (_client, _) = live_common::start(api.clone()).await;
     let metrics = Arc::new(Metrics::new());
     let exec = LiveCycle {
+        usage: None,
         policy: Arc::new(policy()),
         snapshot: Arc::new(|| cluster(&["a", "b"])),
         mode: Mode::DryRun,
@@ -334,6 +338,7 @@ async fn dry_run_makes_no_calls_and_is_accounted() {
 async fn fewer_than_two_ready_nodes_skips_the_cycle() {
     let metrics = Arc::new(Metrics::new());
     let exec = LiveCycle {
+        usage: None,
         policy: Arc::new(policy()),
         snapshot: Arc::new(|| {
             snapshot(vec![node("n1").build()], vec![pod("ns", "a", "n1").build()])

@@ -47,6 +47,7 @@ fn options(dry_run: bool) -> LiveOptions {
             grace_period_seconds: Some(5),
             eviction_failure_event_notification: true,
             warnings: vec![],
+            metrics: Default::default(),
         },
         interval: Duration::ZERO,
         dry_run,

@@ -133,12 +133,169 @@ fn default_evictor_validation_matches_upstream() {
 }
 
 #[test]
-fn metrics_providers_are_validated() {
-    let e = err(&format!("{HEAD}metricsProviders:\n- source: Graphite\n"));
-    assert!(e.contains("metricsProviders[0].source"), "{e}");
-    let e = err(&format!("{HEAD}metricsProviders:\n- source: Prometheus\n"));
-    assert!(e.contains("prometheus.url"), "{e}");
-    load_str(&format!("{HEAD}metricsProviders:\n- source: Prometheus\n  prometheus: {{url: 'https://prom:9090'}}\n")).unwrap();
+fn metrics_providers_are_validated_as_upstream() {
+    // (providers YAML, field named, message as upstream's)
+    let table: &[(&str, &str, &str)] = &[
+        (
+            "- source: Graphite\n",
+            "metricsProviders[0].source",
+            "expected",
+        ),
+        (
+            "- source: KubernetesMetrics\n- source: KubernetesMetrics\n",
+            "metricsProviders[1].source",
+            "each source can be configured only once",
+        ),
+        (
+            "- source: Prometheus\n",
+            "metricsProviders[0].prometheus",
+            "prometheus configuration is required when prometheus source is enabled",
+        ),
+        (
+            "- source: Prometheus\n  prometheus: {url: ''}\n",
+            "metricsProviders[0].prometheus.url",
+            "prometheus URL is required",
+        ),
+        (
+            "- source: Prometheus\n  prometheus: {url: 'prom:9090'}\n",
+            "metricsProviders[0].prometheus.url",
+            "error parsing prometheus URL",
+        ),
+        (
+            "- source: Prometheus\n  prometheus: {url: 'https://prom:9090', authToken: {}}\n",
+            "metricsProviders[0].prometheus.authToken.secretReference",
+            "prometheus authToken secret is expected to be set when authToken field is",
+        ),
+        (
+            "- source: Prometheus\n  prometheus: {url: 'https://prom:9090', authToken: {secretReference: {name: t}}}\n",
+            "metricsProviders[0].prometheus.authToken.secretReference",
+            "does not set both namespace and name",
+        ),
+    ];
+    for (providers, field, msg) in table {
+        let e = err(&format!("{HEAD}metricsProviders:\n{providers}"));
+        assert!(e.contains(field) && e.contains(msg), "{providers}: {e}");
+    }
+    let e = err(&format!(
+        "{HEAD}metricsCollector: {{enabled: true}}\nmetricsProviders:\n- source: KubernetesMetrics\n"
+    ));
+    assert!(
+        e.contains("metricsCollector") && e.contains("not allowed to combine"),
+        "{e}"
+    );
+    let p = load_str(&format!("{HEAD}metricsProviders:\n- source: Prometheus\n  prometheus:\n    url: 'https://prom:9090'\n    authToken: {{secretReference: {{namespace: kube-system, name: prom-token}}}}\n")).unwrap();
+    let prom = p.metrics.prometheus.unwrap();
+    assert_eq!(prom.url, "https://prom:9090");
+    assert_eq!(
+        prom.token_secret,
+        Some(("kube-system".to_string(), "prom-token".to_string()))
+    );
+    assert!(!p.metrics.kubernetes && p.metrics.prometheus_queries.is_empty());
+}
+
+fn lnu_policy(providers: &str, metrics_utilization: &str, thresholds: &str) -> String {
+    format!(
+        "{HEAD}{providers}profiles:\n- name: p\n  pluginConfig:\n  - name: LowNodeUtilization\n    args:\n      thresholds: {thresholds}\n      targetThresholds: {thresholds}\n      metricsUtilization: {metrics_utilization}\n  plugins:\n    balance: {{enabled: [LowNodeUtilization]}}\n"
+    )
+}
+
+#[test]
+fn metrics_utilization_is_validated_as_upstream_and_needs_its_provider() {
+    const KM: &str = "metricsProviders:\n- source: KubernetesMetrics\n";
+    const PROM: &str =
+        "metricsProviders:\n- source: Prometheus\n  prometheus: {url: 'http://127.0.0.1:9090'}\n";
+    const CPU: &str = "{cpu: 50}";
+    const METRIC: &str = "{MetricResource: 50}";
+    // (providers, metricsUtilization, thresholds, fields named, message)
+    let table: &[(&str, &str, &str, &[&str], &str)] = &[
+        (
+            KM,
+            "{source: KubernetesMetrics, metricsServer: true}",
+            CPU,
+            &["metricsUtilization"],
+            "it is not allowed to set both \"KubernetesMetrics\" source and metricsServer",
+        ),
+        (
+            KM,
+            "{source: KubernetesMetrics, prometheus: {query: q}}",
+            CPU,
+            &["metricsUtilization.prometheus"],
+            "prometheus configuration is not allowed to set when source is set to \"KubernetesMetrics\"",
+        ),
+        (
+            PROM,
+            "{source: Prometheus}",
+            METRIC,
+            &["metricsUtilization.prometheus.query"],
+            "prometheus query is required when metrics source is set to \"Prometheus\"",
+        ),
+        (
+            PROM,
+            "{source: Prometheus, prometheus: {query: q}}",
+            CPU,
+            &["thresholds"],
+            "single instance of \"MetricResource\"",
+        ),
+        (
+            "",
+            "{source: KubernetesMetrics}",
+            CPU,
+            &["metricsUtilization.source", "metricsProviders"],
+            "needs a metricsProviders entry with source: KubernetesMetrics",
+        ),
+        (
+            PROM,
+            "{metricsServer: true}",
+            CPU,
+            &["metricsUtilization.source", "metricsProviders"],
+            "metricsServer: true needs a metricsProviders entry",
+        ),
+        (
+            KM,
+            "{source: Prometheus, prometheus: {query: q}}",
+            METRIC,
+            &["metricsUtilization.source", "metricsProviders"],
+            "needs a metricsProviders entry with source: Prometheus",
+        ),
+        (
+            KM,
+            "{}",
+            CPU,
+            &["metricsUtilization.source"],
+            "metrics source is empty",
+        ),
+    ];
+    for (providers, mu, t, fields, msg) in table {
+        let e = err(&lnu_policy(providers, mu, t));
+        assert!(
+            fields.iter().all(|f| e.contains(f)) && e.contains(msg),
+            "{mu} with {providers:?}: {e}"
+        );
+    }
+    // Accepted: what upstream's README shows, and the deprecated forms.
+    let p = load_str(&lnu_policy(KM, "{source: KubernetesMetrics}", CPU)).unwrap();
+    assert!(p.metrics.kubernetes && p.metrics.prometheus_queries.is_empty());
+    let p = load_str(&lnu_policy(
+        "metricsCollector: {enabled: true}\n",
+        "{metricsServer: true}",
+        CPU,
+    ))
+    .unwrap();
+    assert!(p.metrics.kubernetes);
+    let p = load_str(&lnu_policy(
+        PROM,
+        "{source: Prometheus, prometheus: {query: 'instance:node_cpu:rate:sum'}}",
+        METRIC,
+    ))
+    .unwrap();
+    assert_eq!(p.metrics.prometheus_queries, ["instance:node_cpu:rate:sum"]);
+    assert!(!p.metrics.kubernetes);
+    // Without metricsUtilization nothing is measured, even with providers configured.
+    let p = load_str(&format!(
+        "{HEAD}{KM}profiles:\n- name: p\n  pluginConfig:\n  - name: LowNodeUtilization\n    args: {{thresholds: {CPU}, targetThresholds: {CPU}}}\n  plugins:\n    balance: {{enabled: [LowNodeUtilization]}}\n"
+    ))
+    .unwrap();
+    assert!(p.metrics.is_empty());
 }
 
 #[test]

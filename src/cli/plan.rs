@@ -47,6 +47,17 @@ pub struct PlanArgs {
     /// Print timings and peak memory to stderr as one JSON line (used by the benchmark).
     #[arg(long, hide = true)]
     pub stats: bool,
+    /// metrics.k8s.io usage for LowNodeUtilization `metricsUtilization` (KubernetesMetrics): a
+    /// NodeMetricsList / PodMetricsList file as `kubectl get --raw
+    /// /apis/metrics.k8s.io/v1beta1/nodes` (and `.../pods`) prints. Repeatable.
+    #[arg(long = "metrics", value_name = "FILE")]
+    pub metrics: Vec<PathBuf>,
+    /// Prometheus server to run the policy's `metricsUtilization.prometheus.query` against.
+    #[arg(long, value_name = "URL")]
+    pub prometheus_url: Option<String>,
+    /// File holding the bearer token for `--prometheus-url`.
+    #[arg(long, value_name = "FILE", requires = "prometheus_url")]
+    pub prometheus_token_file: Option<PathBuf>,
     /// Log level verbosity (0-5).
     #[arg(short = 'v', default_value_t = 0)]
     pub verbosity: u8,
@@ -94,6 +105,18 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
                 .map_err(|e| ConfigError::new(format!("snapshot {name}: {}", e.0)))?
         }
     };
+    let mut metric_warnings = Vec::new();
+    let inputs = crate::plan::measured::MetricsInputs {
+        files: args.metrics.clone(),
+        prometheus_url: args.prometheus_url.clone(),
+        prometheus_token_file: args.prometheus_token_file.clone(),
+    };
+    if let Some(m) = crate::plan::measured::collect(&policy.metrics, &inputs, &mut metric_warnings)
+        .map_err(ConfigError::new)?
+    {
+        snapshot.measured = Some(std::sync::Arc::new(m));
+    }
+    snapshot.warnings.extend(metric_warnings);
     let loaded = started.elapsed();
     if args.strict && !snapshot.inconsistencies.is_empty() {
         let kinds: Vec<String> = snapshot

@@ -125,6 +125,18 @@ pub struct LimitHit {
     pub limit: LimitError,
 }
 
+/// A plugin run that failed for the cycle (e.g. its metrics source had no usable data), so it
+/// evicted nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginFailure {
+    /// Profile.
+    pub profile: String,
+    /// Plugin.
+    pub plugin: String,
+    /// What went wrong.
+    pub error: String,
+}
+
 /// One eviction attempt and its outcome, in order. The strings that repeat from record to record
 /// (namespace, node, profile, plugin, reason) are shared, not copied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +166,7 @@ pub struct EvictionSession {
     backend: Box<dyn EvictionBackend + Send>,
     records: Vec<EvictionRecord>,
     limit_hits: Vec<LimitHit>,
+    failures: Vec<PluginFailure>,
     moved: HashSet<PodId>,
     names: SharedNames,
 }
@@ -198,6 +211,7 @@ impl EvictionSession {
             backend,
             records: Vec::new(),
             limit_hits: Vec::new(),
+            failures: Vec::new(),
             moved: HashSet::default(),
             names: SharedNames::default(),
         }
@@ -281,7 +295,17 @@ impl EvictionSession {
         &self.limit_hits
     }
 
-    /// Takes the limit hits recorded so far (the session keeps counting).
+    /// Takes the plugin failures recorded so far.
+    pub fn take_failures(&mut self) -> Vec<PluginFailure> {
+        std::mem::take(&mut self.failures)
+    }
+
+    /// Records that a plugin's run failed for this cycle.
+    pub fn plugin_failed(&mut self, failure: PluginFailure) {
+        self.failures.push(failure);
+    }
+
+    /// Takes the limit refusals recorded so far.
     pub fn take_limit_hits(&mut self) -> Vec<LimitHit> {
         std::mem::take(&mut self.limit_hits)
     }

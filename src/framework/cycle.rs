@@ -54,6 +54,8 @@ pub struct CycleReport {
     pub records: Vec<EvictionRecord>,
     /// Evictions refused by `maxNoOfPodsToEvict*` before any attempt, in order.
     pub limit_hits: Vec<LimitHit>,
+    /// Plugin runs that failed for the cycle (and evicted nothing).
+    pub plugin_failures: Vec<crate::evictor::PluginFailure>,
     /// Set when the cycle did not run (e.g. fewer than two Ready nodes).
     pub skipped: Option<String>,
     /// Nodes the cycle considered.
@@ -150,6 +152,7 @@ pub fn run_cycle(
         }
     }
     report.limit_hits = session.take_limit_hits();
+    report.plugin_failures = session.take_failures();
     let (records, backend) = session.into_parts();
     report.records = records;
     report.duration = start.elapsed();

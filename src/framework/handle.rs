@@ -115,6 +115,22 @@ impl<'a> Handle<'a> {
         self.filter_view().pre_eviction_filter(pod)
     }
 
+    /// Ends this plugin's run for the cycle with `error` (logged, and counted in the cycle report
+    /// and the `kube_descheduler_plugin_failures_total` metric); the plugin evicts nothing more.
+    pub fn fail(&mut self, error: String) {
+        tracing::error!(
+            profile = self.profile,
+            plugin = self.plugin,
+            error = %error,
+            "plugin run failed for this cycle; it evicts nothing"
+        );
+        self.session.plugin_failed(crate::evictor::PluginFailure {
+            profile: self.profile.to_string(),
+            plugin: self.plugin.to_string(),
+            error,
+        });
+    }
+
     /// The DefaultEvictor in force for this profile.
     pub fn evictor(&self) -> &dyn EvictorPlugin {
         self.evictor

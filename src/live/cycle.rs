@@ -44,6 +44,8 @@ pub struct LiveCycle {
     pub metrics: Option<Arc<Metrics>>,
     /// Evictions accepted by earlier cycles that the pod cache may not show yet.
     pub recent: Arc<RecentEvictions>,
+    /// Measured usage for `metricsUtilization` (None: the policy measures nothing).
+    pub usage: Option<Arc<crate::usage::collector::Collector>>,
 }
 
 fn stopped() -> EvictOutcome {
@@ -73,6 +75,12 @@ impl LiveCycle {
         }
         if !snapshot.warnings.is_empty() {
             tracing::debug!(count = snapshot.warnings.len(), first = %snapshot.warnings[0], "snapshot warnings");
+        }
+        if let Some(c) = &self.usage {
+            // The same data in live and dry-run mode; stale or failed sources are errors inside
+            // it, so only the plugins that need them fail this cycle.
+            let measured = rt.block_on(c.measure());
+            snapshot.measured = Some(Arc::new(measured));
         }
         let now = Timestamp::now();
         let backend: Box<dyn EvictionBackend + Send> = match &self.mode {

@@ -206,8 +206,34 @@ pub async fn run(
             call_timeout: crate::live::evictor::DEFAULT_EVICTION_CALL_TIMEOUT,
         }))
     };
+    let usage = if opts.policy.metrics.is_empty() {
+        None
+    } else {
+        let sa = std::path::Path::new("/var/run/secrets/kubernetes.io/serviceaccount");
+        let token_file = Some(sa.join("token")).filter(|p| p.exists());
+        let ca = std::fs::read(sa.join("ca.crt")).ok();
+        let c = Arc::new(crate::usage::collector::Collector::new(
+            opts.policy.metrics.clone(),
+            client.clone(),
+            crate::usage::collector::DEFAULT_MAX_AGE,
+            token_file,
+            ca,
+        ));
+        tracing::info!(
+            kubernetes_metrics = opts.policy.metrics.kubernetes,
+            prometheus_queries = opts.policy.metrics.prometheus_queries.len(),
+            "collecting measured usage for metricsUtilization"
+        );
+        // The first cycle runs on a first collection; then every 5 s in the background.
+        c.collect_once().await;
+        let bg = c.clone();
+        let stop = shutdown.clone();
+        tokio::spawn(async move { bg.run(stop).await });
+        Some(c)
+    };
     let snap_state = state.clone();
     let exec = LiveCycle {
+        usage,
         policy: Arc::new(opts.policy),
         snapshot: Arc::new(move || snap_state.snapshot()),
         mode,

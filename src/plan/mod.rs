@@ -2,6 +2,7 @@
 //! be evicted, deflected or denied. The JSON shape is a contract other tools depend on.
 
 pub mod guard_verdict;
+pub mod measured;
 pub mod render;
 
 use std::collections::BTreeMap;
@@ -69,12 +70,16 @@ pub struct PlanSummary {
 }
 
 /// The plan: evictions in order plus a summary.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Plan {
     /// Every eviction attempt in eviction order.
     pub evictions: Vec<PlannedEviction>,
     /// Totals.
     pub summary: PlanSummary,
+    /// Per node, the measured usage the utilization plugins used and its source (only when the
+    /// policy measures usage: LowNodeUtilization `metricsUtilization`).
+    #[serde(rename = "nodeUsage", skip_serializing_if = "Vec::is_empty")]
+    pub node_usage: Vec<measured::NodeUsageReport>,
 }
 
 /// Adds one to `key`'s count (allocating the key only the first time).
@@ -117,6 +122,12 @@ pub fn make_plan(
             .map(|i| format!("snapshot: {i}"))
             .chain(snapshot.warnings.iter().cloned())
             .chain(policy.warnings.iter().cloned())
+            .chain(report.plugin_failures.iter().map(|f| {
+                format!(
+                    "profile {:?}: plugin {} failed for this cycle and evicted nothing: {}",
+                    f.profile, f.plugin, f.error
+                )
+            }))
             .collect(),
         ..Default::default()
     };
@@ -158,7 +169,15 @@ pub fn make_plan(
         .collect();
     summary.by_plugin = by_plugin.into_iter().collect();
     summary.by_node = by_node.into_iter().collect();
-    Plan { evictions, summary }
+    let node_usage = measured::node_usage(
+        snapshot,
+        &crate::framework::cycle::ready_nodes(snapshot, policy.cycle.node_selector.as_ref()),
+    );
+    Plan {
+        evictions,
+        summary,
+        node_usage,
+    }
 }
 
 #[cfg(test)]

@@ -76,6 +76,30 @@ pub fn table(plan: &Plan) -> String {
         "\n{} evicted, {} deflected, {} denied, {} errors — {} of {} nodes considered, {} pods",
         s.evicted, s.deflected, s.denied, s.errors, s.ready_nodes, s.nodes, s.pods
     );
+    if !plan.node_usage.is_empty() {
+        let rows: Vec<Vec<String>> = plan
+            .node_usage
+            .iter()
+            .map(|u| {
+                let usage = match (&u.error, u.utilization, u.cpu_milli, u.memory_bytes) {
+                    (Some(e), ..) => format!("none: {e}"),
+                    (None, Some(v), ..) => format!("{:.1} %", v * 100.0),
+                    (None, None, Some(c), Some(m)) => format!("cpu {c}m, memory {m}"),
+                    _ => "-".into(),
+                };
+                let source = match &u.query {
+                    Some(q) => format!("{} ({q})", u.source),
+                    None => u.source.to_string(),
+                };
+                vec![u.node.clone(), source, usage]
+            })
+            .collect();
+        let _ = write!(
+            out,
+            "\n{}",
+            table_of(&["NODE", "USAGE SOURCE", "MEASURED USAGE"], &rows)
+        );
+    }
     if !s.by_plugin.is_empty() {
         let rows: Vec<Vec<String>> = s
             .by_plugin

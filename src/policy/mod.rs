@@ -19,6 +19,9 @@ pub struct Policy {
     pub eviction_failure_event_notification: bool,
     /// Notes produced while loading (e.g. deprecated fields, v1alpha1 conversion).
     pub warnings: Vec<String>,
+    /// What the LowNodeUtilization `metricsUtilization` args need measured, and the
+    /// `metricsProviders` to measure it with.
+    pub metrics: crate::usage::MetricsNeeds,
 }
 
 /// Loads a policy file (YAML or JSON). Errors name the profile, plugin and field.

@@ -7,8 +7,9 @@ use crate::error::ConfigError;
 use crate::framework::args::ArgsError;
 use crate::framework::cycle::{CycleConfig, Profile};
 use crate::framework::registry::{ExtensionPoint, Plugin};
-use crate::plugins::{self, default_evictor};
+use crate::plugins::{self, default_evictor, low_node_utilization};
 use crate::scheduling::selector;
+use crate::usage::{KUBERNETES_METRICS, MetricsNeeds, PROMETHEUS, PrometheusProvider};
 
 use super::Policy;
 
@@ -41,7 +42,7 @@ pub struct PolicyV1alpha2 {
     /// Emit Events when evictions fail.
     #[serde(default)]
     pub eviction_failure_event_notification: Option<bool>,
-    /// Metrics sources for utilization plugins (accepted and validated; request-based usage is used).
+    /// Metrics sources for the utilization plugins' `metricsUtilization`.
     #[serde(default)]
     pub metrics_providers: Vec<MetricsProvider>,
     /// Deprecated metrics collector switch.
@@ -128,9 +129,30 @@ pub struct Prometheus {
     /// Prometheus URL.
     #[serde(default)]
     pub url: String,
-    /// Token secret.
+    /// Where the bearer token comes from (default: the service account's token).
     #[serde(default)]
-    pub auth_token: Option<serde_json::Value>,
+    pub auth_token: Option<AuthToken>,
+}
+
+/// `metricsProviders[].prometheus.authToken`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AuthToken {
+    /// The Secret holding the token under the data key `prometheusAuthToken`.
+    #[serde(default)]
+    pub secret_reference: Option<SecretReference>,
+}
+
+/// `metricsProviders[].prometheus.authToken.secretReference`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretReference {
+    /// Namespace of the Secret.
+    #[serde(default)]
+    pub namespace: String,
+    /// Name of the Secret.
+    #[serde(default)]
+    pub name: String,
 }
 
 /// `metricsCollector` (deprecated).
@@ -170,7 +192,7 @@ pub fn build(value: &serde_json::Value, mut warnings: Vec<String>) -> Result<Pol
             "gracePeriodSeconds: must be >= 0, got {g}"
         )));
     }
-    validate_metrics(&wire)?;
+    let prometheus = validate_metrics(&wire)?;
     let mut seen_profiles = HashSet::new();
     let mut profiles = Vec::with_capacity(wire.profiles.len());
     for (i, p) in wire.profiles.iter().enumerate() {
@@ -187,6 +209,7 @@ pub fn build(value: &serde_json::Value, mut warnings: Vec<String>) -> Result<Pol
         }
         profiles.push(build_profile(p)?);
     }
+    let metrics = metrics_needs(&wire, prometheus)?;
     if profiles.is_empty() {
         warnings.push("the policy has no profiles: nothing will be evicted".into());
     }
@@ -203,40 +226,159 @@ pub fn build(value: &serde_json::Value, mut warnings: Vec<String>) -> Result<Pol
             .eviction_failure_event_notification
             .unwrap_or(false),
         warnings,
+        metrics,
     })
 }
 
-fn validate_metrics(wire: &PolicyV1alpha2) -> Result<(), ConfigError> {
+/// Upstream `validateDeschedulerConfiguration`'s checks of `metricsProviders` (plus: a source
+/// must be one upstream knows). Returns the Prometheus provider, if any.
+fn validate_metrics(wire: &PolicyV1alpha2) -> Result<Option<PrometheusProvider>, ConfigError> {
     let mut sources = HashSet::new();
+    let mut prometheus = None;
     for (i, m) in wire.metrics_providers.iter().enumerate() {
+        let at = format!("metricsProviders[{i}]");
         match m.source.as_str() {
-            "KubernetesMetrics" | "Prometheus" => {}
+            KUBERNETES_METRICS | PROMETHEUS => {}
             other => {
                 return Err(ConfigError::new(format!(
-                    "metricsProviders[{i}].source: expected \"KubernetesMetrics\" or \"Prometheus\", got {other:?}"
+                    "{at}.source: expected \"KubernetesMetrics\" or \"Prometheus\", got {other:?}"
                 )));
             }
         }
         if !sources.insert(m.source.as_str()) {
             return Err(ConfigError::new(format!(
-                "metricsProviders[{i}].source: {} is configured more than once",
+                "{at}.source: metric provider {:?} is already configured, each source can be configured only once",
                 m.source
             )));
         }
-        if m.source == "Prometheus" && m.prometheus.as_ref().is_none_or(|p| p.url.is_empty()) {
+        if m.source != PROMETHEUS {
+            continue;
+        }
+        let Some(p) = &m.prometheus else {
             return Err(ConfigError::new(format!(
-                "metricsProviders[{i}].prometheus.url: required for the Prometheus source"
+                "{at}.prometheus: prometheus configuration is required when prometheus source is enabled"
+            )));
+        };
+        if p.url.is_empty() {
+            return Err(ConfigError::new(format!(
+                "{at}.prometheus.url: prometheus URL is required when prometheus is enabled"
             )));
         }
+        if let Err(e) = check_prometheus_url(&p.url) {
+            return Err(ConfigError::new(format!(
+                "{at}.prometheus.url: error parsing prometheus URL: {e}"
+            )));
+        }
+        let token_secret = match &p.auth_token {
+            None => None,
+            Some(AuthToken {
+                secret_reference: None,
+            }) => {
+                return Err(ConfigError::new(format!(
+                    "{at}.prometheus.authToken.secretReference: prometheus authToken secret is expected to be set when authToken field is"
+                )));
+            }
+            Some(AuthToken {
+                secret_reference: Some(r),
+            }) => {
+                if r.namespace.is_empty() || r.name.is_empty() {
+                    return Err(ConfigError::new(format!(
+                        "{at}.prometheus.authToken.secretReference: prometheus authToken secret reference does not set both namespace and name"
+                    )));
+                }
+                Some((r.namespace.clone(), r.name.clone()))
+            }
+        };
+        prometheus = Some(PrometheusProvider {
+            url: p.url.clone(),
+            token_secret,
+        });
     }
     if wire.metrics_collector.as_ref().is_some_and(|c| c.enabled)
-        && sources.contains("KubernetesMetrics")
+        && sources.contains(KUBERNETES_METRICS)
     {
         return Err(ConfigError::new(
-            "metricsCollector: cannot be enabled together with a KubernetesMetrics metrics provider",
+            "metricsCollector: it is not allowed to combine metrics provider when metrics collector is enabled (metricsProviders has a KubernetesMetrics entry)",
         ));
     }
+    Ok(prometheus)
+}
+
+/// An http(s) URL with a host (upstream parses it with `url.Parse`; an empty host or another
+/// scheme could never be queried, so they are refused here).
+fn check_prometheus_url(url: &str) -> Result<(), String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or_else(|| format!("{url:?} is not an http or https URL"))?;
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if host.is_empty() || host.contains(char::is_whitespace) {
+        return Err(format!("{url:?} has no valid host"));
+    }
     Ok(())
+}
+
+/// What the policy's LowNodeUtilization configs measure, checked against `metricsProviders`:
+/// a plugin's metrics source needs the matching provider (KubernetesMetrics is also satisfied by
+/// the deprecated `metricsCollector.enabled`, as upstream). Errors name both fields.
+fn metrics_needs(
+    wire: &PolicyV1alpha2,
+    prometheus: Option<PrometheusProvider>,
+) -> Result<MetricsNeeds, ConfigError> {
+    let has_kubernetes = wire
+        .metrics_providers
+        .iter()
+        .any(|m| m.source == KUBERNETES_METRICS)
+        || wire.metrics_collector.as_ref().is_some_and(|c| c.enabled);
+    let mut needs = MetricsNeeds::default();
+    for p in &wire.profiles {
+        for c in &p.plugin_config {
+            if c.name != low_node_utilization::NAME {
+                continue;
+            }
+            let Some(m) = c.args.get("metricsUtilization").filter(|v| !v.is_null()) else {
+                continue;
+            };
+            // The plugin's own validation reports malformed args with their field names.
+            let Ok(m) =
+                serde_json::from_value::<low_node_utilization::MetricsUtilization>(m.clone())
+            else {
+                continue;
+            };
+            let at = format!(
+                "profile {:?}: plugin {:?}: metricsUtilization.source",
+                p.name, c.name
+            );
+            if m.metrics_server || m.source == KUBERNETES_METRICS {
+                if !has_kubernetes {
+                    return Err(ConfigError::new(format!(
+                        "{at}: {} needs a metricsProviders entry with source: KubernetesMetrics (or the deprecated metricsCollector.enabled: true); metricsProviders has none",
+                        if m.metrics_server {
+                            "metricsServer: true"
+                        } else {
+                            "KubernetesMetrics"
+                        }
+                    )));
+                }
+                needs.kubernetes = true;
+            } else if m.source == PROMETHEUS {
+                if prometheus.is_none() {
+                    return Err(ConfigError::new(format!(
+                        "{at}: Prometheus needs a metricsProviders entry with source: Prometheus and prometheus.url; metricsProviders has none"
+                    )));
+                }
+                if let Some(q) = m.prometheus.as_ref().map(|p| p.query.clone())
+                    && !q.is_empty()
+                    && !needs.prometheus_queries.contains(&q)
+                {
+                    needs.prometheus_queries.push(q);
+                }
+            }
+        }
+    }
+    needs.prometheus_queries.sort();
+    needs.prometheus = prometheus;
+    Ok(needs)
 }
 
 fn build_profile(p: &ProfileV1alpha2) -> Result<Profile, ConfigError> {

@@ -100,6 +100,8 @@ pub struct Metrics {
     pub skipped: Counter,
     /// `kube_descheduler_cycles_total{status,source}`.
     pub cycles: Family<CycleLabels, Counter>,
+    /// `kube_descheduler_plugin_failures_total{strategy,profile}`.
+    pub plugin_failures: Family<StrategyLabels, Counter>,
     /// `kube_descheduler_leader` (1 while this replica holds the lease or runs without election).
     pub leader: Gauge,
     /// `kube_descheduler_caches_synced` (1 once every watch cache listed).
@@ -178,6 +180,12 @@ impl Metrics {
             "1 while this replica may evict (holds the lease, or leader election is off)",
             leader.clone(),
         );
+        let plugin_failures = Family::<StrategyLabels, Counter>::default();
+        registry.register(
+            "kube_descheduler_plugin_failures",
+            "Plugin runs that failed for a cycle and evicted nothing (e.g. a metrics source without usable data), by strategy and profile",
+            plugin_failures.clone(),
+        );
         let caches_synced = Gauge::default();
         registry.register(
             "kube_descheduler_caches_synced",
@@ -198,6 +206,7 @@ impl Metrics {
             deflected,
             skipped,
             cycles,
+            plugin_failures,
             leader,
             caches_synced,
             dry_run,
@@ -255,6 +264,14 @@ impl Metrics {
                     profile: h.profile.to_string(),
                     namespace: h.namespace.to_string(),
                     node: h.node.to_string(),
+                })
+                .inc();
+        }
+        for f in &report.plugin_failures {
+            self.plugin_failures
+                .get_or_create(&StrategyLabels {
+                    strategy: f.plugin.clone(),
+                    profile: f.profile.clone(),
                 })
                 .inc();
         }

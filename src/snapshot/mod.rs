@@ -96,6 +96,9 @@ pub struct Snapshot {
     pub warnings: Vec<String>,
     /// Inconsistencies found and resolved while building (see [`consistency`]).
     pub inconsistencies: Vec<consistency::Inconsistency>,
+    /// Usage measured by the metrics sources for this cycle (`None`: nothing was measured); the
+    /// utilization plugins with `metricsUtilization` read it.
+    pub measured: Option<Arc<crate::usage::Measured>>,
     node_by_name: HashMap<String, NodeId>,
     pods_by_node: Vec<Vec<PodId>>,
     pods_by_namespace: HashMap<Arc<str>, Vec<PodId>>,

@@ -436,11 +436,25 @@ fn run_review(input: &[u8]) -> bool {
         pdbs: &pdb_refs,
         pvcs: &pvcs,
         first_denied_at,
+        census: world["census"].as_array().map(|c| {
+            let n = |i: usize| c.get(i).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+            kube_descheduler::guard::replicas::ReplicaCensus {
+                other_ready: n(0),
+                other_ready_staying: n(1),
+                on_unschedulable: n(2),
+            }
+        }),
+        namespace_pdb_surge: world["namespacePdbSurge"].as_bool(),
+        hpa: world["hpa"].as_str(),
     };
     for config in [
         GuardConfig::default(),
         GuardConfig {
             health_guard: false,
+            ..GuardConfig::default()
+        },
+        GuardConfig {
+            pdb_surge: true,
             ..GuardConfig::default()
         },
     ] {

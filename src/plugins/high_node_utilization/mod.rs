@@ -3,7 +3,8 @@
 //! them onto the other schedulable nodes. Usage is request-based, as for LowNodeUtilization.
 
 use super::node_utilization::{
-    EvictionSpec, Thresholds, Usage, evict_from_sources, sort_rows_by_usage, tracked_resources,
+    EvictionSpec, PodUsage, Thresholds, Usage, evict_from_sources, sort_rows_by_usage,
+    tracked_resources,
 };
 use crate::framework::registry::ExtensionPoint;
 use crate::framework::{BalancePlugin, Handle, PluginFactory};
@@ -101,6 +102,7 @@ impl BalancePlugin for HighNodeUtilization {
             node_limit: None,
             stop_under_target: false,
             pod_filter: &filter,
+            pod_usage: PodUsage::Requests,
         };
         evict_from_sources(h, &mut usage, &spec);
     }

@@ -150,28 +150,32 @@ impl LowNodeUtilizationArgs {
                 }
             }
         }
-        let source = match m.source.as_str() {
-            _ if m.metrics_server => "metricsServer",
-            "KubernetesMetrics" | "Prometheus" => m.source.as_str(),
-            "" => {
-                return Err(ArgsError::new(
-                    format!("{F}.source"),
-                    "metrics source is empty",
-                ));
-            }
-            _ => {
-                return Err(ArgsError::new(
-                    format!("{F}.source"),
-                    "unrecognized metrics source",
-                ));
-            }
-        };
-        Err(ArgsError::new(
-            format!("{F}.source"),
-            format!(
-                "{source} usage is not supported: kube-descheduler computes utilization from pod requests only; remove metricsUtilization to use request-based utilization"
-            ),
-        ))
+        // Upstream reports these when the plugin first runs; a policy that can never work is
+        // refused when it loads here.
+        match m.source.as_str() {
+            _ if m.metrics_server => Ok(()),
+            "KubernetesMetrics" | "Prometheus" => Ok(()),
+            "" => Err(ArgsError::new(
+                format!("{F}.source"),
+                "metrics source is empty",
+            )),
+            _ => Err(ArgsError::new(
+                format!("{F}.source"),
+                "unrecognized metrics source",
+            )),
+        }
+    }
+
+    /// `Some(true)`: metrics.k8s.io; `Some(false)`: Prometheus; `None`: requests.
+    pub(super) fn measures_with_kubernetes(&self) -> Option<bool> {
+        let m = self.metrics_utilization.as_ref()?;
+        if m.metrics_server || m.source == "KubernetesMetrics" {
+            Some(true)
+        } else if m.source == "Prometheus" {
+            Some(false)
+        } else {
+            None
+        }
     }
 }
 

@@ -1,21 +1,24 @@
 //! LowNodeUtilization (Balance): evicts pods from nodes above `targetThresholds` so they can land
 //! on schedulable nodes below `thresholds`. Usage is the sum of pod requests (all pods not
-//! Succeeded/Failed, evictable or not) as a percentage of allocatable.
-//!
-//! `metricsUtilization` is decoded and validated as upstream, but only request-based usage is
-//! implemented: a policy asking for KubernetesMetrics, metricsServer or Prometheus is rejected with
-//! an [`ArgsError`](crate::framework::args::ArgsError) instead of silently using requests.
+//! Succeeded/Failed, evictable or not) as a percentage of allocatable — or, with
+//! `metricsUtilization`, measured usage ([`measured`]): metrics.k8s.io node usage (pods picked
+//! and moved by their PodMetrics usage), or a Prometheus query's per-node utilization as the
+//! single resource `MetricResource` (at most one pod per overutilized node without
+//! `evictionLimits.node`, as upstream).
 
 use super::node_utilization::{
-    EvictionSpec, Usage, evict_from_sources, sort_rows_by_usage, tracked_resources,
+    EvictionSpec, PodUsage, Tracked, Usage, evict_from_sources, sort_rows_by_usage,
+    tracked_resources,
 };
 use crate::framework::registry::ExtensionPoint;
 use crate::framework::{BalancePlugin, Handle, PluginFactory};
 use crate::snapshot::NodeId;
 
 mod args;
+pub mod measured;
 use args::build;
 pub use args::{EvictionLimits, LowNodeUtilizationArgs, MetricsUtilization, Prometheus};
+use measured::MeasuredSource;
 
 /// The plugin name.
 pub const NAME: &str = "LowNodeUtilization";
@@ -43,8 +46,40 @@ impl BalancePlugin for LowNodeUtilization {
     fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let a = &self.args;
         let snapshot = h.snapshot;
-        let resources = tracked_resources(a.thresholds.keys().map(String::as_str));
+        let mode = a.measures_with_kubernetes();
+        let resources = match mode {
+            // Prometheus measures one pseudo-resource only (upstream's resourceNames).
+            Some(false) => vec![Tracked::Metric],
+            _ => tracked_resources(a.thresholds.keys().map(String::as_str)),
+        };
+        let columns = resources.clone();
         let mut usage = Usage::compute(snapshot, nodes, resources);
+        let mut source = None;
+        if let Some(kubernetes) = mode {
+            let query = a
+                .metrics_utilization
+                .as_ref()
+                .and_then(|m| m.prometheus.as_ref())
+                .map(|p| p.query.as_str());
+            let found =
+                measured::source(snapshot.measured.as_deref(), kubernetes, query).and_then(|src| {
+                    measured::apply(snapshot, &mut usage, src)?;
+                    Ok(src)
+                });
+            match found {
+                Ok(src) => source = Some(src),
+                Err(e) => return h.fail(e),
+            }
+        }
+        let pod_amounts = |pod: &crate::snapshot::Pod| match source {
+            Some(MeasuredSource::Kubernetes(k)) => measured::pod_amounts(k, &columns, pod),
+            _ => None,
+        };
+        let pod_usage = match source {
+            None => PodUsage::Requests,
+            Some(MeasuredSource::Kubernetes(_)) => PodUsage::Measured(&pod_amounts),
+            Some(MeasuredSource::Prometheus(..)) => PodUsage::Unconstrained,
+        };
         let (low_levels, high_levels) = if a.use_deviation_thresholds {
             usage.deviation_levels(&a.thresholds, &a.target_thresholds)
         } else {
@@ -88,6 +123,7 @@ impl BalancePlugin for LowNodeUtilization {
             node_limit: a.eviction_limits.as_ref().and_then(|l| l.node),
             stop_under_target: true,
             pod_filter: &|_| true,
+            pod_usage,
         };
         evict_from_sources(h, &mut usage, &spec);
     }

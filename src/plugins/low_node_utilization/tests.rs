@@ -421,24 +421,6 @@ fn validation() {
             "thresholds",
             "single instance of \"MetricResource\"",
         ),
-        (
-            json!({"thresholds": {"MetricResource": 10}, "targetThresholds": {"MetricResource": 50},
-                       "metricsUtilization": {"source": "Prometheus", "prometheus": {"query": "q"}}}),
-            "metricsUtilization.source",
-            "Prometheus usage is not supported",
-        ),
-        (
-            json!({"thresholds": {"cpu": 10}, "targetThresholds": {"cpu": 50},
-                       "metricsUtilization": {"source": "KubernetesMetrics"}}),
-            "metricsUtilization.source",
-            "KubernetesMetrics usage is not supported",
-        ),
-        (
-            json!({"thresholds": {"cpu": 10}, "targetThresholds": {"cpu": 50},
-                       "metricsUtilization": {"metricsServer": true}}),
-            "metricsUtilization.source",
-            "metricsServer usage is not supported",
-        ),
     ];
     for (args, field, msg) in cases {
         let e = match build(&args) {
@@ -454,6 +436,12 @@ fn validation() {
         json!({"thresholds": {"cpu": 0, "memory": 100}, "targetThresholds": {"cpu": 100, "memory": 100},
                    "numberOfNodes": 3, "evictableNamespaces": {"exclude": ["a"]},
                    "evictionLimits": {"node": 2}}),
+        json!({"thresholds": {"MetricResource": 10}, "targetThresholds": {"MetricResource": 50},
+               "metricsUtilization": {"source": "Prometheus", "prometheus": {"query": "q"}}}),
+        json!({"thresholds": {"cpu": 10}, "targetThresholds": {"cpu": 50},
+               "metricsUtilization": {"source": "KubernetesMetrics"}}),
+        json!({"thresholds": {"cpu": 10}, "targetThresholds": {"cpu": 50},
+               "metricsUtilization": {"metricsServer": true}}),
     ] {
         assert!(build(&ok).is_ok(), "{ok}");
     }

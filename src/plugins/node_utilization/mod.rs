@@ -161,6 +161,12 @@ impl Usage {
         }
     }
 
+    /// Replaces the usage of row `i`, column `r` (measured usage instead of requests).
+    pub fn set_used(&mut self, i: usize, r: usize, value: i64) {
+        let n = self.resources.len();
+        self.used[i * n + r] = value;
+    }
+
     /// Index of the column for `name`.
     pub fn column(&self, name: &str) -> Option<usize> {
         self.resources.iter().position(|t| t.name() == name)
@@ -297,6 +303,18 @@ impl<'a> DestinationTaints<'a> {
     }
 }
 
+/// What an evicted pod takes off its node and the destinations' spare capacity.
+pub enum PodUsage<'a> {
+    /// Its requests (one pod for `pods`).
+    Requests,
+    /// Measured usage per tracked resource (one pod for `pods`); `None`: the pod has no usable
+    /// sample and is skipped, as upstream skips a pod whose usage it cannot get.
+    Measured(&'a dyn Fn(&Pod) -> Option<Vec<i64>>),
+    /// Unknown (Prometheus gives node usage only): nothing is subtracted, and without a node
+    /// limit at most one pod is evicted per node, as upstream.
+    Unconstrained,
+}
+
 /// How [`evict_from_sources`] runs.
 pub struct EvictionSpec<'a> {
     /// Rows of the source nodes, in eviction order.
@@ -313,6 +331,8 @@ pub struct EvictionSpec<'a> {
     pub stop_under_target: bool,
     /// An extra pod filter (HighNodeUtilization's `OnlyThresholdingResources`).
     pub pod_filter: &'a dyn Fn(&Pod) -> bool,
+    /// What an evicted pod uses.
+    pub pod_usage: PodUsage<'a>,
 }
 
 /// Evicts pods from the source nodes, lowest priority first, while the pooled spare capacity of the
@@ -370,16 +390,37 @@ pub fn evict_from_sources(h: &mut Handle<'_>, usage: &mut Usage, spec: &Eviction
             {
                 continue;
             }
+            let measured = match &spec.pod_usage {
+                PodUsage::Measured(of) => match of(pod) {
+                    Some(amounts) => Some(amounts),
+                    None => {
+                        tracing::debug!(pod = %format_args!("{}/{}", pod.namespace, pod.name), "unable to get pod usage; not evicting it");
+                        continue;
+                    }
+                },
+                _ => None,
+            };
             match h.evict(p, None) {
                 Ok(_) => {}
                 Err(e) if e.is_total_limit() => return,
                 Err(e) if e.is_node_limit() => break,
                 Err(_) => continue,
             }
+            if matches!(spec.pod_usage, PodUsage::Unconstrained) {
+                // Upstream: without a per-node limit, a single eviction per node.
+                if spec.node_limit.is_none() {
+                    break;
+                }
+                evicted += 1;
+                continue;
+            }
             evicted += 1;
             let row = src * nres;
             for (r, res) in usage.resources.iter().enumerate() {
-                let amount = res.request(&pod.requests);
+                let amount = match &measured {
+                    Some(m) => m.get(r).copied().unwrap_or(0),
+                    None => res.request(&pod.requests),
+                };
                 usage.used[row + r] = usage.used[row + r].saturating_sub(amount);
                 pooled[r] = pooled[r].saturating_sub(amount);
             }

@@ -14,6 +14,7 @@ pub mod error;
 pub mod eviction;
 pub mod faults;
 pub mod kubeconfig;
+pub mod metrics_api;
 pub mod openapi;
 pub mod patch;
 pub mod resources;
@@ -103,6 +104,8 @@ pub struct SimState {
     pub store: Store,
     pub auth: auth::Auth,
     pub faults: faults::Faults,
+    /// Usage served by `metrics.k8s.io`.
+    pub metrics: metrics_api::MetricsUsage,
     config: RwLock<SimConfig>,
     overrides: RwLock<HashMap<String, SocketAddr>>,
     drop_watches: watch::Sender<u64>,
@@ -171,6 +174,7 @@ impl Sim {
             store: Store::new(clock, opts.watch_history),
             auth: auth::Auth::default(),
             faults: faults::Faults::default(),
+            metrics: metrics_api::MetricsUsage::default(),
             config: RwLock::new(opts.config.clone()),
             overrides: RwLock::new(opts.service_overrides.clone()),
             drop_watches: drop_tx,
@@ -340,6 +344,19 @@ impl SimHandle {
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .insert(format!("{namespace}/{name}"), addr);
+    }
+
+    /// Sets the usage `metrics.k8s.io` reports for pod `namespace/name` (cpu in millicores,
+    /// memory in bytes); it overrides the pod's usage annotations.
+    pub fn set_pod_usage(&self, namespace: &str, name: &str, cpu_milli: i64, memory: i64) {
+        self.state
+            .metrics
+            .set_pod(namespace, name, cpu_milli, memory);
+    }
+
+    /// Leaves node `name` out of `metrics.k8s.io` NodeMetrics (no sample yet) or brings it back.
+    pub fn hide_node_metrics(&self, name: &str, hidden: bool) {
+        self.state.metrics.hide_node(name, hidden);
     }
 
     /// Adds a bearer token for a user.

@@ -217,6 +217,9 @@ async fn dispatch(st: Arc<SimState>, req: Request) -> ApiResult<Response> {
         .ok_or_else(ApiError::unauthorized)?;
 
     let trimmed = path.trim_end_matches('/');
+    if let Some(r) = crate::metrics_api::route(&st, &method, trimmed) {
+        return r;
+    }
     if trimmed == "/openapi/v3" {
         let custom = crate::crds::served(&st.store);
         return Ok(json_response(200, &crate::openapi::root_with(&custom), &[]));
