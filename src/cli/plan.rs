@@ -20,6 +20,8 @@ pub enum Output {
     Table,
     /// Exactly one JSON object on stdout.
     Json,
+    /// One self-contained HTML page, written to FILE.
+    Html,
 }
 
 /// Flags of `plan`.
@@ -37,6 +39,12 @@ pub struct PlanArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value = "table")]
     pub output: Output,
+    /// The file `--output html` writes.
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Show every node in the node-usage tables (default: the first 20, interesting ones first).
+    #[arg(long)]
+    pub all_nodes: bool,
     /// Plan as if the eviction guard were not installed (every eviction succeeds).
     #[arg(long)]
     pub no_guard: bool,
@@ -77,6 +85,23 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         })?,
         None => jiff::Timestamp::now(),
     };
+    let html_file = match (args.output, &args.file) {
+        (Output::Html, Some(f)) => Some(f.clone()),
+        (Output::Html, None) => {
+            return Err(ConfigError::new(
+                "--output html needs a FILE to write the report to (plan --output html report.html)",
+            )
+            .into());
+        }
+        (_, Some(f)) => {
+            return Err(ConfigError::new(format!(
+                "FILE {}: only --output html writes a file (table and json go to stdout)",
+                f.display()
+            ))
+            .into());
+        }
+        (_, None) => None,
+    };
     let (policy_text, policy_name) =
         read_or_bundled(&args.policy, "examples/policy.yaml", EXAMPLE_POLICY)?;
     let policy = policy::load_str(&policy_text)
@@ -104,13 +129,32 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
     let cycle_cpu = thread_cpu_seconds() - cpu_before;
     let planned = started.elapsed();
     use std::io::Write;
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    match args.output {
-        Output::Json => render::write_json(&plan, &mut out),
-        Output::Table => writeln!(out, "{}", render::table(&plan).trim_end()),
+    if let Some(path) = &html_file {
+        let file = std::fs::File::create(path).map_err(|e| {
+            ConfigError::new(format!("FILE {}: cannot create: {e}", path.display()))
+        })?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
+        crate::plan::html::write_html(&plan, &mut out)
+            .and_then(|()| out.flush())
+            .with_context(|| format!("writing the report to {}", path.display()))?;
+        println!(
+            "wrote {} ({} eviction attempts: {} evicted, {} deflected, {} denied, {} errors)",
+            path.display(),
+            plan.evictions.len(),
+            plan.summary.evicted,
+            plan.summary.deflected,
+            plan.summary.denied,
+            plan.summary.errors
+        );
+    } else {
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        match args.output {
+            Output::Json => render::write_json(&plan, &mut out),
+            _ => writeln!(out, "{}", render::table(&plan, args.all_nodes).trim_end()),
+        }
+        .and_then(|()| out.flush())
+        .context("writing the plan to stdout")?;
     }
-    .and_then(|()| out.flush())
-    .context("writing the plan to stdout")?;
     if args.stats {
         eprintln!(
             "{}",

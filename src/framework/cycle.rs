@@ -8,7 +8,9 @@ use kube::core::{Selector, SelectorExt};
 
 use super::filter_cache::FilterCache;
 use super::{BalancePlugin, DeschedulePlugin, Handle};
-use crate::evictor::{EvictionBackend, EvictionRecord, EvictionSession, LimitHit, Limits};
+use crate::evictor::{
+    EvictionBackend, EvictionRecord, EvictionSession, LimitHit, Limits, NodeUsageReport,
+};
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::{NodeId, Snapshot};
 
@@ -61,6 +63,8 @@ pub struct CycleReport {
     pub nodes: usize,
     /// Per-plugin wall time.
     pub timings: Vec<PluginTiming>,
+    /// How each node-usage plugin classified the nodes, in run order.
+    pub usage_reports: Vec<NodeUsageReport>,
     /// Total wall time.
     pub duration: Duration,
 }
@@ -157,6 +161,7 @@ pub fn run_cycle(
         }
     }
     report.limit_hits = session.take_limit_hits();
+    report.usage_reports = session.take_usage_reports();
     let (records, backend) = session.into_parts();
     report.records = records;
     report.duration = start.elapsed();
