@@ -42,6 +42,12 @@ pub struct PlanArgs {
     /// The file `--output html` writes.
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
+    /// Explain why NAMESPACE/POD was or was not evicted, per profile and plugin (repeatable).
+    #[arg(long, value_name = "NAMESPACE/POD")]
+    pub explain: Vec<String>,
+    /// Explain a node: usage per resource against every threshold and its class (repeatable).
+    #[arg(long, value_name = "NODE")]
+    pub explain_node: Vec<String>,
     /// Show every node in the node-usage tables (default: the first 20, interesting ones first).
     #[arg(long)]
     pub all_nodes: bool,
@@ -124,9 +130,24 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         )
     });
     let verdict_ready = started.elapsed();
+    let explain_started = std::time::Instant::now();
+    let prepared = (!args.explain.is_empty())
+        .then(|| crate::plan::explain::prepare(&policy, &snapshot, now, &args.explain));
+    let mut explain_time = explain_started.elapsed();
     let cpu_before = thread_cpu_seconds();
-    let plan = make_plan(&policy, &mut snapshot, now, verdict);
+    let mut plan = make_plan(&policy, &mut snapshot, now, verdict);
     let cycle_cpu = thread_cpu_seconds() - cpu_before;
+    let explain_started = std::time::Instant::now();
+    if let Some(prepared) = prepared {
+        plan.explanations =
+            crate::plan::explain::finish(prepared, &policy, &plan, &plan.limit_hits);
+    }
+    plan.node_explanations = args
+        .explain_node
+        .iter()
+        .flat_map(|n| crate::plan::explain::explain_node(&plan, &snapshot, n))
+        .collect();
+    explain_time += explain_started.elapsed();
     let planned = started.elapsed();
     use std::io::Write;
     if let Some(path) = &html_file {
@@ -150,7 +171,13 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
         match args.output {
             Output::Json => render::write_json(&plan, &mut out),
-            _ => writeln!(out, "{}", render::table(&plan, args.all_nodes).trim_end()),
+            _ => writeln!(
+                out,
+                "{}{}{}",
+                render::table(&plan, args.all_nodes).trim_end(),
+                section(crate::plan::explain::render_pods(&plan.explanations)),
+                section(crate::plan::explain::render_nodes(&plan.node_explanations)),
+            ),
         }
         .and_then(|()| out.flush())
         .context("writing the plan to stdout")?;
@@ -162,6 +189,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
                 "loadSeconds": loaded.as_secs_f64(),
                 "guardSetupSeconds": (verdict_ready - loaded).as_secs_f64(),
                 "cycleSeconds": (planned - loaded).as_secs_f64(),
+                "explainSeconds": explain_time.as_secs_f64(),
                 "cycleCpuSeconds": cycle_cpu,
                 "totalSeconds": planned.as_secs_f64(),
                 "renderSeconds": (started.elapsed() - planned).as_secs_f64(),
@@ -178,6 +206,15 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
     std::mem::forget(snapshot);
     std::mem::forget(plan);
     Ok(())
+}
+
+/// `text` as a section after the table (a blank line before it), or nothing.
+fn section(text: String) -> String {
+    if text.is_empty() {
+        text
+    } else {
+        format!("\n\n{}", text.trim_end())
+    }
 }
 
 /// CPU time this thread has run, in seconds (`/proc/thread-self/schedstat`; 0 where unavailable).

@@ -1,6 +1,7 @@
 //! The offline plan: run a policy over a snapshot with the planning evictor and report what would
 //! be evicted, deflected or denied. The JSON shape is a contract other tools depend on.
 
+pub mod explain;
 pub mod guard_verdict;
 pub mod html;
 pub mod nodes;
@@ -110,6 +111,15 @@ pub struct Plan {
     pub summary: PlanSummary,
     /// Node usage before and after the plan, per node-usage plugin run.
     pub node_usage: Vec<nodes::NodeUsageTable>,
+    /// `--explain` answers (present only when asked).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub explanations: Vec<explain::PodExplanation>,
+    /// `--explain-node` answers (present only when asked).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub node_explanations: Vec<explain::NodeExplanation>,
+    /// Evictions a limit refused before any attempt (not part of the JSON contract).
+    #[serde(skip)]
+    pub limit_hits: Vec<crate::evictor::LimitHit>,
 }
 
 /// Adds one to `key`'s count (allocating the key only the first time).
@@ -204,6 +214,9 @@ pub fn make_plan(
         evictions,
         summary,
         node_usage,
+        explanations: Vec::new(),
+        node_explanations: Vec::new(),
+        limit_hits: report.limit_hits,
     }
 }
 
