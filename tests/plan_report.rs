@@ -234,3 +234,102 @@ fn the_json_contract_adds_reason_code_detail_and_its_version() {
     }
     assert!(json["nodeUsage"].is_array());
 }
+
+/// `--explain` on the bundled example: a PodDisruptionBudget that denies, the guard that deflects,
+/// and the DefaultEvictor rules that stop a DaemonSet pod — in the table and in the JSON.
+#[test]
+fn explain_names_the_pdb_the_guard_verdict_and_the_evictor_rule() {
+    let out = bin()
+        .args(["plan", "-o", "json", "--now", NOW])
+        .args(["--explain", "shop/cache-74c6d8b9f-g5h6i"])
+        .args(["--explain", "shop/api-6f4b9d7c8-q9r2t"])
+        .args(["--explain", "kube-system/kube-proxy-1x"])
+        .args(["--explain-node", "node-4", "--explain-node", "nowhere"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run plan");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let answers = json["explanations"].as_array().expect("explanations");
+    assert_eq!(answers.len(), 3);
+    let verdict = |a: &serde_json::Value, plugin: &str| -> (String, String) {
+        let v = a["profiles"][0]["plugins"]
+            .as_array()
+            .expect("plugins")
+            .iter()
+            .find(|v| v["plugin"] == plugin)
+            .unwrap_or_else(|| panic!("{plugin} in {a}"));
+        (
+            v["verdict"].as_str().unwrap_or_default().to_string(),
+            v["detail"].as_str().unwrap_or_default().to_string(),
+        )
+    };
+    let cache = &answers[0];
+    assert_eq!(
+        cache["pdbs"][0],
+        "PodDisruptionBudget shop/cache: disruptionsAllowed 1"
+    );
+    let (v, d) = verdict(cache, "RemovePodsViolatingTopologySpreadConstraint");
+    assert_eq!(v, "selected");
+    assert!(
+        d.contains("→ denied") && d.contains("PodDisruptionBudget shop/cache"),
+        "{d}"
+    );
+
+    let (v, d) = verdict(&answers[1], "LowNodeUtilization");
+    assert_eq!(v, "selected");
+    assert!(
+        d.contains("→ deflected") && d.contains("rolling restart"),
+        "{d}"
+    );
+
+    let proxy = &answers[2];
+    let filter: Vec<&str> = proxy["profiles"][0]["filter"]
+        .as_array()
+        .expect("filter")
+        .iter()
+        .filter_map(|r| r.as_str())
+        .collect();
+    assert!(filter.iter().any(|r| r.contains("daemonset")), "{filter:?}");
+    assert!(
+        filter.iter().any(|r| r.contains("local storage")),
+        "{filter:?}"
+    );
+    assert_eq!(verdict(proxy, "PodLifeTime").0, "filtered");
+
+    let nodes = json["nodeExplanations"]
+        .as_array()
+        .expect("nodeExplanations");
+    assert!(nodes.iter().any(|n| {
+        n["node"] == "nowhere"
+            && n["lines"][0]
+                .as_str()
+                .is_some_and(|l| l.contains("no node nowhere"))
+    }));
+
+    // The table prints the same answers after the plan.
+    let out = bin()
+        .args([
+            "plan",
+            "--now",
+            NOW,
+            "--explain",
+            "shop/cache-74c6d8b9f-g5h6i",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run plan");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("explain shop/cache-74c6d8b9f-g5h6i (node node-4):"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  PodDisruptionBudget shop/cache: disruptionsAllowed 1"),
+        "{text}"
+    );
+}

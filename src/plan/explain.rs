@@ -92,7 +92,10 @@ fn misfit_text(snapshot: &Snapshot, fit: &PodFit<'_>, pod: PodId, node: NodeId) 
                             crate::scheduling::taints::is_scheduling_taint,
                         )
                 })
-                .map(|t| format!("{t:?}"))
+                .map(|t| match &t.value {
+                    Some(v) if !v.is_empty() => format!("{}={v}:{}", t.key, t.effect),
+                    _ => format!("{}:{}", t.key, t.effect),
+                })
                 .unwrap_or_default();
             format!("{}: taint not tolerated {taint}", n.name)
         }
@@ -480,3 +483,7 @@ pub fn render_nodes(answers: &[NodeExplanation]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+#[path = "explain_tests.rs"]
+mod tests;
