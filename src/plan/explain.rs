@@ -176,9 +176,12 @@ fn pdbs_of(snapshot: &Snapshot, pod: PodId) -> Vec<String> {
         .collect()
 }
 
+/// Per profile, per plugin (in run order): the plugin's own explanation.
+type OwnExplanations = Vec<Vec<Option<String>>>;
+
 /// The checks of the named pods, on the cluster as the plan starts (call before the cycle).
 pub struct Prepared {
-    answers: Vec<(Option<PodId>, PodExplanation, Vec<Vec<Option<String>>>)>,
+    answers: Vec<(Option<PodId>, PodExplanation, OwnExplanations)>,
 }
 
 /// Evaluates the DefaultEvictor and each plugin's own explanation for `pods` before the cycle.

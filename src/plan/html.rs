@@ -97,7 +97,7 @@ pub fn write_html(plan: &Plan, out: &mut impl Write) -> std::io::Result<()> {
     );
     out.write_all(head.as_bytes())?;
     write_rows_json(plan, out)?;
-    write!(out, "</script><script>{SCRIPT}</script></body></html>\n")
+    writeln!(out, "</script><script>{SCRIPT}</script></body></html>")
 }
 
 /// The evictions as compact rows `[pod, node, profile, plugin, outcome, reason, message]`, with
