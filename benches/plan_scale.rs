@@ -76,7 +76,12 @@ fn main() {
                 .arg(&policy)
                 .arg("--snapshot")
                 .arg(&file)
-                .args(explain.iter().filter(|_| run == 3).flat_map(|p| ["--explain", p]))
+                .args(
+                    explain
+                        .iter()
+                        .filter(|_| run == 3)
+                        .flat_map(|p| ["--explain", p]),
+                )
                 .output();
             let wall = started.elapsed().as_secs_f64();
             let out = match out {
@@ -132,5 +137,9 @@ fn main() {
 fn first_pod(plan: &[u8]) -> Option<String> {
     let v: serde_json::Value = serde_json::from_slice(plan).ok()?;
     let e = v["evictions"].get(0)?;
-    Some(format!("{}/{}", e["namespace"].as_str()?, e["name"].as_str()?))
+    Some(format!(
+        "{}/{}",
+        e["namespace"].as_str()?,
+        e["name"].as_str()?
+    ))
 }

@@ -169,8 +169,45 @@ pub fn percent(v: f64) -> String {
     }
 }
 
+/// A duration in seconds as people read it: `45s`, `12m 5s`, `3h 20m`, `9d 3h`.
+pub fn duration(secs: i64) -> String {
+    let (sign, s) = if secs < 0 { ("-", -secs) } else { ("", secs) };
+    let (d, h, m, sec) = (s / 86_400, s % 86_400 / 3_600, s % 3_600 / 60, s % 60);
+    let text = if d > 0 {
+        if h > 0 {
+            format!("{d}d {h}h")
+        } else {
+            format!("{d}d")
+        }
+    } else if h > 0 {
+        if m > 0 {
+            format!("{h}h {m}m")
+        } else {
+            format!("{h}h")
+        }
+    } else if m > 0 {
+        if sec > 0 {
+            format!("{m}m {sec}s")
+        } else {
+            format!("{m}m")
+        }
+    } else {
+        format!("{sec}s")
+    };
+    format!("{sign}{text}")
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(super::duration(45), "45s");
+        assert_eq!(super::duration(725), "12m 5s");
+        assert_eq!(super::duration(3_600), "1h");
+        assert_eq!(super::duration(12_000), "3h 20m");
+        assert_eq!(super::duration(604_800 + 10_800), "7d 3h");
+    }
+
     use super::*;
 
     #[test]
