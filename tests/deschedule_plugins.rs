@@ -4,8 +4,8 @@
 use k8s_openapi::api::core::v1 as core;
 use kube_descheduler::framework::cycle::{CycleConfig, Profile};
 use kube_descheduler::framework::registry::Plugin;
-use kube_descheduler::framework::testing::*;
 use kube_descheduler::plugins::default_evictor::DefaultEvictor;
+use kube_descheduler::testing::*;
 use serde_json::{Value, json};
 
 /// Builds plugin `name` from `args` through the registry (decode, validate, default).
@@ -55,7 +55,7 @@ fn run_with(
     let records = run_profile(
         Profile {
             name: "t".into(),
-            evictor,
+            evictor: Box::new(evictor),
             deschedule: vec![plugin],
             balance: vec![],
         },
@@ -73,7 +73,7 @@ mod remove_failed_pods {
     use super::*;
     const P: &str = "RemoveFailedPods";
 
-    fn failed(name: &str, age: i64) -> kube_descheduler::framework::testing::PodBuilder {
+    fn failed(name: &str, age: i64) -> kube_descheduler::testing::PodBuilder {
         pod("a", name, "n1")
             .phase("Failed")
             .terminated("Error", 1)

@@ -5,10 +5,10 @@ use std::sync::{Arc, Mutex};
 
 use kube_descheduler::evictor::{EvictOutcome, EvictionBackend, EvictionRequest};
 use kube_descheduler::framework::cycle::{CycleConfig, Profile, run_cycle};
-use kube_descheduler::framework::testing::*;
 use kube_descheduler::framework::{BalancePlugin, DeschedulePlugin, Handle};
 use kube_descheduler::plugins::default_evictor::DefaultEvictor;
 use kube_descheduler::snapshot::{NodeId, PodId, Snapshot};
+use kube_descheduler::testing::*;
 
 /// Evicts every pod that passes the filter, node by node, and logs what it saw.
 struct EvictAll {
@@ -80,7 +80,7 @@ fn profile(
 ) -> Profile {
     Profile {
         name: name.into(),
-        evictor: DefaultEvictor::default(),
+        evictor: Box::new(DefaultEvictor::default()),
         deschedule: d,
         balance: b,
     }

@@ -6,11 +6,11 @@ use std::sync::{Arc, Mutex};
 
 use kube_descheduler::evictor::{EvictOutcome, EvictionBackend, EvictionRequest, LimitError};
 use kube_descheduler::framework::cycle::{CycleConfig, Profile, run_cycle};
-use kube_descheduler::framework::testing::*;
 use kube_descheduler::framework::{DeschedulePlugin, Handle};
 use kube_descheduler::plugins::default_evictor::DefaultEvictor;
 use kube_descheduler::serving::metrics::Metrics;
 use kube_descheduler::snapshot::{NodeId, PodId, Snapshot};
+use kube_descheduler::testing::*;
 
 /// Tries every pod (node limit: next node; total limit: stop), as upstream plugins do.
 struct EvictAll;
@@ -84,7 +84,7 @@ fn run(
     let mut snap = cluster();
     let profiles = [Profile {
         name: "prof".into(),
-        evictor: DefaultEvictor::default(),
+        evictor: Box::new(DefaultEvictor::default()),
         deschedule: vec![Box::new(EvictAll)],
         balance: vec![],
     }];

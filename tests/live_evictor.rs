@@ -8,17 +8,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use kube_descheduler::evictor::{EvictOutcome, EvictionBackend, EvictionRequest};
 use kube_descheduler::framework::cycle::{CycleConfig, Profile};
-use kube_descheduler::framework::testing::{node, pod, snapshot};
 use kube_descheduler::framework::{DeschedulePlugin, Handle};
 use kube_descheduler::live::cycle::{LiveCycle, Mode};
+use kube_descheduler::live::cycle_loop::{CycleExec, Source};
 use kube_descheduler::live::events::EventSink;
 use kube_descheduler::live::evictor::{ApiEvictor, ApiEvictorConfig};
-use kube_descheduler::live::loop_::{CycleExec, Source};
 use kube_descheduler::live::ratelimit::RateLimiter;
 use kube_descheduler::plugins::default_evictor::DefaultEvictor;
 use kube_descheduler::policy::Policy;
 use kube_descheduler::serving::metrics::Metrics;
 use kube_descheduler::snapshot::{NodeId, Snapshot};
+use kube_descheduler::testing::{node, pod, snapshot};
 use live_common::FakeApi;
 use tokio_util::sync::CancellationToken;
 
@@ -233,7 +233,7 @@ fn policy() -> Policy {
     Policy {
         profiles: vec![Profile {
             name: "p".into(),
-            evictor: DefaultEvictor::default(),
+            evictor: Box::new(DefaultEvictor::default()),
             deschedule: vec![Box::new(EvictAll)],
             balance: vec![],
         }],

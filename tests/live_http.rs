@@ -12,13 +12,12 @@ use axum::http::{Request, StatusCode};
 use futures::future::BoxFuture;
 use http_body_util::BodyExt;
 use kube_descheduler::live::auth::KubeAuthorizer;
+use kube_descheduler::live::cycle_loop::{CycleExec, LoopConfig, Source, run_loop};
 use kube_descheduler::live::http::{AppState, router};
-use kube_descheduler::live::loop_::{
-    CycleExec, CycleSummary, LoopConfig, Source, run_loop, trigger_channel,
-};
 use kube_descheduler::live::server::{TlsSource, serve_https};
 use kube_descheduler::serving::health::Readiness;
 use kube_descheduler::serving::metrics::Metrics;
+use kube_descheduler::serving::trigger::{CycleSummary, trigger_channel};
 use live_common::FakeApi;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;

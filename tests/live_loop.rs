@@ -5,9 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use kube_descheduler::live::loop_::{
-    CycleExec, CycleSummary, LoopConfig, Source, TriggerError, run_loop, trigger_channel,
-};
+use kube_descheduler::live::cycle_loop::{CycleExec, LoopConfig, Source, run_loop};
+use kube_descheduler::serving::trigger::{CycleSummary, TriggerError, trigger_channel};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;

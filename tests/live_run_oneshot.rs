@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube_descheduler::framework::cycle::{CycleConfig, Profile};
-use kube_descheduler::framework::testing::{node, pod};
 use kube_descheduler::framework::{DeschedulePlugin, Handle};
 use kube_descheduler::live::run::{LiveOptions, run};
 use kube_descheduler::plugins::default_evictor::DefaultEvictor;
 use kube_descheduler::policy::Policy;
 use kube_descheduler::snapshot::NodeId;
+use kube_descheduler::testing::{node, pod};
 use live_common::FakeApi;
 use tokio_util::sync::CancellationToken;
 
@@ -39,7 +39,7 @@ fn options(dry_run: bool) -> LiveOptions {
         policy: Policy {
             profiles: vec![Profile {
                 name: "p".into(),
-                evictor: DefaultEvictor::default(),
+                evictor: Box::new(DefaultEvictor::default()),
                 deschedule: vec![Box::new(EvictAll)],
                 balance: vec![],
             }],

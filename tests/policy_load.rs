@@ -1,6 +1,18 @@
 //! Loading policies: strict decoding, validation and v1alpha1 conversion (plugin-independent parts).
 
+use kube_descheduler::framework::cycle::Profile;
+use kube_descheduler::plugins::default_evictor::{DefaultEvictor, DefaultEvictorArgs};
 use kube_descheduler::policy::load_str;
+
+/// The args of a profile's DefaultEvictor.
+fn evictor_args(profile: &Profile) -> &DefaultEvictorArgs {
+    profile
+        .evictor
+        .as_any()
+        .downcast_ref::<DefaultEvictor>()
+        .expect("the profile's evictor is the DefaultEvictor")
+        .args()
+}
 
 fn err(text: &str) -> String {
     match load_str(text) {
@@ -194,16 +206,14 @@ strategies:
     assert_eq!(lifetime.deschedule.len(), 1);
     assert_eq!(lifetime.deschedule[0].name(), "PodLifeTime");
     assert!(
-        !lifetime.evictor.args().node_fit,
+        !evictor_args(lifetime).node_fit,
         "nodeFit is ignored for PodLifeTime, as upstream"
     );
-    assert!(lifetime.evictor.args().evict_local_storage_pods);
+    assert!(evictor_args(lifetime).evict_local_storage_pods);
     let restarts = &p.profiles[1];
-    assert!(restarts.evictor.args().node_fit);
+    assert!(evictor_args(restarts).node_fit);
     assert_eq!(
-        restarts
-            .evictor
-            .args()
+        evictor_args(restarts)
             .priority_threshold
             .as_ref()
             .and_then(|t| t.value),

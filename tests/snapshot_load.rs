@@ -155,7 +155,7 @@ fn bad_inputs_name_the_place_and_what_was_expected() {
 
 #[test]
 fn pods_of_one_owner_share_identical_parts_but_not_different_ones() {
-    use kube_descheduler::framework::testing::{node, pod, snapshot};
+    use kube_descheduler::testing::{node, pod, snapshot};
     use std::sync::Arc;
     let s = snapshot(
         vec![node("n1").build()],

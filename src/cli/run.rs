@@ -11,8 +11,8 @@ use kube::Client;
 use tokio_util::sync::CancellationToken;
 
 use super::logging::{self, LogFormat};
+use crate::duration::parse_go_duration;
 use crate::error::ConfigError;
-use crate::framework::args::parse_go_duration;
 use crate::leader::LeaderConfig;
 use crate::live::run::{LiveOptions, cancel_on_signals};
 use crate::live::server::TlsSource;

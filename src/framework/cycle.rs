@@ -7,11 +7,10 @@ use jiff::Timestamp;
 use kube::core::{Selector, SelectorExt};
 
 use super::filter_cache::FilterCache;
-use super::{BalancePlugin, DeschedulePlugin, Handle};
+use super::{BalancePlugin, DeschedulePlugin, EvictorPlugin, Handle};
 use crate::evictor::{
     EvictionBackend, EvictionRecord, EvictionSession, LimitHit, Limits, NodeUsageReport,
 };
-use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::{NodeId, Snapshot};
 
 /// A profile ready to run: its DefaultEvictor and plugins in policy order.
@@ -19,7 +18,7 @@ pub struct Profile {
     /// Profile name.
     pub name: String,
     /// The profile's DefaultEvictor.
-    pub evictor: DefaultEvictor,
+    pub evictor: Box<dyn EvictorPlugin>,
     /// Deschedule plugins.
     pub deschedule: Vec<Box<dyn DeschedulePlugin>>,
     /// Balance plugins.
@@ -106,17 +105,11 @@ pub fn run_cycle(
     } else {
         let candidates: Vec<Vec<NodeId>> = profiles
             .iter()
-            .map(|p| {
-                if p.evictor.args().node_fit {
-                    p.evictor.node_fit_candidates(snapshot)
-                } else {
-                    Vec::new()
-                }
-            })
+            .map(|p| p.evictor.fit_candidates(snapshot))
             .collect();
         let mut filter_caches: Vec<FilterCache> = profiles
             .iter()
-            .map(|p| FilterCache::new(&p.evictor, snapshot.pods.len()))
+            .map(|p| FilterCache::new(p.evictor.as_ref(), snapshot.pods.len()))
             .collect();
         let mut settled = 0;
         for (i, (profile, fit_nodes)) in profiles.iter().zip(&candidates).enumerate() {
@@ -126,7 +119,7 @@ pub fn run_cycle(
                     let mut h = Handle::new(
                         snapshot,
                         now,
-                        &profile.evictor,
+                        profile.evictor.as_ref(),
                         &filter_caches[i],
                         fit_nodes,
                         &mut session,
@@ -146,7 +139,7 @@ pub fn run_cycle(
                     let mut h = Handle::new(
                         snapshot,
                         now,
-                        &profile.evictor,
+                        profile.evictor.as_ref(),
                         &filter_caches[i],
                         fit_nodes,
                         &mut session,

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use crate::plugins::default_evictor::DefaultEvictor;
+use super::EvictorPlugin;
 use crate::snapshot::PodId;
 
 const UNKNOWN: u8 = 0;
@@ -21,7 +21,7 @@ pub struct FilterCache {
 
 impl FilterCache {
     /// An empty cache for `pods` pods filtered by `evictor`.
-    pub fn new(evictor: &DefaultEvictor, pods: usize) -> Self {
+    pub fn new(evictor: &dyn EvictorPlugin, pods: usize) -> Self {
         FilterCache {
             verdicts: (0..pods).map(|_| AtomicU8::new(UNKNOWN)).collect(),
             stable: !evictor.filter_reads_evictions(),
@@ -57,6 +57,7 @@ impl FilterCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugins::default_evictor::DefaultEvictor;
     use std::cell::Cell;
 
     fn evictor(args: serde_json::Value) -> DefaultEvictor {

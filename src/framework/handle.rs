@@ -3,13 +3,13 @@
 
 use jiff::Timestamp;
 
+use super::EvictorPlugin;
 use super::filter_cache::FilterCache;
 use std::sync::Arc;
 
 use crate::evictor::{
     EvictError, EvictOutcome, EvictionReason, EvictionRequest, EvictionSession, NodeUsageReport,
 };
-use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::{NodeId, PodId, Snapshot};
 
 /// A read-only view of the DefaultEvictor's Filter that threads can share.
@@ -17,7 +17,7 @@ use crate::snapshot::{NodeId, PodId, Snapshot};
 pub struct FilterView<'a> {
     snapshot: &'a Snapshot,
     now: Timestamp,
-    evictor: &'a DefaultEvictor,
+    evictor: &'a dyn EvictorPlugin,
     cache: &'a FilterCache,
     fit_candidates: &'a [NodeId],
     moved: &'a rustc_hash::FxHashSet<PodId>,
@@ -60,7 +60,7 @@ pub struct Handle<'a> {
     pub snapshot: &'a Snapshot,
     /// The cycle's clock (`plan --now` fixes it).
     pub now: Timestamp,
-    evictor: &'a DefaultEvictor,
+    evictor: &'a dyn EvictorPlugin,
     filter_cache: &'a FilterCache,
     fit_candidates: &'a [NodeId],
     session: &'a mut EvictionSession,
@@ -73,12 +73,12 @@ pub struct Handle<'a> {
 impl<'a> Handle<'a> {
     /// A handle for `plugin` of `profile`. `filter_cache` remembers `evictor`'s Filter verdicts;
     /// `fit_candidates` are its `nodeFit` nodes for this cycle
-    /// ([`DefaultEvictor::node_fit_candidates`]).
+    /// ([`EvictorPlugin::fit_candidates`]).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         snapshot: &'a Snapshot,
         now: Timestamp,
-        evictor: &'a DefaultEvictor,
+        evictor: &'a dyn EvictorPlugin,
         filter_cache: &'a FilterCache,
         fit_candidates: &'a [NodeId],
         session: &'a mut EvictionSession,
@@ -123,7 +123,7 @@ impl<'a> Handle<'a> {
     }
 
     /// The DefaultEvictor in force for this profile.
-    pub fn evictor(&self) -> &DefaultEvictor {
+    pub fn evictor(&self) -> &dyn EvictorPlugin {
         self.evictor
     }
 

@@ -1,5 +1,6 @@
-//! The plugin framework: extension-point traits, the [`Handle`] plugins work through, argument
-//! decoding, shared argument types, pod ordering, and the descheduling [`cycle`].
+//! The plugin framework: extension-point traits (the profile's evictor is an [`EvictorPlugin`]),
+//! the [`Handle`] plugins work through, argument decoding, shared argument types, pod ordering,
+//! and the descheduling [`cycle`].
 
 pub mod args;
 pub mod cycle;
@@ -10,7 +11,6 @@ pub mod per_node;
 pub mod podfilter;
 pub mod registry;
 pub mod sort;
-pub mod testing;
 
 pub use handle::Handle;
 pub use registry::{Plugin, PluginFactory};
@@ -18,6 +18,29 @@ pub use registry::{Plugin, PluginFactory};
 use jiff::Timestamp;
 
 use crate::snapshot::{NodeId, PodId, Snapshot};
+
+/// The profile's evictor at the Filter and PreEvictionFilter extension points (the DefaultEvictor,
+/// in [`crate::plugins::default_evictor`]). The cycle and the [`Handle`] consult it before every
+/// eviction; the framework knows it only through this trait.
+pub trait EvictorPlugin: Send + Sync {
+    /// Filter: may `pod` be evicted at all (annotations, protections, selectors)?
+    fn filter(&self, snapshot: &Snapshot, pod: PodId, now: Timestamp) -> bool;
+    /// PreEvictionFilter, with the `nodeFit` nodes computed once per cycle
+    /// ([`EvictorPlugin::fit_candidates`]).
+    fn pre_eviction_filter_with(
+        &self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        candidates: &[NodeId],
+    ) -> bool;
+    /// Whether a Filter verdict can change when other pods are evicted; otherwise verdicts hold
+    /// for a whole cycle.
+    fn filter_reads_evictions(&self) -> bool;
+    /// The nodes `nodeFit` considers this cycle (empty when `nodeFit` is off).
+    fn fit_candidates(&self, snapshot: &Snapshot) -> Vec<NodeId>;
+    /// The concrete evictor, for callers that know its type (e.g. to read its args).
+    fn as_any(&self) -> &dyn std::any::Any;
+}
 
 /// A plugin at the Deschedule extension point: evicts pods that violate a per-pod rule.
 pub trait DeschedulePlugin: Send + Sync {

@@ -27,8 +27,8 @@ pub fn sort_by_priority_low_to_high(snapshot: &Snapshot, pods: &mut [PodId]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::testing::{node, pod, snapshot};
     use crate::snapshot::model::ANNOTATION_PREFER_NO_EVICTION;
+    use crate::testing::{node, pod, snapshot};
 
     #[test]
     fn priority_then_qos_then_prefer_no_eviction() {

@@ -27,9 +27,9 @@ use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
-use super::facts::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
 use super::pod_cache::{LeanPod, PodStripper};
 use super::source::{FactSource, SourceError};
+use crate::workload::facts::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
 
 /// Time budget of one on-demand read (the webhook answers within its 5 s timeout).
 pub const READ_TIMEOUT: Duration = Duration::from_millis(1500);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
-use super::facts::{
+use crate::workload::facts::{
     DeploymentFacts, PdbFacts, PodFacts, PodPhase, PvcFacts, ReplicaSetFacts, Strategy,
 };
 

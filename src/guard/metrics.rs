@@ -186,6 +186,16 @@ impl GuardMetrics {
     }
 }
 
+impl crate::restart::RestartMetrics for GuardMetrics {
+    fn restart_error(&self) {
+        GuardMetrics::restart_error(self);
+    }
+
+    fn observe_restart(&self, d: Duration) {
+        GuardMetrics::observe_restart(self, d);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

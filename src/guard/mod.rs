@@ -18,18 +18,19 @@
 //! 5. Dry run → no side effects, allow with a warning saying what would have happened.
 //! 6. Everything else, and whenever the guard cannot tell: allow.
 
-pub mod annotations;
 pub mod cache;
 pub mod decision;
-pub mod facts;
 pub mod metrics;
 pub mod pod_cache;
 pub mod review;
 pub mod server;
 pub mod source;
 
+/// The workload facts the guard decides on live in [`crate::workload`]; re-exported here so
+/// `guard::facts`, `guard::annotations` and `guard::DeploymentFacts` keep working.
+pub use crate::workload::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
+pub use crate::workload::{annotations, facts};
 pub use decision::{
     AllowReason, DEFLECTION_PHRASE, EvictionRequest, Facts, GuardConfig, Verdict, decide,
     is_deflection_message,
 };
-pub use facts::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};

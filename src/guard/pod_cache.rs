@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::facts::{OwnerFacts, PodFacts, PodPhase};
+use crate::workload::facts::{OwnerFacts, PodFacts, PodPhase};
 
 /// A pod's labels, sorted by key (as they come out of a `BTreeMap`).
 pub type LabelSet = [(Box<str>, Box<str>)];

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use super::decision::{EvictionRequest, Facts};
-use super::facts::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
+use crate::workload::facts::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
 
 /// A lookup that could not be answered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -257,7 +257,7 @@ mod tests {
     use std::sync::atomic::Ordering;
 
     use super::*;
-    use crate::guard::facts::PodPhase;
+    use crate::workload::facts::PodPhase;
 
     fn pod(uid: &str, ready: bool) -> PodFacts {
         PodFacts {

@@ -7,15 +7,16 @@ use futures::future::BoxFuture;
 use jiff::Timestamp;
 use tokio_util::sync::CancellationToken;
 
+use super::cycle_loop::{CycleExec, Source};
 use super::dry_run::dry_run_verdict;
 use super::evictor::{ApiEvictor, ApiEvictorConfig, NOT_ATTEMPTED, not_attempted};
-use super::loop_::{CycleExec, CycleSummary, Source};
 use super::recent::RecentEvictions;
 use crate::evictor::planner::PlanBackend;
 use crate::evictor::{EvictOutcome, EvictionBackend};
 use crate::framework::cycle::{CycleReport, run_cycle};
 use crate::policy::Policy;
 use crate::serving::metrics::Metrics;
+use crate::serving::trigger::CycleSummary;
 use crate::snapshot::Snapshot;
 
 /// How evictions are carried out.

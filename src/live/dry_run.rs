@@ -91,8 +91,8 @@ pub fn pdb_verdict(snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::testing::{node, pod};
     use crate::snapshot::SnapshotBuilder;
+    use crate::testing::{node, pod};
     use k8s_openapi::api::policy::v1::{
         PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus,
     };

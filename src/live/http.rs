@@ -12,10 +12,10 @@ use axum::routing::{get, post};
 use serde_json::json;
 
 use super::auth::{self, Authorizer, Decision};
-use super::loop_::Trigger;
 use crate::serving::health::{self, Readiness};
 use crate::serving::metrics::{self, Metrics};
 use crate::serving::trigger;
+use crate::serving::trigger::Trigger;
 
 /// What the routes need.
 #[derive(Clone)]

@@ -16,11 +16,11 @@
 pub mod auth;
 pub mod caches;
 pub mod cycle;
+pub mod cycle_loop;
 pub mod dry_run;
 pub mod events;
 pub mod evictor;
 pub mod http;
-pub mod loop_;
 pub mod ratelimit;
 pub mod recent;
 pub mod run;

@@ -89,7 +89,7 @@ impl RecentEvictions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::testing::{node, pod, snapshot};
+    use crate::testing::{node, pod, snapshot};
 
     fn snap(terminating_b: bool) -> Snapshot {
         let mut b = pod("ns", "b", "n1");

@@ -13,16 +13,17 @@ use tokio_util::sync::CancellationToken;
 use super::auth::{Authorizer, KubeAuthorizer};
 use super::caches::Caches;
 use super::cycle::{LiveCycle, Mode};
+use super::cycle_loop::{LoopConfig, run_loop};
 use super::events::EventSink;
 use super::evictor::ApiEvictorConfig;
 use super::http::{AppState, router};
-use super::loop_::{LoopConfig, run_loop, trigger_channel};
 use super::ratelimit::RateLimiter;
 use super::server::{TlsSource, serve_https};
 use crate::leader::{self, Elector, KubeLeaseApi, LeaderConfig};
 use crate::policy::Policy;
 use crate::serving::health::Readiness;
 use crate::serving::metrics::Metrics;
+use crate::serving::trigger::trigger_channel;
 
 /// Everything `run` needs besides the client.
 pub struct LiveOptions {

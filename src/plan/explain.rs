@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::Plan;
 use crate::evictor::LimitHit;
 use crate::framework::cycle::ready_nodes;
+use crate::plugins::default_evictor::DefaultEvictor;
 use crate::policy::Policy;
 use crate::scheduling::fit::{Misfit, PodFit};
 use crate::snapshot::{NodeId, PodId, Snapshot};
@@ -113,7 +114,7 @@ fn pre_eviction(
     profile: &crate::framework::cycle::Profile,
     pod: PodId,
 ) -> Option<String> {
-    let ev = &profile.evictor;
+    let ev = default_evictor(profile)?;
     let candidates = if ev.args().node_fit {
         ev.node_fit_candidates(snapshot)
     } else {
@@ -146,6 +147,11 @@ fn pre_eviction(
         "namespaceLabelSelector: namespace {} does not match",
         snapshot.pod(pod).namespace
     ))
+}
+
+/// The profile's evictor as the DefaultEvictor (the only evictor plugin there is).
+fn default_evictor(profile: &crate::framework::cycle::Profile) -> Option<&DefaultEvictor> {
+    profile.evictor.as_any().downcast_ref::<DefaultEvictor>()
 }
 
 fn pdbs_of(snapshot: &Snapshot, pod: PodId) -> Vec<String> {
@@ -221,10 +227,8 @@ pub fn prepare(policy: &Policy, snapshot: &Snapshot, now: Timestamp, pods: &[Str
                         own.push(mine);
                         ProfileExplanation {
                             profile: pr.name.clone(),
-                            filter: pr
-                                .evictor
-                                .check(snapshot, pod, now)
-                                .err()
+                            filter: default_evictor(pr)
+                                .and_then(|ev| ev.check(snapshot, pod, now).err())
                                 .unwrap_or_default(),
                             pre_eviction_filter: pre_eviction(snapshot, pr, pod),
                             plugins: Vec::new(),

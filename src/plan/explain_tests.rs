@@ -2,8 +2,8 @@
 //! covered on the bundled example by the `plan_report` integration test).
 
 use super::*;
-use crate::framework::testing::{node, now, pod, snapshot};
 use crate::plan::make_plan;
+use crate::testing::{node, now, pod, snapshot};
 
 fn policy(evictor_args: &str, cycle: &str) -> Policy {
     crate::policy::load_str(&format!(

@@ -9,14 +9,14 @@ use jiff::Timestamp;
 
 use crate::evictor::EvictOutcome;
 use crate::evictor::planner::VerdictFn;
-use crate::guard::facts::{OwnerFacts, PodPhase as GuardPhase};
-use crate::guard::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
 use crate::guard::{EvictionRequest, Facts, GuardConfig, Verdict, decide};
 use crate::snapshot::model::{PodPhase, Volume};
 use crate::snapshot::{ObjectKey, Pod, PodId, Snapshot};
+use crate::workload::facts::{OwnerFacts, PodPhase as GuardPhase};
+use crate::workload::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
 
-/// The guard's opt-out annotation and value (see [`crate::guard::annotations`]).
-use crate::guard::annotations::{OPT_OUT, OPT_OUT_VALUE};
+/// The guard's opt-out annotation and value (see [`crate::workload::annotations`]).
+use crate::workload::annotations::{OPT_OUT, OPT_OUT_VALUE};
 
 /// Guard facts about a pod of the snapshot.
 pub fn pod_facts(p: &Pod) -> PodFacts {
@@ -299,7 +299,7 @@ mod tests {
     /// another pod gives exactly the fresh facts, for every pod of a varied cluster.
     #[test]
     fn refilled_pod_facts_equal_fresh_ones() {
-        let snap = crate::framework::testing::synthetic_snapshot(20, 600, 9);
+        let snap = crate::testing::synthetic_snapshot(20, 600, 9);
         let mut reused = pod_facts(snap.pod(0));
         let mut hashes = (0, 0);
         for p in (0..snap.pods.len() as PodId).rev() {

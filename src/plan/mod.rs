@@ -234,7 +234,7 @@ mod tests {
         let now: Timestamp = "2026-02-01T00:00:00Z".parse().expect("time");
         let plan_with = |workers: usize| {
             with_workers(workers, || {
-                let mut snapshot = crate::framework::testing::synthetic_snapshot(80, 4_000, 21);
+                let mut snapshot = crate::testing::synthetic_snapshot(80, 4_000, 21);
                 let verdict = crate::plan::guard_verdict::guard_verdict(
                     &snapshot,
                     now,

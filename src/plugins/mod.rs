@@ -1,4 +1,7 @@
-//! Plugins, one file each, and the registry that maps policy names to them.
+//! Plugins and the registry that maps policy names to them. A plugin with more than a screen of
+//! logic is a folder: `mod.rs` (the plugin and its algorithm), `args.rs` (args types, defaults,
+//! decoding, validation) and `tests.rs`; small plugins are one file. `node_utilization` holds what
+//! LowNodeUtilization and HighNodeUtilization share.
 
 pub mod default_evictor;
 pub mod high_node_utilization;

@@ -287,7 +287,7 @@ fn build_profile(p: &ProfileV1alpha2) -> Result<Profile, ConfigError> {
     }
     let mut profile = Profile {
         name: p.name.clone(),
-        evictor,
+        evictor: Box::new(evictor),
         deschedule: Vec::new(),
         balance: Vec::new(),
     };

@@ -21,11 +21,10 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 use serde_json::{Value, json};
 
-use crate::guard::annotations::{
+use crate::workload::DeploymentFacts;
+use crate::workload::annotations::{
     RESTART_REASON, RESTARTED_AT, RESTARTED_BY, TEMPLATE_RESTARTED_AT,
 };
-use crate::guard::facts::DeploymentFacts;
-use crate::guard::metrics::GuardMetrics;
 
 /// Field manager of every write we make.
 pub const FIELD_MANAGER: &str = "kube-descheduler-guard";
@@ -67,6 +66,14 @@ pub enum RestartOutcome {
     },
 }
 
+/// Where the actor reports restart outcomes (the guard's metrics implement it).
+pub trait RestartMetrics: Send + Sync {
+    /// Counts a failed restart.
+    fn restart_error(&self);
+    /// Records the duration of a successful restart.
+    fn observe_restart(&self, d: Duration);
+}
+
 /// Something that restarts Deployments (the real actor, or a test double).
 pub trait Restarter: Send + Sync + 'static {
     /// Restarts the Deployment unless a restart of it is already in flight.
@@ -79,14 +86,18 @@ pub struct RestartActor {
     recorder: Recorder,
     instance: String,
     timeout: Duration,
-    metrics: Arc<GuardMetrics>,
+    metrics: Arc<dyn RestartMetrics>,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl RestartActor {
     /// Creates the actor. `instance` identifies this webhook replica (pod name) in records and
     /// Events.
-    pub fn new(client: Client, instance: impl Into<String>, metrics: Arc<GuardMetrics>) -> Self {
+    pub fn new(
+        client: Client,
+        instance: impl Into<String>,
+        metrics: Arc<dyn RestartMetrics>,
+    ) -> Self {
         let instance = instance.into();
         let reporter = Reporter {
             controller: "kube-descheduler-guard".into(),

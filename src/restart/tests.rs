@@ -13,6 +13,7 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 use super::*;
+use crate::guard::metrics::GuardMetrics;
 
 #[derive(Default)]
 struct Fake {

@@ -171,7 +171,7 @@ pub fn anti_affinity_conflict(snapshot: &Snapshot, pod: PodId, node: NodeId) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::testing::{node, pod, snapshot};
+    use crate::testing::{node, pod, snapshot};
     use k8s_openapi::api::core::v1 as core;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
@@ -253,7 +253,7 @@ mod tests {
         misfits
     }
 
-    fn target() -> crate::framework::testing::NodeBuilder {
+    fn target() -> crate::testing::NodeBuilder {
         node("n2").label("tier", "web").label("gen", "5")
     }
 

@@ -2,8 +2,14 @@
 //!
 //! Built by [`SnapshotBuilder`] from Kubernetes objects — from a `List` file ([`load`]) for `plan`
 //! or from watch caches in live mode. The engine never assumes where it came from.
+//!
+//! The file loader is layered: [`load`] (file or bytes) → [`stream`] (a JSON `List` item by item)
+//! → `decode` (one object by its `kind`) → [`workloads`] and `json` (field-path errors, `kind`
+//! peeking).
 
 pub mod builder;
+mod decode;
+mod json;
 pub mod load;
 pub mod model;
 pub mod resources;
@@ -16,7 +22,7 @@ use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 
-use crate::guard::{DeploymentFacts, ReplicaSetFacts};
+use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 

@@ -324,7 +324,7 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
                         let peeked: Vec<Option<&str>> = batch
                             .items
                             .iter()
-                            .map(|&(a, b)| super::load::peek_kind(&text[a..b]))
+                            .map(|&(a, b)| super::json::peek_kind(&text[a..b]))
                             .collect();
                         for kind in &peeked {
                             match kind.or(default_kind) {
@@ -337,7 +337,7 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
                         local.reserve_many(counts[0], counts[1], counts[2]);
                         for (n, (&(a, b), &kind)) in batch.items.iter().zip(&peeked).enumerate() {
                             let where_ = || format!("items[{}]", batch.first_index + n);
-                            super::load::add_peeked_json_object(
+                            super::decode::add_peeked_json_object(
                                 &text[a..b],
                                 kind,
                                 &where_,

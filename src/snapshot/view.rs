@@ -3,6 +3,7 @@
 //! built from a `k8s_openapi` Pod in live mode — one conversion path into the model either way.
 
 mod fast;
+mod reader;
 
 use std::borrow::Cow;
 use std::fmt;

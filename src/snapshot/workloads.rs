@@ -16,8 +16,8 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde::Deserialize;
 
-use super::load::decode_json as decode;
-use crate::guard::{DeploymentFacts, ReplicaSetFacts};
+use super::json::decode_json as decode;
+use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 
 /// The metadata fields the facts read.
 #[derive(Deserialize, Default)]
@@ -270,7 +270,7 @@ mod tests {
         assert!(
             batch.opt_out
                 && batch.paused
-                && batch.strategy == crate::guard::facts::Strategy::Recreate
+                && batch.strategy == crate::workload::facts::Strategy::Recreate
         );
         assert_eq!(replica_set_facts(RS[0]).unwrap().revision, Some(7));
     }
@@ -278,7 +278,7 @@ mod tests {
     /// The objects of a synthetic cluster decode to the same facts.
     #[test]
     fn lean_facts_equal_full_facts_on_generated_clusters() {
-        let text = crate::framework::testing::synthetic_cluster_json(20, 600, 3);
+        let text = crate::testing::synthetic_cluster_json(20, 600, 3);
         let list: serde_json::Value = serde_json::from_slice(&text).expect("JSON list");
         let mut seen = (0, 0);
         for item in list["items"].as_array().expect("items") {

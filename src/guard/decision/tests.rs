@@ -5,7 +5,7 @@ use jiff::{SignedDuration, Timestamp};
 use kube::core::Selector;
 
 use super::*;
-use crate::guard::facts::{IntOrPercent, OwnerFacts, RecordedRestart};
+use crate::workload::facts::{IntOrPercent, OwnerFacts, RecordedRestart};
 
 fn now() -> Timestamp {
     "2026-11-22T12:00:00Z".parse().unwrap()

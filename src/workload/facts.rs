@@ -1,4 +1,5 @@
-//! Lean facts the guard decides on, independent of the Kubernetes API types.
+//! Lean workload facts, independent of the Kubernetes API types: the guard decides on them and
+//! the snapshot carries them for its Deployments and ReplicaSets.
 //!
 //! The webhook builds them from k8s-openapi objects (the `from_*` constructors); the offline
 //! `plan` command can fill the plain fields from its own snapshot model.

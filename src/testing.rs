@@ -8,10 +8,10 @@ use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
-use super::cycle::{CycleConfig, Profile, run_cycle};
-use super::{BalancePlugin, DeschedulePlugin};
 use crate::evictor::EvictionRecord;
 use crate::evictor::planner::PlanBackend;
+use crate::framework::cycle::{CycleConfig, Profile, run_cycle};
+use crate::framework::{BalancePlugin, DeschedulePlugin};
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::{Snapshot, SnapshotBuilder};
 
@@ -464,7 +464,7 @@ pub fn run_deschedule(
     run_profile(
         Profile {
             name: "test".into(),
-            evictor,
+            evictor: Box::new(evictor),
             deschedule: vec![plugin],
             balance: vec![],
         },
@@ -482,7 +482,7 @@ pub fn run_balance(
     run_profile(
         Profile {
             name: "test".into(),
-            evictor,
+            evictor: Box::new(evictor),
             deschedule: vec![],
             balance: vec![plugin],
         },

@@ -4,16 +4,18 @@
 //! At most one cycle runs at a time. A trigger is refused (`Busy`) while a cycle runs or another
 //! trigger is queued; a queued trigger is answered with `ShuttingDown` on shutdown. Accounting
 //! (metrics, logs) happens in the [`CycleExec`], so a trigger whose caller went away is still
-//! accounted.
+//! accounted. The trigger interface itself ([`crate::serving::trigger`]) belongs to serving; this
+//! loop is its consumer.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use serde::Serialize;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
+
+use crate::serving::trigger::{CycleSummary, TriggerError, TriggerQueue, TriggerState, lock};
 
 /// What started a cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,114 +39,11 @@ impl Source {
     }
 }
 
-/// What a cycle did (the trigger API's JSON body).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CycleSummary {
-    /// `completed`, `skipped` (fewer than 2 Ready nodes), `aborted` (stopped early) or `failed`.
-    pub status: String,
-    /// Pods evicted.
-    pub evicted: u64,
-    /// Evictions deflected into a rolling restart.
-    pub deflected: u64,
-    /// Evictions refused with 429 (PDB, guard health rule).
-    pub skipped: u64,
-    /// Failed evictions.
-    pub errors: u64,
-    /// Wall time of the cycle.
-    pub duration_seconds: f64,
-    /// Why the cycle was skipped or failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-}
-
 /// Runs one cycle and accounts it. `stop` is cancelled on shutdown or lost leadership: the
 /// eviction in flight finishes, no further eviction is attempted.
 pub trait CycleExec: Send + Sync + 'static {
     /// Runs one cycle.
     fn run(&self, source: Source, stop: CancellationToken) -> BoxFuture<'static, CycleSummary>;
-}
-
-/// Why a trigger was not run.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TriggerError {
-    /// A cycle is running or another trigger is queued (HTTP 429).
-    #[error("a descheduling cycle is already running or queued")]
-    Busy,
-    /// The process is shutting down (HTTP 503).
-    #[error("the descheduler is shutting down")]
-    ShuttingDown,
-    /// This replica is not the leader (HTTP 503).
-    #[error("this replica is not the leader")]
-    NotLeader,
-}
-
-type Reply = oneshot::Sender<Result<CycleSummary, TriggerError>>;
-
-#[derive(Debug, Default)]
-struct TriggerState {
-    running: bool,
-    queued: bool,
-    closed: bool,
-}
-
-/// The handle the trigger API uses to request a cycle.
-#[derive(Clone)]
-pub struct Trigger {
-    state: Arc<Mutex<TriggerState>>,
-    tx: mpsc::Sender<Reply>,
-}
-
-/// The loop's end of the trigger channel.
-pub struct TriggerQueue {
-    state: Arc<Mutex<TriggerState>>,
-    rx: mpsc::Receiver<Reply>,
-}
-
-/// A connected trigger handle and queue.
-pub fn trigger_channel() -> (Trigger, TriggerQueue) {
-    let state = Arc::new(Mutex::new(TriggerState::default()));
-    let (tx, rx) = mpsc::channel(1);
-    (
-        Trigger {
-            state: state.clone(),
-            tx,
-        },
-        TriggerQueue { state, rx },
-    )
-}
-
-fn lock(m: &Mutex<TriggerState>) -> std::sync::MutexGuard<'_, TriggerState> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl Trigger {
-    /// Queues a cycle; the receiver gets its summary. Refused when a cycle runs or is queued.
-    pub fn request(
-        &self,
-    ) -> Result<oneshot::Receiver<Result<CycleSummary, TriggerError>>, TriggerError> {
-        let mut st = lock(&self.state);
-        if st.closed {
-            return Err(TriggerError::ShuttingDown);
-        }
-        if st.running || st.queued {
-            return Err(TriggerError::Busy);
-        }
-        let (tx, rx) = oneshot::channel();
-        match self.tx.try_send(tx) {
-            Ok(()) => {
-                st.queued = true;
-                Ok(rx)
-            }
-            Err(mpsc::error::TrySendError::Full(_)) => Err(TriggerError::Busy),
-            Err(mpsc::error::TrySendError::Closed(_)) => Err(TriggerError::ShuttingDown),
-        }
-    }
-
-    /// Whether a cycle is running right now.
-    pub fn is_running(&self) -> bool {
-        lock(&self.state).running
-    }
 }
 
 /// Loop settings.

@@ -1,0 +1,110 @@
+//! HighNodeUtilization (Balance): evicts pods from underutilized nodes (every thresholded resource
+//! at or below `thresholds`, cordoned nodes included), least used first, so the scheduler packs
+//! them onto the other schedulable nodes. Usage is request-based, as for LowNodeUtilization.
+
+use super::node_utilization::{
+    EvictionSpec, Thresholds, Usage, evict_from_sources, sort_rows_by_usage, tracked_resources,
+};
+use crate::framework::registry::ExtensionPoint;
+use crate::framework::{BalancePlugin, Handle, PluginFactory};
+use crate::snapshot::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
+use crate::snapshot::{NodeId, Pod};
+
+mod args;
+use args::build;
+pub use args::{EvictionMode, HighNodeUtilizationArgs};
+
+/// The plugin name.
+pub const NAME: &str = "HighNodeUtilization";
+
+/// The HighNodeUtilization plugin.
+#[derive(Debug)]
+pub struct HighNodeUtilization {
+    args: HighNodeUtilizationArgs,
+    only_thresholding_resources: bool,
+}
+
+impl HighNodeUtilization {
+    /// `OnlyThresholdingResources`: the pod requests some thresholded resource. Upstream checks
+    /// that a container lists the request; the lean model keeps effective requests, so a native
+    /// resource counts when its request is non-zero and an extended one when it is listed.
+    fn requests_thresholded_resource(&self, pod: &Pod) -> bool {
+        let r = &pod.requests;
+        self.args.thresholds.keys().any(|name| match name.as_str() {
+            CPU => r.cpu_milli > 0,
+            MEMORY => r.memory > 0,
+            EPHEMERAL_STORAGE => r.ephemeral_storage > 0,
+            PODS => false,
+            other => r.has(other),
+        })
+    }
+}
+
+/// The registry entry.
+pub fn factory() -> PluginFactory {
+    PluginFactory {
+        name: NAME,
+        point: ExtensionPoint::Balance,
+        build,
+    }
+}
+
+impl BalancePlugin for HighNodeUtilization {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+        let a = &self.args;
+        let snapshot = h.snapshot;
+        let resources = tracked_resources(a.thresholds.keys().map(String::as_str));
+        let mut usage = Usage::compute(snapshot, nodes, resources);
+        let low_levels = usage.levels(&a.thresholds);
+        // Destinations are capped at 100 % of every thresholded resource.
+        let full: Thresholds = a.thresholds.keys().map(|k| (k.clone(), 100.0)).collect();
+        let caps = usage.levels(&full);
+        let (mut low, mut schedulable) = (Vec::new(), Vec::new());
+        for (i, &n) in nodes.iter().enumerate() {
+            if usage.is_below(i, &low_levels) {
+                low.push(i);
+            } else if !snapshot.node(n).unschedulable {
+                schedulable.push(i);
+            }
+        }
+        tracing::debug!(
+            plugin = NAME,
+            underutilized = low.len(),
+            schedulable = schedulable.len(),
+            "classified nodes"
+        );
+        if low.is_empty()
+            || (low.len() as i64) <= a.number_of_nodes
+            || low.len() == nodes.len()
+            || schedulable.is_empty()
+        {
+            return;
+        }
+        sort_rows_by_usage(&usage, &mut low, true);
+        let excluded = a
+            .evictable_namespaces
+            .as_ref()
+            .map(|n| n.exclude.as_slice())
+            .unwrap_or(&[]);
+        let filter = |pod: &Pod| {
+            !self.only_thresholding_resources || self.requests_thresholded_resource(pod)
+        };
+        let spec = EvictionSpec {
+            sources: low,
+            destinations: schedulable,
+            caps: &caps,
+            excluded_namespaces: excluded,
+            node_limit: None,
+            stop_under_target: false,
+            pod_filter: &filter,
+        };
+        evict_from_sources(h, &mut usage, &spec);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,189 @@
+//! LowNodeUtilization args: the types (upstream `LowNodeUtilizationArgs`), decoding and upstream's
+//! validation (`ValidateLowNodeUtilizationArgs`, plus the metrics-source checks).
+
+use serde::Deserialize;
+
+use super::LowNodeUtilization;
+use crate::framework::Plugin;
+use crate::framework::args::{ArgsError, decode};
+use crate::plugins::node_utilization::{
+    EvictableNamespaces, METRIC_RESOURCE, Thresholds, validate_thresholds,
+};
+
+/// `evictionLimits`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvictionLimits {
+    /// At most this many evictions per node by this plugin per cycle (0: none).
+    #[serde(default)]
+    pub node: Option<u64>,
+}
+
+/// `metricsUtilization.prometheus`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prometheus {
+    /// PromQL query returning per-node usage.
+    #[serde(default)]
+    pub query: String,
+}
+
+/// `metricsUtilization`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MetricsUtilization {
+    /// Deprecated: use the metrics server.
+    #[serde(default)]
+    pub metrics_server: bool,
+    /// `KubernetesMetrics` or `Prometheus`.
+    #[serde(default)]
+    pub source: String,
+    /// Prometheus settings.
+    #[serde(default)]
+    pub prometheus: Option<Prometheus>,
+}
+
+/// LowNodeUtilization args (upstream `LowNodeUtilizationArgs`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LowNodeUtilizationArgs {
+    /// Thresholds are deviations from the mean usage instead of absolute percentages.
+    #[serde(default)]
+    pub use_deviation_thresholds: bool,
+    /// A node is underutilized when every resource is at or below these.
+    #[serde(default)]
+    pub thresholds: Thresholds,
+    /// A node is overutilized when some resource is above these.
+    #[serde(default)]
+    pub target_thresholds: Thresholds,
+    /// Act only when more than this many nodes are underutilized.
+    #[serde(default)]
+    pub number_of_nodes: i64,
+    /// Usage source (only request-based usage is supported here).
+    #[serde(default)]
+    pub metrics_utilization: Option<MetricsUtilization>,
+    /// Namespaces excluded from eviction.
+    #[serde(default)]
+    pub evictable_namespaces: Option<EvictableNamespaces>,
+    /// Per-node eviction limit of this plugin.
+    #[serde(default)]
+    pub eviction_limits: Option<EvictionLimits>,
+}
+
+impl LowNodeUtilizationArgs {
+    /// Upstream `ValidateLowNodeUtilizationArgs`.
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        if let Some(ns) = &self.evictable_namespaces {
+            ns.validate()?;
+        }
+        validate_thresholds(
+            "thresholds",
+            "thresholds config is not valid: ",
+            &self.thresholds,
+        )?;
+        validate_thresholds(
+            "targetThresholds",
+            "targetThresholds config is not valid: ",
+            &self.target_thresholds,
+        )?;
+        let differ = || {
+            ArgsError::new(
+                "targetThresholds",
+                "thresholds and targetThresholds configured different resources",
+            )
+        };
+        if self.thresholds.len() != self.target_thresholds.len() {
+            return Err(differ());
+        }
+        for (name, &value) in &self.thresholds {
+            let Some(&target) = self.target_thresholds.get(name) else {
+                return Err(differ());
+            };
+            if value > target && !self.use_deviation_thresholds {
+                return Err(ArgsError::new(
+                    format!("thresholds.{name}"),
+                    format!("thresholds' {name} percentage is greater than targetThresholds'"),
+                ));
+            }
+        }
+        if let Some(m) = &self.metrics_utilization {
+            self.validate_metrics(m)?;
+        }
+        Ok(())
+    }
+
+    fn validate_metrics(&self, m: &MetricsUtilization) -> Result<(), ArgsError> {
+        const F: &str = "metricsUtilization";
+        if m.source == "KubernetesMetrics" && m.metrics_server {
+            return Err(ArgsError::new(
+                F,
+                "it is not allowed to set both \"KubernetesMetrics\" source and metricsServer",
+            ));
+        }
+        if m.source == "KubernetesMetrics" && m.prometheus.is_some() {
+            return Err(ArgsError::new(
+                format!("{F}.prometheus"),
+                "prometheus configuration is not allowed to set when source is set to \"KubernetesMetrics\"",
+            ));
+        }
+        let query_missing = m.prometheus.as_ref().is_none_or(|p| p.query.is_empty());
+        if m.source == "Prometheus" && query_missing {
+            return Err(ArgsError::new(
+                format!("{F}.prometheus.query"),
+                "prometheus query is required when metrics source is set to \"Prometheus\"",
+            ));
+        }
+        // Checks upstream makes when building the plugin.
+        if m.source == "Prometheus" {
+            for (field, t) in [
+                ("thresholds", &self.thresholds),
+                ("targetThresholds", &self.target_thresholds),
+            ] {
+                if t.len() != 1 || !t.contains_key(METRIC_RESOURCE) {
+                    return Err(ArgsError::new(
+                        field,
+                        format!(
+                            "{field} are expected to specify a single instance of \"{METRIC_RESOURCE}\" resource, got {:?} instead",
+                            t.keys().collect::<Vec<_>>()
+                        ),
+                    ));
+                }
+            }
+        }
+        let source = match m.source.as_str() {
+            _ if m.metrics_server => "metricsServer",
+            "KubernetesMetrics" | "Prometheus" => m.source.as_str(),
+            "" => {
+                return Err(ArgsError::new(
+                    format!("{F}.source"),
+                    "metrics source is empty",
+                ));
+            }
+            _ => {
+                return Err(ArgsError::new(
+                    format!("{F}.source"),
+                    "unrecognized metrics source",
+                ));
+            }
+        };
+        Err(ArgsError::new(
+            format!("{F}.source"),
+            format!(
+                "{source} usage is not supported: kube-descheduler computes utilization from pod requests only; remove metricsUtilization to use request-based utilization"
+            ),
+        ))
+    }
+}
+
+impl LowNodeUtilization {
+    /// A plugin with validated `args`.
+    pub fn new(args: LowNodeUtilizationArgs) -> Result<Self, ArgsError> {
+        args.validate()?;
+        Ok(LowNodeUtilization { args })
+    }
+}
+
+pub(super) fn build(args: &serde_json::Value) -> Result<Plugin, ArgsError> {
+    let args: LowNodeUtilizationArgs = decode(args)?;
+    Ok(Plugin::Balance(Box::new(LowNodeUtilization::new(args)?)))
+}

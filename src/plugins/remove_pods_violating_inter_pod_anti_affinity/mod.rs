@@ -1,0 +1,246 @@
+//! RemovePodsViolatingInterPodAntiAffinity (Deschedule): evicts pods whose required pod
+//! anti-affinity selects another pod in the same topology domain.
+//!
+//! As upstream: the pods considered (both as candidates and as the other side) are the
+//! non-terminal pods on the given nodes that pass the plugin's `namespaces` / `labelSelector`;
+//! nodes are visited in order, each node's pods from lowest to highest priority; a candidate is
+//! evicted only if the DefaultEvictor's filters allow it, and an evicted pod no longer counts as
+//! the other side. Terms are matched as upstream descheduler does (term `namespaces` or the pod's
+//! own namespace; other pods with the candidate's name are skipped); two pods on the same node are
+//! in the same domain even when the node lacks the topology key.
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
+use crate::framework::parallel;
+use crate::framework::podfilter::PodFilter;
+use crate::framework::registry::ExtensionPoint;
+use crate::framework::{DeschedulePlugin, Handle, PluginFactory, sort};
+use crate::scheduling::affinity::{self, CompiledAntiAffinityTerm};
+use crate::snapshot::{NodeId, PodId, Snapshot};
+
+mod args;
+pub use args::Args;
+use args::build;
+
+/// The plugin name.
+pub const NAME: &str = "RemovePodsViolatingInterPodAntiAffinity";
+
+/// The plugin.
+#[derive(Debug, Clone)]
+pub struct RemovePodsViolatingInterPodAntiAffinity {
+    filter: PodFilter,
+}
+
+/// The registry entry.
+pub fn factory() -> PluginFactory {
+    PluginFactory {
+        name: NAME,
+        point: ExtensionPoint::Deschedule,
+        build,
+    }
+}
+
+impl RemovePodsViolatingInterPodAntiAffinity {
+    fn selects(&self, s: &Snapshot, pod: PodId) -> bool {
+        self.filter.matches(s.pod(pod))
+    }
+}
+
+/// The pods under consideration and the indexes to find a candidate's conflicts quickly.
+struct Pool<'s, 'i> {
+    s: &'s Snapshot,
+    /// Listed pods by node id (only nodes given to the plugin have entries).
+    by_node: &'i [Vec<PodId>],
+    by_namespace: &'i HashMap<&'s str, Vec<PodId>>,
+    /// Topology key → value → (nodes given to the plugin with that label, pods listed on them).
+    domains: HashMap<&'s str, HashMap<&'s str, (Vec<NodeId>, usize)>>,
+    nodes: &'s [NodeId],
+    /// Pods evicted by this plugin run.
+    removed: HashSet<PodId>,
+}
+
+impl<'s, 'i> Pool<'s, 'i> {
+    fn new(
+        s: &'s Snapshot,
+        by_node: &'i [Vec<PodId>],
+        by_namespace: &'i HashMap<&'s str, Vec<PodId>>,
+        nodes: &'s [NodeId],
+    ) -> Self {
+        Pool {
+            s,
+            by_node,
+            by_namespace,
+            domains: HashMap::default(),
+            nodes,
+            removed: HashSet::default(),
+        }
+    }
+
+    fn domain(&mut self, key: &'s str, value: &str) -> Option<&(Vec<NodeId>, usize)> {
+        if !self.domains.contains_key(key) {
+            let mut by_value: HashMap<&'s str, (Vec<NodeId>, usize)> = HashMap::default();
+            for &n in self.nodes {
+                if let Some(v) = self.s.node(n).labels.get(key) {
+                    let e = by_value.entry(v.as_str()).or_default();
+                    e.0.push(n);
+                    e.1 += self.by_node[n as usize].len();
+                }
+            }
+            self.domains.insert(key, by_value);
+        }
+        self.domains.get(key).and_then(|m| m.get(value))
+    }
+
+    /// Whether a term of `candidate` selects another listed pod in its topology domain (upstream
+    /// `CheckPodsWithAntiAffinityExist`: an invalid selector ends the check with no conflict).
+    fn violates(&mut self, candidate: PodId, terms: &[CompiledAntiAffinityTerm<'s>]) -> bool {
+        let s = self.s;
+        let cand = s.pod(candidate);
+        let Some(cand_node) = cand.node else {
+            return false;
+        };
+        for term in terms {
+            if term.is_invalid() {
+                return false;
+            }
+            let conflicts = |o: PodId| {
+                let other = s.pod(o);
+                other.name != cand.name && term.selects(other)
+            };
+            let value = s.node(cand_node).labels.get(term.topology_key);
+            let Some(value) = value else {
+                // Without the key only the candidate's own node is its domain.
+                if self.by_node[cand_node as usize]
+                    .iter()
+                    .any(|&o| !self.removed.contains(&o) && conflicts(o))
+                {
+                    return true;
+                }
+                continue;
+            };
+            let (domain_nodes, domain_count) = match self.domain(term.topology_key, value) {
+                Some((n, c)) => (n.clone(), *c),
+                None => (Vec::new(), 0),
+            };
+            let ns_pods: Vec<&[PodId]> = match &term.namespaces {
+                affinity::TermNamespaces::Own(n) => {
+                    vec![self.by_namespace.get(n).map_or(&[][..], Vec::as_slice)]
+                }
+                affinity::TermNamespaces::Listed(l) => {
+                    let mut seen = HashSet::default();
+                    l.iter()
+                        .filter(|n| seen.insert(n.as_str()))
+                        .map(|n| {
+                            self.by_namespace
+                                .get(n.as_str())
+                                .map_or(&[][..], Vec::as_slice)
+                        })
+                        .collect()
+                }
+            };
+            let ns_count: usize = ns_pods.iter().map(|v| v.len()).sum();
+            let found = if domain_count <= ns_count {
+                domain_nodes.iter().any(|&n| {
+                    self.by_node[n as usize]
+                        .iter()
+                        .any(|&o| !self.removed.contains(&o) && conflicts(o))
+                })
+            } else {
+                ns_pods.iter().flat_map(|v| v.iter()).any(|&o| {
+                    !self.removed.contains(&o)
+                        && s.pod(o).node.is_some_and(|on| {
+                            on == cand_node
+                                || s.node(on).labels.get(term.topology_key) == Some(value)
+                        })
+                        && conflicts(o)
+                })
+            };
+            if found {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+impl DeschedulePlugin for RemovePodsViolatingInterPodAntiAffinity {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+        let s = h.snapshot;
+        let mut by_node: Vec<Vec<PodId>> = vec![Vec::new(); s.nodes.len()];
+        let mut by_namespace: HashMap<&str, Vec<PodId>> = HashMap::default();
+        for &n in nodes {
+            if by_node[n as usize].is_empty() {
+                let listed: Vec<PodId> = s
+                    .active_pods_on_node(n)
+                    .filter(|&p| self.selects(s, p))
+                    .collect();
+                for &p in &listed {
+                    by_namespace.entry(&s.pod(p).namespace).or_default().push(p);
+                }
+                by_node[n as usize] = listed;
+            }
+        }
+        // Each node's candidates in eviction order: pods with required anti-affinity terms (the
+        // sort is stable, so dropping the others first keeps the order), by priority, that
+        // violate a term while no pod is evicted yet — found on several threads. An eviction only
+        // removes conflicts, so the pods left out cannot violate later; the others are checked
+        // again below against the pods evicted so far.
+        let (by_node, by_namespace) = (&by_node, &by_namespace);
+        let flagged: Vec<Vec<PodId>> = parallel::map_chunks(
+            nodes,
+            |&n| by_node[n as usize].len(),
+            parallel::MIN_PARALLEL_WEIGHT,
+            |chunk| {
+                let mut pool = Pool::new(s, by_node, by_namespace, nodes);
+                chunk
+                    .iter()
+                    .map(|&n| {
+                        let mut pods: Vec<PodId> = by_node[n as usize]
+                            .iter()
+                            .copied()
+                            .filter(|&p| {
+                                !affinity::required_anti_affinity_terms(s.pod(p)).is_empty()
+                            })
+                            .collect();
+                        sort::sort_by_priority_low_to_high(s, &mut pods);
+                        pods.retain(|&p| {
+                            let terms = affinity::compile_anti_affinity_terms(s.pod(p));
+                            pool.violates(p, &terms)
+                        });
+                        pods
+                    })
+                    .collect::<Vec<Vec<PodId>>>()
+            },
+        )
+        .into_iter()
+        .flatten()
+        .collect();
+        let mut pool = Pool::new(s, by_node, by_namespace, nodes);
+        'nodes: for pods in flagged {
+            for p in pods {
+                let terms = affinity::compile_anti_affinity_terms(s.pod(p));
+                if !pool.violates(p, &terms) {
+                    continue;
+                }
+                if !h.filter(p) {
+                    continue;
+                }
+                match h.evict(p, None) {
+                    Ok(_) => {
+                        pool.removed.insert(p);
+                    }
+                    Err(e) if e.is_node_limit() => continue 'nodes,
+                    Err(e) if e.is_total_limit() => return,
+                    Err(_) => {}
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

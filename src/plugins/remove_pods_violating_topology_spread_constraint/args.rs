@@ -1,0 +1,63 @@
+//! RemovePodsViolatingTopologySpreadConstraint args: the type (upstream
+//! `RemovePodsViolatingTopologySpreadConstraintArgs`), decoding, validation and defaults.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde::Deserialize;
+
+use super::RemovePodsViolatingTopologySpreadConstraint;
+use crate::framework::Plugin;
+use crate::framework::args::{self, ArgsError, Namespaces};
+use crate::framework::podfilter::PodFilter;
+
+pub(super) const DO_NOT_SCHEDULE: &str = "DoNotSchedule";
+pub(super) const SCHEDULE_ANYWAY: &str = "ScheduleAnyway";
+
+/// Args (upstream `RemovePodsViolatingTopologySpreadConstraintArgs`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Args {
+    /// Only (or all but) these namespaces.
+    #[serde(default)]
+    pub namespaces: Option<Namespaces>,
+    /// Only pods matching this selector.
+    #[serde(default)]
+    pub label_selector: Option<LabelSelector>,
+    /// whenUnsatisfiable values to balance (default `[DoNotSchedule]`).
+    #[serde(default)]
+    pub constraints: Vec<String>,
+    /// Only evict pods that fit a node of an under-populated domain (default true).
+    #[serde(default)]
+    pub topology_balance_node_fit: Option<bool>,
+}
+
+pub(super) fn build(raw: &serde_json::Value) -> Result<Plugin, ArgsError> {
+    let a: Args = args::decode(raw)?;
+    Ok(Plugin::Balance(Box::new(
+        RemovePodsViolatingTopologySpreadConstraint::new(a)?,
+    )))
+}
+
+impl RemovePodsViolatingTopologySpreadConstraint {
+    /// Validates `args` and applies the defaults.
+    pub fn new(a: Args) -> Result<Self, ArgsError> {
+        let filter = PodFilter::new(a.namespaces.clone(), a.label_selector.as_ref())?;
+        for (i, c) in a.constraints.iter().enumerate() {
+            if c != DO_NOT_SCHEDULE && c != SCHEDULE_ANYWAY {
+                return Err(ArgsError::new(
+                    format!("constraints[{i}]"),
+                    format!("constraint {c} is not one of [{DO_NOT_SCHEDULE} {SCHEDULE_ANYWAY}]"),
+                ));
+            }
+        }
+        let constraints = if a.constraints.is_empty() {
+            vec![DO_NOT_SCHEDULE.to_string()]
+        } else {
+            a.constraints
+        };
+        Ok(RemovePodsViolatingTopologySpreadConstraint {
+            filter,
+            constraints,
+            node_fit: a.topology_balance_node_fit.unwrap_or(true),
+        })
+    }
+}

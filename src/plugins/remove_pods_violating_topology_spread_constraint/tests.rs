@@ -1,0 +1,730 @@
+use super::args::{DO_NOT_SCHEDULE, SCHEDULE_ANYWAY};
+use super::*;
+use crate::framework::Plugin;
+use crate::framework::cycle::{CycleConfig, Profile};
+
+/// Namespaces are analysed in parallel chunks: choosing over every namespace at once must
+/// equal concatenating the choices over any split, on a cluster with many constraints.
+#[test]
+fn namespace_chunks_choose_exactly_what_one_pass_chooses() {
+    let s = crate::testing::synthetic_snapshot(60, 2_000, 11);
+    let plugin = RemovePodsViolatingTopologySpreadConstraint::new(
+        crate::framework::args::decode(
+            &json!({"constraints": ["DoNotSchedule", "ScheduleAnyway"]}),
+        )
+        .expect("args"),
+    )
+    .expect("plugin");
+    let nodes: Vec<NodeId> = (0..s.nodes.len() as NodeId).collect();
+    let mut by_namespace: BTreeMap<&str, Vec<PodId>> = BTreeMap::new();
+    for &n in &nodes {
+        for p in s.active_pods_on_node(n) {
+            by_namespace.entry(&s.pod(p).namespace).or_default().push(p);
+        }
+    }
+    let namespaces: Vec<(&str, Vec<PodId>)> = by_namespace.into_iter().collect();
+    assert!(namespaces.len() >= 3, "several namespaces");
+    let whole = plugin.choose(&s, &nodes, &namespaces);
+    assert!(
+        !whole.is_empty(),
+        "the synthetic cluster has skewed spreads"
+    );
+    for cut in 1..namespaces.len() {
+        let mut split = plugin.choose(&s, &nodes, &namespaces[..cut]);
+        split.extend(plugin.choose(&s, &nodes, &namespaces[cut..]));
+        assert_eq!(split, whole, "split after {cut} namespaces");
+    }
+}
+use crate::plugins::default_evictor::DefaultEvictor;
+use crate::testing::{PodBuilder, evicted_names, node, pod, run_balance, run_profile, snapshot};
+use k8s_openapi::api::core::v1 as core;
+use serde_json::json;
+
+/// `maxSkew`/`zone`/DoNotSchedule over `foo=bar`, edited by `f`.
+fn tsc(max_skew: i32, f: impl FnOnce(&mut TopologySpreadConstraint)) -> TopologySpreadConstraint {
+    let mut c = TopologySpreadConstraint {
+        max_skew,
+        topology_key: "zone".into(),
+        when_unsatisfiable: DO_NOT_SCHEDULE.into(),
+        label_selector: Some(LabelSelector {
+            match_labels: Some([("foo".to_string(), "bar".to_string())].into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    f(&mut c);
+    c
+}
+
+fn with_tsc(b: PodBuilder, c: TopologySpreadConstraint) -> PodBuilder {
+    b.with(move |p| {
+        if let Some(spec) = p.spec.as_mut() {
+            spec.topology_spread_constraints
+                .get_or_insert_with(Vec::new)
+                .push(c);
+        }
+    })
+}
+
+/// `count` pods `p<k>…` on `node`, labelled `foo=bar`, each with constraint `c`.
+fn pods(
+    first: usize,
+    count: usize,
+    node_name: &str,
+    c: &TopologySpreadConstraint,
+    f: impl Fn(PodBuilder) -> PodBuilder,
+) -> Vec<core::Pod> {
+    (first..first + count)
+        .map(|i| {
+            f(with_tsc(
+                pod("ns1", &format!("p{i}"), node_name).label("foo", "bar"),
+                c.clone(),
+            ))
+            .build()
+        })
+        .collect()
+}
+
+fn zones(z: &[&str]) -> Vec<core::Node> {
+    z.iter()
+        .enumerate()
+        .map(|(i, z)| node(&format!("n{}", i + 1)).label("zone", z).build())
+        .collect()
+}
+
+fn run_with(
+    args: serde_json::Value,
+    evictor: serde_json::Value,
+    nodes: Vec<core::Node>,
+    pods: Vec<core::Pod>,
+) -> Vec<String> {
+    let Plugin::Balance(plugin) = build(&args).expect("args") else {
+        panic!("not a Balance plugin");
+    };
+    let ev = DefaultEvictor::from_args(&evictor).expect("evictor args");
+    let mut s = snapshot(nodes, pods);
+    evicted_names(&run_balance(plugin, ev, &mut s))
+}
+
+fn run(args: serde_json::Value, nodes: Vec<core::Node>, pods: Vec<core::Pod>) -> Vec<String> {
+    run_with(args, json!({}), nodes, pods)
+}
+
+fn cat(parts: Vec<Vec<core::Pod>>) -> Vec<core::Pod> {
+    parts.into_iter().flatten().collect()
+}
+
+fn id(b: PodBuilder) -> PodBuilder {
+    b
+}
+
+fn affinity_zone_in(values: &[&str]) -> core::Affinity {
+    core::Affinity {
+        node_affinity: Some(core::NodeAffinity {
+            required_during_scheduling_ignored_during_execution: Some(core::NodeSelector {
+                node_selector_terms: vec![core::NodeSelectorTerm {
+                    match_expressions: Some(vec![core::NodeSelectorRequirement {
+                        key: "zone".into(),
+                        operator: "In".into(),
+                        values: Some(values.iter().map(|v| v.to_string()).collect()),
+                    }]),
+                    match_fields: None,
+                }],
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn balancing_table() {
+    let c1 = tsc(1, |_| {});
+    let none = json!({});
+    type Case = (
+        &'static str,
+        serde_json::Value,
+        Vec<core::Node>,
+        Vec<core::Pod>,
+        Vec<&'static str>,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            "[2,1] maxSkew 1: balanced",
+            none.clone(),
+            zones(&["a", "b"]),
+            cat(vec![pods(0, 2, "n1", &c1, id), pods(2, 1, "n2", &c1, id)]),
+            vec![],
+        ),
+        (
+            "[3,1]: move 1 (the last pod of the big domain)",
+            none.clone(),
+            zones(&["a", "b"]),
+            cat(vec![pods(0, 3, "n1", &c1, id), pods(3, 1, "n2", &c1, id)]),
+            vec!["ns1/p2"],
+        ),
+        (
+            "[3,1] maxSkew 2: within skew",
+            none.clone(),
+            zones(&["a", "b"]),
+            cat(vec![
+                pods(0, 3, "n1", &tsc(2, |_| {}), id),
+                pods(3, 1, "n2", &tsc(2, |_| {}), id),
+            ]),
+            vec![],
+        ),
+        (
+            "[4,0]: move 2",
+            none.clone(),
+            zones(&["a", "b"]),
+            pods(0, 4, "n1", &c1, id),
+            vec!["ns1/p2", "ns1/p3"],
+        ),
+        (
+            "[5,2]: move 1",
+            none.clone(),
+            zones(&["a", "b"]),
+            cat(vec![pods(0, 5, "n1", &c1, id), pods(5, 2, "n2", &c1, id)]),
+            vec!["ns1/p4"],
+        ),
+        (
+            "[0,1,3,5]: move 3",
+            none.clone(),
+            zones(&["a", "b", "c", "d"]),
+            cat(vec![
+                pods(0, 1, "n2", &c1, id),
+                pods(1, 3, "n3", &c1, id),
+                pods(4, 5, "n4", &c1, id),
+            ]),
+            vec!["ns1/p7", "ns1/p8", "ns1/p6"],
+        ),
+        (
+            "[2,6] maxSkew 2: move 1",
+            none.clone(),
+            zones(&["a", "b"]),
+            cat(vec![
+                pods(0, 2, "n1", &tsc(2, |_| {}), id),
+                pods(2, 6, "n2", &tsc(2, |_| {}), id),
+            ]),
+            vec!["ns1/p7"],
+        ),
+        (
+            "soft constraint ignored by default",
+            none.clone(),
+            zones(&["a", "b"]),
+            pods(
+                0,
+                4,
+                "n1",
+                &tsc(1, |c| c.when_unsatisfiable = SCHEDULE_ANYWAY.into()),
+                id,
+            ),
+            vec![],
+        ),
+        (
+            "soft constraint balanced when enabled",
+            json!({"constraints": ["ScheduleAnyway"]}),
+            zones(&["a", "b"]),
+            pods(
+                0,
+                4,
+                "n1",
+                &tsc(1, |c| c.when_unsatisfiable = SCHEDULE_ANYWAY.into()),
+                id,
+            ),
+            vec!["ns1/p2", "ns1/p3"],
+        ),
+        (
+            "hard constraint ignored when only ScheduleAnyway is enabled",
+            json!({"constraints": ["ScheduleAnyway"]}),
+            zones(&["a", "b"]),
+            pods(0, 4, "n1", &c1, id),
+            vec![],
+        ),
+        (
+            "pods with nodeSelector/affinity go last and must fit elsewhere",
+            none.clone(),
+            zones(&["a", "b"]),
+            cat(vec![
+                pods(0, 2, "n1", &c1, |b| b.node_selector("zone", "a")),
+                pods(2, 1, "n1", &c1, |b| b.affinity(affinity_zone_in(&["a"]))),
+                pods(3, 1, "n1", &c1, id),
+            ]),
+            vec!["ns1/p3"],
+        ),
+        (
+            "highest priority of the plain pods goes first (upstream order)",
+            none.clone(),
+            zones(&["a", "b"]),
+            cat(vec![
+                pods(0, 1, "n1", &c1, |b| b.priority(100)),
+                pods(1, 1, "n1", &c1, |b| b.priority(5)),
+                pods(2, 1, "n1", &c1, |b| b.priority(50)),
+                pods(3, 1, "n2", &c1, id),
+            ]),
+            vec!["ns1/p0"],
+        ),
+        (
+            "matchLabelKeys: same hash counted together",
+            none.clone(),
+            zones(&["a", "b"]),
+            pods(
+                0,
+                2,
+                "n1",
+                &tsc(1, |c| {
+                    c.match_label_keys = Some(vec!["pod-template-hash".into()])
+                }),
+                |b| b.label("pod-template-hash", "h1"),
+            ),
+            vec!["ns1/p1"],
+        ),
+        (
+            "matchLabelKeys: different hashes are separate constraints",
+            none.clone(),
+            zones(&["a", "b"]),
+            cat(vec![
+                pods(
+                    0,
+                    1,
+                    "n1",
+                    &tsc(1, |c| {
+                        c.match_label_keys = Some(vec!["pod-template-hash".into()])
+                    }),
+                    |b| b.label("pod-template-hash", "h1"),
+                ),
+                pods(
+                    1,
+                    1,
+                    "n1",
+                    &tsc(1, |c| {
+                        c.match_label_keys = Some(vec!["pod-template-hash".into()])
+                    }),
+                    |b| b.label("pod-template-hash", "h2"),
+                ),
+            ]),
+            vec![],
+        ),
+        (
+            "nodeAffinityPolicy Honor: excluded zone is no domain",
+            json!({"topologyBalanceNodeFit": false}),
+            zones(&["a", "b", "c"]),
+            cat(vec![
+                pods(0, 2, "n1", &c1, |b| {
+                    b.affinity(affinity_zone_in(&["a", "b"]))
+                }),
+                pods(2, 1, "n2", &c1, |b| {
+                    b.affinity(affinity_zone_in(&["a", "b"]))
+                }),
+            ]),
+            vec![],
+        ),
+        (
+            "nodeAffinityPolicy Ignore: every zone is a domain",
+            json!({"topologyBalanceNodeFit": false}),
+            zones(&["a", "b", "c"]),
+            cat(vec![
+                pods(
+                    0,
+                    2,
+                    "n1",
+                    &tsc(1, |c| c.node_affinity_policy = Some("Ignore".into())),
+                    |b| b.affinity(affinity_zone_in(&["a", "b"])),
+                ),
+                pods(
+                    2,
+                    1,
+                    "n2",
+                    &tsc(1, |c| c.node_affinity_policy = Some("Ignore".into())),
+                    |b| b.affinity(affinity_zone_in(&["a", "b"])),
+                ),
+            ]),
+            vec!["ns1/p1"],
+        ),
+        (
+            "nodeAffinityPolicy Ignore, topologyBalanceNodeFit: the pod fits no node of zone c",
+            none.clone(),
+            zones(&["a", "b", "c"]),
+            cat(vec![
+                pods(
+                    0,
+                    2,
+                    "n1",
+                    &tsc(1, |c| c.node_affinity_policy = Some("Ignore".into())),
+                    |b| b.affinity(affinity_zone_in(&["a", "b"])),
+                ),
+                pods(
+                    2,
+                    1,
+                    "n2",
+                    &tsc(1, |c| c.node_affinity_policy = Some("Ignore".into())),
+                    |b| b.affinity(affinity_zone_in(&["a", "b"])),
+                ),
+            ]),
+            vec![],
+        ),
+    ];
+    for (name, args, nodes, pods, want) in cases {
+        assert_eq!(run(args, nodes, pods), want, "{name}");
+    }
+}
+
+fn tainted_zones() -> Vec<core::Node> {
+    vec![
+        node("n1").label("zone", "a").build(),
+        node("n2")
+            .label("zone", "b")
+            .taint("dedicated", Some("x"), "NoSchedule")
+            .build(),
+    ]
+}
+
+#[test]
+fn node_taints_policy() {
+    let honor = tsc(1, |c| c.node_taints_policy = Some("Honor".into()));
+    let cases: Vec<(&str, serde_json::Value, Vec<core::Pod>, Vec<&str>)> = vec![
+        (
+            "Ignore (default): tainted zone counts, pod must tolerate to move",
+            json!({}),
+            pods(0, 2, "n1", &tsc(1, |_| {}), id),
+            vec![],
+        ),
+        (
+            "Ignore without topologyBalanceNodeFit: evicts anyway",
+            json!({"topologyBalanceNodeFit": false}),
+            pods(0, 2, "n1", &tsc(1, |_| {}), id),
+            vec!["ns1/p1"],
+        ),
+        (
+            "Ignore, pod tolerates the taint",
+            json!({}),
+            pods(0, 2, "n1", &tsc(1, |_| {}), |b| {
+                b.toleration("dedicated", "Exists", None, None)
+            }),
+            vec!["ns1/p1"],
+        ),
+        (
+            "Honor: untolerated zone is no domain",
+            json!({"topologyBalanceNodeFit": false}),
+            pods(0, 2, "n1", &honor, id),
+            vec![],
+        ),
+        (
+            "Honor: tolerated zone is a domain",
+            json!({}),
+            pods(0, 2, "n1", &honor, |b| {
+                b.toleration("dedicated", "Equal", Some("x"), Some("NoSchedule"))
+            }),
+            vec!["ns1/p1"],
+        ),
+    ];
+    for (name, args, pods, want) in cases {
+        assert_eq!(run(args, tainted_zones(), pods), want, "{name}");
+    }
+    // PreferNoSchedule never excludes a node.
+    let soft = vec![
+        node("n1").label("zone", "a").build(),
+        node("n2")
+            .label("zone", "b")
+            .taint("soft", None, "PreferNoSchedule")
+            .build(),
+    ];
+    assert_eq!(
+        run(json!({}), soft, pods(0, 2, "n1", &honor, id)),
+        vec!["ns1/p1"]
+    );
+}
+
+#[test]
+fn topology_balance_node_fit() {
+    // [2,3,4]: zone a has no cpu left, so the pod that should move fits nowhere below average.
+    let nodes = || {
+        vec![
+            node("n1")
+                .label("zone", "a")
+                .allocatable("250m", "16Gi", "110")
+                .build(),
+            node("n2").label("zone", "b").build(),
+            node("n3").label("zone", "c").build(),
+        ]
+    };
+    let c = tsc(1, |_| {});
+    let ps = || {
+        cat(vec![
+            pods(0, 2, "n1", &c, id),
+            pods(2, 3, "n2", &c, id),
+            pods(5, 4, "n3", &c, id),
+        ])
+    };
+    assert_eq!(run(json!({}), nodes(), ps()), Vec::<String>::new());
+    assert_eq!(
+        run(json!({"topologyBalanceNodeFit": false}), nodes(), ps()),
+        vec!["ns1/p8"]
+    );
+    // [[1,4],[2,1]] over two nodes per zone: one pod moves to zone b.
+    let nodes = vec![
+        node("a1").label("zone", "a").build(),
+        node("a2").label("zone", "a").build(),
+        node("b1").label("zone", "b").build(),
+        node("b2").label("zone", "b").build(),
+    ];
+    let ps = cat(vec![
+        pods(0, 1, "a1", &c, id),
+        pods(1, 4, "a2", &c, id),
+        pods(5, 2, "b1", &c, id),
+        pods(7, 1, "b2", &c, id),
+    ]);
+    assert_eq!(
+        run_with(json!({}), json!({"nodeFit": true}), nodes, ps),
+        vec!["ns1/p4"]
+    );
+}
+
+#[test]
+fn counting_rules() {
+    let c = tsc(1, |_| {});
+    // Unevictable (bare) pods are not counted: [1,1] after filtering.
+    let ps = cat(vec![
+        pods(0, 2, "n1", &c, |b| b.bare()),
+        pods(2, 1, "n1", &c, id),
+        pods(3, 1, "n2", &c, id),
+    ]);
+    assert!(run(json!({}), zones(&["a", "b"]), ps).is_empty());
+    // Terminating pods are skipped: [2 (+2 terminating), 2].
+    let ps = cat(vec![
+        pods(0, 2, "n1", &c, id),
+        pods(2, 2, "n1", &c, |b| b.terminating()),
+        pods(4, 2, "n2", &c, id),
+    ]);
+    assert!(run(json!({}), zones(&["a", "b"]), ps).is_empty());
+    // Terminating pods that the evict annotation makes evictable are still skipped.
+    let ps = cat(vec![
+        pods(0, 1, "n1", &c, id),
+        pods(1, 2, "n1", &c, |b| {
+            b.terminating()
+                .annotation("descheduler.alpha.kubernetes.io/evict", "true")
+        }),
+        pods(3, 1, "n2", &c, id),
+    ]);
+    assert!(run(json!({}), zones(&["a", "b"]), ps).is_empty());
+    // Pods the constraint's selector does not match are not counted.
+    let ps = cat(vec![
+        pods(0, 1, "n1", &c, id),
+        pods(1, 3, "n1", &c, |b| b.label("foo", "other")),
+        pods(4, 1, "n2", &c, id),
+    ]);
+    assert!(run(json!({}), zones(&["a", "b"]), ps).is_empty());
+    // Pods without the constraint but matching its selector are counted and may move.
+    let ps = cat(vec![
+        pods(0, 1, "n1", &c, id),
+        (1..4)
+            .map(|i| {
+                pod("ns1", &format!("q{i}"), "n1")
+                    .label("foo", "bar")
+                    .build()
+            })
+            .collect(),
+    ]);
+    assert_eq!(
+        run(json!({}), zones(&["a", "b"]), ps),
+        vec!["ns1/q2", "ns1/q3"]
+    );
+    // Nodes without the topology key are not domains and their pods are not counted.
+    let mut nodes = zones(&["a", "b"]);
+    nodes.push(node("n3").build());
+    let ps = cat(vec![
+        pods(0, 2, "n1", &c, id),
+        pods(2, 1, "n2", &c, id),
+        pods(3, 5, "n3", &c, id),
+    ]);
+    assert!(run(json!({}), nodes, ps).is_empty());
+    // A nil label selector counts nothing.
+    let ps = pods(0, 4, "n1", &tsc(1, |c| c.label_selector = None), id);
+    assert!(run(json!({}), zones(&["a", "b"]), ps).is_empty());
+    // minDomains is ignored (as upstream): [1] over one domain stays.
+    let ps = pods(0, 3, "n1", &tsc(1, |c| c.min_domains = Some(3)), id);
+    assert!(run(json!({}), zones(&["a", "a"]), ps).is_empty());
+}
+
+#[test]
+fn filters_and_multiple_constraints() {
+    let c = tsc(1, |_| {});
+    let ps = |ns: &str| -> Vec<core::Pod> {
+        (0..4)
+            .map(|i| {
+                with_tsc(
+                    pod(ns, &format!("p{i}"), "n1").label("foo", "bar"),
+                    c.clone(),
+                )
+                .build()
+            })
+            .collect()
+    };
+    let both = || cat(vec![ps("ns1"), ps("ns2")]);
+    assert_eq!(
+        run(json!({}), zones(&["a", "b"]), both()),
+        vec!["ns1/p2", "ns1/p3", "ns2/p2", "ns2/p3"]
+    );
+    assert_eq!(
+        run(
+            json!({"namespaces": {"exclude": ["ns1"]}}),
+            zones(&["a", "b"]),
+            both()
+        ),
+        vec!["ns2/p2", "ns2/p3"]
+    );
+    assert_eq!(
+        run(
+            json!({"namespaces": {"include": ["ns1"]}}),
+            zones(&["a", "b"]),
+            both()
+        ),
+        vec!["ns1/p2", "ns1/p3"]
+    );
+    // labelSelector: unselected pods are neither counted nor evicted.
+    let ps = cat(vec![
+        pods(0, 2, "n1", &c, |b| b.label("team", "x")),
+        pods(2, 2, "n1", &c, id),
+    ]);
+    assert_eq!(
+        run(
+            json!({"labelSelector": {"matchLabels": {"team": "x"}}}),
+            zones(&["a", "b"]),
+            ps
+        ),
+        vec!["ns1/p1"]
+    );
+    // Two constraints (zone soft, host hard) over 6 nodes in 2 zones: one eviction.
+    let nodes: Vec<core::Node> = (1..=6)
+        .map(|i| {
+            node(&format!("n{i}"))
+                .label("zone", if i <= 3 { "a" } else { "b" })
+                .build()
+        })
+        .collect();
+    let zone = tsc(1, |c| c.when_unsatisfiable = SCHEDULE_ANYWAY.into());
+    let host = tsc(1, |c| c.topology_key = "kubernetes.io/hostname".into());
+    let ps: Vec<core::Pod> = (1..=4)
+        .map(|i| {
+            with_tsc(
+                with_tsc(
+                    pod("ns1", &format!("p{i}"), &format!("n{i}")).label("foo", "bar"),
+                    zone.clone(),
+                ),
+                host.clone(),
+            )
+            .build()
+        })
+        .collect();
+    let got = run(
+        json!({"constraints": ["DoNotSchedule", "ScheduleAnyway"]}),
+        nodes,
+        ps,
+    );
+    assert_eq!(got.len(), 1, "{got:?}");
+}
+
+#[test]
+fn big_skew_and_limits() {
+    let c = tsc(1, |_| {});
+    let ps = || cat(vec![pods(0, 1, "n2", &c, id), pods(1, 100, "n3", &c, id)]);
+    assert_eq!(run(json!({}), zones(&["a", "b", "c"]), ps()).len(), 66);
+    let plugin = RemovePodsViolatingTopologySpreadConstraint::new(Args::default()).expect("args");
+    let mut s = snapshot(zones(&["a", "b", "c"]), ps());
+    let r = run_profile(
+        Profile {
+            name: "p".into(),
+            evictor: Box::new(DefaultEvictor::default()),
+            deschedule: vec![],
+            balance: vec![Box::new(plugin)],
+        },
+        &CycleConfig {
+            max_per_node: Some(5),
+            ..Default::default()
+        },
+        &mut s,
+    );
+    assert_eq!(evicted_names(&r).len(), 5);
+}
+
+#[test]
+fn constraint_deduplication() {
+    let s = snapshot(
+        zones(&["a", "b"]),
+        vec![
+            with_tsc(pod("ns1", "a", "n1").label("foo", "bar"), tsc(1, |_| {})).build(),
+            with_tsc(pod("ns1", "b", "n1").label("foo", "bar"), tsc(1, |_| {})).build(),
+            with_tsc(pod("ns1", "c", "n1").label("foo", "bar"), tsc(2, |_| {})).build(),
+            with_tsc(
+                pod("ns1", "d", "n1")
+                    .label("foo", "bar")
+                    .node_selector("zone", "a"),
+                tsc(1, |_| {}),
+            )
+            .build(),
+            with_tsc(
+                pod("ns1", "e", "n1")
+                    .label("foo", "bar")
+                    .node_selector("zone", "a"),
+                tsc(1, |c| c.node_affinity_policy = Some("Ignore".into())),
+            )
+            .build(),
+            with_tsc(
+                pod("ns1", "f", "n1").label("foo", "bar"),
+                tsc(1, |c| c.node_affinity_policy = Some("Ignore".into())),
+            )
+            .build(),
+        ],
+    );
+    let cs: Vec<Constraint<'_>> = (0..6)
+        .map(|i| {
+            Constraint::new(&s.pod(i).topology_spread_constraints[0], s.pod(i)).expect("valid")
+        })
+        .collect();
+    assert!(cs[0] == cs[1], "identical constraints");
+    assert!(cs[0] != cs[2], "different maxSkew");
+    assert!(cs[0] != cs[3], "Honor: node selectors differ");
+    assert!(cs[4] == cs[5], "Ignore: node selectors do not matter");
+}
+
+#[test]
+fn args_are_strict_validated_and_defaulted() {
+    let p = RemovePodsViolatingTopologySpreadConstraint::new(Args::default()).expect("defaults");
+    assert_eq!(p.constraints, vec![DO_NOT_SCHEDULE.to_string()]);
+    assert!(p.node_fit);
+    let p = RemovePodsViolatingTopologySpreadConstraint::new(
+        crate::framework::args::decode(
+            &json!({"constraints": ["ScheduleAnyway"], "topologyBalanceNodeFit": false}),
+        )
+        .expect("decode"),
+    )
+    .expect("valid");
+    assert_eq!(p.constraints, vec![SCHEDULE_ANYWAY.to_string()]);
+    assert!(!p.node_fit);
+    let cases = [
+        (json!({"bogus": 1}), "bogus"),
+        (
+            json!({"constraints": ["DoNotSchedule", "Sometimes"]}),
+            "constraints[1]",
+        ),
+        (json!({"constraints": "DoNotSchedule"}), "constraints"),
+        (
+            json!({"topologyBalanceNodeFit": "yes"}),
+            "topologyBalanceNodeFit",
+        ),
+        (
+            json!({"namespaces": {"include": ["a"], "exclude": ["b"]}}),
+            "namespaces",
+        ),
+        (
+            json!({"labelSelector": {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]}}),
+            "labelSelector",
+        ),
+    ];
+    for (a, field) in cases {
+        match build(&a) {
+            Err(e) => assert_eq!(e.field, field, "{a}: {e}"),
+            Ok(_) => panic!("{a} should fail"),
+        }
+    }
+}
