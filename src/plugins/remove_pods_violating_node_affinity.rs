@@ -201,6 +201,32 @@ impl DeschedulePlugin for RemovePodsViolatingNodeAffinity {
         NAME
     }
 
+    fn explain_pod(
+        &self,
+        s: &Snapshot,
+        pod: PodId,
+        nodes: &[NodeId],
+        _now: jiff::Timestamp,
+    ) -> Option<String> {
+        let p = s.pod(pod);
+        let node = p.node?;
+        let name = &s.node(node).name;
+        Some(
+            if !affinity::matches_node_selector_and_affinity(p, s.node(node)) {
+                format!(
+                    "{name} does not match its required node affinity / nodeSelector, but no other node fits it either (fits any node: {})",
+                    fit::fits_any_node(s, pod, nodes)
+                )
+            } else if affinity::has_preferred_node_affinity(p) {
+                format!(
+                    "{name} matches its node affinity and no other node has a higher preferred score (or types excludes preferred)"
+                )
+            } else {
+                format!("{name} matches its node affinity / nodeSelector (or it has none)")
+            },
+        )
+    }
+
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         for kind in &self.types {
             evict_per_node(

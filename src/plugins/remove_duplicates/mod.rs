@@ -160,6 +160,48 @@ impl BalancePlugin for RemoveDuplicates {
         NAME
     }
 
+    fn explain_pod(
+        &self,
+        s: &Snapshot,
+        pod: PodId,
+        _nodes: &[NodeId],
+        _now: jiff::Timestamp,
+    ) -> Option<String> {
+        let p = s.pod(pod);
+        let node = p.node?;
+        let Some(owner) = p.owners.first() else {
+            return Some("it has no owner, so it has no duplicates".to_string());
+        };
+        let same = s
+            .pods_on_node(node)
+            .filter(|&o| {
+                let other = s.pod(o);
+                other.namespace == p.namespace
+                    && other
+                        .owners
+                        .iter()
+                        .any(|x| x.kind == owner.kind && x.name == owner.name)
+            })
+            .count();
+        Some(if same <= 1 {
+            format!(
+                "it is the only pod of {} {}/{} on {}",
+                owner.kind,
+                p.namespace,
+                owner.name,
+                s.node(node).name
+            )
+        } else {
+            format!(
+                "{same} pods of {} {}/{} on {}, but not more than the owner's pods per feasible node (or the others differ in images / were kept)",
+                owner.kind,
+                p.namespace,
+                owner.name,
+                s.node(node).name
+            )
+        })
+    }
+
     fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let snapshot = h.snapshot;
         let excluded_kinds = &self.args.exclude_owner_kinds;

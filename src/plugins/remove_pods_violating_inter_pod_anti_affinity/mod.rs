@@ -178,6 +178,21 @@ impl DeschedulePlugin for RemovePodsViolatingInterPodAntiAffinity {
         NAME
     }
 
+    fn explain_pod(
+        &self,
+        s: &Snapshot,
+        pod: PodId,
+        _nodes: &[NodeId],
+        _now: jiff::Timestamp,
+    ) -> Option<String> {
+        let p = s.pod(pod);
+        Some(if affinity::required_anti_affinity_terms(p).is_empty() {
+            "it has no required pod anti-affinity terms".to_string()
+        } else {
+            "no pod in its topology domain is selected by its required anti-affinity (or that pod was evicted first)".to_string()
+        })
+    }
+
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let s = h.snapshot;
         let mut by_node: Vec<Vec<PodId>> = vec![Vec::new(); s.nodes.len()];

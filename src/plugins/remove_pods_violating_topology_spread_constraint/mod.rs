@@ -454,6 +454,21 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
         NAME
     }
 
+    fn explain_pod(
+        &self,
+        s: &Snapshot,
+        pod: PodId,
+        _nodes: &[NodeId],
+        _now: jiff::Timestamp,
+    ) -> Option<String> {
+        let p = s.pod(pod);
+        Some(if p.topology_spread_constraints.is_empty() {
+            "it has no topology spread constraints".to_string()
+        } else {
+            "its constraints' skew is within maxSkew, or other pods of the fullest domain were chosen first".to_string()
+        })
+    }
+
     fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let s = h.snapshot;
         let listed = |h: &Handle<'_>, p: PodId| {
