@@ -57,11 +57,20 @@ fn each_default_evictor_rule_is_named() {
         ],
     );
     let expect = [
-        ("ns/critical", "system critical priority (priority 2000001000 >= 2000000000)"),
+        (
+            "ns/critical",
+            "system critical priority (priority 2000001000 >= 2000000000)",
+        ),
         ("ns/local", "local storage (a hostPath or emptyDir volume)"),
-        ("ns/ds", "daemonset pods are protected (owned by DaemonSet ns/agent)"),
+        (
+            "ns/ds",
+            "daemonset pods are protected (owned by DaemonSet ns/agent)",
+        ),
         ("ns/bare", "ownerRefs"),
-        ("ns/young", "pod is younger than minPodAge (started 1m ago < minPodAge 5m)"),
+        (
+            "ns/young",
+            "pod is younger than minPodAge (started 1m ago < minPodAge 5m)",
+        ),
     ];
     for ((key, rule), a) in expect.iter().zip(&answers) {
         assert_eq!(&a.pod, key);

@@ -190,14 +190,12 @@ impl DefaultEvictor {
     fn check_protections(&self, snapshot: &Snapshot, pod: PodId, out: &mut Rejections) -> bool {
         let p = snapshot.pod(pod);
         if self.protects(Protection::SystemCriticalPods) {
-            if p.priority.is_some_and(|v| v >= SYSTEM_CRITICAL_PRIORITY)
-                && out.reject(|| {
-                    format!(
-                        "pod has system critical priority (priority {} >= {SYSTEM_CRITICAL_PRIORITY})",
-                        p.priority.unwrap_or_default()
-                    )
-                })
-            {
+            if p.priority.is_some_and(|v| v >= SYSTEM_CRITICAL_PRIORITY) && out.reject(|| {
+                format!(
+                    "pod has system critical priority (priority {} >= {SYSTEM_CRITICAL_PRIORITY})",
+                    p.priority.unwrap_or_default()
+                )
+            }) {
                 return true;
             }
             if let Some(threshold) = self.priority_threshold(snapshot)
