@@ -3,6 +3,7 @@
 //! of the whole `plan` process (start to exit, JSON output written) and peak RSS of the real binary,
 //! best of three runs. Run: `cargo bench --bench plan_scale`.
 //! Set `PLAN_SCALE_SIZES=500x15000` to choose sizes and `PLAN_SCALE_POLICY=FILE` for another policy.
+//! A last run per size adds `--explain` for the first planned pod and reports what it cost.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -26,9 +27,9 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|_| root.join("benches").join("all-plugins-policy.yaml"));
     println!(
-        "| nodes | pods | snapshot | load s | cycle s | load + cycle s | process wall s | peak RSS MiB | eviction attempts |"
+        "| nodes | pods | snapshot | load s | cycle s | load + cycle s | process wall s | peak RSS MiB | eviction attempts | --explain 1 pod: explain s / wall s |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (nodes, pods) in sizes {
         let file = dir.join(format!("cluster-{nodes}-{pods}.json"));
         if !file.exists() {
@@ -55,7 +56,12 @@ fn main() {
             .map(|m| m.len() as f64 / 1048576.0)
             .unwrap_or(0.0);
         let mut best: Option<(serde_json::Value, f64)> = None;
-        for _ in 0..3 {
+        let mut explain: Option<String> = None;
+        let mut explained: Option<(serde_json::Value, f64)> = None;
+        for run in 0..4 {
+            if run == 3 && explain.is_none() {
+                break;
+            }
             let started = std::time::Instant::now();
             let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
                 .args([
@@ -70,6 +76,12 @@ fn main() {
                 .arg(&policy)
                 .arg("--snapshot")
                 .arg(&file)
+                .args(
+                    explain
+                        .iter()
+                        .filter(|_| run == 3)
+                        .flat_map(|p| ["--explain", p]),
+                )
                 .output();
             let wall = started.elapsed().as_secs_f64();
             let out = match out {
@@ -92,13 +104,26 @@ fn main() {
                 eprintln!("no stats line in: {stderr}");
                 std::process::exit(1);
             };
+            if run == 3 {
+                explained = Some((stats, wall));
+                continue;
+            }
+            if explain.is_none() {
+                explain = first_pod(&out.stdout);
+            }
             if best.as_ref().is_none_or(|(_, w)| wall < *w) {
                 best = Some((stats, wall));
             }
         }
         let Some((s, wall)) = best else { continue };
+        let explain_cost = explained.map_or("-".to_string(), |(e, w)| {
+            format!(
+                "{:.4} / {w:.3}",
+                e["explainSeconds"].as_f64().unwrap_or(0.0)
+            )
+        });
         println!(
-            "| {nodes} | {pods} | {size_mib:.0} MiB | {:.3} | {:.3} | {:.3} | {wall:.3} | {:.0} | {} |",
+            "| {nodes} | {pods} | {size_mib:.0} MiB | {:.3} | {:.3} | {:.3} | {wall:.3} | {:.0} | {} | {explain_cost} |",
             s["loadSeconds"].as_f64().unwrap_or(0.0),
             s["cycleSeconds"].as_f64().unwrap_or(0.0),
             s["totalSeconds"].as_f64().unwrap_or(0.0),
@@ -106,4 +131,15 @@ fn main() {
             s["evictions"]
         );
     }
+}
+
+/// `namespace/name` of the first eviction of a JSON plan.
+fn first_pod(plan: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(plan).ok()?;
+    let e = v["evictions"].get(0)?;
+    Some(format!(
+        "{}/{}",
+        e["namespace"].as_str()?,
+        e["name"].as_str()?
+    ))
 }

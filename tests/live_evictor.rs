@@ -54,10 +54,13 @@ async fn evict_all(
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let snap = cluster(&refs);
         let mut backend = ApiEvictor::new(cfg, rt, stop);
+        let reason = std::sync::Arc::new(kube_descheduler::evictor::EvictionReason::plugin(
+            "PodLifeTime",
+        ));
         let req = EvictionRequest {
             profile: "p",
             plugin: "PodLifeTime",
-            reason: "",
+            reason: &reason,
         };
         (0..refs.len() as u32)
             .map(|p| backend.evict(&snap, p, &req))

@@ -198,7 +198,7 @@ async fn plan_with_metrics_files_follows_measured_usage_not_requests() {
     let names = evicted_pods(&p);
     assert_eq!(names.len(), 2, "{p}");
     assert!(names.iter().all(|n| n.starts_with("n1-")), "{names:?}");
-    let usage = p["nodeUsage"].as_array().expect("nodeUsage");
+    let usage = p["measuredUsage"].as_array().expect("measuredUsage");
     let n1 = usage.iter().find(|u| u["node"] == "n1").unwrap();
     assert_eq!(n1["source"], "KubernetesMetrics");
     assert_eq!(n1["cpuMilli"], 3600);
@@ -266,7 +266,7 @@ async fn plan_with_a_real_prometheus() {
     );
     // One pod from the only node above 60 %, as upstream does for Prometheus usage.
     assert_eq!(evicted_pods(&p), ["n1-1"], "{p}");
-    let n1 = p["nodeUsage"]
+    let n1 = p["measuredUsage"]
         .as_array()
         .unwrap()
         .iter()

@@ -20,6 +20,8 @@ pub enum Output {
     Table,
     /// Exactly one JSON object on stdout.
     Json,
+    /// One self-contained HTML page, written to FILE.
+    Html,
 }
 
 /// Flags of `plan`.
@@ -37,6 +39,18 @@ pub struct PlanArgs {
     /// Output format.
     #[arg(long, short = 'o', value_enum, default_value = "table")]
     pub output: Output,
+    /// The file `--output html` writes.
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Explain why NAMESPACE/POD was or was not evicted, per profile and plugin (repeatable).
+    #[arg(long, value_name = "NAMESPACE/POD")]
+    pub explain: Vec<String>,
+    /// Explain a node: usage per resource against every threshold and its class (repeatable).
+    #[arg(long, value_name = "NODE")]
+    pub explain_node: Vec<String>,
+    /// Show every node in the node-usage tables (default: the first 20, interesting ones first).
+    #[arg(long)]
+    pub all_nodes: bool,
     /// Plan as if the eviction guard were not installed (every eviction succeeds).
     #[arg(long)]
     pub no_guard: bool,
@@ -92,6 +106,23 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         })?,
         None => jiff::Timestamp::now(),
     };
+    let html_file = match (args.output, &args.file) {
+        (Output::Html, Some(f)) => Some(f.clone()),
+        (Output::Html, None) => {
+            return Err(ConfigError::new(
+                "--output html needs a FILE to write the report to (plan --output html report.html)",
+            )
+            .into());
+        }
+        (_, Some(f)) => {
+            return Err(ConfigError::new(format!(
+                "FILE {}: only --output html writes a file (table and json go to stdout)",
+                f.display()
+            ))
+            .into());
+        }
+        (_, None) => None,
+    };
     let (policy_text, policy_name) =
         read_or_bundled(&args.policy, "examples/policy.yaml", EXAMPLE_POLICY)?;
     let policy = policy::load_str(&policy_text)
@@ -138,21 +169,61 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         )
     });
     let verdict_ready = started.elapsed();
+    let explain_started = std::time::Instant::now();
+    let prepared = (!args.explain.is_empty())
+        .then(|| crate::plan::explain::prepare(&policy, &snapshot, now, &args.explain));
+    let mut explain_time = explain_started.elapsed();
     let cpu_before = thread_cpu_seconds();
-    let plan = make_plan(&policy, &mut snapshot, now, verdict);
+    let mut plan = make_plan(&policy, &mut snapshot, now, verdict);
     for w in &plan.summary.warnings {
         eprintln!("warning: {w}");
     }
     let cycle_cpu = thread_cpu_seconds() - cpu_before;
+    let explain_started = std::time::Instant::now();
+    if let Some(prepared) = prepared {
+        plan.explanations =
+            crate::plan::explain::finish(prepared, &policy, &plan, &plan.limit_hits);
+    }
+    plan.node_explanations = args
+        .explain_node
+        .iter()
+        .flat_map(|n| crate::plan::explain::explain_node(&plan, &snapshot, n))
+        .collect();
+    explain_time += explain_started.elapsed();
     let planned = started.elapsed();
     use std::io::Write;
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    match args.output {
-        Output::Json => render::write_json(&plan, &mut out),
-        Output::Table => writeln!(out, "{}", render::table(&plan).trim_end()),
+    if let Some(path) = &html_file {
+        let file = std::fs::File::create(path).map_err(|e| {
+            ConfigError::new(format!("FILE {}: cannot create: {e}", path.display()))
+        })?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
+        crate::plan::html::write_html(&plan, &mut out)
+            .and_then(|()| out.flush())
+            .with_context(|| format!("writing the report to {}", path.display()))?;
+        println!(
+            "wrote {} ({} eviction attempts: {} evicted, {} deflected, {} denied, {} errors)",
+            path.display(),
+            plan.evictions.len(),
+            plan.summary.evicted,
+            plan.summary.deflected,
+            plan.summary.denied,
+            plan.summary.errors
+        );
+    } else {
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        match args.output {
+            Output::Json => render::write_json(&plan, &mut out),
+            _ => writeln!(
+                out,
+                "{}{}{}",
+                render::table(&plan, args.all_nodes).trim_end(),
+                section(crate::plan::explain::render_pods(&plan.explanations)),
+                section(crate::plan::explain::render_nodes(&plan.node_explanations)),
+            ),
+        }
+        .and_then(|()| out.flush())
+        .context("writing the plan to stdout")?;
     }
-    .and_then(|()| out.flush())
-    .context("writing the plan to stdout")?;
     if args.stats {
         eprintln!(
             "{}",
@@ -160,6 +231,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
                 "loadSeconds": loaded.as_secs_f64(),
                 "guardSetupSeconds": (verdict_ready - loaded).as_secs_f64(),
                 "cycleSeconds": (planned - loaded).as_secs_f64(),
+                "explainSeconds": explain_time.as_secs_f64(),
                 "cycleCpuSeconds": cycle_cpu,
                 "totalSeconds": planned.as_secs_f64(),
                 "renderSeconds": (started.elapsed() - planned).as_secs_f64(),
@@ -176,6 +248,15 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
     std::mem::forget(snapshot);
     std::mem::forget(plan);
     Ok(())
+}
+
+/// `text` as a section after the table (a blank line before it), or nothing.
+fn section(text: String) -> String {
+    if text.is_empty() {
+        text
+    } else {
+        format!("\n\n{}", text.trim_end())
+    }
 }
 
 /// CPU time this thread has run, in seconds (`/proc/thread-self/schedstat`; 0 where unavailable).

@@ -3,6 +3,8 @@
 
 pub mod limits;
 pub mod planner;
+pub mod reason;
+pub mod usage;
 
 use rustc_hash::FxHashSet as HashSet;
 
@@ -10,6 +12,8 @@ use std::sync::Arc;
 
 use crate::snapshot::{NodeId, PodId, Snapshot};
 pub use limits::{LimitError, Limits};
+pub use reason::{EvictionReason, ReasonDetail, ReasonValue};
+pub use usage::NodeUsageReport;
 
 /// What happened to one eviction attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,8 +89,8 @@ pub struct EvictionRequest<'a> {
     pub profile: &'a str,
     /// Plugin (strategy) name.
     pub plugin: &'a str,
-    /// Why (upstream's eviction reason; defaults to the plugin name).
-    pub reason: &'a str,
+    /// Why the plugin chose the pod (the plugin name when it gave no reason).
+    pub reason: &'a Arc<EvictionReason>,
 }
 
 /// Carries out an eviction: records it (planning), asks the guard, or calls the API (live).
@@ -138,7 +142,8 @@ pub struct PluginFailure {
 }
 
 /// One eviction attempt and its outcome, in order. The strings that repeat from record to record
-/// (namespace, node, profile, plugin, reason) are shared, not copied.
+/// (namespace, node, profile, plugin) are shared, not copied; so is a reason a plugin gives to
+/// several pods.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EvictionRecord {
     /// The pod.
@@ -153,8 +158,8 @@ pub struct EvictionRecord {
     pub profile: Arc<str>,
     /// Plugin.
     pub plugin: Arc<str>,
-    /// Reason.
-    pub reason: Arc<str>,
+    /// Why the plugin chose the pod.
+    pub reason: Arc<EvictionReason>,
     /// Outcome.
     pub outcome: EvictOutcome,
 }
@@ -169,15 +174,15 @@ pub struct EvictionSession {
     failures: Vec<PluginFailure>,
     moved: HashSet<PodId>,
     names: SharedNames,
+    usage_reports: Vec<NodeUsageReport>,
 }
 
-/// Shared copies of the strings records repeat: the last profile, plugin and reason seen (a
-/// plugin's evictions come in a row) and node names.
+/// Shared copies of the strings records repeat: the last profile and plugin seen (a plugin's
+/// evictions come in a row) and node names.
 #[derive(Default)]
 struct SharedNames {
     profile: Option<Arc<str>>,
     plugin: Option<Arc<str>>,
-    reason: Option<Arc<str>>,
     nodes: rustc_hash::FxHashMap<NodeId, Arc<str>>,
 }
 
@@ -214,6 +219,7 @@ impl EvictionSession {
             failures: Vec::new(),
             moved: HashSet::default(),
             names: SharedNames::default(),
+            usage_reports: Vec::new(),
         }
     }
 
@@ -255,7 +261,7 @@ impl EvictionSession {
             node,
             profile,
             plugin,
-            reason: SharedNames::share(&mut self.names.reason, req.reason),
+            reason: req.reason.clone(),
             outcome: outcome.clone(),
         });
         if outcome.moves_pod() {
@@ -308,6 +314,16 @@ impl EvictionSession {
     /// Takes the limit refusals recorded so far.
     pub fn take_limit_hits(&mut self) -> Vec<LimitHit> {
         std::mem::take(&mut self.limit_hits)
+    }
+
+    /// Records how a node-usage plugin classified the nodes (for `plan`'s before/after table).
+    pub fn report_node_usage(&mut self, report: NodeUsageReport) {
+        self.usage_reports.push(report);
+    }
+
+    /// Takes the node-usage reports recorded so far.
+    pub fn take_usage_reports(&mut self) -> Vec<NodeUsageReport> {
+        std::mem::take(&mut self.usage_reports)
     }
 
     /// Consumes the session, returning its records.

@@ -8,7 +8,9 @@ use kube::core::{Selector, SelectorExt};
 
 use super::filter_cache::FilterCache;
 use super::{BalancePlugin, DeschedulePlugin, EvictorPlugin, Handle};
-use crate::evictor::{EvictionBackend, EvictionRecord, EvictionSession, LimitHit, Limits};
+use crate::evictor::{
+    EvictionBackend, EvictionRecord, EvictionSession, LimitHit, Limits, NodeUsageReport,
+};
 use crate::snapshot::{NodeId, Snapshot};
 
 /// A profile ready to run: its DefaultEvictor and plugins in policy order.
@@ -62,6 +64,8 @@ pub struct CycleReport {
     pub nodes: usize,
     /// Per-plugin wall time.
     pub timings: Vec<PluginTiming>,
+    /// How each node-usage plugin classified the nodes, in run order.
+    pub usage_reports: Vec<NodeUsageReport>,
     /// Total wall time.
     pub duration: Duration,
 }
@@ -153,6 +157,7 @@ pub fn run_cycle(
     }
     report.limit_hits = session.take_limit_hits();
     report.plugin_failures = session.take_failures();
+    report.usage_reports = session.take_usage_reports();
     let (records, backend) = session.into_parts();
     report.records = records;
     report.duration = start.elapsed();

@@ -5,7 +5,11 @@ use jiff::Timestamp;
 
 use super::EvictorPlugin;
 use super::filter_cache::FilterCache;
-use crate::evictor::{EvictError, EvictOutcome, EvictionRequest, EvictionSession};
+use std::sync::Arc;
+
+use crate::evictor::{
+    EvictError, EvictOutcome, EvictionReason, EvictionRequest, EvictionSession, NodeUsageReport,
+};
 use crate::snapshot::{NodeId, PodId, Snapshot};
 
 /// A read-only view of the DefaultEvictor's Filter that threads can share.
@@ -62,6 +66,8 @@ pub struct Handle<'a> {
     session: &'a mut EvictionSession,
     profile: &'a str,
     plugin: &'static str,
+    /// The reason of evictions the plugin gives none for (its name), made once.
+    plugin_reason: Option<Arc<EvictionReason>>,
 }
 
 impl<'a> Handle<'a> {
@@ -88,6 +94,7 @@ impl<'a> Handle<'a> {
             session,
             profile,
             plugin,
+            plugin_reason: None,
         }
     }
 
@@ -136,16 +143,27 @@ impl<'a> Handle<'a> {
         self.evictor
     }
 
-    /// Evicts `pod` with `reason` (None: the plugin name). Applies the PreEvictionFilter, then the
-    /// limits (total → node → namespace), then the backend. `Ok` means the pod moved.
+    /// Evicts `pod` with `reason` as its text (None: the plugin name, upstream's reason). Prefer
+    /// [`Handle::evict_because`], which carries the numbers. Applies the PreEvictionFilter, then
+    /// the limits (total → node → namespace), then the backend. `Ok` means the pod moved.
     pub fn evict(&mut self, pod: PodId, reason: Option<&str>) -> Result<EvictOutcome, EvictError> {
+        let reason = self.reason_text(reason);
+        self.evict_because(pod, reason)
+    }
+
+    /// Evicts `pod` because of `reason` (see [`Handle::evict`]).
+    pub fn evict_because(
+        &mut self,
+        pod: PodId,
+        reason: impl Into<Arc<EvictionReason>>,
+    ) -> Result<EvictOutcome, EvictError> {
         if self.session.moved(pod) {
             return Err(EvictError::AlreadyEvicted);
         }
         if !self.pre_eviction_filter(pod) {
             return Err(EvictError::Filtered);
         }
-        self.attempt(pod, reason)
+        self.attempt(pod, reason.into())
     }
 
     /// [`Handle::evict`] for a pod that already passed [`FilterView::pre_eviction_filter`] in this
@@ -156,21 +174,53 @@ impl<'a> Handle<'a> {
         pod: PodId,
         reason: Option<&str>,
     ) -> Result<EvictOutcome, EvictError> {
+        let reason = self.reason_text(reason);
+        self.evict_prefiltered_because(pod, reason)
+    }
+
+    /// [`Handle::evict_prefiltered`] because of `reason`.
+    pub fn evict_prefiltered_because(
+        &mut self,
+        pod: PodId,
+        reason: impl Into<Arc<EvictionReason>>,
+    ) -> Result<EvictOutcome, EvictError> {
         debug_assert!(
             self.pre_eviction_filter(pod),
             "pod {pod} was not prefiltered"
         );
-        self.attempt(pod, reason)
+        self.attempt(pod, reason.into())
+    }
+
+    /// A reason from a plain text (the plugin's name as its code), shared when it is the name.
+    fn reason_text(&mut self, text: Option<&str>) -> Arc<EvictionReason> {
+        match text {
+            Some(t) if t != self.plugin => Arc::new(EvictionReason::new(self.plugin, t)),
+            _ => self
+                .plugin_reason
+                .get_or_insert_with(|| Arc::new(EvictionReason::plugin(self.plugin)))
+                .clone(),
+        }
     }
 
     /// Limits, then the backend (the session refuses pods moved already).
-    fn attempt(&mut self, pod: PodId, reason: Option<&str>) -> Result<EvictOutcome, EvictError> {
+    fn attempt(
+        &mut self,
+        pod: PodId,
+        reason: Arc<EvictionReason>,
+    ) -> Result<EvictOutcome, EvictError> {
         let req = EvictionRequest {
             profile: self.profile,
             plugin: self.plugin,
-            reason: reason.unwrap_or(self.plugin),
+            reason: &reason,
         };
         self.session.evict(self.snapshot, pod, &req)
+    }
+
+    /// Records how this node-usage plugin classified the nodes (profile and plugin are filled in).
+    pub fn report_node_usage(&mut self, mut report: NodeUsageReport) {
+        report.profile = self.profile.to_string();
+        report.plugin = self.plugin;
+        self.session.report_node_usage(report);
     }
 
     /// Whether `pod` was moved (evicted or deflected) earlier in this cycle.

@@ -48,6 +48,18 @@ pub trait DeschedulePlugin: Send + Sync {
     fn name(&self) -> &'static str;
     /// Examines the pods on `nodes` and evicts through `handle`.
     fn deschedule(&self, handle: &mut Handle<'_>, nodes: &[NodeId]);
+    /// `plan --explain`: why this plugin would not select `pod` on the cluster as it is (e.g. "restarts
+    /// 3 < podRestartThreshold 10"); `None` when the plugin gives no per-pod explanation. Called
+    /// only when asked, never during a cycle.
+    fn explain_pod(
+        &self,
+        _snapshot: &Snapshot,
+        _pod: PodId,
+        _nodes: &[NodeId],
+        _now: Timestamp,
+    ) -> Option<String> {
+        None
+    }
 }
 
 /// A plugin at the Balance extension point: moves pods to even out the cluster.
@@ -56,4 +68,14 @@ pub trait BalancePlugin: Send + Sync {
     fn name(&self) -> &'static str;
     /// Examines `nodes` as a whole and evicts through `handle`.
     fn balance(&self, handle: &mut Handle<'_>, nodes: &[NodeId]);
+    /// As [`DeschedulePlugin::explain_pod`].
+    fn explain_pod(
+        &self,
+        _snapshot: &Snapshot,
+        _pod: PodId,
+        _nodes: &[NodeId],
+        _now: Timestamp,
+    ) -> Option<String> {
+        None
+    }
 }

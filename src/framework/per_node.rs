@@ -8,19 +8,48 @@
 use super::Handle;
 use super::handle::FilterView;
 use super::parallel;
+use crate::evictor::EvictionReason;
 use crate::snapshot::{NodeId, PodId, Snapshot};
+
+/// A candidate a per-pod plugin found: the pod, with the reason it was chosen when the plugin
+/// gives one (a bare [`PodId`]: the plugin name is the reason).
+pub trait Candidate: Send {
+    /// The pod.
+    fn pod(&self) -> PodId;
+    /// The reason, built when the plugin decided.
+    fn into_reason(self) -> Option<EvictionReason>;
+}
+
+impl Candidate for PodId {
+    fn pod(&self) -> PodId {
+        *self
+    }
+    fn into_reason(self) -> Option<EvictionReason> {
+        None
+    }
+}
+
+impl Candidate for (PodId, EvictionReason) {
+    fn pod(&self) -> PodId {
+        self.0
+    }
+    fn into_reason(self) -> Option<EvictionReason> {
+        Some(self.1)
+    }
+}
 
 /// Finds each node's candidates with `candidates(snapshot, filter, node, state)` (in eviction
 /// order; `state` is scratch state of one thread, e.g. a memo) and evicts them node by node, as
 /// upstream: a node's limit moves on to the next node, the total limit ends the plugin.
-pub fn evict_per_node<'s, S, F>(h: &mut Handle<'s>, nodes: &[NodeId], candidates: F)
+pub fn evict_per_node<'s, S, C, F>(h: &mut Handle<'s>, nodes: &[NodeId], candidates: F)
 where
     S: Default,
-    F: Fn(&'s Snapshot, &FilterView<'_>, NodeId, &mut S) -> Vec<PodId> + Sync,
+    C: Candidate,
+    F: Fn(&'s Snapshot, &FilterView<'_>, NodeId, &mut S) -> Vec<C> + Sync,
 {
     let view = h.filter_view();
     let snapshot = h.snapshot;
-    let per_node: Vec<Vec<PodId>> = parallel::map_chunks(
+    let per_node: Vec<Vec<C>> = parallel::map_chunks(
         nodes,
         |&n| snapshot.pods_on_node_upper_bound(n),
         parallel::MIN_PARALLEL_WEIGHT,
@@ -31,18 +60,23 @@ where
                 .map(|&n| {
                     let mut pods = candidates(snapshot, &view, n, &mut state);
                     // A pod the PreEvictionFilter rejects would be skipped by `evict`.
-                    pods.retain(|&p| view.pre_eviction_filter(p));
+                    pods.retain(|c| view.pre_eviction_filter(c.pod()));
                     pods
                 })
-                .collect::<Vec<Vec<PodId>>>()
+                .collect::<Vec<Vec<C>>>()
         },
     )
     .into_iter()
     .flatten()
     .collect();
     for pods in per_node {
-        for p in pods {
-            match h.evict_prefiltered(p, None) {
+        for c in pods {
+            let p = c.pod();
+            let attempt = match c.into_reason() {
+                Some(reason) => h.evict_prefiltered_because(p, reason),
+                None => h.evict_prefiltered(p, None),
+            };
+            match attempt {
                 Err(e) if e.is_node_limit() => break,
                 Err(e) if e.is_total_limit() => return,
                 _ => {}

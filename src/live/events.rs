@@ -5,6 +5,8 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
+use crate::evictor::EvictionReason;
+
 /// The reporting controller name on our Events.
 pub const REPORTER: &str = "kube-descheduler";
 /// Upstream's event action.
@@ -42,28 +44,24 @@ impl EventSink {
         }
     }
 
-    /// Normal Event after a successful eviction: reason = the eviction reason (or strategy name,
-    /// or `NotSet`), action `Descheduled`.
+    /// Normal Event after a successful eviction, as upstream: reason = the strategy (plugin) name
+    /// (or `NotSet`), action `Descheduled`; the note adds the eviction's reason sentence (when the
+    /// plugin gave more than its name) and the guard's answer (`extra`).
     pub async fn evicted(
         &self,
         pod: &PodRef<'_>,
-        reason: &str,
+        reason: &EvictionReason,
         strategy: &str,
         extra: Option<&str>,
     ) {
-        let reason = if !reason.is_empty() {
-            reason
-        } else if !strategy.is_empty() {
+        let event_reason = if !strategy.is_empty() {
             strategy
         } else {
             "NotSet"
         };
-        let mut note = format!("pod eviction from {} node by {REPORTER}", pod.node);
-        if let Some(extra) = extra {
-            note.push_str(": ");
-            note.push_str(extra);
-        }
-        self.publish(pod, EventType::Normal, reason, note).await;
+        let note = evicted_note(pod.node, reason, strategy, extra);
+        self.publish(pod, EventType::Normal, event_reason, note)
+            .await;
     }
 
     /// Warning `EvictionFailed` Event (only when the policy sets `evictionFailureEventNotification`).
@@ -102,5 +100,53 @@ impl EventSink {
         if let Err(e) = self.recorder.publish(&ev, &reference).await {
             tracing::warn!(pod = %format!("{}/{}", pod.namespace, pod.name), error = %e, "publishing event failed");
         }
+    }
+}
+
+/// The note of a `Descheduled` Event: upstream's sentence, then the reason sentence (the same text
+/// as the log line and `plan`) when it says more than the plugin name, then `extra`.
+pub fn evicted_note(
+    node: &str,
+    reason: &EvictionReason,
+    strategy: &str,
+    extra: Option<&str>,
+) -> String {
+    let mut note = format!("pod eviction from {node} node by {REPORTER}");
+    if !reason.text.is_empty() && reason.text != strategy {
+        note.push_str(": ");
+        note.push_str(&reason.text);
+    }
+    if let Some(extra) = extra {
+        note.push_str(if note.contains(": ") { "; " } else { ": " });
+        note.push_str(extra);
+    }
+    note
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_note_carries_the_reason_sentence_and_the_guard_answer() {
+        let plain = EvictionReason::plugin("PodLifeTime");
+        assert_eq!(
+            evicted_note("n1", &plain, "PodLifeTime", None),
+            "pod eviction from n1 node by kube-descheduler"
+        );
+        let r = EvictionReason::new("TooManyRestarts", "restarts 17 >= podRestartThreshold 10");
+        assert_eq!(
+            evicted_note(
+                "n1",
+                &r,
+                "RemovePodsHavingTooManyRestarts",
+                Some("deflected")
+            ),
+            "pod eviction from n1 node by kube-descheduler: restarts 17 >= podRestartThreshold 10; deflected"
+        );
+        assert_eq!(
+            evicted_note("n1", &plain, "PodLifeTime", Some("deflected")),
+            "pod eviction from n1 node by kube-descheduler: deflected"
+        );
     }
 }

@@ -1,8 +1,11 @@
 //! The offline plan: run a policy over a snapshot with the planning evictor and report what would
 //! be evicted, deflected or denied. The JSON shape is a contract other tools depend on.
 
+pub mod explain;
 pub mod guard_verdict;
 pub mod measured;
+pub mod html;
+pub mod nodes;
 pub mod render;
 
 use std::collections::BTreeMap;
@@ -10,16 +13,24 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use serde::Serialize;
 
-use crate::evictor::EvictOutcome;
 use crate::evictor::planner::{PlanBackend, VerdictFn};
+use crate::evictor::{EvictOutcome, EvictionReason};
 use crate::framework::cycle::run_cycle;
 use std::sync::Arc;
 
 use crate::policy::Policy;
 use crate::snapshot::Snapshot;
 
+/// The version of the JSON contract `plan --output json` prints (`contractVersion`).
+///
+/// 1: the first contract (`reason` was the plugin name). 2: `reason` is the plugin's sentence with
+/// the numbers, beside it `reasonCode` and `reasonDetail`; `nodeUsage[]`; `contractVersion`. Every
+/// field of version 1 is still there with the same meaning, except `reason`'s text (the plugin name
+/// stays in `plugin`).
+pub const CONTRACT_VERSION: u32 = 2;
+
 /// One planned eviction.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedEviction {
     /// Pod namespace.
     pub namespace: Arc<str>,
@@ -31,13 +42,33 @@ pub struct PlannedEviction {
     pub profile: Arc<str>,
     /// Plugin.
     pub plugin: Arc<str>,
-    /// Eviction reason.
-    pub reason: Arc<str>,
+    /// Why the plugin chose the pod (JSON: `reason` is its sentence, `reasonCode` its code,
+    /// `reasonDetail` its numbers).
+    pub reason: Arc<EvictionReason>,
     /// `evicted`, `deflected`, `denied` or `error`.
     pub outcome: &'static str,
     /// The guard's message for deflected / denied evictions.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+}
+
+impl Serialize for PlannedEviction {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("namespace", &*self.namespace)?;
+        m.serialize_entry("name", &self.name)?;
+        m.serialize_entry("node", &*self.node)?;
+        m.serialize_entry("profile", &*self.profile)?;
+        m.serialize_entry("plugin", &*self.plugin)?;
+        m.serialize_entry("reason", &self.reason.text)?;
+        m.serialize_entry("reasonCode", self.reason.code)?;
+        m.serialize_entry("reasonDetail", &self.reason.detail)?;
+        m.serialize_entry("outcome", self.outcome)?;
+        if let Some(msg) = &self.message {
+            m.serialize_entry("message", msg)?;
+        }
+        m.end()
+    }
 }
 
 /// Totals of a plan.
@@ -71,15 +102,29 @@ pub struct PlanSummary {
 
 /// The plan: evictions in order plus a summary.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
 pub struct Plan {
+    /// [`CONTRACT_VERSION`].
+    pub contract_version: u32,
     /// Every eviction attempt in eviction order.
     pub evictions: Vec<PlannedEviction>,
     /// Totals.
     pub summary: PlanSummary,
     /// Per node, the measured usage the utilization plugins used and its source (only when the
     /// policy measures usage: LowNodeUtilization `metricsUtilization`).
-    #[serde(rename = "nodeUsage", skip_serializing_if = "Vec::is_empty")]
-    pub node_usage: Vec<measured::NodeUsageReport>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub measured_usage: Vec<measured::NodeUsageReport>,
+    /// Node usage before and after the plan, per node-usage plugin run.
+    pub node_usage: Vec<nodes::NodeUsageTable>,
+    /// `--explain` answers (present only when asked).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub explanations: Vec<explain::PodExplanation>,
+    /// `--explain-node` answers (present only when asked).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub node_explanations: Vec<explain::NodeExplanation>,
+    /// Evictions a limit refused before any attempt (not part of the JSON contract).
+    #[serde(skip)]
+    pub limit_hits: Vec<crate::evictor::LimitHit>,
 }
 
 /// Adds one to `key`'s count (allocating the key only the first time).
@@ -134,6 +179,13 @@ pub fn make_plan(
     // Counted in hash maps (a lookup per eviction), sorted once at the end.
     let mut by_plugin: rustc_hash::FxHashMap<String, usize> = Default::default();
     let mut by_node: rustc_hash::FxHashMap<String, usize> = Default::default();
+    let moved: rustc_hash::FxHashSet<crate::snapshot::PodId> = report
+        .records
+        .iter()
+        .filter(|r| r.outcome.moves_pod())
+        .map(|r| r.pod)
+        .collect();
+    let node_usage = nodes::usage_tables(snapshot, &report.usage_reports, &moved);
     let evictions = report
         .records
         .into_iter()
@@ -169,14 +221,19 @@ pub fn make_plan(
         .collect();
     summary.by_plugin = by_plugin.into_iter().collect();
     summary.by_node = by_node.into_iter().collect();
-    let node_usage = measured::node_usage(
+    let measured_usage = measured::node_usage(
         snapshot,
         &crate::framework::cycle::ready_nodes(snapshot, policy.cycle.node_selector.as_ref()),
     );
     Plan {
+        contract_version: CONTRACT_VERSION,
         evictions,
         summary,
         node_usage,
+        measured_usage,
+        explanations: Vec::new(),
+        node_explanations: Vec::new(),
+        limit_hits: report.limit_hits,
     }
 }
 

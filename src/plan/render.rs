@@ -12,10 +12,10 @@ pub fn write_json(plan: &Plan, out: &mut impl std::io::Write) -> std::io::Result
 }
 
 fn table_of(headers: &[&str], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate() {
-            widths[i] = widths[i].max(c.len());
+            widths[i] = widths[i].max(c.chars().count());
         }
     }
     let mut out = String::new();
@@ -25,7 +25,9 @@ fn table_of(headers: &[&str], rows: &[Vec<String>]) -> String {
             if i + 1 == cells.len() {
                 l.push_str(c);
             } else {
-                let _ = write!(l, "{:<w$}  ", c, w = widths[i]);
+                l.push_str(c);
+                let pad = widths[i] - c.chars().count() + 2;
+                l.extend(std::iter::repeat_n(' ', pad));
             }
         }
         out.push_str(l.trim_end());
@@ -38,9 +40,83 @@ fn table_of(headers: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// A human-readable report: one row per eviction, then per-plugin and per-node totals (the
-/// warnings go to stderr, see `cli::plan`).
-pub fn table(plan: &Plan) -> String {
+/// Nodes per node-usage table unless all are asked for.
+pub const TOP_NODES: usize = 20;
+
+/// A human-readable report: one row per eviction, then per-plugin and per-node totals, then node
+/// usage before and after for each node-usage plugin (the first [`TOP_NODES`] nodes unless
+/// `all_nodes`).
+pub fn table(plan: &Plan, all_nodes: bool) -> String {
+    let mut out = evictions_table(plan);
+    for t in &plan.node_usage {
+        out.push('\n');
+        out.push_str(&usage_table(
+            t,
+            if all_nodes { usize::MAX } else { TOP_NODES },
+        ));
+    }
+    out
+}
+
+/// The node-usage table of one plugin run: usage per resource and class, before → after.
+pub fn usage_table(t: &super::nodes::NodeUsageTable, limit: usize) -> String {
+    let fmt_levels = |l: &std::collections::BTreeMap<String, f64>| {
+        l.iter()
+            .map(|(k, v)| format!("{k} {}", crate::evictor::reason::percent(*v)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = format!(
+        "{} ({}): node usage (requests) before → after the plan; low {}",
+        t.plugin,
+        t.profile,
+        fmt_levels(&t.low)
+    );
+    if !t.high.is_empty() {
+        let _ = write!(out, ", high {}", fmt_levels(&t.high));
+    }
+    out.push('\n');
+    let mut headers: Vec<String> = vec!["NODE".into(), "CLASS".into()];
+    headers.extend(t.resources.iter().map(|r| r.to_uppercase()));
+    headers.push("MOVED".into());
+    let pct = |v: Option<&Option<f64>>| match v.copied().flatten() {
+        Some(p) => crate::evictor::reason::percent(p),
+        None => "-".to_string(),
+    };
+    let rows: Vec<Vec<String>> = t
+        .nodes
+        .iter()
+        .take(limit)
+        .map(|n| {
+            let mut row = vec![
+                n.node.clone(),
+                if n.before.class == n.after.class {
+                    n.before.class.as_str().to_string()
+                } else {
+                    format!("{} → {}", n.before.class.as_str(), n.after.class.as_str())
+                },
+            ];
+            for r in &t.resources {
+                let (b, a) = (pct(n.before.percent.get(r)), pct(n.after.percent.get(r)));
+                row.push(if a == b { b } else { format!("{b} → {a}") });
+            }
+            row.push(n.moved_pods.to_string());
+            row
+        })
+        .collect();
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    out.push_str(&table_of(&headers, &rows));
+    if t.nodes.len() > limit {
+        let _ = writeln!(
+            out,
+            "… {} more nodes (--all-nodes shows every node)",
+            t.nodes.len() - limit
+        );
+    }
+    out
+}
+
+fn evictions_table(plan: &Plan) -> String {
     let s = &plan.summary;
     let mut out = String::new();
     if let Some(reason) = &s.skipped {
@@ -60,8 +136,8 @@ pub fn table(plan: &Plan) -> String {
                     e.plugin.to_string(),
                     e.outcome.to_string(),
                     match &e.message {
-                        Some(m) => format!("{} ({m})", e.reason),
-                        None => e.reason.to_string(),
+                        Some(m) => format!("{} ({m})", e.reason.text),
+                        None => e.reason.text.clone(),
                     },
                 ]
             })
@@ -76,9 +152,9 @@ pub fn table(plan: &Plan) -> String {
         "\n{} evicted, {} deflected, {} denied, {} errors — {} of {} nodes considered, {} pods",
         s.evicted, s.deflected, s.denied, s.errors, s.ready_nodes, s.nodes, s.pods
     );
-    if !plan.node_usage.is_empty() {
+    if !plan.measured_usage.is_empty() {
         let rows: Vec<Vec<String>> = plan
-            .node_usage
+            .measured_usage
             .iter()
             .map(|u| {
                 let usage = match (&u.error, u.utilization, u.cpu_milli, u.memory_bytes) {

@@ -7,6 +7,8 @@ use std::collections::HashSet;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
+use crate::evictor::EvictionReason;
+use crate::evictor::reason::duration;
 use crate::framework::args::{ArgsError, Namespaces, decode};
 use crate::framework::handle::FilterView;
 use crate::framework::per_node::evict_per_node;
@@ -14,7 +16,7 @@ use crate::framework::podfilter::PodFilter;
 use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
 use crate::framework::{DeschedulePlugin, Handle};
 use crate::snapshot::model::{ContainerState, PodPhase};
-use crate::snapshot::{NodeId, Pod, PodId};
+use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
 /// The plugin name.
 pub const NAME: &str = "RemoveFailedPods";
@@ -144,7 +146,75 @@ impl DeschedulePlugin for RemoveFailedPods {
         evict_per_node(h, nodes, |s, view, node, _: &mut ()| {
             s.pods_on_node(node)
                 .filter(|&p| self.qualifies(view, p))
+                .map(|p| (p, self.reason(s.pod(p), view.now())))
                 .collect()
         });
+    }
+
+    fn explain_pod(
+        &self,
+        s: &Snapshot,
+        pod: PodId,
+        _nodes: &[NodeId],
+        now: jiff::Timestamp,
+    ) -> Option<String> {
+        let p = s.pod(pod);
+        let age = age_secs(p, now);
+        Some(if p.phase != PodPhase::Failed {
+            format!("phase {}, not Failed", p.phase.as_str())
+        } else if age < self.min_age as i64 {
+            format!(
+                "Failed, but age {} < minPodLifetimeSeconds {}",
+                duration(age),
+                self.min_age
+            )
+        } else {
+            "Failed, but its reasons / exitCodes / owner kind / namespace do not match the plugin's args"
+                .to_string()
+        })
+    }
+}
+
+/// Seconds since the pod was created (a pod without a creation time is very old).
+fn age_secs(pod: &Pod, now: jiff::Timestamp) -> i64 {
+    pod.creation_timestamp
+        .map_or(i64::MAX, |c| now.duration_since(c).as_secs())
+}
+
+impl RemoveFailedPods {
+    /// Why a failed pod is evicted: its reason, exit code and age.
+    fn reason(&self, pod: &Pod, now: jiff::Timestamp) -> EvictionReason {
+        let why = pod
+            .reason
+            .as_deref()
+            .filter(|r| !r.is_empty())
+            .or_else(|| {
+                self.states(pod)
+                    .find_map(|c| c.terminated_reason.as_deref())
+            })
+            .unwrap_or("unknown");
+        let code = self.states(pod).find_map(|c| c.terminated_exit_code);
+        let age = age_secs(pod, now);
+        let mut text = format!("Failed (reason {why}");
+        if let Some(c) = code {
+            text.push_str(&format!(", exit code {c}"));
+        }
+        text.push_str(&format!(
+            "), age {} >= minPodLifetimeSeconds {}",
+            if age == i64::MAX {
+                "unknown".to_string()
+            } else {
+                duration(age)
+            },
+            self.min_age
+        ));
+        let mut r = EvictionReason::new("PodFailed", text)
+            .with("failedReason", why)
+            .with("ageSeconds", age)
+            .with("minPodLifetimeSeconds", self.min_age);
+        if let Some(c) = code {
+            r = r.with("exitCode", c);
+        }
+        r
     }
 }

@@ -6,13 +6,14 @@ use std::collections::HashSet;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
+use crate::evictor::EvictionReason;
 use crate::framework::args::{ArgsError, Namespaces, decode};
 use crate::framework::handle::FilterView;
 use crate::framework::per_node::evict_per_node;
 use crate::framework::podfilter::PodFilter;
 use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
 use crate::framework::{DeschedulePlugin, Handle};
-use crate::snapshot::{NodeId, PodId};
+use crate::snapshot::{NodeId, PodId, Snapshot};
 
 /// The plugin name.
 pub const NAME: &str = "RemovePodsHavingTooManyRestarts";
@@ -131,7 +132,61 @@ impl DeschedulePlugin for RemovePodsHavingTooManyRestarts {
                 .collect();
             // Most restarts first (stable for equal counts).
             pods.sort_by_key(|&(restarts, _)| std::cmp::Reverse(restarts));
-            pods.into_iter().map(|(_, p)| p).collect()
+            pods.into_iter()
+                .map(|(restarts, p)| (p, self.reason(restarts)))
+                .collect()
         });
+    }
+
+    fn explain_pod(
+        &self,
+        s: &Snapshot,
+        pod: PodId,
+        _nodes: &[NodeId],
+        _now: jiff::Timestamp,
+    ) -> Option<String> {
+        let p = s.pod(pod);
+        let restarts = p.restarts(self.including_init);
+        let init = if self.including_init {
+            " (init containers counted)"
+        } else {
+            ""
+        };
+        Some(if restarts < self.threshold {
+            format!(
+                "restarts {restarts} < podRestartThreshold {}{init}",
+                self.threshold
+            )
+        } else if !self.filter.matches(p) {
+            "the plugin's namespaces / labelSelector exclude it".to_string()
+        } else {
+            let mut states: Vec<&str> = self.states.iter().map(String::as_str).collect();
+            states.sort_unstable();
+            format!(
+                "restarts {restarts} >= podRestartThreshold {}, but it is in none of the states {states:?}",
+                self.threshold
+            )
+        })
+    }
+}
+
+impl RemovePodsHavingTooManyRestarts {
+    /// Why a pod with `restarts` restarts is evicted.
+    fn reason(&self, restarts: i64) -> EvictionReason {
+        let init = if self.including_init {
+            " (init containers counted)"
+        } else {
+            ""
+        };
+        EvictionReason::new(
+            "TooManyRestarts",
+            format!(
+                "restarts {restarts} >= podRestartThreshold {}{init}",
+                self.threshold
+            ),
+        )
+        .with("restarts", restarts)
+        .with("podRestartThreshold", self.threshold)
+        .with("includingInitContainers", self.including_init)
     }
 }

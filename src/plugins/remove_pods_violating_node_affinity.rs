@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::PreferredSchedulingTerm;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
+use crate::evictor::EvictionReason;
 use crate::framework::args::{ArgsError, Namespaces, decode};
 use crate::framework::per_node::evict_per_node;
 use crate::framework::podfilter::PodFilter;
@@ -16,7 +17,7 @@ use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
 use crate::framework::{DeschedulePlugin, Handle};
 use crate::scheduling::{affinity, fit};
 use crate::snapshot::model::PodPhase;
-use crate::snapshot::{NodeId, Pod, PodId};
+use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
 /// The plugin name.
 pub const NAME: &str = "RemovePodsViolatingNodeAffinity";
@@ -129,6 +130,39 @@ impl RemovePodsViolatingNodeAffinity {
     }
 }
 
+/// Why `pod` on `node` violates `kind` (after [`RemovePodsViolatingNodeAffinity::violates`] said
+/// so, which filled `best_scores` for preferred terms).
+fn affinity_reason(
+    s: &Snapshot,
+    kind: &str,
+    pod: PodId,
+    node: NodeId,
+    best_scores: &BestScores<'_>,
+) -> EvictionReason {
+    let p = s.pod(pod);
+    let name = &s.node(node).name;
+    if kind == REQUIRED {
+        return EvictionReason::new(
+            "NodeAffinityRequired",
+            format!("{name} does not match the pod's required node affinity / nodeSelector; another node does"),
+        )
+        .with("node", name.as_str());
+    }
+    let terms = preferred_terms(p);
+    let score = affinity::preferred_node_affinity_score(p, s.node(node));
+    let best = best_scores
+        .get(&terms_hash(terms))
+        .and_then(|b| b.iter().find(|(t, _)| *t == terms))
+        .map_or(score, |&(_, b)| b);
+    EvictionReason::new(
+        "NodeAffinityPreferred",
+        format!("preferred node affinity score {score} on {name} < {best} on another node"),
+    )
+    .with("node", name.as_str())
+    .with("score", score)
+    .with("bestScore", best)
+}
+
 /// Best preferred-affinity score over the plugin's nodes, by preferred terms (hash, then equality).
 type BestScores<'s> = HashMap<u64, Vec<(&'s [PreferredSchedulingTerm], i64)>>;
 
@@ -167,6 +201,32 @@ impl DeschedulePlugin for RemovePodsViolatingNodeAffinity {
         NAME
     }
 
+    fn explain_pod(
+        &self,
+        s: &Snapshot,
+        pod: PodId,
+        nodes: &[NodeId],
+        _now: jiff::Timestamp,
+    ) -> Option<String> {
+        let p = s.pod(pod);
+        let node = p.node?;
+        let name = &s.node(node).name;
+        Some(
+            if !affinity::matches_node_selector_and_affinity(p, s.node(node)) {
+                format!(
+                    "{name} does not match its required node affinity / nodeSelector, but no other node fits it either (fits any node: {})",
+                    fit::fits_any_node(s, pod, nodes)
+                )
+            } else if affinity::has_preferred_node_affinity(p) {
+                format!(
+                    "{name} matches its node affinity and no other node has a higher preferred score (or types excludes preferred)"
+                )
+            } else {
+                format!("{name} matches its node affinity / nodeSelector (or it has none)")
+            },
+        )
+    }
+
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         for kind in &self.types {
             evict_per_node(
@@ -182,6 +242,9 @@ impl DeschedulePlugin for RemovePodsViolatingNodeAffinity {
                                 && view.filter(p)
                                 && self.violates(s, kind, p, node, nodes, best_scores)
                         })
+                        .collect::<Vec<PodId>>()
+                        .into_iter()
+                        .map(|p| (p, affinity_reason(s, kind, p, node, best_scores)))
                         .collect()
                 },
             );

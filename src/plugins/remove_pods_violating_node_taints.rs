@@ -8,14 +8,15 @@ use k8s_openapi::api::core::v1::Taint;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
+use crate::evictor::EvictionReason;
 use crate::framework::args::{ArgsError, Namespaces, decode};
 use crate::framework::per_node::evict_per_node;
 use crate::framework::podfilter::PodFilter;
 use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
 use crate::framework::{DeschedulePlugin, Handle};
 use crate::scheduling::taints;
-use crate::snapshot::NodeId;
 use crate::snapshot::model::PodPhase;
+use crate::snapshot::{NodeId, PodId, Snapshot};
 
 /// The plugin name.
 pub const NAME: &str = "RemovePodsViolatingNodeTaints";
@@ -101,9 +102,63 @@ impl RemovePodsViolatingNodeTaints {
     }
 }
 
+/// A taint as `kubectl` prints it: `key=value:Effect`.
+fn taint_text(t: &Taint) -> String {
+    match t.value.as_deref() {
+        Some(v) if !v.is_empty() => format!("{}={v}:{}", t.key, t.effect),
+        _ => format!("{}:{}", t.key, t.effect),
+    }
+}
+
+impl RemovePodsViolatingNodeTaints {
+    /// The first taint of `node` this plugin enforces that `pod` does not tolerate.
+    fn untolerated<'s>(&self, s: &'s Snapshot, pod: PodId, node: NodeId) -> Option<&'s Taint> {
+        let tolerations = &s.pod(pod).tolerations;
+        s.node(node).taints.iter().find(|t| {
+            self.considered(t)
+                && !taints::tolerates_all(tolerations, std::slice::from_ref(*t), |_| true)
+        })
+    }
+
+    fn reason(&self, s: &Snapshot, pod: PodId, node: NodeId) -> EvictionReason {
+        let name = &s.node(node).name;
+        let taint = self
+            .untolerated(s, pod, node)
+            .map(taint_text)
+            .unwrap_or_default();
+        EvictionReason::new(
+            "TaintNotTolerated",
+            format!("{name} taint {taint} not tolerated"),
+        )
+        .with("node", name.as_str())
+        .with("taint", taint)
+    }
+}
+
 impl DeschedulePlugin for RemovePodsViolatingNodeTaints {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn explain_pod(
+        &self,
+        s: &Snapshot,
+        pod: PodId,
+        _nodes: &[NodeId],
+        _now: jiff::Timestamp,
+    ) -> Option<String> {
+        let node = s.pod(pod).node?;
+        Some(match self.untolerated(s, pod, node) {
+            None => format!(
+                "it tolerates every taint of {} this plugin enforces",
+                s.node(node).name
+            ),
+            Some(t) => format!(
+                "{} taint {} is not tolerated, but the plugin's namespaces / labelSelector exclude the pod",
+                s.node(node).name,
+                taint_text(t)
+            ),
+        })
     }
 
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
@@ -118,6 +173,7 @@ impl DeschedulePlugin for RemovePodsViolatingNodeTaints {
                         && !taints::tolerates_all(&pod.tolerations, taints, |t| self.considered(t))
                         && view.filter(p)
                 })
+                .map(|p| (p, self.reason(s, p, node)))
                 .collect()
         });
     }

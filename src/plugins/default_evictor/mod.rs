@@ -174,7 +174,14 @@ impl DefaultEvictor {
                 .start_time
                 .is_some_and(|st| now.duration_since(st).as_secs_f64() >= min_age.as_secs_f64());
             if !old_enough {
-                out.reject(|| "pod is younger than minPodAge".into());
+                out.reject(|| match p.start_time {
+                    Some(st) => format!(
+                        "pod is younger than minPodAge (started {} ago < minPodAge {})",
+                        crate::evictor::reason::duration(now.duration_since(st).as_secs()),
+                        crate::evictor::reason::duration(min_age.as_secs() as i64)
+                    ),
+                    None => "pod is younger than minPodAge (not started yet)".to_string(),
+                });
             }
         }
     }
@@ -183,14 +190,22 @@ impl DefaultEvictor {
     fn check_protections(&self, snapshot: &Snapshot, pod: PodId, out: &mut Rejections) -> bool {
         let p = snapshot.pod(pod);
         if self.protects(Protection::SystemCriticalPods) {
-            if p.priority.is_some_and(|v| v >= SYSTEM_CRITICAL_PRIORITY)
-                && out.reject(|| "pod has system critical priority".into())
-            {
+            if p.priority.is_some_and(|v| v >= SYSTEM_CRITICAL_PRIORITY) && out.reject(|| {
+                format!(
+                    "pod has system critical priority (priority {} >= {SYSTEM_CRITICAL_PRIORITY})",
+                    p.priority.unwrap_or_default()
+                )
+            }) {
                 return true;
             }
             if let Some(threshold) = self.priority_threshold(snapshot)
                 && p.priority.is_some_and(|v| v >= threshold)
-                && out.reject(|| "pod has higher priority than the priority threshold".into())
+                && out.reject(|| {
+                    format!(
+                        "pod has higher priority than the priority threshold (priority {} >= priorityThreshold {threshold})",
+                        p.priority.unwrap_or_default()
+                    )
+                })
             {
                 return true;
             }
@@ -207,13 +222,20 @@ impl DefaultEvictor {
         }
         if self.protects(Protection::PodsWithLocalStorage)
             && p.has_local_storage()
-            && out.reject(|| "pod has local storage".into())
+            && out.reject(|| "pod has local storage (a hostPath or emptyDir volume)".into())
         {
             return true;
         }
         if self.protects(Protection::DaemonSetPods)
             && p.is_daemonset_pod()
-            && out.reject(|| "daemonset pods are protected".into())
+            && out.reject(|| {
+                let ds = p.owners.iter().find(|o| o.kind == "DaemonSet");
+                format!(
+                    "daemonset pods are protected (owned by DaemonSet {}/{})",
+                    p.namespace,
+                    ds.map_or("", |o| o.name.as_str())
+                )
+            })
         {
             return true;
         }

@@ -9,7 +9,7 @@ use super::node_utilization::{
 use crate::framework::registry::ExtensionPoint;
 use crate::framework::{BalancePlugin, Handle, PluginFactory};
 use crate::snapshot::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
-use crate::snapshot::{NodeId, Pod};
+use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
 mod args;
 use args::build;
@@ -55,12 +55,40 @@ impl BalancePlugin for HighNodeUtilization {
         NAME
     }
 
+    fn explain_pod(
+        &self,
+        s: &Snapshot,
+        pod: PodId,
+        nodes: &[NodeId],
+        _now: jiff::Timestamp,
+    ) -> Option<String> {
+        let node = s.pod(pod).node?;
+        let resources = tracked_resources(self.args.thresholds.keys().map(String::as_str));
+        let usage = Usage::compute(s, nodes, resources);
+        let levels = usage.levels(&self.args.thresholds);
+        let i = usage.nodes.iter().position(|&n| n == node)?;
+        let text = super::node_utilization::usage_text(&usage, i, &levels);
+        let name = &s.node(node).name;
+        Some(if usage.is_below(i, &levels) {
+            format!(
+                "{name} is underutilized ({text}), but the plugin stopped before this pod (numberOfNodes, room on the other nodes, or evictionModes)"
+            )
+        } else {
+            format!("{name} is not underutilized: {text}")
+        })
+    }
+
     fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let a = &self.args;
         let snapshot = h.snapshot;
         let resources = tracked_resources(a.thresholds.keys().map(String::as_str));
         let mut usage = Usage::compute(snapshot, nodes, resources);
         let low_levels = usage.levels(&a.thresholds);
+        h.report_node_usage(super::node_utilization::usage_report(
+            &usage,
+            &low_levels,
+            &vec![None; low_levels.len()],
+        ));
         // Destinations are capped at 100 % of every thresholded resource.
         let full: Thresholds = a.thresholds.keys().map(|k| (k.clone(), 100.0)).collect();
         let caps = usage.levels(&full);
@@ -94,6 +122,10 @@ impl BalancePlugin for HighNodeUtilization {
         let filter = |pod: &Pod| {
             !self.only_thresholding_resources || self.requests_thresholded_resource(pod)
         };
+        let destinations = schedulable.len();
+        let describe = |u: &Usage, i: usize| {
+            super::node_utilization::underutilized_reason(snapshot, u, i, &low_levels, destinations)
+        };
         let spec = EvictionSpec {
             sources: low,
             destinations: schedulable,
@@ -103,6 +135,7 @@ impl BalancePlugin for HighNodeUtilization {
             stop_under_target: false,
             pod_filter: &filter,
             pod_usage: PodUsage::Requests,
+            describe: &describe,
         };
         evict_from_sources(h, &mut usage, &spec);
     }

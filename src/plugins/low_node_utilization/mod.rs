@@ -7,12 +7,13 @@
 //! `evictionLimits.node`, as upstream).
 
 use super::node_utilization::{
-    EvictionSpec, PodUsage, Tracked, Usage, evict_from_sources, sort_rows_by_usage,
-    tracked_resources,
+    EvictionSpec, Levels, PodUsage, Tracked, Usage, evict_from_sources, over_target_reason,
+    sort_rows_by_usage, tracked_resources, usage_report, usage_text,
 };
 use crate::framework::registry::ExtensionPoint;
 use crate::framework::{BalancePlugin, Handle, PluginFactory};
 use crate::snapshot::NodeId;
+use crate::snapshot::{PodId, Snapshot};
 
 mod args;
 pub mod measured;
@@ -38,22 +39,40 @@ pub fn factory() -> PluginFactory {
     }
 }
 
-impl BalancePlugin for LowNodeUtilization {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+/// Node usage for one run: the rows, the low / high levels, and where the usage came from.
+struct Measurement<'s> {
+    usage: Usage,
+    low: Levels,
+    high: Levels,
+    /// `None`: pod requests; otherwise the metrics source that replaced them.
+    source: Option<MeasuredSource<'s>>,
+    /// The tracked resources, in the order of the usage columns.
+    columns: Vec<Tracked>,
+}
 
-    fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+impl Measurement<'_> {
+    /// How the usage was obtained, for reasons: `requests`, `metrics.k8s.io` or `prometheus`.
+    fn basis(&self) -> &'static str {
+        match self.source {
+            None => "requests",
+            Some(MeasuredSource::Kubernetes(_)) => "metrics.k8s.io",
+            Some(MeasuredSource::Prometheus(..)) => "prometheus",
+        }
+    }
+}
+
+impl LowNodeUtilization {
+    /// Usage of `nodes` (requests, or measured with `metricsUtilization`) and the low / high
+    /// levels (deviation mode: around the mean). Errors: the metrics source has no usable data.
+    fn measure<'s>(&self, snapshot: &'s Snapshot, nodes: &[NodeId]) -> Result<Measurement<'s>, String> {
         let a = &self.args;
-        let snapshot = h.snapshot;
         let mode = a.measures_with_kubernetes();
-        let resources = match mode {
+        let columns = match mode {
             // Prometheus measures one pseudo-resource only (upstream's resourceNames).
             Some(false) => vec![Tracked::Metric],
             _ => tracked_resources(a.thresholds.keys().map(String::as_str)),
         };
-        let columns = resources.clone();
-        let mut usage = Usage::compute(snapshot, nodes, resources);
+        let mut usage = Usage::compute(snapshot, nodes, columns.clone());
         let mut source = None;
         if let Some(kubernetes) = mode {
             let query = a
@@ -61,26 +80,11 @@ impl BalancePlugin for LowNodeUtilization {
                 .as_ref()
                 .and_then(|m| m.prometheus.as_ref())
                 .map(|p| p.query.as_str());
-            let found =
-                measured::source(snapshot.measured.as_deref(), kubernetes, query).and_then(|src| {
-                    measured::apply(snapshot, &mut usage, src)?;
-                    Ok(src)
-                });
-            match found {
-                Ok(src) => source = Some(src),
-                Err(e) => return h.fail(e),
-            }
+            let src = measured::source(snapshot.measured.as_deref(), kubernetes, query)?;
+            measured::apply(snapshot, &mut usage, src)?;
+            source = Some(src);
         }
-        let pod_amounts = |pod: &crate::snapshot::Pod| match source {
-            Some(MeasuredSource::Kubernetes(k)) => measured::pod_amounts(k, &columns, pod),
-            _ => None,
-        };
-        let pod_usage = match source {
-            None => PodUsage::Requests,
-            Some(MeasuredSource::Kubernetes(_)) => PodUsage::Measured(&pod_amounts),
-            Some(MeasuredSource::Prometheus(..)) => PodUsage::Unconstrained,
-        };
-        let (low_levels, high_levels) = if a.use_deviation_thresholds {
+        let (low, high) = if a.use_deviation_thresholds {
             usage.deviation_levels(&a.thresholds, &a.target_thresholds)
         } else {
             (
@@ -88,14 +92,88 @@ impl BalancePlugin for LowNodeUtilization {
                 usage.levels(&a.target_thresholds),
             )
         };
+        Ok(Measurement {
+            usage,
+            low,
+            high,
+            source,
+            columns,
+        })
+    }
+
+    /// Rows of the underutilized (schedulable, below every low level) and overutilized nodes.
+    fn classify(
+        snapshot: &Snapshot,
+        usage: &Usage,
+        low_levels: &Levels,
+        high_levels: &Levels,
+    ) -> (Vec<usize>, Vec<usize>) {
         let (mut low, mut high) = (Vec::new(), Vec::new());
-        for (i, &n) in nodes.iter().enumerate() {
-            if !snapshot.node(n).unschedulable && usage.is_below(i, &low_levels) {
+        for (i, &n) in usage.nodes.iter().enumerate() {
+            if !snapshot.node(n).unschedulable && usage.is_below(i, low_levels) {
                 low.push(i);
-            } else if usage.is_above(i, &high_levels) {
+            } else if usage.is_above(i, high_levels) {
                 high.push(i);
             }
         }
+        (low, high)
+    }
+}
+
+impl BalancePlugin for LowNodeUtilization {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn explain_pod(
+        &self,
+        s: &Snapshot,
+        pod: PodId,
+        nodes: &[NodeId],
+        _now: jiff::Timestamp,
+    ) -> Option<String> {
+        let node = s.pod(pod).node?;
+        let m = match self.measure(s, nodes) {
+            Ok(m) => m,
+            Err(e) => return Some(format!("the plugin evicts nothing this cycle: {e}")),
+        };
+        let i = m.usage.nodes.iter().position(|&n| n == node)?;
+        let name = &s.node(node).name;
+        let (low, _) = Self::classify(s, &m.usage, &m.low, &m.high);
+        let text = usage_text(&m.usage, i, &m.high);
+        let basis = m.basis();
+        Some(if !m.usage.is_above(i, &m.high) {
+            format!("{name} is not over any target: {text} ({basis})")
+        } else if low.is_empty() || (low.len() as i64) <= self.args.number_of_nodes {
+            format!(
+                "{name} is over target ({text}, {basis}), but {} nodes are underutilized (numberOfNodes {}): nowhere to move pods",
+                low.len(),
+                self.args.number_of_nodes
+            )
+        } else {
+            format!(
+                "{name} is over target ({text}, {basis}); pods of lower priority went first and the node or the underutilized nodes' room was used up before this one"
+            )
+        })
+    }
+
+    fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+        let a = &self.args;
+        let snapshot = h.snapshot;
+        let m = match self.measure(snapshot, nodes) {
+            Ok(m) => m,
+            Err(e) => return h.fail(e),
+        };
+        let basis = m.basis();
+        let Measurement {
+            mut usage,
+            low: low_levels,
+            high: high_levels,
+            source,
+            columns,
+        } = m;
+        h.report_node_usage(usage_report(&usage, &low_levels, &high_levels));
+        let (low, mut high) = Self::classify(snapshot, &usage, &low_levels, &high_levels);
         tracing::debug!(
             plugin = NAME,
             underutilized = low.len(),
@@ -115,6 +193,19 @@ impl BalancePlugin for LowNodeUtilization {
             .as_ref()
             .map(|n| n.exclude.as_slice())
             .unwrap_or(&[]);
+        let pod_amounts = |pod: &crate::snapshot::Pod| match source {
+            Some(MeasuredSource::Kubernetes(k)) => measured::pod_amounts(k, &columns, pod),
+            _ => None,
+        };
+        let pod_usage = match source {
+            None => PodUsage::Requests,
+            Some(MeasuredSource::Kubernetes(_)) => PodUsage::Measured(&pod_amounts),
+            Some(MeasuredSource::Prometheus(..)) => PodUsage::Unconstrained,
+        };
+        let destinations = low.len();
+        let describe = |u: &Usage, i: usize| {
+            over_target_reason(snapshot, u, i, &high_levels, destinations, basis)
+        };
         let spec = EvictionSpec {
             sources: high,
             destinations: low,
@@ -124,6 +215,7 @@ impl BalancePlugin for LowNodeUtilization {
             stop_under_target: true,
             pod_filter: &|_| true,
             pod_usage,
+            describe: &describe,
         };
         evict_from_sources(h, &mut usage, &spec);
     }

@@ -10,6 +10,10 @@ use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::Taint;
 
+use std::sync::Arc;
+
+use crate::evictor::reason::percent;
+use crate::evictor::{EvictionReason, NodeUsageReport};
 use crate::framework::Handle;
 use crate::framework::parallel;
 use crate::framework::sort::priority_low_to_high;
@@ -333,6 +337,106 @@ pub struct EvictionSpec<'a> {
     pub pod_filter: &'a dyn Fn(&Pod) -> bool,
     /// What an evicted pod uses.
     pub pod_usage: PodUsage<'a>,
+    /// Why pods of source row `i` are evicted (built once per source node, when its first pod is
+    /// attempted).
+    pub describe: &'a dyn Fn(&Usage, usize) -> EvictionReason,
+}
+
+/// Each thresholded resource of row `i` against `levels`: `cpu 91% > 80%, memory 62% <= 80%`.
+pub fn usage_text(u: &Usage, i: usize, levels: &Levels) -> String {
+    u.resources
+        .iter()
+        .enumerate()
+        .filter_map(|(r, res)| {
+            let level = levels.get(r).copied().flatten()?;
+            let pct = u.percent(i, r).unwrap_or(0.0);
+            let op = if pct > level { ">" } else { "<=" };
+            Some(format!(
+                "{} {} {op} {}",
+                res.name(),
+                percent(pct),
+                percent(level)
+            ))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `reason` with the usage of row `i` as fields (`cpuPercent`, `memoryPercent`, `podsPercent`)
+/// and the levels (`cpuLevel`, …).
+fn with_usage(mut reason: EvictionReason, u: &Usage, i: usize, levels: &Levels) -> EvictionReason {
+    for (r, res) in u.resources.iter().enumerate() {
+        let (pct, lvl) = match res {
+            Tracked::Cpu => ("cpuPercent", "cpuLevel"),
+            Tracked::Memory => ("memoryPercent", "memoryLevel"),
+            Tracked::Pods => ("podsPercent", "podsLevel"),
+            _ => continue,
+        };
+        if let Some(p) = u.percent(i, r) {
+            reason = reason.with(pct, p);
+        }
+        if let Some(l) = levels.get(r).copied().flatten() {
+            reason = reason.with(lvl, l);
+        }
+    }
+    reason
+}
+
+/// LowNodeUtilization's reason for row `i`: over its target (usage from `basis`: requests or a
+/// metrics source), moving to `destinations` nodes.
+pub fn over_target_reason(
+    snapshot: &Snapshot,
+    u: &Usage,
+    i: usize,
+    levels: &Levels,
+    destinations: usize,
+    basis: &str,
+) -> EvictionReason {
+    let node = &snapshot.node(u.nodes[i]).name;
+    let r = EvictionReason::new(
+        "NodeOverTarget",
+        format!(
+            "{node} over target: {} ({basis}); moving to {destinations} underutilized nodes",
+            usage_text(u, i, levels)
+        ),
+    )
+    .with("node", node.as_str())
+    .with("usageSource", basis)
+    .with("underutilizedNodes", destinations);
+    with_usage(r, u, i, levels)
+}
+
+/// HighNodeUtilization's reason for row `i`: underutilized, its pods go to `destinations` nodes.
+pub fn underutilized_reason(
+    snapshot: &Snapshot,
+    u: &Usage,
+    i: usize,
+    levels: &Levels,
+    destinations: usize,
+) -> EvictionReason {
+    let node = &snapshot.node(u.nodes[i]).name;
+    let r = EvictionReason::new(
+        "NodeUnderutilized",
+        format!(
+            "{node} underutilized: {} (requests); moving its pods to {destinations} other nodes",
+            usage_text(u, i, levels)
+        ),
+    )
+    .with("node", node.as_str())
+    .with("destinationNodes", destinations);
+    with_usage(r, u, i, levels)
+}
+
+/// What a node-usage plugin records for `plan`'s before/after table.
+pub fn usage_report(u: &Usage, low: &Levels, high: &Levels) -> NodeUsageReport {
+    NodeUsageReport {
+        profile: String::new(),
+        plugin: "",
+        resources: u.resources.iter().map(|t| t.name().to_string()).collect(),
+        low: low.clone(),
+        high: high.clone(),
+        nodes: u.nodes.clone(),
+    }
 }
 
 /// Evicts pods from the source nodes, lowest priority first, while the pooled spare capacity of the
@@ -375,6 +479,7 @@ pub fn evict_from_sources(h: &mut Handle<'_>, usage: &mut Usage, spec: &Eviction
         );
         pods.sort_by(|&a, &b| priority_low_to_high(snapshot, a, b));
         let mut evicted = 0u64;
+        let mut reason: Option<Arc<EvictionReason>> = None;
         for &p in &pods {
             if spec.node_limit.is_some_and(|l| evicted >= l) {
                 break;
@@ -400,7 +505,10 @@ pub fn evict_from_sources(h: &mut Handle<'_>, usage: &mut Usage, spec: &Eviction
                 },
                 _ => None,
             };
-            match h.evict(p, None) {
+            let why = reason
+                .get_or_insert_with(|| Arc::new((spec.describe)(usage, src)))
+                .clone();
+            match h.evict_because(p, why) {
                 Ok(_) => {}
                 Err(e) if e.is_total_limit() => return,
                 Err(e) if e.is_node_limit() => break,

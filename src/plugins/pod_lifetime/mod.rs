@@ -3,13 +3,15 @@
 
 use std::collections::HashSet;
 
+use crate::evictor::EvictionReason;
+use crate::evictor::reason::duration;
 use crate::framework::handle::FilterView;
 use crate::framework::parallel;
 use crate::framework::podfilter::PodFilter;
 use crate::framework::registry::{ExtensionPoint, PluginFactory};
 use crate::framework::{DeschedulePlugin, Handle};
 use crate::snapshot::model::ContainerState;
-use crate::snapshot::{NodeId, Pod, PodId};
+use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
 mod args;
 use args::build;
@@ -132,9 +134,59 @@ impl PodLifeTime {
     }
 }
 
+impl PodLifeTime {
+    /// Why a pod is evicted: its age against `maxPodLifeTimeSeconds` (and the states asked for).
+    fn reason(&self, pod: &Pod, now: jiff::Timestamp) -> EvictionReason {
+        let age = pod
+            .creation_timestamp
+            .map(|c| now.duration_since(c).as_secs());
+        let age_text = age.map_or("unknown".to_string(), duration);
+        let mut text = match self.args.max_pod_life_time_seconds {
+            Some(max) => format!(
+                "age {age_text} > maxPodLifeTimeSeconds {max} ({})",
+                duration(max as i64)
+            ),
+            None => format!("age {age_text}"),
+        };
+        if !self.args.states.is_empty() {
+            text.push_str(&format!("; in one of the states {:?}", self.args.states));
+        }
+        let mut r = EvictionReason::new("PodLifeTimeExceeded", text);
+        if let Some(a) = age {
+            r = r.with("ageSeconds", a);
+        }
+        if let Some(max) = self.args.max_pod_life_time_seconds {
+            r = r.with("maxPodLifeTimeSeconds", max);
+        }
+        r
+    }
+}
+
 impl DeschedulePlugin for PodLifeTime {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn explain_pod(
+        &self,
+        s: &Snapshot,
+        pod: PodId,
+        _nodes: &[NodeId],
+        now: jiff::Timestamp,
+    ) -> Option<String> {
+        let p = s.pod(pod);
+        let age = p
+            .creation_timestamp
+            .map(|c| now.duration_since(c).as_secs());
+        Some(match (age, self.args.max_pod_life_time_seconds) {
+            (Some(a), Some(max)) if a <= max as i64 => format!(
+                "age {} <= maxPodLifeTimeSeconds {max} ({})",
+                duration(a),
+                duration(max as i64)
+            ),
+            _ => "its namespace, labels, states, conditions or owner kind do not match the plugin's args"
+                .to_string(),
+        })
     }
 
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
@@ -159,7 +211,8 @@ impl DeschedulePlugin for PodLifeTime {
         // Oldest first across all nodes (a missing creation time sorts first, like Go's zero time).
         pods.sort_by_key(|&p| h.snapshot.pod(p).creation_timestamp);
         for p in pods {
-            match h.evict_prefiltered(p, None) {
+            let reason = self.reason(h.snapshot.pod(p), h.now);
+            match h.evict_prefiltered_because(p, reason) {
                 Err(e) if e.is_total_limit() => return,
                 _ => {}
             }

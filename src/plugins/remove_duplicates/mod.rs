@@ -10,6 +10,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use super::node_utilization::occupies;
+use crate::evictor::EvictionReason;
 use crate::framework::args::allows_namespace;
 use crate::framework::parallel;
 use crate::framework::registry::ExtensionPoint;
@@ -157,6 +158,48 @@ impl<'a> Feasibility<'a> {
 impl BalancePlugin for RemoveDuplicates {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn explain_pod(
+        &self,
+        s: &Snapshot,
+        pod: PodId,
+        _nodes: &[NodeId],
+        _now: jiff::Timestamp,
+    ) -> Option<String> {
+        let p = s.pod(pod);
+        let node = p.node?;
+        let Some(owner) = p.owners.first() else {
+            return Some("it has no owner, so it has no duplicates".to_string());
+        };
+        let same = s
+            .pods_on_node(node)
+            .filter(|&o| {
+                let other = s.pod(o);
+                other.namespace == p.namespace
+                    && other
+                        .owners
+                        .iter()
+                        .any(|x| x.kind == owner.kind && x.name == owner.name)
+            })
+            .count();
+        Some(if same <= 1 {
+            format!(
+                "it is the only pod of {} {}/{} on {}",
+                owner.kind,
+                p.namespace,
+                owner.name,
+                s.node(node).name
+            )
+        } else {
+            format!(
+                "{same} pods of {} {}/{} on {}, but not more than the owner's pods per feasible node (or the others differ in images / were kept)",
+                owner.kind,
+                p.namespace,
+                owner.name,
+                s.node(node).name
+            )
+        })
     }
 
     fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
@@ -361,14 +404,23 @@ impl BalancePlugin for RemoveDuplicates {
                 continue;
             }
             let upper = (group.occurrences as usize).div_ceil(targets);
-            'nodes: for (_, pods) in &group.duplicates {
+            'nodes: for (node, pods) in &group.duplicates {
                 // The original is not in the list: the node holds `pods.len() + 1`.
                 if pods.len() < upper {
                     continue;
                 }
+                let reason = Arc::new(duplicates_reason(
+                    snapshot,
+                    pods[0],
+                    *node,
+                    pods.len() + 1,
+                    group.occurrences as usize,
+                    targets,
+                    upper,
+                ));
                 for &p in &pods[upper.saturating_sub(1)..] {
                     // Duplicates passed the PreEvictionFilter in pass 2.
-                    match h.evict_prefiltered(p, None) {
+                    match h.evict_prefiltered_because(p, reason.clone()) {
                         Ok(_) => {}
                         Err(e) if e.is_total_limit() => return,
                         Err(e) if e.is_node_limit() => continue 'nodes,
@@ -378,6 +430,38 @@ impl BalancePlugin for RemoveDuplicates {
             }
         }
     }
+}
+
+/// Why duplicates on `node` are evicted: `on_node` pods of one owner there, `occurrences` in all
+/// over `targets` feasible nodes, so at most `upper` per node.
+fn duplicates_reason(
+    snapshot: &Snapshot,
+    pod: PodId,
+    node: NodeId,
+    on_node: usize,
+    occurrences: usize,
+    targets: usize,
+    upper: usize,
+) -> EvictionReason {
+    let p = snapshot.pod(pod);
+    let owner = p.owners.first().map_or_else(String::new, |o| {
+        format!("{} {}/{}", o.kind, p.namespace, o.name)
+    });
+    let node = &snapshot.node(node).name;
+    let per_node = occurrences as f64 / targets.max(1) as f64;
+    EvictionReason::new(
+        "DuplicatePods",
+        format!(
+            "{on_node} pods of {owner} on {node}, {per_node:.1} per feasible node ({occurrences} pods, {targets} feasible nodes: at most {upper} each)"
+        ),
+    )
+    .with("owner", owner)
+    .with("node", node.as_str())
+    .with("podsOnNode", on_node)
+    .with("pods", occurrences)
+    .with("feasibleNodes", targets)
+    .with("perNode", per_node)
+    .with("upperBound", upper)
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
+use crate::evictor::EvictionReason;
 use crate::framework::parallel;
 use crate::framework::podfilter::PodFilter;
 use crate::framework::registry::ExtensionPoint;
@@ -94,14 +95,22 @@ impl<'s, 'i> Pool<'s, 'i> {
     /// Whether a term of `candidate` selects another listed pod in its topology domain (upstream
     /// `CheckPodsWithAntiAffinityExist`: an invalid selector ends the check with no conflict).
     fn violates(&mut self, candidate: PodId, terms: &[CompiledAntiAffinityTerm<'s>]) -> bool {
+        self.conflict(candidate, terms).is_some()
+    }
+
+    /// The first listed pod a term of `candidate` selects in its topology domain, with the term's
+    /// topology key (see [`Pool::violates`]).
+    fn conflict(
+        &mut self,
+        candidate: PodId,
+        terms: &[CompiledAntiAffinityTerm<'s>],
+    ) -> Option<(PodId, &'s str)> {
         let s = self.s;
         let cand = s.pod(candidate);
-        let Some(cand_node) = cand.node else {
-            return false;
-        };
+        let cand_node = cand.node?;
         for term in terms {
             if term.is_invalid() {
-                return false;
+                return None;
             }
             let conflicts = |o: PodId| {
                 let other = s.pod(o);
@@ -110,11 +119,11 @@ impl<'s, 'i> Pool<'s, 'i> {
             let value = s.node(cand_node).labels.get(term.topology_key);
             let Some(value) = value else {
                 // Without the key only the candidate's own node is its domain.
-                if self.by_node[cand_node as usize]
+                if let Some(&o) = self.by_node[cand_node as usize]
                     .iter()
-                    .any(|&o| !self.removed.contains(&o) && conflicts(o))
+                    .find(|&&o| !self.removed.contains(&o) && conflicts(o))
                 {
-                    return true;
+                    return Some((o, term.topology_key));
                 }
                 continue;
             };
@@ -140,13 +149,14 @@ impl<'s, 'i> Pool<'s, 'i> {
             };
             let ns_count: usize = ns_pods.iter().map(|v| v.len()).sum();
             let found = if domain_count <= ns_count {
-                domain_nodes.iter().any(|&n| {
+                domain_nodes.iter().find_map(|&n| {
                     self.by_node[n as usize]
                         .iter()
-                        .any(|&o| !self.removed.contains(&o) && conflicts(o))
+                        .copied()
+                        .find(|&o| !self.removed.contains(&o) && conflicts(o))
                 })
             } else {
-                ns_pods.iter().flat_map(|v| v.iter()).any(|&o| {
+                ns_pods.iter().flat_map(|v| v.iter()).copied().find(|&o| {
                     !self.removed.contains(&o)
                         && s.pod(o).node.is_some_and(|on| {
                             on == cand_node
@@ -155,17 +165,32 @@ impl<'s, 'i> Pool<'s, 'i> {
                         && conflicts(o)
                 })
             };
-            if found {
-                return true;
+            if let Some(o) = found {
+                return Some((o, term.topology_key));
             }
         }
-        false
+        None
     }
 }
 
 impl DeschedulePlugin for RemovePodsViolatingInterPodAntiAffinity {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn explain_pod(
+        &self,
+        s: &Snapshot,
+        pod: PodId,
+        _nodes: &[NodeId],
+        _now: jiff::Timestamp,
+    ) -> Option<String> {
+        let p = s.pod(pod);
+        Some(if affinity::required_anti_affinity_terms(p).is_empty() {
+            "it has no required pod anti-affinity terms".to_string()
+        } else {
+            "no pod in its topology domain is selected by its required anti-affinity (or that pod was evicted first)".to_string()
+        })
     }
 
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
@@ -223,13 +248,13 @@ impl DeschedulePlugin for RemovePodsViolatingInterPodAntiAffinity {
         'nodes: for pods in flagged {
             for p in pods {
                 let terms = affinity::compile_anti_affinity_terms(s.pod(p));
-                if !pool.violates(p, &terms) {
+                let Some((other, key)) = pool.conflict(p, &terms) else {
                     continue;
-                }
+                };
                 if !h.filter(p) {
                     continue;
                 }
-                match h.evict(p, None) {
+                match h.evict_because(p, anti_affinity_reason(s, other, key)) {
                     Ok(_) => {
                         pool.removed.insert(p);
                     }
@@ -240,6 +265,23 @@ impl DeschedulePlugin for RemovePodsViolatingInterPodAntiAffinity {
             }
         }
     }
+}
+
+/// Why a pod is evicted: `other` is in its topology domain (`key`) and its required
+/// anti-affinity selects it.
+fn anti_affinity_reason(s: &Snapshot, other: PodId, key: &str) -> EvictionReason {
+    let o = s.pod(other);
+    let node = o.node.map_or("", |n| s.node(n).name.as_str());
+    EvictionReason::new(
+        "AntiAffinityViolated",
+        format!(
+            "required anti-affinity (topologyKey {key}) selects {}/{} on {node}",
+            o.namespace, o.name
+        ),
+    )
+    .with("conflictingPod", format!("{}/{}", o.namespace, o.name))
+    .with("conflictingNode", node)
+    .with("topologyKey", key)
 }
 
 #[cfg(test)]

@@ -23,6 +23,9 @@ use k8s_openapi::api::core::v1::{NodeSelectorTerm, Toleration, TopologySpreadCon
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::core::{Expression, Selector, SelectorExt};
 
+use std::sync::Arc;
+
+use crate::evictor::EvictionReason;
 use crate::framework::parallel;
 use crate::framework::registry::ExtensionPoint;
 use crate::framework::{BalancePlugin, Handle, PluginFactory};
@@ -187,8 +190,8 @@ struct Run<'s, 'h> {
     node_fit: bool,
     /// Per topology key: the node groups and each value's position among them.
     key_index: HashMap<&'s str, (KeyIndex<'s>, HashMap<&'s str, usize>)>,
-    /// Pods to evict, in the order they were chosen.
-    chosen: Vec<PodId>,
+    /// Pods to evict, in the order they were chosen, with the skew that chose them.
+    chosen: Vec<(PodId, Arc<EvictionReason>)>,
     chosen_set: HashSet<PodId>,
 }
 
@@ -330,6 +333,7 @@ impl<'s> Run<'s, '_> {
                 continue;
             }
             let moves = (moves as usize).min(domains[j].pods.len());
+            let reason = Arc::new(skew_reason(c, &domains[j], &domains[i], skew, moves));
             // Prefer evicting pods that fit a node below the average (stable: others first).
             let keyed: Vec<(bool, PodId)> = domains[j].pods.iter().map(|&p| (fits(p), p)).collect();
             let mut reordered: Vec<PodId> =
@@ -343,12 +347,38 @@ impl<'s> Run<'s, '_> {
                     continue;
                 }
                 if self.chosen_set.insert(p) {
-                    self.chosen.push(p);
+                    self.chosen.push((p, reason.clone()));
                 }
             }
             domains[i].pods.extend(moving);
         }
     }
+}
+
+/// Why pods leave domain `hi` for domain `lo`: the skew before and after `moves` pods move.
+fn skew_reason(
+    c: &Constraint<'_>,
+    hi: &Domain<'_>,
+    lo: &Domain<'_>,
+    skew: f64,
+    moves: usize,
+) -> EvictionReason {
+    let (h, l) = (hi.pods.len(), lo.pods.len());
+    let after = (h as i64 - moves as i64) - (l as i64 + moves as i64);
+    EvictionReason::new(
+        "TopologySpreadSkew",
+        format!(
+            "{} {} has {h} matching pods, {} has {l}: skew {skew} > maxSkew {}; moving {moves} leaves skew {after}",
+            c.topology_key, hi.value, lo.value, c.max_skew
+        ),
+    )
+    .with("topologyKey", c.topology_key)
+    .with("fromDomain", hi.value)
+    .with("toDomain", lo.value)
+    .with("skew", skew as i64)
+    .with("maxSkew", c.max_skew)
+    .with("moves", moves)
+    .with("skewAfter", after)
 }
 
 impl RemovePodsViolatingTopologySpreadConstraint {
@@ -358,7 +388,7 @@ impl RemovePodsViolatingTopologySpreadConstraint {
         s: &'s Snapshot,
         nodes: &[NodeId],
         namespaces: &[(&'s str, Vec<PodId>)],
-    ) -> Vec<PodId> {
+    ) -> Vec<(PodId, Arc<EvictionReason>)> {
         let mut run = Run {
             s,
             nodes,
@@ -424,6 +454,21 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
         NAME
     }
 
+    fn explain_pod(
+        &self,
+        s: &Snapshot,
+        pod: PodId,
+        _nodes: &[NodeId],
+        _now: jiff::Timestamp,
+    ) -> Option<String> {
+        let p = s.pod(pod);
+        Some(if p.topology_spread_constraints.is_empty() {
+            "it has no topology spread constraints".to_string()
+        } else {
+            "its constraints' skew is within maxSkew, or other pods of the fullest domain were chosen first".to_string()
+        })
+    }
+
     fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let s = h.snapshot;
         let listed = |h: &Handle<'_>, p: PodId| {
@@ -458,7 +503,7 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
         // they are analysed in parallel; the chosen pods are concatenated in namespace order,
         // exactly as one thread would have chosen them.
         let by_namespace: Vec<(&str, Vec<PodId>)> = by_namespace.into_iter().collect();
-        let chosen: Vec<PodId> = parallel::map_chunks(
+        let chosen: Vec<(PodId, Arc<EvictionReason>)> = parallel::map_chunks(
             &by_namespace,
             |(_, pods)| pods.len(),
             parallel::MIN_PARALLEL_WEIGHT,
@@ -468,12 +513,12 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
         .flatten()
         .collect();
         let mut node_limited: HashSet<NodeId> = HashSet::default();
-        for p in chosen {
+        for (p, reason) in chosen {
             let node = s.pod(p).node;
             if node.is_some_and(|n| node_limited.contains(&n)) || !listed(h, p) {
                 continue;
             }
-            match h.evict(p, None) {
+            match h.evict_because(p, reason) {
                 Ok(_) => {}
                 Err(e) if e.is_node_limit() => {
                     if let Some(n) = node {

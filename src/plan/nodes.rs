@@ -1,0 +1,190 @@
+//! Node usage before and after the plan, for each node-usage plugin run (LowNodeUtilization,
+//! HighNodeUtilization): the plugin records its levels when it classifies the nodes
+//! ([`NodeUsageReport`]); this module sums the requests of each node's pods with and without the
+//! pods the plan moves and classifies both by the plugin's levels.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashSet;
+use serde::Serialize;
+
+use crate::evictor::NodeUsageReport;
+use crate::evictor::usage::NodeClass;
+use crate::snapshot::model::PodPhase;
+use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
+
+/// Usage of one node at one moment.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct UsageAt {
+    /// under / appropriate / over.
+    pub class: NodeClass,
+    /// Usage per resource in percent of allocatable (null: the node lacks the resource).
+    pub percent: BTreeMap<String, Option<f64>>,
+}
+
+/// One node's usage before and after the planned evictions.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeUsageRow {
+    /// Node name.
+    pub node: String,
+    /// Pods the plan moves off this node (all plugins).
+    pub moved_pods: usize,
+    /// Before the plan.
+    pub before: UsageAt,
+    /// After the planned evictions (the moved pods' requests leave the node).
+    pub after: UsageAt,
+}
+
+/// How one node-usage plugin run saw the nodes.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeUsageTable {
+    /// Profile.
+    pub profile: String,
+    /// Plugin.
+    pub plugin: String,
+    /// Resources in column order.
+    pub resources: Vec<String>,
+    /// Underutilization levels per resource (percent).
+    pub low: BTreeMap<String, f64>,
+    /// Overutilization levels per resource (percent; empty for HighNodeUtilization).
+    pub high: BTreeMap<String, f64>,
+    /// Nodes, the interesting ones first (class changed, then over, then under, then by moved
+    /// pods and usage).
+    pub nodes: Vec<NodeUsageRow>,
+}
+
+fn occupies(pod: &Pod) -> bool {
+    !matches!(pod.phase, PodPhase::Succeeded | PodPhase::Failed)
+}
+
+/// What a pod uses of resource `name` (a pod uses one `pods`; `MetricResource` is not a request).
+fn request(pod: &Pod, name: &str) -> i64 {
+    match name {
+        "pods" => 1,
+        "MetricResource" => 0,
+        other => pod.requests.get(other),
+    }
+}
+
+/// The node's allocatable `name` (`None`: the node lacks it; `MetricResource` is 100 everywhere).
+fn capacity(snapshot: &Snapshot, node: NodeId, name: &str) -> Option<i64> {
+    let a = &snapshot.node(node).allocatable;
+    match name {
+        "MetricResource" => Some(100),
+        "cpu" | "memory" | "pods" | "ephemeral-storage" => Some(a.get(name)),
+        other => a.has(other).then(|| a.get(other)),
+    }
+}
+
+fn percent(used: i64, cap: Option<i64>) -> Option<f64> {
+    let cap = cap?;
+    Some(if cap > 0 {
+        used as f64 / cap as f64 * 100.0
+    } else {
+        0.0
+    })
+}
+
+/// Builds the before/after tables. `moved` are the pods the plan moves; the snapshot still lists
+/// them on their nodes (the cycle only marks them evicted).
+pub fn usage_tables(
+    snapshot: &Snapshot,
+    reports: &[NodeUsageReport],
+    moved: &FxHashSet<PodId>,
+) -> Vec<NodeUsageTable> {
+    reports.iter().map(|r| table(snapshot, r, moved)).collect()
+}
+
+fn table(
+    snapshot: &Snapshot,
+    report: &NodeUsageReport,
+    moved: &FxHashSet<PodId>,
+) -> NodeUsageTable {
+    let res = &report.resources;
+    // The cycle marked the moved pods evicted: `pods_on_node` no longer lists them.
+    let mut moved_by_node: rustc_hash::FxHashMap<NodeId, Vec<PodId>> = Default::default();
+    for &p in moved {
+        if let Some(n) = snapshot.pod(p).node {
+            moved_by_node.entry(n).or_default().push(p);
+        }
+    }
+    let mut rows: Vec<(NodeUsageRow, f64)> = report
+        .nodes
+        .iter()
+        .map(|&n| {
+            let sum = |pods: &mut dyn Iterator<Item = PodId>, into: &mut [i64]| {
+                for p in pods {
+                    let pod = snapshot.pod(p);
+                    if occupies(pod) {
+                        for (slot, name) in into.iter_mut().zip(res) {
+                            *slot = slot.saturating_add(request(pod, name));
+                        }
+                    }
+                }
+            };
+            let mut after = vec![0i64; res.len()];
+            sum(&mut snapshot.pods_on_node(n), &mut after);
+            let gone = moved_by_node.get(&n).map_or(&[][..], Vec::as_slice);
+            let mut before = after.clone();
+            sum(&mut gone.iter().copied(), &mut before);
+            let moved_pods = gone.len();
+            let caps: Vec<Option<i64>> = res.iter().map(|r| capacity(snapshot, n, r)).collect();
+            let at = |used: &[i64]| {
+                let pct: Vec<Option<f64>> = used
+                    .iter()
+                    .zip(&caps)
+                    .map(|(&u, &c)| percent(u, c))
+                    .collect();
+                UsageAt {
+                    class: NodeClass::of(&pct, &report.low, &report.high),
+                    percent: res.iter().cloned().zip(pct).collect(),
+                }
+            };
+            let before = at(&before);
+            let peak = before
+                .percent
+                .values()
+                .flatten()
+                .fold(0.0f64, |a, &b| a.max(b));
+            (
+                NodeUsageRow {
+                    node: snapshot.node(n).name.clone(),
+                    moved_pods,
+                    after: at(&after),
+                    before,
+                },
+                peak,
+            )
+        })
+        .collect();
+    rows.sort_by(|(a, pa), (b, pb)| {
+        let changed = |r: &NodeUsageRow| r.before.class != r.after.class;
+        let rank = |c: NodeClass| match c {
+            NodeClass::Over => 0,
+            NodeClass::Under => 1,
+            NodeClass::Appropriate => 2,
+        };
+        changed(b)
+            .cmp(&changed(a))
+            .then(rank(a.before.class).cmp(&rank(b.before.class)))
+            .then(b.moved_pods.cmp(&a.moved_pods))
+            .then(pb.total_cmp(pa))
+            .then(a.node.cmp(&b.node))
+    });
+    let levels = |l: &[Option<f64>]| -> BTreeMap<String, f64> {
+        res.iter()
+            .zip(l)
+            .filter_map(|(n, v)| Some((n.clone(), (*v)?)))
+            .collect()
+    };
+    NodeUsageTable {
+        profile: report.profile.clone(),
+        plugin: report.plugin.to_string(),
+        resources: res.clone(),
+        low: levels(&report.low),
+        high: levels(&report.high),
+        nodes: rows.into_iter().map(|(r, _)| r).collect(),
+    }
+}
