@@ -3,8 +3,8 @@
 
 pub mod explain;
 pub mod guard_verdict;
-pub mod measured;
 pub mod html;
+pub mod measured;
 pub mod nodes;
 pub mod render;
 

@@ -329,7 +329,7 @@ fn run_snapshot(input: &[u8]) -> bool {
         let plan = kube_descheduler::plan::make_plan(policy, &mut snapshot, now, Some(verdict));
         let mut out = Vec::new();
         let _ = kube_descheduler::plan::render::write_json(&plan, &mut out);
-        let _ = kube_descheduler::plan::render::table(&plan);
+        let _ = kube_descheduler::plan::render::table(&plan, true);
     }
     true
 }

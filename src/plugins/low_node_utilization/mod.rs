@@ -64,7 +64,11 @@ impl Measurement<'_> {
 impl LowNodeUtilization {
     /// Usage of `nodes` (requests, or measured with `metricsUtilization`) and the low / high
     /// levels (deviation mode: around the mean). Errors: the metrics source has no usable data.
-    fn measure<'s>(&self, snapshot: &'s Snapshot, nodes: &[NodeId]) -> Result<Measurement<'s>, String> {
+    fn measure<'s>(
+        &'s self,
+        snapshot: &'s Snapshot,
+        nodes: &[NodeId],
+    ) -> Result<Measurement<'s>, String> {
         let a = &self.args;
         let mode = a.measures_with_kubernetes();
         let columns = match mode {
