@@ -62,9 +62,11 @@ fn a_list_replaces_the_kind_and_events_patch_it() {
     assert_eq!(names(&snap), ["ns/a"]);
     assert_eq!(snap.pods[0].node_name.as_deref(), Some("n2"));
     assert!(
-        snap.warnings.iter().any(|w| w.contains("n2")),
+        snap.inconsistencies.iter().any(|i| i.kind
+            == crate::snapshot::consistency::InconsistencyKind::PodOnUnknownNode
+            && i.examples.iter().any(|e| e.contains("n2"))),
         "a pod on an unknown node is reported: {:?}",
-        snap.warnings
+        snap.inconsistencies
     );
 
     // A relist that does not return `ns/a` drops it; what it returns is kept.
