@@ -88,8 +88,10 @@ async fn assert_healthz(d: &Descheduler) {
 async fn every_third_eviction_failing_for_a_cycle_keeps_limits_and_counts_each_failure_once() {
     let pods: Vec<String> = (1..=9).map(|i| format!("{APP}-{i}")).collect();
     let sim = start_sim(cluster(replica_set_with_pods(APP, 9, TAINTED))).await;
-    // Every third pod's eviction fails once: 503, gateway timeout, 500.
-    for (pod, status) in [("web-3", 503), ("web-6", 504), ("web-9", 500)] {
+    // Every third eviction fails once: 503, gateway timeout, 500. The cycle tries the pods in
+    // the order the API lists them (web-1 … web-9), so the failures are the 1st, 4th and 7th
+    // attempts — all before the sixth success could reach the per-node limit.
+    for (pod, status) in [("web-1", 503), ("web-4", 504), ("web-7", 500)] {
         sim.add_fault(eviction_fault(pod, status));
     }
     // With 9 candidates, 3 failing and a per-node limit of 6, the first cycle tries all 9 and
