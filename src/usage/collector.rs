@@ -17,7 +17,8 @@ use super::{KubernetesUsage, Measured, MetricsNeeds, kube_source};
 /// How often metrics.k8s.io is listed (upstream's collector period).
 pub const INTERVAL: Duration = Duration::from_secs(5);
 
-/// Data older than this is not used for a cycle (six missed collections).
+/// Data older than this is not used for a cycle (six missed collections); `run
+/// --metrics-max-age` sets it.
 pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(30);
 
 #[derive(Default)]
