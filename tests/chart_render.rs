@@ -1608,6 +1608,13 @@ fn lint_reports_no_errors() {
         json!({"kind": "Deployment", "replicas": 2, "leaderElection": {"enabled": true}, "trigger": {"enabled": true}, "serviceMonitor": {"enabled": true}}),
         json!({"webhook": {"certs": {"mode": "certManager"}}}),
         json!({"webhook": {"enabled": false}}),
+        json!({"deschedulerPolicy": {
+            "metricsProviders": [{"source": "KubernetesMetrics"}, prometheus_provider(true)],
+            "profiles": [
+                lnu_profile("kube", Some(json!({"source": "KubernetesMetrics"}))),
+                lnu_profile("prom", prometheus_lnu()),
+            ],
+        }}),
     ];
     let batch: Vec<Value> = variants
         .iter()
