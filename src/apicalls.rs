@@ -35,6 +35,9 @@ pub enum Scope {
     /// A namespaced resource in the leader-election namespace
     /// (`--leader-elect-resource-namespace`).
     LeaseNamespace,
+    /// The namespace of the policy's Prometheus token Secret
+    /// (`metricsProviders[].prometheus.authToken.secretReference.namespace`).
+    PrometheusTokenNamespace,
 }
 
 /// Which object names a call touches.
@@ -48,6 +51,9 @@ pub enum Names {
     CertsSecret,
     /// Only our own ValidatingWebhookConfiguration.
     WebhookConfiguration,
+    /// Only the policy's Prometheus token Secret
+    /// (`metricsProviders[].prometheus.authToken.secretReference.name`).
+    PrometheusTokenSecret,
 }
 
 /// When a component makes a call.
@@ -60,6 +66,14 @@ pub enum Needed {
     /// Only when the secure port authenticates callers: the trigger API
     /// (`--enable-trigger-api`) or `/metrics` (unless `--disable-metrics`).
     AuthenticatedServing,
+    /// Only when the policy measures usage with metrics.k8s.io: a LowNodeUtilization
+    /// `metricsUtilization` with `source: KubernetesMetrics` (or the deprecated
+    /// `metricsServer: true`) — [`MetricsNeeds::kubernetes`](crate::usage::MetricsNeeds).
+    KubernetesMetrics,
+    /// Only when the policy queries Prometheus (a LowNodeUtilization `metricsUtilization` with
+    /// `source: Prometheus`) and its `metricsProviders` Prometheus entry names a token Secret
+    /// (`prometheus.authToken.secretReference`).
+    PrometheusTokenSecret,
 }
 
 /// One Kubernetes API call as RBAC sees it.
@@ -144,7 +158,7 @@ const fn sub(mut c: ApiCall, subresource: &'static str) -> ApiCall {
 }
 
 use Component::{CertsJob, Engine, Guard};
-use Scope::{AllNamespaces, Cluster, LeaseNamespace, OwnNamespace};
+use Scope::{AllNamespaces, Cluster, LeaseNamespace, OwnNamespace, PrometheusTokenNamespace};
 
 const CACHE: &str = "watch cache (reflector) the cycle's snapshot is built from";
 
@@ -324,6 +338,42 @@ pub const API_CALLS: &[ApiCall] = &[
             "authorize callers of the trigger API and /metrics",
         ),
         Needed::AuthenticatedServing,
+    ),
+    when(
+        call(
+            Engine,
+            "list",
+            "metrics.k8s.io",
+            "nodes",
+            Cluster,
+            "measured node usage: one LIST of NodeMetrics every 5 s (metricsUtilization)",
+        ),
+        Needed::KubernetesMetrics,
+    ),
+    when(
+        call(
+            Engine,
+            "list",
+            "metrics.k8s.io",
+            "pods",
+            AllNamespaces,
+            "measured pod usage: one LIST of PodMetrics every 5 s (metricsUtilization)",
+        ),
+        Needed::KubernetesMetrics,
+    ),
+    named(
+        when(
+            call(
+                Engine,
+                "get",
+                "",
+                "secrets",
+                PrometheusTokenNamespace,
+                "the Prometheus bearer token (data key prometheusAuthToken), re-read every cycle",
+            ),
+            Needed::PrometheusTokenSecret,
+        ),
+        Names::PrometheusTokenSecret,
     ),
     // ---- Guard (`webhook`) ------------------------------------------------------------------
     call(
@@ -619,10 +669,21 @@ mod tests {
         };
         assert!(evicts(Component::Engine));
         assert!(!evicts(Component::Guard));
-        assert!(
-            !calls_of(Component::Engine)
-                .chain(calls_of(Component::Guard))
-                .any(|c| c.resource == "secrets")
+        assert!(!calls_of(Component::Guard).any(|c| c.resource == "secrets"));
+        // The engine reads one Secret, by name, and only when the policy names it.
+        let engine_secrets: Vec<_> = calls_of(Component::Engine)
+            .filter(|c| c.resource == "secrets")
+            .collect();
+        assert_eq!(engine_secrets.len(), 1, "{engine_secrets:?}");
+        let s = engine_secrets[0];
+        assert_eq!(
+            (s.verb, s.names, s.needed, s.scope),
+            (
+                "get",
+                Names::PrometheusTokenSecret,
+                Needed::PrometheusTokenSecret,
+                Scope::PrometheusTokenNamespace
+            )
         );
     }
 }

@@ -110,3 +110,12 @@ fn unusable_certificate_files_are_a_config_error_naming_the_flags() {
         "{err}"
     );
 }
+
+#[test]
+fn metrics_max_age_must_be_a_duration_of_at_least_the_collection_period() {
+    for bad in ["--metrics-max-age=half a minute", "--metrics-max-age=1s"] {
+        let (code, err) = run(&[bad, "--policy-config-file=/x"]);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(err.contains("--metrics-max-age"), "{bad}: {err}");
+    }
+}

@@ -62,6 +62,7 @@ fn options(dry_run: bool) -> LiveOptions {
         one_shot_sync_timeout: Duration::from_secs(20),
         api_server: "https://fake".into(),
         cycle_on_events: None,
+        metrics_max_age: kube_descheduler::usage::collector::DEFAULT_MAX_AGE,
         watch: Default::default(),
     }
 }

@@ -107,6 +107,11 @@ pub struct RunArgs {
     /// How long node changes are collected before the cycle they start (Go duration).
     #[arg(long, default_value = "2s")]
     pub cycle_on_events_debounce: String,
+    /// Age limit of measured usage (metricsUtilization with source KubernetesMetrics): a cycle
+    /// never runs LowNodeUtilization on metrics.k8s.io data collected longer ago than this (Go
+    /// duration, at least the 5s collection period).
+    #[arg(long, default_value = "30s")]
+    pub metrics_max_age: String,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub logging_format: LogFormat,
@@ -138,6 +143,8 @@ pub struct Resolved {
     pub cache_sync_timeout: Duration,
     /// `--cycle-on-events` with its debounce.
     pub cycle_on_events: Option<Duration>,
+    /// `--metrics-max-age`.
+    pub metrics_max_age: Duration,
     /// Bounds on the secure port's clients.
     pub serve_limits: ServeLimits,
 }
@@ -226,6 +233,14 @@ pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
     }
     let debounce = duration_flag("cycle-on-events-debounce", &a.cycle_on_events_debounce)?;
     let cycle_on_events = a.cycle_on_events.then_some(debounce);
+    let metrics_max_age = duration_flag("metrics-max-age", &a.metrics_max_age)?;
+    if metrics_max_age < crate::usage::collector::INTERVAL {
+        return Err(ConfigError::new(format!(
+            "--metrics-max-age must be at least the {}s metrics collection period, got {:?}",
+            crate::usage::collector::INTERVAL.as_secs(),
+            a.metrics_max_age
+        )));
+    }
     let policy = a
         .policy_config_file
         .clone()
@@ -239,6 +254,7 @@ pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
         cert_reload_interval,
         cache_sync_timeout,
         cycle_on_events,
+        metrics_max_age,
         serve_limits: a.serve_limits.resolve()?,
     })
 }
@@ -300,6 +316,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         one_shot_sync_timeout: resolved.cache_sync_timeout,
         api_server: String::new(),
         cycle_on_events: resolved.cycle_on_events,
+        metrics_max_age: resolved.metrics_max_age,
         watch: Default::default(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -314,4 +331,40 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         cancel_on_signals(shutdown.clone());
         crate::live::run::run(opts, client, shutdown).await
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn resolve_args(extra: &[&str]) -> Result<Resolved, ConfigError> {
+        let argv = ["kube-descheduler", "run", "--policy-config-file=/p"]
+            .into_iter()
+            .chain(extra.iter().copied());
+        match crate::cli::Cli::try_parse_from(argv) {
+            Ok(crate::cli::Cli {
+                command: crate::cli::Command::Run(a),
+                ..
+            }) => resolve(&a),
+            other => panic!("not a run command: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn metrics_max_age_defaults_to_the_collector_default_and_is_settable() {
+        let r = resolve_args(&[]).expect("defaults resolve");
+        assert_eq!(r.metrics_max_age, crate::usage::collector::DEFAULT_MAX_AGE);
+        let r = resolve_args(&["--metrics-max-age=2m"]).expect("2m");
+        assert_eq!(r.metrics_max_age, Duration::from_secs(120));
+        let r = resolve_args(&["--metrics-max-age=5s"]).expect("the collection period");
+        assert_eq!(r.metrics_max_age, Duration::from_secs(5));
+        for bad in ["4s", "0s", "thirty seconds", "-30s"] {
+            let e = resolve_args(&[&format!("--metrics-max-age={bad}")])
+                .expect_err(bad)
+                .to_string();
+            assert!(e.contains("--metrics-max-age"), "{bad}: {e}");
+        }
+    }
 }

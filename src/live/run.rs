@@ -59,6 +59,8 @@ pub struct LiveOptions {
     /// `--cycle-on-events`: also run a cycle this long after a node joins, becomes Ready, is
     /// uncordoned or loses a NoSchedule/NoExecute taint (None: off).
     pub cycle_on_events: Option<Duration>,
+    /// `--metrics-max-age`: measured usage older than this is not used for a cycle.
+    pub metrics_max_age: Duration,
     /// List+watch tuning (page size, backoff).
     pub watch: WatchConfig,
 }
@@ -215,7 +217,7 @@ pub async fn run(
         let c = Arc::new(crate::usage::collector::Collector::new(
             opts.policy.metrics.clone(),
             client.clone(),
-            crate::usage::collector::DEFAULT_MAX_AGE,
+            opts.metrics_max_age,
             token_file,
             ca,
         ));

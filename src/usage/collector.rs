@@ -17,7 +17,8 @@ use super::{KubernetesUsage, Measured, MetricsNeeds, kube_source};
 /// How often metrics.k8s.io is listed (upstream's collector period).
 pub const INTERVAL: Duration = Duration::from_secs(5);
 
-/// Data older than this is not used for a cycle (six missed collections).
+/// Data older than this is not used for a cycle (six missed collections); `run
+/// --metrics-max-age` sets it.
 pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(30);
 
 #[derive(Default)]
@@ -103,7 +104,9 @@ impl Collector {
         }
     }
 
-    fn kubernetes(&self) -> Result<(KubernetesUsage, Timestamp), String> {
+    /// The metrics.k8s.io data as of `now`: an error when none was collected yet or the last
+    /// successful collection is older than the age limit.
+    fn kubernetes_at(&self, now: Instant) -> Result<(KubernetesUsage, Timestamp), String> {
         let st = self
             .state
             .lock()
@@ -116,7 +119,7 @@ impl Collector {
         let Some((at, ts)) = st.last_ok else {
             return Err(format!("no metrics.k8s.io data collected yet{last_error}"));
         };
-        let age = at.elapsed();
+        let age = now.saturating_duration_since(at);
         if age > self.max_age {
             return Err(format!(
                 "metrics.k8s.io data is stale: collected {}s ago, the limit is {}s{last_error}",
@@ -155,7 +158,7 @@ impl Collector {
     pub async fn measure(&self) -> Measured {
         let mut m = Measured::default();
         if self.needs.kubernetes {
-            m.kubernetes = Some(match self.kubernetes() {
+            m.kubernetes = Some(match self.kubernetes_at(Instant::now()) {
                 Ok((k, ts)) => {
                     m.collected_at = Some(ts);
                     Ok(k)
@@ -199,4 +202,83 @@ pub async fn query_all(
         out.insert(q.clone(), r);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::usage::kube_source::{NODES_PATH, PODS_PATH};
+    use serde_json::json;
+
+    /// A client whose metrics.k8s.io answers one node (n1, 2 cpu) and one pod.
+    fn metrics_client() -> kube::Client {
+        let svc = tower::service_fn(|req: http::Request<kube::client::Body>| async move {
+            let body = match req.uri().path() {
+                NODES_PATH => {
+                    json!({"kind": "NodeMetricsList", "apiVersion": "metrics.k8s.io/v1beta1",
+                    "metadata": {}, "items": [{"metadata": {"name": "n1"},
+                    "usage": {"cpu": "2", "memory": "1Gi"}}]})
+                }
+                PODS_PATH => {
+                    json!({"kind": "PodMetricsList", "apiVersion": "metrics.k8s.io/v1beta1",
+                    "metadata": {}, "items": [{"metadata": {"name": "p", "namespace": "a"},
+                    "containers": [{"name": "c", "usage": {"cpu": "500m", "memory": "100Mi"}}]}]})
+                }
+                other => panic!("unexpected request {other}"),
+            };
+            http::Response::builder()
+                .header("content-type", "application/json")
+                .body(kube::client::Body::from(body.to_string().into_bytes()))
+        });
+        kube::Client::new(svc, "default")
+    }
+
+    fn collector(max_age: Duration) -> Collector {
+        let needs = MetricsNeeds {
+            kubernetes: true,
+            ..Default::default()
+        };
+        Collector::new(needs, metrics_client(), max_age, None, None)
+    }
+
+    #[tokio::test]
+    async fn data_older_than_the_age_limit_is_refused() {
+        let c = collector(DEFAULT_MAX_AGE);
+        let before = Instant::now();
+        let none = c.kubernetes_at(before).unwrap_err();
+        assert!(
+            none.contains("no metrics.k8s.io data collected yet"),
+            "{none}"
+        );
+
+        c.collect_once().await;
+        let now = Instant::now();
+        let (usage, _) = c.kubernetes_at(now).expect("fresh data");
+        assert_eq!(usage.nodes["n1"].cpu_milli, 2000);
+        assert_eq!(
+            usage.pod("a", "p").cloned().map(|r| r.map(|u| u.cpu_milli)),
+            Some(Ok(500))
+        );
+        assert!(
+            c.kubernetes_at(before + DEFAULT_MAX_AGE).is_ok(),
+            "collected after `before`: at most the limit old, still used"
+        );
+        let stale = c
+            .kubernetes_at(now + DEFAULT_MAX_AGE + Duration::from_secs(2))
+            .unwrap_err();
+        assert!(
+            stale.contains("stale") && stale.contains("the limit is 30s"),
+            "{stale}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_age_limit_is_the_configured_one() {
+        let c = collector(Duration::from_secs(120));
+        c.collect_once().await;
+        let now = Instant::now();
+        assert!(c.kubernetes_at(now + Duration::from_secs(60)).is_ok());
+        let stale = c.kubernetes_at(now + Duration::from_secs(125)).unwrap_err();
+        assert!(stale.contains("the limit is 120s"), "{stale}");
+    }
 }

@@ -247,3 +247,71 @@ toString would print 2097152 as 2.097152e+06, which no integer flag accepts), th
 {{- define "kube-descheduler.flagValue" -}}
 {{- if and (kindIs "float64" .) (eq . (floor .)) -}}{{ int64 . }}{{- else -}}{{ toString . }}{{- end -}}
 {{- end -}}
+
+{{/*
+The policy as the engine reads it (deschedulerPolicy through `tpl`), as a dict; {} when none.
+*/}}
+{{- define "kube-descheduler.policyDict" -}}
+{{- if .Values.deschedulerPolicy -}}
+{{- tpl (toYaml .Values.deschedulerPolicy) . | fromYaml | toJson -}}
+{{- else -}}
+{}
+{{- end -}}
+{{- end -}}
+
+{{/*
+"true" when `run` lists metrics.k8s.io (Needed::KubernetesMetrics in src/apicalls.rs): some
+LowNodeUtilization pluginConfig has metricsUtilization with source: KubernetesMetrics or the
+deprecated metricsServer: true. The same rule as the policy loader's MetricsNeeds.kubernetes.
+*/}}
+{{- define "kube-descheduler.usesKubernetesMetrics" -}}
+{{- $policy := include "kube-descheduler.policyDict" . | fromJson -}}
+{{- $uses := false -}}
+{{- range $profile := ($policy.profiles | default list) -}}
+{{- range $config := ($profile.pluginConfig | default list) -}}
+{{- if and (kindIs "map" $config) (eq (toString $config.name) "LowNodeUtilization") (kindIs "map" $config.args) -}}
+{{- $m := $config.args.metricsUtilization -}}
+{{- if kindIs "map" $m -}}
+{{- if or (eq (toString $m.metricsServer) "true") (eq (toString $m.source) "KubernetesMetrics") -}}
+{{- $uses = true -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if $uses -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+"namespace/name" of the Prometheus token Secret `run` reads (Needed::PrometheusTokenSecret in
+src/apicalls.rs), empty when it reads none: some LowNodeUtilization pluginConfig has
+metricsUtilization with source: Prometheus, and the metricsProviders Prometheus entry has
+prometheus.authToken.secretReference.
+*/}}
+{{- define "kube-descheduler.prometheusTokenSecret" -}}
+{{- $policy := include "kube-descheduler.policyDict" . | fromJson -}}
+{{- $queries := false -}}
+{{- range $profile := ($policy.profiles | default list) -}}
+{{- range $config := ($profile.pluginConfig | default list) -}}
+{{- if and (kindIs "map" $config) (eq (toString $config.name) "LowNodeUtilization") (kindIs "map" $config.args) -}}
+{{- $m := $config.args.metricsUtilization -}}
+{{- if and (kindIs "map" $m) (eq (toString $m.source) "Prometheus") -}}
+{{- $queries = true -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if $queries -}}
+{{- range $provider := ($policy.metricsProviders | default list) -}}
+{{- if and (kindIs "map" $provider) (eq (toString $provider.source) "Prometheus") (kindIs "map" $provider.prometheus) -}}
+{{- $token := $provider.prometheus.authToken -}}
+{{- if and (kindIs "map" $token) (kindIs "map" $token.secretReference) -}}
+{{- $ref := $token.secretReference -}}
+{{- if and $ref.namespace $ref.name -}}
+{{- printf "%s/%s" (toString $ref.namespace) (toString $ref.name) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
