@@ -130,7 +130,8 @@ fn every_balance_plugin_gives_its_numbers() {
         "NodeOverTarget",
         "node-4 over target: cpu 78% > 35%, memory 38% <= 50%, pods 5.5% <= 50% (requests); moving to 5 underutilized nodes",
         json!({"node": "node-4", "underutilizedNodes": 5, "cpuPercent": 77.5, "cpuLevel": 35.0,
-               "memoryPercent": 38.28, "memoryLevel": 50.0, "podsPercent": 5.45, "podsLevel": 50.0}),
+               "memoryPercent": 38.28, "memoryLevel": 50.0, "podsPercent": 5.45, "podsLevel": 50.0,
+               "usageSource": "requests"}),
     );
     // The before/after table: node-4 was at 90 % cpu before the whole plan.
     let lnu = &p["nodeUsage"][0];
@@ -207,7 +208,7 @@ fn explain_gives_each_plugins_reason_for_not_selecting_the_pod() {
     );
     assert_eq!(
         detail("LowNodeUtilization"),
-        "not selected: node-3 is not over any target: cpu 10% <= 35%, memory 3.1% <= 50%, pods 3.6% <= 50%"
+        "not selected: node-3 is not over any target: cpu 10% <= 35%, memory 3.1% <= 50%, pods 3.6% <= 50% (requests)"
     );
     assert!(
         plugins.iter().all(|v| v["verdict"] == "not-selected"),
