@@ -6,8 +6,9 @@ use rustc_hash::FxHashMap as HashMap;
 use super::{Constraint, RemovePodsViolatingTopologySpreadConstraint};
 use crate::snapshot::{NodeId, PodId, Snapshot};
 
-/// Why the plugin left `pod` alone, with its numbers. Pods are counted before the DefaultEvictor's
-/// Filter (which the plugin also applies to the pods it counts), so a count here can be higher.
+/// Why the plugin left `pod` alone, with its numbers, on the cluster as the plan starts. Pods are
+/// counted before the DefaultEvictor's Filter and before earlier plugins' evictions (the plugin
+/// counts after both), so a count here can be higher than the plugin's.
 pub(super) fn explain(
     plugin: &RemovePodsViolatingTopologySpreadConstraint,
     s: &Snapshot,
@@ -92,7 +93,7 @@ pub(super) fn explain(
             format!("{numbers} <= maxSkew {max_skew}")
         } else {
             format!(
-                "{numbers} > maxSkew {max_skew}, but other pods of {own} were chosen to move (pods with a nodeSelector or node affinity go last, then by priority), or nodeFit / the DefaultEvictor stopped it"
+                "{numbers} > maxSkew {max_skew}, but other pods of {own} were chosen to move (pods with a nodeSelector or node affinity go last, then by priority), evictions earlier in the plan changed the counts, or nodeFit / the DefaultEvictor stopped it"
             )
         });
     }
@@ -214,7 +215,7 @@ mod tests {
             .unwrap_or(usize::MAX) as PodId;
         assert_eq!(
             super::explain(&plugin, &s, id, &nodes),
-            "zone a has 4 matching pods, the smallest domain b has 1: skew 3 > maxSkew 1, but other pods of a were chosen to move (pods with a nodeSelector or node affinity go last, then by priority), or nodeFit / the DefaultEvictor stopped it"
+            "zone a has 4 matching pods, the smallest domain b has 1: skew 3 > maxSkew 1, but other pods of a were chosen to move (pods with a nodeSelector or node affinity go last, then by priority), evictions earlier in the plan changed the counts, or nodeFit / the DefaultEvictor stopped it"
         );
     }
 }
