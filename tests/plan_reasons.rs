@@ -130,7 +130,8 @@ fn every_balance_plugin_gives_its_numbers() {
         "NodeOverTarget",
         "node-4 over target: cpu 78% > 35%, memory 38% <= 50%, pods 5.5% <= 50% (requests); moving to 5 underutilized nodes",
         json!({"node": "node-4", "underutilizedNodes": 5, "cpuPercent": 77.5, "cpuLevel": 35.0,
-               "memoryPercent": 38.28, "memoryLevel": 50.0, "podsPercent": 5.45, "podsLevel": 50.0}),
+               "memoryPercent": 38.28, "memoryLevel": 50.0, "podsPercent": 5.45, "podsLevel": 50.0,
+               "usageSource": "requests"}),
     );
     // The before/after table: node-4 was at 90 % cpu before the whole plan.
     let lnu = &p["nodeUsage"][0];
@@ -207,10 +208,44 @@ fn explain_gives_each_plugins_reason_for_not_selecting_the_pod() {
     );
     assert_eq!(
         detail("LowNodeUtilization"),
-        "not selected: node-3 is not over any target: cpu 10% <= 35%, memory 3.1% <= 50%, pods 3.6% <= 50%"
+        "not selected: node-3 is not over any target: cpu 10% <= 35%, memory 3.1% <= 50%, pods 3.6% <= 50% (requests)"
     );
     assert!(
         plugins.iter().all(|v| v["verdict"] == "not-selected"),
         "{plugins:?}"
+    );
+}
+
+/// `--explain` gives the numbers of RemoveDuplicates, RemovePodsViolatingInterPodAntiAffinity and
+/// RemovePodsViolatingTopologySpreadConstraint for pods they left alone (counted as the plan starts).
+#[test]
+fn explain_gives_the_numbers_of_the_spreading_plugins() {
+    let p = plan(&[
+        "--explain",
+        "monitoring/db-proxy-66d5f4c3b-u6i7o",
+        "--explain",
+        "shop/cache-74c6d8b9f-j7k8l",
+    ]);
+    let detail = |i: usize, name: &str| {
+        p["explanations"][i]["profiles"][0]["plugins"]
+            .as_array()
+            .expect("plugins")
+            .iter()
+            .find(|v| v["plugin"] == name)
+            .and_then(|v| v["detail"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(
+        detail(0, "RemovePodsViolatingInterPodAntiAffinity"),
+        "not selected: term 1 (topologyKey kubernetes.io/hostname) selects monitoring/db-proxy-66d5f4c3b-r4t5y on node-3 in kubernetes.io/hostname=node-3, yet it was not evicted (the DefaultEvictor or a limit stopped it, or that pod was evicted first)"
+    );
+    assert_eq!(
+        detail(0, "RemoveDuplicates"),
+        "not selected: 2 pods of ReplicaSet monitoring/db-proxy-66d5f4c3b on node-3 > at most 1 per node (2 pods of ReplicaSet monitoring/db-proxy-66d5f4c3b (same images) over 5 feasible nodes: 0.4 per node, at most 1 each), but this one is kept: the first 1 on the node stay, and only pods passing the DefaultEvictor count"
+    );
+    assert_eq!(
+        detail(1, "RemovePodsViolatingTopologySpreadConstraint"),
+        "not selected: topology.kubernetes.io/zone zone-b has 1 matching pods, the smallest domain zone-c has 0: skew 1 <= maxSkew 1"
     );
 }

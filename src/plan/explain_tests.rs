@@ -61,7 +61,7 @@ fn each_default_evictor_rule_is_named() {
             "ns/critical",
             "system critical priority (priority 2000001000 >= 2000000000)",
         ),
-        ("ns/local", "local storage (a hostPath or emptyDir volume)"),
+        ("ns/local", "local storage (emptyDir volume `scratch`)"),
         (
             "ns/ds",
             "daemonset pods are protected (owned by DaemonSet ns/agent)",

@@ -202,6 +202,9 @@ pub struct Pod {
     pub topology_spread_constraints: Arc<[TopologySpreadConstraint]>,
     /// `spec.volumes`, reduced.
     pub volumes: Vec<Volume>,
+    /// The name of the first local-storage (hostPath or emptyDir) volume, for explanations
+    /// (shared between pods of one owner when equal; `None` without one or when it has no name).
+    pub local_storage_volume: Option<Arc<str>>,
     /// `spec.resourceClaims` is non-empty (DRA).
     pub has_resource_claims: bool,
 }
@@ -264,6 +267,23 @@ impl Pod {
         self.volumes
             .iter()
             .any(|v| matches!(v, Volume::HostPath | Volume::EmptyDir))
+    }
+
+    /// The first local-storage volume as people read it: `emptyDir volume `cache`` (without the
+    /// name when the volume has none), or `None` without local storage.
+    pub fn local_storage_description(&self) -> Option<String> {
+        let kind = match self
+            .volumes
+            .iter()
+            .find(|v| matches!(v, Volume::HostPath | Volume::EmptyDir))?
+        {
+            Volume::HostPath => "hostPath",
+            _ => "emptyDir",
+        };
+        Some(match &self.local_storage_volume {
+            Some(name) => format!("{kind} volume `{name}`"),
+            None => format!("{kind} volume"),
+        })
     }
 
     /// Names of PVCs the pod uses (claims and generic ephemeral volumes).

@@ -222,7 +222,13 @@ impl DefaultEvictor {
         }
         if self.protects(Protection::PodsWithLocalStorage)
             && p.has_local_storage()
-            && out.reject(|| "pod has local storage (a hostPath or emptyDir volume)".into())
+            && out.reject(|| {
+                format!(
+                    "pod has local storage ({})",
+                    p.local_storage_description()
+                        .unwrap_or_else(|| "a hostPath or emptyDir volume".into())
+                )
+            })
         {
             return true;
         }

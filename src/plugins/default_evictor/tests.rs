@@ -464,3 +464,51 @@ fn deprecated_booleans_map_like_upstream() {
         ]
     );
 }
+
+/// The local-storage rule names the first hostPath / emptyDir volume, as `--explain` shows it.
+#[test]
+fn local_storage_rule_names_the_volume() {
+    let volumes = |specs: serde_json::Value| {
+        move |p: &mut k8s_openapi::api::core::v1::Pod| {
+            p.spec.get_or_insert_with(Default::default).volumes =
+                Some(serde_json::from_value(specs).unwrap());
+        }
+    };
+    let s = snapshot(
+        vec![node("n1").build()],
+        vec![
+            pod("a", "cached", "n1")
+                .with(volumes(json!([
+                    {"name": "cfg", "configMap": {"name": "cm"}},
+                    {"name": "cache", "emptyDir": {}},
+                    {"name": "logs", "hostPath": {"path": "/var/log"}},
+                ])))
+                .build(),
+            pod("a", "logs", "n1")
+                .with(volumes(json!([
+                    {"name": "logs", "hostPath": {"path": "/var/log"}},
+                    {"name": "cache", "emptyDir": {}},
+                ])))
+                .build(),
+            pod("a", "config-only", "n1")
+                .with(volumes(
+                    json!([{"name": "cfg", "configMap": {"name": "cm"}}]),
+                ))
+                .build(),
+        ],
+    );
+    assert_eq!(s.pods[0].local_storage_volume.as_deref(), Some("cache"));
+    assert_eq!(s.pods[1].local_storage_volume.as_deref(), Some("logs"));
+    assert_eq!(s.pods[2].local_storage_volume, None);
+    let ev = DefaultEvictor::default();
+    let rejected = |p: PodId| ev.check(&s, p, now()).err().unwrap_or_default();
+    assert_eq!(
+        rejected(0),
+        ["pod has local storage (emptyDir volume `cache`)"]
+    );
+    assert_eq!(
+        rejected(1),
+        ["pod has local storage (hostPath volume `logs`)"]
+    );
+    assert!(rejected(2).is_empty());
+}

@@ -164,7 +164,7 @@ impl BalancePlugin for RemoveDuplicates {
         &self,
         s: &Snapshot,
         pod: PodId,
-        _nodes: &[NodeId],
+        nodes: &[NodeId],
         _now: jiff::Timestamp,
     ) -> Option<String> {
         let p = s.pod(pod);
@@ -172,32 +172,45 @@ impl BalancePlugin for RemoveDuplicates {
         let Some(owner) = p.owners.first() else {
             return Some("it has no owner, so it has no duplicates".to_string());
         };
-        let same = s
-            .pods_on_node(node)
-            .filter(|&o| {
-                let other = s.pod(o);
-                other.namespace == p.namespace
-                    && other
-                        .owners
-                        .iter()
-                        .any(|x| x.kind == owner.kind && x.name == owner.name)
-            })
-            .count();
-        Some(if same <= 1 {
+        if let Some(o) = p
+            .owners
+            .iter()
+            .find(|o| self.args.exclude_owner_kinds.contains(&o.kind))
+        {
+            return Some(format!("owner kind {} is in excludeOwnerKinds", o.kind));
+        }
+        if !allows_namespace(&self.args.namespaces, &p.namespace) {
+            return Some(format!(
+                "namespace {} is excluded by the plugin's namespaces",
+                p.namespace
+            ));
+        }
+        let counts = duplicate_counts(s, pod, nodes);
+        let owner = format!("{} {}/{}", owner.kind, p.namespace, owner.name);
+        let node_name = &s.node(node).name;
+        let DuplicateCounts {
+            on_node,
+            pods,
+            feasible,
+        } = counts;
+        let upper = pods.div_ceil(feasible.max(1));
+        let per_node = pods as f64 / feasible.max(1) as f64;
+        let numbers = format!(
+            "{pods} pods of {owner} (same images) over {feasible} feasible nodes: {per_node:.1} per node, at most {upper} each"
+        );
+        Some(if on_node <= 1 {
+            format!("it is the only pod of {owner} on {node_name} ({numbers})")
+        } else if feasible < 2 {
             format!(
-                "it is the only pod of {} {}/{} on {}",
-                owner.kind,
-                p.namespace,
-                owner.name,
-                s.node(node).name
+                "{on_node} pods of {owner} on {node_name}, but fewer than two feasible nodes ({feasible}): nowhere to spread them"
+            )
+        } else if on_node <= upper {
+            format!(
+                "{on_node} pods of {owner} on {node_name} <= at most {upper} per node ({numbers})"
             )
         } else {
             format!(
-                "{same} pods of {} {}/{} on {}, but not more than the owner's pods per feasible node (or the others differ in images / were kept)",
-                owner.kind,
-                p.namespace,
-                owner.name,
-                s.node(node).name
+                "{on_node} pods of {owner} on {node_name} > at most {upper} per node ({numbers}), but this one is kept: the first {upper} on the node stay, and only pods passing the DefaultEvictor count"
             )
         })
     }
@@ -430,6 +443,59 @@ impl BalancePlugin for RemoveDuplicates {
             }
         }
     }
+}
+
+/// What `--explain` counts for a pod: pods of its owner key (namespace, first owner, images).
+struct DuplicateCounts {
+    /// On the pod's node (itself included).
+    on_node: usize,
+    /// On all the plugin's nodes.
+    pods: usize,
+    /// Nodes whose NoSchedule / NoExecute taints the pod tolerates and whose labels match its
+    /// nodeSelector and required node affinity.
+    feasible: usize,
+}
+
+/// Counts the pods of `pod`'s owner key over `nodes` (before the evictor's filters, which the
+/// plugin applies too: a count here is an upper bound of the plugin's).
+fn duplicate_counts(s: &Snapshot, pod: PodId, nodes: &[NodeId]) -> DuplicateCounts {
+    let p = s.pod(pod);
+    fn sorted(pod: &Pod) -> Vec<&str> {
+        let mut v: Vec<&str> = pod.images.iter().map(String::as_str).collect();
+        v.sort_unstable();
+        v
+    }
+    let images = sorted(p);
+    let owner = p.owners.first();
+    let same = |o: &Pod| {
+        occupies(o)
+            && o.namespace == p.namespace
+            && owner.is_some_and(|w| {
+                o.owners
+                    .iter()
+                    .any(|x| x.kind == w.kind && x.name == w.name)
+            })
+            && sorted(o) == images
+    };
+    let mut counts = DuplicateCounts {
+        on_node: 0,
+        pods: 0,
+        feasible: 0,
+    };
+    for &n in nodes {
+        let here = s.pods_on_node(n).filter(|&o| same(s.pod(o))).count();
+        counts.pods += here;
+        if Some(n) == p.node {
+            counts.on_node = here;
+        }
+        let node = s.node(n);
+        if taints::tolerates_all(&p.tolerations, &node.taints, taints::is_scheduling_taint)
+            && affinity::matches_node_selector_and_affinity(p, node)
+        {
+            counts.feasible += 1;
+        }
+    }
+    counts
 }
 
 /// Why duplicates on `node` are evicted: `on_node` pods of one owner there, `occurrences` in all

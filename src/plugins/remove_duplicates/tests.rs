@@ -372,3 +372,52 @@ fn validation() {
         build(&json!({"excludeOwnerKinds": ["Job"], "namespaces": {"exclude": ["x"]}})).is_ok()
     );
 }
+
+/// `--explain` for a pod RemoveDuplicates left alone gives the counts it compared.
+#[test]
+fn explain_gives_the_counts_against_the_per_node_bound() {
+    let explain = |nodes: Vec<core::Node>, pods: Vec<core::Pod>, name: &str| {
+        let s = snapshot(nodes, pods);
+        let ids: Vec<NodeId> = (0..s.nodes.len() as NodeId).collect();
+        let pod = s
+            .pods
+            .iter()
+            .position(|p| p.name == name)
+            .unwrap_or_else(|| panic!("no pod {name}")) as PodId;
+        plugin(json!({}))
+            .explain_pod(&s, pod, &ids, crate::testing::now())
+            .unwrap_or_default()
+    };
+    // 4 on n1, 1 on n2: 5 pods over 3 feasible nodes, at most 2 each.
+    let mut pods = replicas("default", "rs", "n1", 4);
+    pods.extend(replicas("default", "rs", "n2", 1));
+    assert_eq!(
+        explain(three_nodes(), pods.clone(), "rs-n2-0"),
+        "it is the only pod of ReplicaSet default/rs on n2 (5 pods of ReplicaSet default/rs (same images) over 3 feasible nodes: 1.7 per node, at most 2 each)"
+    );
+    assert_eq!(
+        explain(three_nodes(), pods, "rs-n1-0"),
+        "4 pods of ReplicaSet default/rs on n1 > at most 2 per node (5 pods of ReplicaSet default/rs (same images) over 3 feasible nodes: 1.7 per node, at most 2 each), but this one is kept: the first 2 on the node stay, and only pods passing the DefaultEvictor count"
+    );
+    // 2 on n1, 2 on n2: 4 over 3 nodes, at most 2 each.
+    let mut pods = replicas("default", "rs", "n1", 2);
+    pods.extend(replicas("default", "rs", "n2", 2));
+    assert_eq!(
+        explain(three_nodes(), pods.clone(), "rs-n1-1"),
+        "2 pods of ReplicaSet default/rs on n1 <= at most 2 per node (4 pods of ReplicaSet default/rs (same images) over 3 feasible nodes: 1.3 per node, at most 2 each)"
+    );
+    // n2 and n3 tainted: one feasible node.
+    let tainted = vec![
+        node("n1").build(),
+        node("n2")
+            .taint("dedicated", Some("gpu"), "NoSchedule")
+            .build(),
+        node("n3")
+            .taint("dedicated", Some("gpu"), "NoExecute")
+            .build(),
+    ];
+    assert_eq!(
+        explain(tainted, pods, "rs-n1-1"),
+        "2 pods of ReplicaSet default/rs on n1, but fewer than two feasible nodes (1): nowhere to spread them"
+    );
+}

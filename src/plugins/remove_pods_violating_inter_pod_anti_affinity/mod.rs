@@ -41,9 +41,31 @@ pub fn factory() -> PluginFactory {
     }
 }
 
+/// The listed pods by node id and by namespace.
+type Listed<'s> = (Vec<Vec<PodId>>, HashMap<&'s str, Vec<PodId>>);
+
 impl RemovePodsViolatingInterPodAntiAffinity {
     fn selects(&self, s: &Snapshot, pod: PodId) -> bool {
         self.filter.matches(s.pod(pod))
+    }
+
+    /// The pods considered: non-terminal pods on `nodes` that pass `namespaces` / `labelSelector`.
+    fn list<'s>(&self, s: &'s Snapshot, nodes: &[NodeId]) -> Listed<'s> {
+        let mut by_node: Vec<Vec<PodId>> = vec![Vec::new(); s.nodes.len()];
+        let mut by_namespace: HashMap<&str, Vec<PodId>> = HashMap::default();
+        for &n in nodes {
+            if by_node[n as usize].is_empty() {
+                let listed: Vec<PodId> = s
+                    .active_pods_on_node(n)
+                    .filter(|&p| self.selects(s, p))
+                    .collect();
+                for &p in &listed {
+                    by_namespace.entry(&s.pod(p).namespace).or_default().push(p);
+                }
+                by_node[n as usize] = listed;
+            }
+        }
+        (by_node, by_namespace)
     }
 }
 
@@ -182,33 +204,67 @@ impl DeschedulePlugin for RemovePodsViolatingInterPodAntiAffinity {
         &self,
         s: &Snapshot,
         pod: PodId,
-        _nodes: &[NodeId],
+        nodes: &[NodeId],
         _now: jiff::Timestamp,
     ) -> Option<String> {
         let p = s.pod(pod);
-        Some(if affinity::required_anti_affinity_terms(p).is_empty() {
-            "it has no required pod anti-affinity terms".to_string()
-        } else {
-            "no pod in its topology domain is selected by its required anti-affinity (or that pod was evicted first)".to_string()
-        })
+        let terms = affinity::compile_anti_affinity_terms(p);
+        if terms.is_empty() {
+            return Some("it has no required pod anti-affinity terms".to_string());
+        }
+        if !self.selects(s, pod) {
+            return Some("it is excluded by the plugin's namespaces / labelSelector".to_string());
+        }
+        let node = p.node?;
+        let (by_node, by_namespace) = self.list(s, nodes);
+        let mut pool = Pool::new(s, &by_node, &by_namespace, nodes);
+        let node_name = &s.node(node).name;
+        let mut parts = Vec::with_capacity(terms.len());
+        for (i, term) in terms.iter().enumerate() {
+            let key = term.topology_key;
+            if term.is_invalid() {
+                parts.push(format!(
+                    "term {} (topologyKey {key}) has an invalid selector and selects no pod",
+                    i + 1
+                ));
+                break;
+            }
+            // The listed pods in the candidate's domain, itself excluded.
+            let (domain, in_domain) = match s.node(node).labels.get(key) {
+                Some(v) => {
+                    let count = pool.domain(key, v).map_or(0, |d| d.1);
+                    (format!("{key}={v}"), count)
+                }
+                None => (
+                    format!("{node_name} (no {key} label)"),
+                    by_node[node as usize].len(),
+                ),
+            };
+            let others =
+                in_domain.saturating_sub(usize::from(by_node[node as usize].contains(&pod)));
+            parts.push(match pool.conflict(pod, std::slice::from_ref(term)) {
+                Some((o, _)) => {
+                    let other = s.pod(o);
+                    format!(
+                        "term {} (topologyKey {key}) selects {}/{} on {} in {domain}, yet it was not evicted (the DefaultEvictor or a limit stopped it, or that pod was evicted first)",
+                        i + 1,
+                        other.namespace,
+                        other.name,
+                        other.node.map_or("", |n| s.node(n).name.as_str()),
+                    )
+                }
+                None => format!(
+                    "term {} (topologyKey {key}): none of the {others} other pods in {domain} matches",
+                    i + 1
+                ),
+            });
+        }
+        Some(parts.join("; "))
     }
 
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let s = h.snapshot;
-        let mut by_node: Vec<Vec<PodId>> = vec![Vec::new(); s.nodes.len()];
-        let mut by_namespace: HashMap<&str, Vec<PodId>> = HashMap::default();
-        for &n in nodes {
-            if by_node[n as usize].is_empty() {
-                let listed: Vec<PodId> = s
-                    .active_pods_on_node(n)
-                    .filter(|&p| self.selects(s, p))
-                    .collect();
-                for &p in &listed {
-                    by_namespace.entry(&s.pod(p).namespace).or_default().push(p);
-                }
-                by_node[n as usize] = listed;
-            }
-        }
+        let (by_node, by_namespace) = self.list(s, nodes);
         // Each node's candidates in eviction order: pods with required anti-affinity terms (the
         // sort is stable, so dropping the others first keeps the order), by priority, that
         // violate a term while no pod is evicted yet — found on several threads. An eviction only

@@ -394,3 +394,66 @@ fn args_are_strict_and_validated() {
     let e = build(&json!({"bogus": 1})).err().map(|e| e.message);
     assert!(e.is_some_and(|m| m.contains("bogus")));
 }
+
+/// `--explain` names each term, its domain and the pods counted there, or the pod it selects.
+#[test]
+fn explain_names_the_term_and_what_it_found() {
+    let s = snapshot(
+        vec![
+            node("n1").label("zone", "a").build(),
+            node("n2").label("zone", "a").build(),
+            node("n3").label("zone", "b").build(),
+        ],
+        vec![
+            // Alone with a web pod on n1: nothing matches on its host; in zone a, db-2 matches.
+            pod("ns", "db-1", "n1")
+                .label("app", "db")
+                .affinity(anti(vec![
+                    term(&[("app", "db")], HOST, &[]),
+                    term(&[("app", "db")], "zone", &[]),
+                ]))
+                .build(),
+            pod("ns", "web", "n1").label("app", "web").build(),
+            pod("ns", "db-2", "n2").label("app", "db").build(),
+            // n3 has no rack label: the domain is its own node, with nobody else there.
+            pod("ns", "rack-1", "n3")
+                .label("app", "db")
+                .affinity(anti(vec![term(&[("app", "db")], "rack", &[])]))
+                .build(),
+            pod("other", "db-x", "n3")
+                .label("app", "db")
+                .affinity(anti(vec![term(&[("app", "db")], HOST, &[])]))
+                .build(),
+        ],
+    );
+    let Plugin::Deschedule(plugin) =
+        build(&json!({"namespaces": {"include": ["ns"]}})).expect("args")
+    else {
+        panic!("not a Deschedule plugin");
+    };
+    let nodes: Vec<NodeId> = (0..s.nodes.len() as NodeId).collect();
+    let explain = |name: &str| {
+        let id = s
+            .pods
+            .iter()
+            .position(|p| p.name == name)
+            .unwrap_or_else(|| panic!("no pod {name}")) as PodId;
+        plugin
+            .explain_pod(&s, id, &nodes, crate::testing::now())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        explain("db-1"),
+        "term 1 (topologyKey kubernetes.io/hostname): none of the 1 other pods in kubernetes.io/hostname=n1 matches; \
+         term 2 (topologyKey zone) selects ns/db-2 on n2 in zone=a, yet it was not evicted (the DefaultEvictor or a limit stopped it, or that pod was evicted first)"
+    );
+    assert_eq!(
+        explain("rack-1"),
+        "term 1 (topologyKey rack): none of the 0 other pods in n3 (no rack label) matches"
+    );
+    assert_eq!(
+        explain("db-x"),
+        "it is excluded by the plugin's namespaces / labelSelector"
+    );
+    assert_eq!(explain("web"), "it has no required pod anti-affinity terms");
+}

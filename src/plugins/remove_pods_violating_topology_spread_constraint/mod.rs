@@ -33,6 +33,7 @@ use crate::scheduling::{affinity, fit, selector, taints};
 use crate::snapshot::{Node, NodeId, Pod, PodId, Snapshot};
 
 mod args;
+mod explain;
 pub use args::Args;
 use args::build;
 
@@ -458,15 +459,10 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
         &self,
         s: &Snapshot,
         pod: PodId,
-        _nodes: &[NodeId],
+        nodes: &[NodeId],
         _now: jiff::Timestamp,
     ) -> Option<String> {
-        let p = s.pod(pod);
-        Some(if p.topology_spread_constraints.is_empty() {
-            "it has no topology spread constraints".to_string()
-        } else {
-            "its constraints' skew is within maxSkew, or other pods of the fullest domain were chosen first".to_string()
-        })
+        Some(explain::explain(self, s, pod, nodes))
     }
 
     fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {

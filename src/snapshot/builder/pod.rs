@@ -26,6 +26,7 @@ pub(super) struct SharedParts {
     container_states: Arc<[ContainerState]>,
     init_container_states: Arc<[ContainerState]>,
     ephemeral_container_states: Arc<[ContainerState]>,
+    local_storage_volume: Option<Arc<str>>,
 }
 
 /// The pod's conditions as a shared slice: the `cached` one when equal (most pods of an owner have
@@ -200,6 +201,20 @@ impl SnapshotBuilder {
             &mut cache.ephemeral_container_states,
             &status.ephemeral_container_statuses,
         );
+        let local_storage_volume = spec
+            .volumes
+            .iter()
+            .find(|v| v.host_path || v.empty_dir)
+            .map(|v| v.name.as_ref())
+            .filter(|n| !n.is_empty())
+            .map(|name| match &cache.local_storage_volume {
+                Some(a) if **a == *name => a.clone(),
+                _ => {
+                    let a: Arc<str> = Arc::from(name);
+                    cache.local_storage_volume = Some(a.clone());
+                    a
+                }
+            });
         let affinity = if spec.affinity.is_some() {
             cache.affinity.clone()
         } else {
@@ -251,6 +266,7 @@ impl SnapshotBuilder {
             tolerations: cache.tolerations.clone(),
             topology_spread_constraints: cache.tsc.clone(),
             volumes,
+            local_storage_volume,
             has_resource_claims: spec.resource_claims,
         });
         Ok(())
@@ -400,5 +416,66 @@ mod tests {
         }
         assert!(parse_utc_seconds("2026-01-27T00:00:00Z").is_some());
         assert!(parse_utc_seconds("2024-02-29T00:00:00Z").is_some());
+    }
+}
+
+#[cfg(test)]
+mod local_storage_tests {
+    use super::*;
+
+    /// The local-storage volume's name is the same whichever way the pod was decoded: the fast
+    /// reader, serde, or a typed Kubernetes Pod (live mode).
+    #[test]
+    fn every_decode_path_keeps_the_first_local_volume_name() {
+        let texts = [
+            (
+                r#"{"metadata":{"name":"a"},"spec":{"volumes":[{"name":"cfg","configMap":{"name":"x"}},
+                {"name":"cache","emptyDir":{}},{"name":"logs","hostPath":{"path":"/l"}}]}}"#,
+                Some("cache"),
+            ),
+            (
+                r#"{"metadata":{"name":"a"},"spec":{"volumes":[{"name":"logs","hostPath":{"path":"/l"}}]}}"#,
+                Some("logs"),
+            ),
+            // An escaped name: left to serde by the fast reader, decoded the same.
+            (
+                r#"{"metadata":{"name":"a"},"spec":{"volumes":[{"name":"c\u0061che","emptyDir":{}}]}}"#,
+                Some("cache"),
+            ),
+            (
+                r#"{"metadata":{"name":"a"},"spec":{"volumes":[{"name":"p","persistentVolumeClaim":{"claimName":"d"}}]}}"#,
+                None,
+            ),
+        ];
+        for (text, want) in texts {
+            let typed: core::Pod = match serde_json::from_str(text) {
+                Ok(p) => p,
+                Err(e) => panic!("{e}: {text}"),
+            };
+            let serde_view: PodView<'_> = match serde_json::from_str(text) {
+                Ok(v) => v,
+                Err(e) => panic!("{e}: {text}"),
+            };
+            let name_of = |v: &PodView<'_>| {
+                let mut b = SnapshotBuilder::new();
+                b.add_pod_view(v).expect("a valid pod");
+                b.build().pods[0].local_storage_volume.clone()
+            };
+            let mut fast_view = PodView::default();
+            if fast_view.fill_from_json(text) {
+                assert_eq!(name_of(&fast_view).as_deref(), want, "fast: {text}");
+            } else {
+                assert!(
+                    text.contains("\\u"),
+                    "only the escaped name needs serde: {text}"
+                );
+            }
+            assert_eq!(name_of(&serde_view).as_deref(), want, "serde: {text}");
+            assert_eq!(
+                name_of(&PodView::from_pod(&typed)).as_deref(),
+                want,
+                "typed: {text}"
+            );
+        }
     }
 }
