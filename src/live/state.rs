@@ -34,7 +34,8 @@ struct Inner {
     conv: SnapshotBuilder,
     nodes: BTreeMap<String, Node>,
     pods: BTreeMap<String, PodEntry>,
-    namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    /// Namespace labels and the rule B opt-in annotation.
+    namespaces: BTreeMap<String, (BTreeMap<String, String>, Option<bool>)>,
     priority_classes: BTreeMap<String, i32>,
     pdbs: BTreeMap<String, PodDisruptionBudget>,
     pvcs: BTreeMap<String, (ObjectKey, PvcInfo)>,
@@ -270,8 +271,14 @@ impl ClusterState {
                 namespaces: g
                     .namespaces
                     .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .map(|(k, (labels, _))| (k.clone(), labels.clone()))
                     .collect(),
+                namespace_pdb_surge: g
+                    .namespaces
+                    .iter()
+                    .filter_map(|(k, (_, on))| on.map(|on| (k.clone(), on)))
+                    .collect(),
+                hpas: Vec::new(),
                 priority_classes: g
                     .priority_classes
                     .iter()
@@ -314,7 +321,8 @@ fn insert(
     }
     for (name, labels) in parts.namespaces {
         keys.push(name.clone());
-        g.namespaces.insert(name, labels);
+        let pdb_surge = parts.namespace_pdb_surge.get(&name).copied();
+        g.namespaces.insert(name, (labels, pdb_surge));
     }
     for (name, value) in parts.priority_classes {
         keys.push(name.clone());
