@@ -18,6 +18,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use tokio::sync::{mpsc, watch};
 
 use super::kinds::{self, Kind};
+use crate::snapshot::model::HpaTarget;
 use crate::snapshot::{Node, ObjectKey, Parts, Pod, PvcInfo, Snapshot, SnapshotBuilder};
 use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 
@@ -43,6 +44,8 @@ struct Inner {
     deployments: BTreeMap<String, DeploymentFacts>,
     stateful_sets: BTreeMap<String, StatefulSet>,
     jobs: BTreeMap<String, Job>,
+    /// Autoscalers of Deployments (others are not kept).
+    hpas: BTreeMap<String, HpaTarget>,
     /// Objects that could not be converted, by kind and key (dropped when fixed or deleted).
     rejected: BTreeMap<(usize, String), String>,
     /// Keys seen by a list in progress, per kind (the others are removed when it ends).
@@ -145,6 +148,7 @@ impl ClusterState {
             Kind::Deployment => g.deployments.retain(|k, _| keep(k)),
             Kind::StatefulSet => g.stateful_sets.retain(|k, _| keep(k)),
             Kind::Job => g.jobs.retain(|k, _| keep(k)),
+            Kind::HorizontalPodAutoscaler => g.hpas.retain(|k, _| keep(k)),
         }
         let i = kind.index();
         g.rejected
@@ -186,6 +190,13 @@ impl ClusterState {
                     continue;
                 }
             }
+            if kind == Kind::HorizontalPodAutoscaler
+                && let Ok(key) = kinds::key_of_json(raw)
+            {
+                // An autoscaler whose target changed to something other than a Deployment
+                // converts to nothing: the old target must not stay.
+                g.hpas.remove(&key);
+            }
             let parts = g.conv.take_parts();
             let own_grace = kind == Kind::Pod && kinds::pod_sets_grace(raw);
             for key in insert(g, parts, own_grace, notify.then_some(&mut changes)) {
@@ -218,6 +229,7 @@ impl ClusterState {
             Kind::Deployment => drop(g.deployments.remove(key)),
             Kind::StatefulSet => drop(g.stateful_sets.remove(key)),
             Kind::Job => drop(g.jobs.remove(key)),
+            Kind::HorizontalPodAutoscaler => drop(g.hpas.remove(key)),
         }
     }
 
@@ -278,7 +290,7 @@ impl ClusterState {
                     .iter()
                     .filter_map(|(k, (_, on))| on.map(|on| (k.clone(), on)))
                     .collect(),
-                hpas: Vec::new(),
+                hpas: g.hpas.values().cloned().collect(),
                 priority_classes: g
                     .priority_classes
                     .iter()
@@ -363,6 +375,11 @@ fn insert(
         let key = meta_key(&j.metadata);
         keys.push(key.clone());
         g.jobs.insert(key, j);
+    }
+    for h in parts.hpas {
+        let key = kinds::key(&h.namespace, &h.name);
+        keys.push(key.clone());
+        g.hpas.insert(key, h);
     }
     for w in parts.warnings {
         tracing::debug!(warning = %w, "cluster state");
