@@ -235,6 +235,22 @@ pub const API_CALLS: &[ApiCall] = &[
     ),
     call(Engine, "list", "batch", "jobs", AllNamespaces, CACHE),
     call(Engine, "watch", "batch", "jobs", AllNamespaces, CACHE),
+    call(
+        Engine,
+        "list",
+        "autoscaling",
+        "horizontalpodautoscalers",
+        AllNamespaces,
+        CACHE,
+    ),
+    call(
+        Engine,
+        "watch",
+        "autoscaling",
+        "horizontalpodautoscalers",
+        AllNamespaces,
+        CACHE,
+    ),
     sub(
         call(
             Engine,

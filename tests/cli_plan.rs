@@ -220,3 +220,121 @@ fn the_bundled_example_exercises_every_plugin_and_the_guard() {
     );
     assert_eq!(v["summary"]["deflected"], 0);
 }
+
+/// Rule B in `plan`: a 3-replica Deployment spread over a cordoned (tainted) node and two others,
+/// a budget with `minAvailable: 3`. Its namespace opted in to surges: the eviction is
+/// `deflected` into a surge; with a HorizontalPodAutoscaler on the Deployment it is `denied`
+/// with the guard's message naming the autoscaler; without the opt-in the budget denies it.
+#[test]
+fn plan_reports_rule_b_from_the_namespace_opt_in_and_autoscalers() {
+    const POLICY: &str = r#"apiVersion: descheduler/v1alpha2
+kind: DeschedulerPolicy
+profiles:
+  - name: drain
+    pluginConfig:
+      - name: DefaultEvictor
+      - name: RemovePodsViolatingNodeTaints
+    plugins:
+      deschedule:
+        enabled: [RemovePodsViolatingNodeTaints]
+"#;
+    let node = |name: &str, cordoned: bool| {
+        let taints = if cordoned {
+            r#"[{"key":"node.kubernetes.io/unschedulable","effect":"NoSchedule"}]"#
+        } else {
+            "[]"
+        };
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{name}"}},"spec":{{"unschedulable":{cordoned},"taints":{taints}}},
+               "status":{{"allocatable":{{"cpu":"4","memory":"8Gi","pods":"110"}},"conditions":[{{"type":"Ready","status":"True"}}]}}}}"#
+        )
+    };
+    let pod = |name: &str, node: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"shop","uid":"uid-{name}",
+               "labels":{{"app":"web","pod-template-hash":"abc"}},
+               "ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-abc","uid":"rs-uid","controller":true}}]}},
+               "spec":{{"nodeName":"{node}","containers":[{{"name":"c","image":"i"}}]}},
+               "status":{{"phase":"Running","conditions":[{{"type":"Ready","status":"True"}}]}}}}"#
+        )
+    };
+    let snapshot = |opted_in: bool, hpa: bool| {
+        let annotations = if opted_in {
+            r#","annotations":{"kube-descheduler.io/pdb-surge":"enabled"}"#
+        } else {
+            ""
+        };
+        let mut items = vec![
+            node("a", true),
+            node("b", false),
+            node("c", false),
+            format!(r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"shop"{annotations}}}}}"#),
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop","uid":"d-uid","generation":1},
+               "spec":{"replicas":3,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}}}},
+               "status":{"observedGeneration":1,"replicas":3,"updatedReplicas":3,"readyReplicas":3,"availableReplicas":3}}"#.to_string(),
+            r#"{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"web-abc","namespace":"shop","uid":"rs-uid",
+               "labels":{"pod-template-hash":"abc"},
+               "ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"d-uid","controller":true}]},
+               "spec":{"replicas":3},"status":{"replicas":3,"readyReplicas":3,"availableReplicas":3}}"#.to_string(),
+            pod("web-a", "a"),
+            pod("web-b", "b"),
+            pod("web-c", "c"),
+            r#"{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"web","namespace":"shop"},
+               "spec":{"minAvailable":3,"selector":{"matchLabels":{"app":"web"}}},
+               "status":{"disruptionsAllowed":0,"currentHealthy":3,"desiredHealthy":3,"expectedPods":3}}"#.to_string(),
+        ];
+        if hpa {
+            items.push(r#"{"apiVersion":"autoscaling/v2","kind":"HorizontalPodAutoscaler","metadata":{"name":"web-hpa","namespace":"shop"},
+               "spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"minReplicas":3,"maxReplicas":6}}"#.to_string());
+        }
+        format!(
+            r#"{{"apiVersion":"v1","kind":"List","items":[{}]}}"#,
+            items.join(",")
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write(&dir, "policy.yaml", POLICY);
+    let plan = |opted_in: bool, hpa: bool| -> (String, String) {
+        let snap = write(&dir, "snapshot.json", &snapshot(opted_in, hpa));
+        let out = bin()
+            .args([
+                "plan",
+                "-o",
+                "json",
+                "--now",
+                "2026-01-10T00:00:00Z",
+                "--policy",
+            ])
+            .arg(&policy)
+            .arg("--snapshot")
+            .arg(&snap)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(!stderr.contains("HorizontalPodAutoscaler"), "{stderr}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let e = v["evictions"].as_array().unwrap();
+        assert_eq!(e.len(), 1, "only the pod on the cordoned node: {e:?}");
+        assert_eq!(e[0]["name"], "web-a");
+        (
+            e[0]["outcome"].as_str().unwrap().to_string(),
+            e[0]["message"].as_str().unwrap_or_default().to_string(),
+        )
+    };
+    let (outcome, message) = plan(true, false);
+    assert_eq!(outcome, "deflected", "{message}");
+    assert!(message.contains("from 3 to 4 replicas"), "{message}");
+    let (outcome, message) = plan(true, true);
+    assert_eq!(outcome, "denied", "{message}");
+    assert!(
+        message.contains("HorizontalPodAutoscaler shop/web-hpa"),
+        "{message}"
+    );
+    let (outcome, message) = plan(false, false);
+    assert_eq!(outcome, "denied", "{message}");
+    assert!(
+        message.contains("shop/web") && !message.contains("raising"),
+        "{message}"
+    );
+}

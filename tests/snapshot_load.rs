@@ -214,3 +214,44 @@ fn live_objects_and_file_objects_build_the_same_pods() {
         assert_eq!(format!("{a:?}"), format!("{b:?}"), "pod {}", a.name);
     }
 }
+
+/// The guard's rule B facts: of a namespace's annotations only the pdb-surge opt-in is kept (on,
+/// off, absent, unrecognised), and of an autoscaler (autoscaling/v2 and v1, also as a typed list
+/// whose items omit `kind`) only a Deployment scale target; autoscalers of anything else are
+/// dropped without a warning.
+#[test]
+fn namespace_surge_opt_ins_and_autoscaler_targets_are_kept() {
+    let json = r#"{"kind":"List","items":[
+      {"kind":"Namespace","metadata":{"name":"on","annotations":{"kube-descheduler.io/pdb-surge":"enabled","other":"x"}}},
+      {"kind":"Namespace","metadata":{"name":"off","annotations":{"kube-descheduler.io/pdb-surge":"Disabled"}}},
+      {"kind":"Namespace","metadata":{"name":"absent","annotations":{"other":"x"}}},
+      {"kind":"Namespace","metadata":{"name":"bare"}},
+      {"kind":"Namespace","metadata":{"name":"junk","annotations":{"kube-descheduler.io/pdb-surge":"maybe"}}},
+      {"apiVersion":"autoscaling/v2","kind":"HorizontalPodAutoscaler","metadata":{"name":"web-hpa","namespace":"on"},
+       "spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"maxReplicas":5,
+               "metrics":[{"type":"Resource","resource":{"name":"cpu","target":{"type":"Utilization","averageUtilization":80}}}]}},
+      {"apiVersion":"autoscaling/v2","kind":"HorizontalPodAutoscaler","metadata":{"name":"db-hpa","namespace":"on"},
+       "spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"StatefulSet","name":"db"},"maxReplicas":5}},
+      {"apiVersion":"autoscaling/v1","kind":"HorizontalPodAutoscalerList","items":[
+        {"metadata":{"name":"api-hpa","namespace":"off"},
+         "spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"api"},"maxReplicas":3,"targetCPUUtilizationPercentage":70}}]}]}"#;
+    let snap = load_bytes(json.as_bytes()).unwrap();
+    assert!(snap.warnings.is_empty(), "{:?}", snap.warnings);
+    assert_eq!(snap.namespace_pdb_surge("on"), Some(true));
+    assert_eq!(snap.namespace_pdb_surge("off"), Some(false));
+    for ns in ["absent", "bare", "junk", "not-in-the-file"] {
+        assert_eq!(snap.namespace_pdb_surge(ns), None, "{ns}");
+    }
+    assert_eq!(snap.namespace_pdb_surge.len(), 2, "only the opt-in is kept");
+    // The namespaces themselves are all there, labels only.
+    assert_eq!(snap.namespaces.len(), 5);
+    let targets: Vec<(&str, &str, &str)> = snap
+        .hpas
+        .iter()
+        .map(|h| (&h.namespace[..], &h.name[..], &h.deployment[..]))
+        .collect();
+    assert_eq!(
+        targets,
+        [("on", "web-hpa", "web"), ("off", "api-hpa", "api")]
+    );
+}

@@ -1,8 +1,8 @@
 //! `--dry-run`: what an eviction would really do, evaluated locally against the snapshot.
 //!
 //! Unlike upstream (which fakes the client and so never sees a PodDisruptionBudget), dry-run here
-//! applies the API server's PDB rules here; the cycle then applies the eviction guard's decision
-//! ([`crate::plan::guard_verdict`]) to evictions the API server would let through.
+//! applies the API server's PDB rules here, to the evictions the eviction guard's decision
+//! ([`crate::plan::guard_verdict`]) lets through (the webhook is called first).
 
 use kube::core::{Selector, SelectorExt};
 
@@ -13,9 +13,10 @@ use crate::snapshot::{PodId, Snapshot};
 /// Message of the API server's PDB refusal (429).
 pub const PDB_VIOLATION: &str = "Cannot evict pod as it would violate the pod's disruption budget.";
 
-/// What an eviction would get in a cluster, predicted from the snapshot alone: the API server's
-/// PodDisruptionBudget rules ([`pdb_verdict`]), then the eviction guard's decision (one guard
-/// state for the whole cycle, so budgets are spent as evictions would spend them). `plan` and
+/// What an eviction would get in a cluster, predicted from the snapshot alone: the eviction
+/// guard's decision (one guard state for the whole cycle, so budgets are spent as evictions would
+/// spend them), then, for what it allows, the API server's PodDisruptionBudget rules
+/// ([`pdb_verdict`]). `plan` and
 /// `run --dry-run` both use it, so they decide the same on the same cluster.
 pub fn api_and_guard_verdict(
     snapshot: &Snapshot,
@@ -23,9 +24,16 @@ pub fn api_and_guard_verdict(
     config: crate::guard::GuardConfig,
 ) -> crate::evictor::planner::VerdictFn {
     let mut guard = crate::plan::guard_verdict::guard_verdict(snapshot, now, config);
-    Box::new(move |s, p| match dry_run_verdict(s, p) {
-        EvictOutcome::Evicted => guard(s, p),
-        other => other,
+    // kube-apiserver calls the validating webhooks of an eviction before its storage checks the
+    // budgets, so the guard's refusal is what the client sees — a rule A deflection or a rule B
+    // surge while a budget allows no disruption, the guard's own budget denial — and only an
+    // eviction the guard allows meets the API server's budget check.
+    Box::new(move |s, p| {
+        let api = dry_run_verdict(s, p);
+        match guard(s, p) {
+            EvictOutcome::Evicted => api,
+            refused => refused,
+        }
     })
 }
 

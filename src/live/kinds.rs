@@ -10,7 +10,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use serde::Deserialize;
 
 use crate::snapshot::view::PodView;
-use crate::snapshot::{SnapshotBuilder, workloads};
+use crate::snapshot::{SnapshotBuilder, autoscalers, workloads};
 
 /// A kind `run` lists and watches (cluster-wide).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -35,11 +35,13 @@ pub enum Kind {
     StatefulSet,
     /// batch/v1 Job.
     Job,
+    /// autoscaling/v2 HorizontalPodAutoscaler (only its Deployment scale target is kept).
+    HorizontalPodAutoscaler,
 }
 
 impl Kind {
     /// Every watched kind.
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Node,
         Kind::Pod,
         Kind::Namespace,
@@ -50,6 +52,7 @@ impl Kind {
         Kind::Deployment,
         Kind::StatefulSet,
         Kind::Job,
+        Kind::HorizontalPodAutoscaler,
     ];
 
     /// Position in [`Kind::ALL`].
@@ -70,6 +73,7 @@ impl Kind {
             Kind::Deployment => "/apis/apps/v1/deployments",
             Kind::StatefulSet => "/apis/apps/v1/statefulsets",
             Kind::Job => "/apis/batch/v1/jobs",
+            Kind::HorizontalPodAutoscaler => "/apis/autoscaling/v2/horizontalpodautoscalers",
         }
     }
 
@@ -167,6 +171,13 @@ pub fn convert(kind: Kind, raw: &str, conv: &mut SnapshotBuilder) -> Result<(), 
         }
         Kind::Job => {
             conv.add_job_owned(typed::<Job>(raw)?);
+            Ok(())
+        }
+        Kind::HorizontalPodAutoscaler => {
+            // An autoscaler of anything but a Deployment converts to nothing.
+            if let Some(t) = autoscalers::hpa_target(raw)? {
+                conv.add_hpa_target(t);
+            }
             Ok(())
         }
     }

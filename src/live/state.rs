@@ -18,6 +18,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use tokio::sync::{mpsc, watch};
 
 use super::kinds::{self, Kind};
+use crate::snapshot::model::HpaTarget;
 use crate::snapshot::{Node, ObjectKey, Parts, Pod, PvcInfo, Snapshot, SnapshotBuilder};
 use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 
@@ -34,7 +35,8 @@ struct Inner {
     conv: SnapshotBuilder,
     nodes: BTreeMap<String, Node>,
     pods: BTreeMap<String, PodEntry>,
-    namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    /// Namespace labels and the rule B opt-in annotation.
+    namespaces: BTreeMap<String, (BTreeMap<String, String>, Option<bool>)>,
     priority_classes: BTreeMap<String, i32>,
     pdbs: BTreeMap<String, PodDisruptionBudget>,
     pvcs: BTreeMap<String, (ObjectKey, PvcInfo)>,
@@ -42,6 +44,8 @@ struct Inner {
     deployments: BTreeMap<String, DeploymentFacts>,
     stateful_sets: BTreeMap<String, StatefulSet>,
     jobs: BTreeMap<String, Job>,
+    /// Autoscalers of Deployments (others are not kept).
+    hpas: BTreeMap<String, HpaTarget>,
     /// Objects that could not be converted, by kind and key (dropped when fixed or deleted).
     rejected: BTreeMap<(usize, String), String>,
     /// Keys seen by a list in progress, per kind (the others are removed when it ends).
@@ -144,6 +148,7 @@ impl ClusterState {
             Kind::Deployment => g.deployments.retain(|k, _| keep(k)),
             Kind::StatefulSet => g.stateful_sets.retain(|k, _| keep(k)),
             Kind::Job => g.jobs.retain(|k, _| keep(k)),
+            Kind::HorizontalPodAutoscaler => g.hpas.retain(|k, _| keep(k)),
         }
         let i = kind.index();
         g.rejected
@@ -185,6 +190,13 @@ impl ClusterState {
                     continue;
                 }
             }
+            if kind == Kind::HorizontalPodAutoscaler
+                && let Ok(key) = kinds::key_of_json(raw)
+            {
+                // An autoscaler whose target changed to something other than a Deployment
+                // converts to nothing: the old target must not stay.
+                g.hpas.remove(&key);
+            }
             let parts = g.conv.take_parts();
             let own_grace = kind == Kind::Pod && kinds::pod_sets_grace(raw);
             for key in insert(g, parts, own_grace, notify.then_some(&mut changes)) {
@@ -217,6 +229,7 @@ impl ClusterState {
             Kind::Deployment => drop(g.deployments.remove(key)),
             Kind::StatefulSet => drop(g.stateful_sets.remove(key)),
             Kind::Job => drop(g.jobs.remove(key)),
+            Kind::HorizontalPodAutoscaler => drop(g.hpas.remove(key)),
         }
     }
 
@@ -270,8 +283,14 @@ impl ClusterState {
                 namespaces: g
                     .namespaces
                     .iter()
-                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .map(|(k, (labels, _))| (k.clone(), labels.clone()))
                     .collect(),
+                namespace_pdb_surge: g
+                    .namespaces
+                    .iter()
+                    .filter_map(|(k, (_, on))| on.map(|on| (k.clone(), on)))
+                    .collect(),
+                hpas: g.hpas.values().cloned().collect(),
                 priority_classes: g
                     .priority_classes
                     .iter()
@@ -314,7 +333,8 @@ fn insert(
     }
     for (name, labels) in parts.namespaces {
         keys.push(name.clone());
-        g.namespaces.insert(name, labels);
+        let pdb_surge = parts.namespace_pdb_surge.get(&name).copied();
+        g.namespaces.insert(name, (labels, pdb_surge));
     }
     for (name, value) in parts.priority_classes {
         keys.push(name.clone());
@@ -355,6 +375,11 @@ fn insert(
         let key = meta_key(&j.metadata);
         keys.push(key.clone());
         g.jobs.insert(key, j);
+    }
+    for h in parts.hpas {
+        let key = kinds::key(&h.namespace, &h.name);
+        keys.push(key.clone());
+        g.hpas.insert(key, h);
     }
     for w in parts.warnings {
         tracing::debug!(warning = %w, "cluster state");

@@ -157,3 +157,55 @@ fn the_node_changes_that_ask_for_a_cycle_are_sent_after_the_first_list() {
     assert_eq!(rx.try_recv().ok(), Some(NodeChange::Joined));
     assert!(rx.try_recv().is_err());
 }
+
+/// Rule B's facts reach the cycle's snapshot: a namespace's pdb-surge opt-in (and its removal),
+/// and the Deployment targets of autoscalers — one whose target changes to a StatefulSet, or that
+/// is deleted, leaves no stale target behind.
+#[test]
+fn namespace_opt_ins_and_autoscaler_targets_follow_the_watch() {
+    let state = ClusterState::new(None);
+    let ns = |annotations: serde_json::Value| {
+        json!({"kind": "Namespace", "apiVersion": "v1",
+               "metadata": {"name": "shop", "annotations": annotations}})
+        .to_string()
+    };
+    let hpa = |name: &str, kind: &str, target: &str| {
+        json!({"kind": "HorizontalPodAutoscaler", "apiVersion": "autoscaling/v2",
+               "metadata": {"name": name, "namespace": "shop"},
+               "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": kind, "name": target},
+                        "maxReplicas": 4}})
+        .to_string()
+    };
+    state.upsert(
+        Kind::Namespace,
+        [ns(json!({"kube-descheduler.io/pdb-surge": "enabled"})).as_str()],
+    );
+    state.upsert(
+        Kind::HorizontalPodAutoscaler,
+        [
+            hpa("web", "Deployment", "web").as_str(),
+            hpa("db", "StatefulSet", "db").as_str(),
+            hpa("api", "Deployment", "api").as_str(),
+        ],
+    );
+    let snap = state.snapshot();
+    assert_eq!(snap.namespace_pdb_surge("shop"), Some(true));
+    let targets = |s: &Snapshot| -> Vec<String> {
+        s.hpas
+            .iter()
+            .map(|h| format!("{}/{}->{}", h.namespace, h.name, h.deployment))
+            .collect()
+    };
+    assert_eq!(targets(&snap), ["shop/api->api", "shop/web->web"]);
+
+    state.upsert(Kind::Namespace, [ns(json!({"other": "x"})).as_str()]);
+    state.upsert(
+        Kind::HorizontalPodAutoscaler,
+        [hpa("web", "StatefulSet", "web").as_str()],
+    );
+    state.remove(Kind::HorizontalPodAutoscaler, "shop/api");
+    let snap = state.snapshot();
+    assert_eq!(snap.namespace_pdb_surge("shop"), None);
+    assert!(snap.namespaces.contains_key("shop"));
+    assert!(targets(&snap).is_empty(), "{:?}", targets(&snap));
+}

@@ -4,9 +4,10 @@
 //! PodDisruptionBudgets are spent as the plan goes, as the API server would spend them.
 //!
 //! Rule A sees the snapshot's cordoned nodes, and pods this plan already evicted count as being
-//! evicted. Rule B is evaluated as a webhook started with `--pdb-surge` would (only Deployments
-//! that opted in by annotation are surged; the snapshot holds no namespace annotations and no
-//! autoscalers, so namespace opt-ins and autoscaler refusals are not shown).
+//! evicted. Rule B is evaluated as a webhook started with `--pdb-surge` would: Deployments that
+//! opted in by annotation, or whose namespace did (the snapshot keeps that one namespace
+//! annotation), are surged (`deflected`), unless a HorizontalPodAutoscaler in the snapshot scales
+//! them — then the guard's refusal naming the autoscaler is shown (`denied`).
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -112,6 +113,9 @@ struct GuardState {
     /// Every budget, in snapshot order.
     pdbs: Vec<PdbFacts>,
     pdb_index: HashMap<String, NamespacePdbs>,
+    /// `namespace/name` of the first autoscaler scaling each Deployment, by namespace and
+    /// Deployment name (the webhook also takes the first one its list returns).
+    hpa_of_deploy: HashMap<String, HashMap<String, String>>,
     /// The facts and request of the current eviction attempt; their buffers are reused.
     scratch: Option<(PodFacts, EvictionRequest)>,
 }
@@ -198,6 +202,16 @@ impl GuardState {
                 .collect(),
             pdbs,
             pdb_index,
+            hpa_of_deploy: {
+                let mut m: HashMap<String, HashMap<String, String>> = HashMap::default();
+                for h in &snapshot.hpas {
+                    m.entry(h.namespace.clone())
+                        .or_default()
+                        .entry(h.deployment.clone())
+                        .or_insert_with(|| format!("{}/{}", h.namespace, h.name));
+                }
+                m
+            },
             scratch: None,
         }
     }
@@ -284,8 +298,11 @@ impl GuardState {
             pvcs: &pvcs,
             first_denied_at: None,
             census,
-            namespace_pdb_surge: None,
-            hpa: None,
+            namespace_pdb_surge: deployment
+                .and_then(|d| snapshot.namespace_pdb_surge(&d.namespace)),
+            hpa: deployment
+                .and_then(|d| self.hpa_of_deploy.get(&d.namespace)?.get(&d.name))
+                .map(String::as_str),
         };
         let verdict = decide(&req, &facts, self.now, &self.config);
         let outcome = match verdict {
@@ -412,5 +429,101 @@ mod tests {
         assert!(denied_by(verdict(&snap, id("b", "x"))).contains("b/everything"));
         // Budgets of other namespaces never apply.
         assert_eq!(verdict(&snap, id("c", "web-3")), EvictOutcome::Evicted);
+    }
+
+    /// A 3-replica Deployment spread over nodes a (cordoned), b and c, a budget with
+    /// `minAvailable: 3`, and the namespace's annotation and an autoscaler as given.
+    fn rule_b_snapshot(namespace_annotation: Option<&str>, hpa: bool) -> Snapshot {
+        let node = |name: &str, cordoned: bool| {
+            format!(
+                r#"{{"kind":"Node","apiVersion":"v1","metadata":{{"name":"{name}"}},"spec":{{"unschedulable":{cordoned}}},
+                   "status":{{"conditions":[{{"type":"Ready","status":"True"}}]}}}}"#
+            )
+        };
+        let pod = |name: &str, node: &str| {
+            format!(
+                r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"{name}","namespace":"shop","uid":"uid-{name}",
+                   "labels":{{"app":"web","pod-template-hash":"abc"}},
+                   "ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-abc","uid":"rs-uid","controller":true}}]}},
+                   "spec":{{"nodeName":"{node}","containers":[{{"name":"c","image":"i"}}]}},
+                   "status":{{"phase":"Running","conditions":[{{"type":"Ready","status":"True"}}]}}}}"#
+            )
+        };
+        let annotations = namespace_annotation
+            .map(|v| format!(r#","annotations":{{"kube-descheduler.io/pdb-surge":"{v}"}}"#))
+            .unwrap_or_default();
+        let mut items = vec![
+            node("a", true),
+            node("b", false),
+            node("c", false),
+            format!(r#"{{"kind":"Namespace","apiVersion":"v1","metadata":{{"name":"shop"{annotations}}}}}"#),
+            r#"{"kind":"Deployment","apiVersion":"apps/v1","metadata":{"name":"web","namespace":"shop","uid":"d-uid","generation":1},
+               "spec":{"replicas":3,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}}}},
+               "status":{"observedGeneration":1,"replicas":3,"updatedReplicas":3,"readyReplicas":3,"availableReplicas":3}}"#.to_string(),
+            r#"{"kind":"ReplicaSet","apiVersion":"apps/v1","metadata":{"name":"web-abc","namespace":"shop","uid":"rs-uid",
+               "labels":{"pod-template-hash":"abc"},
+               "ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"d-uid","controller":true}]},
+               "spec":{"replicas":3},"status":{"replicas":3,"readyReplicas":3,"availableReplicas":3}}"#.to_string(),
+            pod("web-a", "a"),
+            pod("web-b", "b"),
+            pod("web-c", "c"),
+            r#"{"kind":"PodDisruptionBudget","apiVersion":"policy/v1","metadata":{"name":"web","namespace":"shop"},
+               "spec":{"minAvailable":3,"selector":{"matchLabels":{"app":"web"}}},
+               "status":{"disruptionsAllowed":0,"currentHealthy":3,"desiredHealthy":3,"expectedPods":3}}"#.to_string(),
+        ];
+        if hpa {
+            items.push(r#"{"kind":"HorizontalPodAutoscaler","apiVersion":"autoscaling/v2","metadata":{"name":"web-hpa","namespace":"shop"},
+               "spec":{"scaleTargetRef":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"},"minReplicas":3,"maxReplicas":6}}"#.to_string());
+        }
+        let list = format!(
+            r#"{{"kind":"List","apiVersion":"v1","items":[{}]}}"#,
+            items.join(",")
+        );
+        let snap = crate::snapshot::load::load_bytes(list.as_bytes()).expect("test snapshot");
+        assert!(snap.warnings.is_empty(), "{:?}", snap.warnings);
+        snap
+    }
+
+    /// Rule B in `plan` sees the namespace's opt-in and the autoscalers of the snapshot: an
+    /// opted-in namespace surges (`deflected`), an autoscaled Deployment is refused with the
+    /// guard's message naming the autoscaler, and without the opt-in (or with the namespace
+    /// opted out) the budget denies.
+    #[test]
+    fn rule_b_sees_namespace_opt_ins_and_autoscalers() {
+        let outcome = |annotation: Option<&str>, hpa: bool| {
+            let snap = rule_b_snapshot(annotation, hpa);
+            let on_a = (0..snap.pods.len() as PodId)
+                .find(|&p| snap.pod(p).name == "web-a")
+                .expect("web-a");
+            let mut verdict = guard_verdict(&snap, Timestamp::UNIX_EPOCH, GuardConfig::default());
+            verdict(&snap, on_a)
+        };
+        match outcome(Some("enabled"), false) {
+            EvictOutcome::Deflected { message } => assert!(
+                message.contains("PodDisruptionBudget shop/web")
+                    && message.contains("from 3 to 4 replicas"),
+                "{message}"
+            ),
+            other => panic!("an opted-in namespace surges, got {other:?}"),
+        }
+        match outcome(Some("enabled"), true) {
+            EvictOutcome::Denied { reason } => assert!(
+                reason.contains("HorizontalPodAutoscaler shop/web-hpa")
+                    && reason.contains("minReplicas"),
+                "{reason}"
+            ),
+            other => panic!("an autoscaled Deployment is refused, got {other:?}"),
+        }
+        for annotation in [None, Some("disabled")] {
+            for hpa in [false, true] {
+                match outcome(annotation, hpa) {
+                    EvictOutcome::Denied { reason } => assert!(
+                        reason.contains("shop/web") && !reason.contains("HorizontalPodAutoscaler"),
+                        "{annotation:?} {hpa}: {reason}"
+                    ),
+                    other => panic!("{annotation:?} {hpa}: the budget denies, got {other:?}"),
+                }
+            }
+        }
     }
 }

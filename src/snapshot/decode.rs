@@ -23,6 +23,7 @@ const KNOWN_KINDS: &[&str] = &[
     "StatefulSet",
     "Job",
     "PersistentVolumeClaim",
+    "HorizontalPodAutoscaler",
 ];
 
 /// The `kind` of a list item, inferred from the list kind (`PodList` → `Pod`) when items omit it.
@@ -160,6 +161,11 @@ fn add_json_object_of_kind(
         "StatefulSet" => b.add_stateful_set_owned(typed!(apps::StatefulSet)),
         "Job" => b.add_job_owned(typed!(batch::Job)),
         "PersistentVolumeClaim" => b.add_pvc(&typed!(core::PersistentVolumeClaim)),
+        "HorizontalPodAutoscaler" => {
+            if let Some(t) = super::autoscalers::hpa_target(raw).map_err(ctx)? {
+                b.add_hpa_target(t)
+            }
+        }
         _ => {}
     }
     Ok(())

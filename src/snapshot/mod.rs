@@ -4,9 +4,10 @@
 //! or from watch caches in live mode. The engine never assumes where it came from.
 //!
 //! The file loader is layered: [`load`] (file or bytes) → [`stream`] (a JSON `List` item by item)
-//! → `decode` (one object by its `kind`) → [`workloads`] and `json` (field-path errors, `kind`
+//! → `decode` (one object by its `kind`) → [`workloads`], [`autoscalers`] and `json` (field-path errors, `kind`
 //! peeking).
 
+pub mod autoscalers;
 pub mod builder;
 pub mod consistency;
 mod decode;
@@ -78,6 +79,11 @@ pub struct Snapshot {
     pub pods: Vec<Pod>,
     /// Namespace labels by namespace name.
     pub namespaces: HashMap<String, BTreeMap<String, String>>,
+    /// The guard's rule B opt-in annotation of each namespace that carries a recognised value
+    /// ([`crate::workload::annotations::pdb_surge_opt_in`]); no other annotation is kept.
+    pub namespace_pdb_surge: HashMap<String, bool>,
+    /// HorizontalPodAutoscalers that scale a Deployment (only the scale target is kept).
+    pub hpas: Vec<model::HpaTarget>,
     /// PriorityClass values by name.
     pub priority_classes: HashMap<String, i32>,
     /// PodDisruptionBudgets.
@@ -127,10 +133,13 @@ impl Snapshot {
         parts.deployments.shrink_to_fit();
         parts.stateful_sets.shrink_to_fit();
         parts.jobs.shrink_to_fit();
+        parts.hpas.shrink_to_fit();
         let mut s = Snapshot {
             nodes: parts.nodes,
             pods: parts.pods,
             namespaces: parts.namespaces,
+            namespace_pdb_surge: parts.namespace_pdb_surge,
+            hpas: parts.hpas,
             priority_classes: parts.priority_classes,
             pdbs: parts.pdbs,
             replica_sets: parts.replica_sets,
@@ -285,6 +294,12 @@ impl Snapshot {
     /// Labels of `namespace` (empty when unknown).
     pub fn namespace_labels(&self, namespace: &str) -> Option<&BTreeMap<String, String>> {
         self.namespaces.get(namespace)
+    }
+
+    /// The rule B opt-in annotation of `namespace` (`None`: absent, unrecognised or unknown
+    /// namespace).
+    pub fn namespace_pdb_surge(&self, namespace: &str) -> Option<bool> {
+        self.namespace_pdb_surge.get(namespace).copied()
     }
 
     /// Sum of requests of non-terminal pods on `node` (Succeeded/Failed pods free their resources).

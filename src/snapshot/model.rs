@@ -209,6 +209,19 @@ pub struct Pod {
     pub has_resource_claims: bool,
 }
 
+/// A HorizontalPodAutoscaler reduced to the one fact the guard's rule B reads: the Deployment it
+/// scales (`spec.scaleTargetRef`, the same in autoscaling/v1 and v2). Autoscalers of other kinds
+/// are not kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HpaTarget {
+    /// `metadata.namespace` (the Deployment's namespace too: a scale target is namespace-local).
+    pub namespace: String,
+    /// `metadata.name` of the autoscaler.
+    pub name: String,
+    /// `spec.scaleTargetRef.name`: the Deployment.
+    pub deployment: String,
+}
+
 /// Annotation that marks a pod evictable regardless of other checks (upstream).
 pub const ANNOTATION_EVICT: &str = "descheduler.alpha.kubernetes.io/evict";
 /// Annotation that asks not to be evicted (upstream `noEvictionPolicy`).

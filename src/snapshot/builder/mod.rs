@@ -14,6 +14,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use super::model::*;
 use super::resources::Resources;
 use super::{ObjectKey, PvcInfo, Snapshot};
+use crate::workload::annotations::pdb_surge_opt_in;
 use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 
 mod pod;
@@ -38,6 +39,8 @@ pub struct SnapshotBuilder {
     nodes: Vec<Node>,
     pods: Vec<Pod>,
     namespaces: HashMap<String, BTreeMap<String, String>>,
+    namespace_pdb_surge: HashMap<String, bool>,
+    hpas: Vec<HpaTarget>,
     interned_ns: FastMap<String, Arc<str>>,
     priority_classes: HashMap<String, i32>,
     pdbs: Vec<PodDisruptionBudget>,
@@ -109,9 +112,14 @@ impl SnapshotBuilder {
         Ok(())
     }
 
-    /// Adds a namespace (its labels are used by `namespaceLabelSelector` and the guard).
+    /// Adds a namespace (its labels are used by `namespaceLabelSelector` and the guard; of its
+    /// annotations only the guard's rule B opt-in, [`crate::workload::annotations::PDB_SURGE`], is
+    /// kept).
     pub fn add_namespace(&mut self, ns: &core::Namespace) {
         if let Some(name) = &ns.metadata.name {
+            if let Some(on) = pdb_surge_opt_in(ns.metadata.annotations.as_ref()) {
+                self.namespace_pdb_surge.insert(name.clone(), on);
+            }
             let mut labels = ns.metadata.labels.clone().unwrap_or_default();
             // The API server always sets this label (Kubernetes >= 1.21).
             labels
@@ -119,6 +127,11 @@ impl SnapshotBuilder {
                 .or_insert_with(|| name.clone());
             self.namespaces.insert(name.clone(), labels);
         }
+    }
+
+    /// Adds a HorizontalPodAutoscaler's Deployment scale target (see [`super::workloads::hpa_target`]).
+    pub fn add_hpa_target(&mut self, target: HpaTarget) {
+        self.hpas.push(target);
     }
 
     /// Adds a priority class.
@@ -248,6 +261,8 @@ impl SnapshotBuilder {
         self.nodes.extend(other.nodes);
         self.pods.extend(other.pods);
         self.namespaces.extend(other.namespaces);
+        self.namespace_pdb_surge.extend(other.namespace_pdb_surge);
+        self.hpas.extend(other.hpas);
         self.priority_classes.extend(other.priority_classes);
         self.pdbs.extend(other.pdbs);
         self.replica_sets.extend(other.replica_sets);
@@ -271,6 +286,8 @@ impl SnapshotBuilder {
             nodes: std::mem::take(&mut self.nodes),
             pods: std::mem::take(&mut self.pods),
             namespaces: std::mem::take(&mut self.namespaces),
+            namespace_pdb_surge: std::mem::take(&mut self.namespace_pdb_surge),
+            hpas: std::mem::take(&mut self.hpas),
             priority_classes: std::mem::take(&mut self.priority_classes),
             pdbs: std::mem::take(&mut self.pdbs),
             replica_sets: std::mem::take(&mut self.replica_sets),
@@ -293,6 +310,8 @@ impl SnapshotBuilder {
             nodes: self.nodes,
             pods: self.pods,
             namespaces: self.namespaces,
+            namespace_pdb_surge: self.namespace_pdb_surge,
+            hpas: self.hpas,
             priority_classes: self.priority_classes,
             pdbs: self.pdbs,
             replica_sets: self.replica_sets,
@@ -315,6 +334,10 @@ pub struct Parts {
     pub pods: Vec<Pod>,
     /// Namespace labels by name.
     pub namespaces: HashMap<String, BTreeMap<String, String>>,
+    /// The rule B opt-in annotation of the namespaces that carry a recognised value, by name.
+    pub namespace_pdb_surge: HashMap<String, bool>,
+    /// HorizontalPodAutoscalers that scale a Deployment.
+    pub hpas: Vec<HpaTarget>,
     /// PriorityClass values by name.
     pub priority_classes: HashMap<String, i32>,
     /// PodDisruptionBudgets (managed fields dropped).
