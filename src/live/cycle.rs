@@ -22,7 +22,7 @@ use crate::snapshot::Snapshot;
 /// How evictions are carried out.
 #[derive(Clone)]
 pub enum Mode {
-    /// `--dry-run`: no API writes; outcomes predicted by [`dry_run_verdict`].
+    /// `--dry-run`: no API writes; outcomes predicted by [`super::dry_run::api_and_guard_verdict`].
     DryRun,
     /// Evictions through the API.
     Live(Box<ApiEvictorConfig>),

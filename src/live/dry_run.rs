@@ -4,6 +4,7 @@
 //! applies the API server's PDB rules here, to the evictions the eviction guard's decision
 //! ([`crate::plan::guard_verdict`]) lets through (the webhook is called first).
 
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::core::{Selector, SelectorExt};
 
 use crate::evictor::EvictOutcome;
@@ -24,28 +25,67 @@ pub fn api_and_guard_verdict(
     config: crate::guard::GuardConfig,
 ) -> crate::evictor::planner::VerdictFn {
     let mut guard = crate::plan::guard_verdict::guard_verdict(snapshot, now, config);
+    let budgets = PdbIndex::new(snapshot);
     // kube-apiserver calls the validating webhooks of an eviction before its storage checks the
     // budgets, so the guard's refusal is what the client sees — a rule A deflection or a rule B
     // surge while a budget allows no disruption, the guard's own budget denial — and only an
     // eviction the guard allows meets the API server's budget check.
-    Box::new(move |s, p| {
-        let api = dry_run_verdict(s, p);
-        match guard(s, p) {
-            EvictOutcome::Evicted => api,
-            refused => refused,
-        }
+    Box::new(move |s, p| match guard(s, p) {
+        EvictOutcome::Evicted => budgets.verdict(s, p),
+        refused => refused,
     })
 }
 
-/// Predicts what the API server's eviction storage would answer for `pod` (its
-/// PodDisruptionBudget checks); the cycle applies the guard to what this lets through.
-pub fn dry_run_verdict(snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
-    pdb_verdict(snapshot, pod)
+/// The snapshot's PodDisruptionBudgets by namespace with their selectors parsed once, so the
+/// per-eviction check reads only the pod's namespace and converts no selector (a cycle makes
+/// tens of thousands of attempts at 5,000 nodes).
+pub struct PdbIndex {
+    by_namespace: std::collections::HashMap<String, Vec<(usize, Selector)>>,
 }
 
-/// The API server's PodDisruptionBudget check for an eviction of `pod`.
+impl PdbIndex {
+    /// Indexes `snapshot.pdbs`; a budget without a selector, or with one that does not parse,
+    /// matches no pod (as the API server's budget lookup).
+    pub fn new(snapshot: &Snapshot) -> Self {
+        let mut by_namespace: std::collections::HashMap<String, Vec<(usize, Selector)>> =
+            Default::default();
+        for (i, pdb) in snapshot.pdbs.iter().enumerate() {
+            let (Some(ns), Some(sel)) = (
+                pdb.metadata.namespace.as_ref(),
+                pdb.spec.as_ref().and_then(|s| s.selector.clone()),
+            ) else {
+                continue;
+            };
+            if let Ok(sel) = Selector::try_from(sel) {
+                by_namespace.entry(ns.clone()).or_default().push((i, sel));
+            }
+        }
+        PdbIndex { by_namespace }
+    }
+
+    /// The API server's PodDisruptionBudget check for an eviction of `pod`.
+    pub fn verdict(&self, snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
+        let p = snapshot.pod(pod);
+        let matching: Vec<&PodDisruptionBudget> = self
+            .by_namespace
+            .get(&*p.namespace)
+            .into_iter()
+            .flatten()
+            .filter(|(_, sel)| sel.matches(&p.labels))
+            .map(|&(i, _)| &snapshot.pdbs[i])
+            .collect();
+        budget_verdict(p, &matching)
+    }
+}
+
+/// The API server's PodDisruptionBudget check for an eviction of `pod` (indexes the budgets on
+/// every call: for one-off checks; a cycle uses [`PdbIndex`]).
 pub fn pdb_verdict(snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
-    let p = snapshot.pod(pod);
+    PdbIndex::new(snapshot).verdict(snapshot, pod)
+}
+
+/// The verdict for pod `p` given the budgets that select it.
+fn budget_verdict(p: &crate::snapshot::Pod, matching: &[&PodDisruptionBudget]) -> EvictOutcome {
     // Terminal, pending and terminating pods are deleted without a PDB check.
     if matches!(
         p.phase,
@@ -54,18 +94,7 @@ pub fn pdb_verdict(snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
     {
         return EvictOutcome::Evicted;
     }
-    let matching: Vec<_> = snapshot
-        .pdbs
-        .iter()
-        .filter(|pdb| pdb.metadata.namespace.as_deref() == Some(&*p.namespace))
-        .filter(|pdb| {
-            let Some(sel) = pdb.spec.as_ref().and_then(|s| s.selector.clone()) else {
-                return false;
-            };
-            Selector::try_from(sel).is_ok_and(|s| s.matches(&p.labels))
-        })
-        .collect();
-    match matching.as_slice() {
+    match matching {
         [] => EvictOutcome::Evicted,
         [pdb] => {
             let name = pdb.metadata.name.as_deref().unwrap_or_default();
@@ -157,15 +186,15 @@ mod tests {
     #[test]
     fn pdb_with_no_disruptions_denies() {
         let s = snap(0);
-        match dry_run_verdict(&s, 0) {
+        match pdb_verdict(&s, 0) {
             EvictOutcome::Denied { reason } => assert!(reason.starts_with(PDB_VIOLATION)),
             o => panic!("expected denial, got {o:?}"),
         }
-        assert_eq!(dry_run_verdict(&s, 1), EvictOutcome::Evicted);
+        assert_eq!(pdb_verdict(&s, 1), EvictOutcome::Evicted);
     }
 
     #[test]
     fn pdb_with_disruptions_allows() {
-        assert_eq!(dry_run_verdict(&snap(1), 0), EvictOutcome::Evicted);
+        assert_eq!(pdb_verdict(&snap(1), 0), EvictOutcome::Evicted);
     }
 }
