@@ -337,31 +337,31 @@ impl GuardState {
                     }
                 }
             }
-            Verdict::DenySurging { message, .. } => {
+            // Plain refusals: remembered for the deadline, counted under their reason, 429.
+            Verdict::DenySurging { ref message, .. }
+            | Verdict::DenyHpa { ref message, .. }
+            | Verdict::DenyPdb { ref message, .. }
+            | Verdict::DenyUnhealthy { ref message, .. } => {
                 self.denials.note(&pod_uid, now, forget);
-                self.metrics.deny("pdb_surging");
-                deny_429(request, &message)
-            }
-            Verdict::DenyHpa { message, .. } => {
-                self.denials.note(&pod_uid, now, forget);
-                self.metrics.deny("pdb_surge_hpa");
-                deny_429(request, &message)
-            }
-            Verdict::DenyPdb { message, .. } => {
-                self.denials.note(&pod_uid, now, forget);
-                self.metrics.deny("pdb");
-                deny_429(request, &message)
-            }
-            Verdict::DenyUnhealthy { message, .. } => {
-                self.denials.note(&pod_uid, now, forget);
-                self.metrics.deny("unhealthy");
-                deny_429(request, &message)
+                self.metrics.deny(denial_reason(&verdict));
+                deny_429(request, message)
             }
         }
     }
 }
 
 /// The webhook router, accepting bodies up to [`MAX_BODY_BYTES`].
+/// The `reason` label of a plain refusal's denial metric.
+fn denial_reason(verdict: &Verdict) -> &'static str {
+    match verdict {
+        Verdict::DenySurging { .. } => "pdb_surging",
+        Verdict::DenyHpa { .. } => "pdb_surge_hpa",
+        Verdict::DenyPdb { .. } => "pdb",
+        Verdict::DenyUnhealthy { .. } => "unhealthy",
+        _ => "denied",
+    }
+}
+
 pub fn router(state: Arc<GuardState>) -> Router {
     router_with_body_limit(state, MAX_BODY_BYTES)
 }
