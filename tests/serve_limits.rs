@@ -4,18 +4,17 @@
 //! same moment is still answered within its budget.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use kube_descheduler::cli::certs::{CertsArgs, GeneratedCerts, generate, write_files};
+use kube_descheduler::cli::certs::GeneratedCerts;
 use kube_descheduler::guard::decision::GuardConfig;
 use kube_descheduler::guard::server::{GuardState, router_with_body_limit};
 use kube_descheduler::guard::source::MemorySource;
 use kube_descheduler::restart::{RestartOutcome, RestartRequest, Restarter};
 use kube_descheduler::serving::limits::ServeLimits;
-use kube_descheduler::serving::tls::{HttpsServer, load_with_reload, serve_https_with};
+use kube_descheduler::serving::tls::{HttpsServer, serve_https_with};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, ServerName};
 use serde_json::{Value, json};
@@ -23,7 +22,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-const HOST: &str = "guard.kube-descheduler.svc";
+#[path = "guard_common/mod.rs"]
+mod guard_common;
+
+use guard_common::{HOST, TestTls, client_for, test_tls};
+
 /// What a normal review must be answered within while the server is under attack (well inside
 /// kube-apiserver's default webhook timeout of 10 s and our chart's 5 s).
 const BUDGET: Duration = Duration::from_secs(3);
@@ -45,19 +48,6 @@ struct Server {
     _dir: tempfile::TempDir,
 }
 
-fn certs_args(dir: &Path) -> CertsArgs {
-    CertsArgs {
-        service: "guard".into(),
-        namespace: "kube-descheduler".into(),
-        out_dir: dir.to_owned(),
-        dns_names: vec![],
-        ips: vec![],
-        valid_days: 7,
-        ca_cert_file: None,
-        ca_key_file: None,
-    }
-}
-
 fn limits() -> ServeLimits {
     ServeLimits {
         max_body_bytes: 64 * 1024,
@@ -68,17 +58,11 @@ fn limits() -> ServeLimits {
 }
 
 async fn start(limits: ServeLimits) -> Server {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let dir = tempfile::tempdir().unwrap();
-    let certs = generate(&certs_args(dir.path())).unwrap();
-    write_files(dir.path(), &certs).unwrap();
-    let (tls, _task) = load_with_reload(
-        dir.path().join("tls.crt"),
-        dir.path().join("tls.key"),
-        Duration::from_secs(10),
-    )
-    .await
-    .unwrap();
+    let TestTls {
+        certs,
+        config: tls,
+        dir,
+    } = test_tls().await;
     let state = Arc::new(GuardState::new(
         Arc::new(MemorySource::new()),
         Arc::new(NeverRestarts),
@@ -98,15 +82,7 @@ async fn start(limits: ServeLimits) -> Server {
 }
 
 fn client(certs: &GeneratedCerts, addr: SocketAddr, timeout: Duration) -> reqwest::Client {
-    reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(certs.ca_cert_pem.as_bytes()).unwrap())
-        .resolve(HOST, addr)
-        .https_only(true)
-        .timeout(timeout)
-        .build()
-        .unwrap()
+    client_for(&certs.ca_cert_pem, addr, timeout)
 }
 
 /// An eviction review of a pod the guard does not know (answered "allowed").

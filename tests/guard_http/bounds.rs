@@ -1,0 +1,146 @@
+//! Bounds: failed restarts stop blocking, hanging lookups are answered in time.
+
+use super::*;
+
+fn advance(clock: &Mutex<Timestamp>, secs: i64) {
+    let mut t = clock.lock().unwrap();
+    *t = t
+        .checked_add(jiff::SignedDuration::from_secs(secs))
+        .unwrap();
+}
+
+#[tokio::test]
+async fn failed_restarts_stop_blocking_after_the_deadline() {
+    let now = Arc::new(Mutex::new(Timestamp::now()));
+    let clock_now = now.clone();
+    let restarter = Arc::new(FakeRestarter {
+        fail: Some("conflict".into()),
+        ..FakeRestarter::default()
+    });
+    let source = Arc::new(cluster(dep()));
+    let state = GuardState::new(source.clone(), restarter.clone(), GuardConfig::default())
+        .with_clock(Arc::new(move || *clock_now.lock().unwrap()));
+    let TestTls {
+        certs,
+        config: tls,
+        dir,
+    } = test_tls().await;
+    let server = serve_https(router(Arc::new(state)), "127.0.0.1:0".parse().unwrap(), tls)
+        .await
+        .unwrap();
+    let h = Harness {
+        client: client_for(&certs.ca_cert_pem, server.addr, Duration::from_secs(10)),
+        server,
+        restarter,
+        source,
+        _dir: dir,
+    };
+
+    let first = h
+        .review(eviction_review("policy/v1", json!({}), false))
+        .await;
+    assert_eq!(first["status"]["code"], 429);
+    advance(&now, 300);
+    assert_eq!(
+        h.review(eviction_review("policy/v1", json!({}), false))
+            .await["status"]["code"],
+        429
+    );
+    advance(&now, 301);
+    let late = h
+        .review(eviction_review("policy/v1", json!({}), false))
+        .await;
+    assert_eq!(late["allowed"], true, "{late}");
+    assert!(
+        late["warnings"][0].as_str().unwrap().contains("within 10m"),
+        "{late}"
+    );
+    assert_eq!(
+        h.restarter.calls.lock().unwrap().len(),
+        2,
+        "no restart attempt after the deadline"
+    );
+}
+
+/// A source whose pod reads never finish.
+struct Stuck(MemorySource);
+
+impl kube_descheduler::guard::source::FactSource for Stuck {
+    fn ready(&self) -> bool {
+        true
+    }
+    fn pod<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<Option<PodFacts>, kube_descheduler::guard::source::SourceError>> {
+        Box::pin(futures::future::pending())
+    }
+    fn replica_set<'a>(
+        &'a self,
+        ns: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<
+        'a,
+        Result<Option<Arc<ReplicaSetFacts>>, kube_descheduler::guard::source::SourceError>,
+    > {
+        self.0.replica_set(ns, name)
+    }
+    fn deployment(&self, ns: &str, name: &str) -> Option<Arc<DeploymentFacts>> {
+        self.0.deployment(ns, name)
+    }
+    fn pdbs(&self, ns: &str) -> Vec<Arc<PdbFacts>> {
+        self.0.pdbs(ns)
+    }
+    fn pvc<'a>(
+        &'a self,
+        ns: &'a str,
+        name: &'a str,
+    ) -> BoxFuture<
+        'a,
+        Result<
+            Option<kube_descheduler::guard::facts::PvcFacts>,
+            kube_descheduler::guard::source::SourceError,
+        >,
+    > {
+        self.0.pvc(ns, name)
+    }
+}
+
+#[tokio::test]
+async fn a_hanging_lookup_is_answered_allowed_within_the_webhook_timeout() {
+    use kube_descheduler::guard::source::FactSource;
+    let TestTls {
+        certs,
+        config: tls,
+        dir,
+    } = test_tls().await;
+    let source: Arc<dyn FactSource> = Arc::new(Stuck(cluster(dep())));
+    let restarter = Arc::new(FakeRestarter::default());
+    let state = Arc::new(GuardState::new(
+        source,
+        restarter.clone(),
+        GuardConfig::default(),
+    ));
+    let server = serve_https(router(state), "127.0.0.1:0".parse().unwrap(), tls)
+        .await
+        .unwrap();
+    let h = Harness {
+        client: client_for(&certs.ca_cert_pem, server.addr, Duration::from_secs(10)),
+        server,
+        restarter,
+        // Not the source serving (Stuck): this test counts no reads.
+        source: Arc::new(MemorySource::new()),
+        _dir: dir,
+    };
+    let started = std::time::Instant::now();
+    let resp = h
+        .review(eviction_review("policy/v1", json!({}), false))
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "answered inside the 5 s webhook timeout"
+    );
+    assert_eq!(resp["allowed"], true);
+    assert!(resp["warnings"][0].as_str().unwrap().contains("in time"));
+}

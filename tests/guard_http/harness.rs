@@ -1,0 +1,98 @@
+//! The guard server under test: real router and TLS, a fake restarter, facts in memory.
+
+use super::*;
+
+#[derive(Default)]
+pub(crate) struct FakeRestarter {
+    pub(crate) calls: Mutex<Vec<RestartRequest>>,
+    pub(crate) fail: Option<String>,
+}
+
+impl Restarter for FakeRestarter {
+    fn restart(&self, req: RestartRequest) -> BoxFuture<'_, RestartOutcome> {
+        self.calls.lock().unwrap().push(req);
+        let outcome = match &self.fail {
+            Some(error) => RestartOutcome::Failed {
+                error: error.clone(),
+            },
+            None => RestartOutcome::Restarted {
+                at: Timestamp::now(),
+            },
+        };
+        Box::pin(std::future::ready(outcome))
+    }
+}
+
+pub(crate) struct Harness {
+    pub(crate) server: HttpsServer,
+    pub(crate) client: reqwest::Client,
+    pub(crate) restarter: Arc<FakeRestarter>,
+    pub(crate) source: Arc<MemorySource>,
+    pub(crate) _dir: tempfile::TempDir,
+}
+
+impl Harness {
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("https://{HOST}:{}{path}", self.server.addr.port())
+    }
+
+    pub(crate) async fn post(&self, body: Vec<u8>) -> (u16, String) {
+        let resp = self
+            .client
+            .post(self.url("/validate/eviction"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        (resp.status().as_u16(), resp.text().await.unwrap())
+    }
+
+    pub(crate) async fn review(&self, body: Value) -> Value {
+        let (status, text) = self.post(serde_json::to_vec(&body).unwrap()).await;
+        assert_eq!(status, 200, "{text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["apiVersion"], "admission.k8s.io/v1");
+        assert_eq!(v["kind"], "AdmissionReview");
+        assert_eq!(
+            v["response"]["uid"], body["request"]["uid"],
+            "uid must echo"
+        );
+        assert!(
+            v["response"].get("patch").is_none(),
+            "a validating webhook never patches"
+        );
+        v["response"].clone()
+    }
+}
+
+pub(crate) async fn start_with(
+    source: MemorySource,
+    restarter: FakeRestarter,
+    config: GuardConfig,
+) -> Harness {
+    let TestTls {
+        certs,
+        config: tls,
+        dir,
+    } = test_tls().await;
+    let restarter = Arc::new(restarter);
+    let source = Arc::new(source);
+    let state = Arc::new(GuardState::new(source.clone(), restarter.clone(), config));
+    let server = serve_https(router(state), "127.0.0.1:0".parse().unwrap(), tls)
+        .await
+        .unwrap();
+    assert_ne!(server.addr.port(), 0);
+    let client = client_for(&certs.ca_cert_pem, server.addr, Duration::from_secs(10));
+    Harness {
+        server,
+        client,
+        restarter,
+        source,
+        _dir: dir,
+    }
+}
+
+pub(crate) async fn start(source: MemorySource) -> Harness {
+    start_with(source, FakeRestarter::default(), GuardConfig::default()).await
+}
