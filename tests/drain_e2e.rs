@@ -11,109 +11,40 @@ use serde_json::{Value, json};
 
 const TAINT: &str = "e2e.kube-descheduler.io/kubectl";
 
-fn label_slug(label: &str) -> String {
-    label.replace('.', "-")
-}
-
-/// Asserts that a sampled Deployment always had a serving replica.
-fn assert_never_zero(series: &[(String, Series)], context: &str) {
-    for (app, s) in series {
-        assert!(s.samples > 0, "{context}: no samples of {app}");
-        assert!(
-            s.min_ready_pods >= 1 && s.min_ready_replicas >= 1,
-            "{context}: {app} had 0 Ready replicas ({s:?})"
-        );
-    }
-}
-
 /// Scenario 1: for every kubectl, the drain of a node running a single-replica Deployment
 /// completes through a deflection, Ready replicas never drop to 0, and the pod now runs on
 /// another node. All versions drain their own node of one cluster at the same time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_kubectl_drains_a_single_replica_deployment_without_downtime() {
-    let (bins, missing) = kubectls();
-    for m in &missing {
-        eprintln!("kubectl binary missing, not tested: {m}");
-    }
-    assert!(
-        !bins.is_empty(),
-        "no kubectl found at all (missing: {missing:?}); CI must provide kubectl 1.27–1.33"
-    );
-    let mut objects = vec![node("spare-1", false), node("spare-2", false)];
-    for (label, _) in &bins {
-        let slug = label_slug(label);
-        objects.push(tainted_node(&format!("drain-{slug}"), TAINT, &slug));
-        objects.push(tolerating(
-            deployment(&format!("web-{slug}"), 1, Strategy::Default),
-            TAINT,
-            &slug,
-        ));
-    }
-    let cluster = Cluster::start(objects).await;
-    for (label, _) in &bins {
-        let slug = label_slug(label);
-        cluster
-            .wait_ready_on(&[(&format!("web-{slug}"), 1)], &format!("drain-{slug}"))
-            .await;
-    }
-    cluster.set_schedulable("spare-1", true);
-    cluster.set_schedulable("spare-2", true);
-    let (webhook, _certs) = guarded(&cluster, &[]).await;
-
-    let apps: Vec<String> = bins
-        .iter()
-        .map(|(l, _)| format!("web-{}", label_slug(l)))
-        .collect();
-    let generations: std::collections::HashMap<&String, i64> = apps
-        .iter()
-        .map(|a| {
-            let g = cluster.deployment(a)["metadata"]["generation"].as_i64();
-            (a, g.unwrap_or(0))
-        })
-        .collect();
-    let app_refs: Vec<&str> = apps.iter().map(String::as_str).collect();
-    let sampler = Sampler::start(&cluster.sim, &app_refs);
-    let drains = bins.iter().map(|(label, bin)| {
-        let cluster = &cluster;
-        async move {
-            let node = format!("drain-{}", label_slug(label));
-            (label.clone(), drain(bin, cluster, &node, "120s", &[]).await)
-        }
-    });
-    let outputs = futures::future::join_all(drains).await;
-    let series = sampler.finish().await;
+    let k = PerKubectl::start("drain", TAINT, 1).await;
+    let (outputs, series) = k.drain_all().await;
 
     for (label, out) in &outputs {
-        let slug = label_slug(label);
-        let app = format!("web-{slug}");
+        let app = k.app_of(label);
         let ctx = format!(
             "kubectl {label}: {out:?}\nwebhook logs:\n{}",
-            webhook.logs()
+            k.webhook.logs()
         );
         assert!(out.ok, "drain failed: {ctx}");
         assert!(
             out.all().contains(DEFLECTION),
             "the eviction was not deflected: {ctx}"
         );
-        assert!(cluster.restarted_at(&app).is_some(), "no restart: {ctx}");
-        let pods = cluster.pods(&app);
+        assert!(k.cluster.restarted_at(&app).is_some(), "no restart: {ctx}");
+        let pods = k.cluster.pods(&app);
         assert_eq!(pods.len(), 1, "{ctx}");
         assert!(node_of(&pods[0]).starts_with("spare-"), "{pods:?}");
         assert!(is_ready(&pods[0]) && !is_terminating(&pods[0]), "{pods:?}");
     }
     assert_never_zero(&series, "kubectl drain with the guard");
-    for app in &apps {
-        assert_eq!(
-            cluster.deployment(app)["metadata"]["generation"].as_i64(),
-            generations.get(app).copied().map(|g| g + 1),
-            "exactly one restart of {app}"
-        );
+    for app in &k.apps {
+        assert_eq!(k.restarts(app), 1, "exactly one restart of {app}");
     }
     assert_eq!(
-        webhook
+        k.webhook
             .metric("kube_descheduler_guard_restart_duration_seconds_count")
             .await,
-        bins.len() as f64,
+        k.bins.len() as f64,
         "one restart per drained Deployment"
     );
 }

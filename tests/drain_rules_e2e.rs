@@ -8,7 +8,6 @@
 
 mod e2e_common;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use e2e_common::*;
@@ -17,10 +16,6 @@ use serde_json::{Value, json};
 const TAINT: &str = "e2e.kube-descheduler.io/rules";
 const SURGE_FLAGS: &[&str] = &["--pdb-surge", "--surge-reconcile-interval", "300ms"];
 const SURGE_ANNOTATION: &str = "kube-descheduler.io/surge-original-replicas";
-
-fn slug(label: &str) -> String {
-    label.replace('.', "-")
-}
 
 /// A 3-replica Deployment whose pods each request a quarter of a node's CPU, so the scheduler's
 /// least-allocated scoring spreads them over the nodes they tolerate; opted in to rule B.
@@ -99,90 +94,31 @@ async fn wait_restored(cluster: &Cluster, app: &str, node: &str) {
     .await;
 }
 
-fn installed_kubectls() -> Vec<(String, std::path::PathBuf)> {
-    let (bins, missing) = kubectls();
-    for m in &missing {
-        eprintln!("kubectl binary missing, not tested: {m}");
-    }
-    assert!(
-        !bins.is_empty(),
-        "no kubectl found at all (missing: {missing:?}); CI must provide kubectl 1.27–1.33"
-    );
-    bins
-}
-
 /// Rule A, scenario 1: for every kubectl, a node holding all 3 replicas of a Deployment (no
 /// budget) drains; Ready replicas never drop to 0 and the Deployment is restarted exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_kubectl_drains_a_node_holding_every_replica_without_downtime() {
-    let bins = installed_kubectls();
-    let mut objects = vec![node("spare-1", false), node("spare-2", false)];
-    for (label, _) in &bins {
-        let s = slug(label);
-        objects.push(tainted(&format!("all-{s}"), &s));
-        objects.push(tolerating(
-            deployment(&format!("web-{s}"), 3, Strategy::Default),
-            TAINT,
-            &s,
-        ));
-    }
-    let cluster = Cluster::start(objects).await;
-    for (label, _) in &bins {
-        let s = slug(label);
-        cluster
-            .wait_ready_on(&[(&format!("web-{s}"), 3)], &format!("all-{s}"))
-            .await;
-    }
-    cluster.set_schedulable("spare-1", true);
-    cluster.set_schedulable("spare-2", true);
-    let (webhook, _certs) = guarded(&cluster, &[]).await;
-
-    let apps: Vec<String> = bins
-        .iter()
-        .map(|(l, _)| format!("web-{}", slug(l)))
-        .collect();
-    let before: HashMap<&String, i64> = apps.iter().map(|a| (a, generation(&cluster, a))).collect();
-    let app_refs: Vec<&str> = apps.iter().map(String::as_str).collect();
-    let sampler = Sampler::start(&cluster.sim, &app_refs);
-    let drains = bins.iter().map(|(label, bin)| {
-        let cluster = &cluster;
-        async move {
-            let node = format!("all-{}", slug(label));
-            (label.clone(), drain(bin, cluster, &node, "120s", &[]).await)
-        }
-    });
-    let outputs = futures::future::join_all(drains).await;
-    let series = sampler.finish().await;
+    let k = PerKubectl::start("all", TAINT, 3).await;
+    let (outputs, series) = k.drain_all().await;
 
     for (label, out) in &outputs {
-        let app = format!("web-{}", slug(label));
+        let app = k.app_of(label);
         let ctx = format!(
             "kubectl {label}: {out:?}\nwebhook logs:\n{}",
-            webhook.logs()
+            k.webhook.logs()
         );
         assert!(out.ok, "drain failed: {ctx}");
         assert!(out.all().contains(DEFLECTION), "not deflected: {ctx}");
-        assert_eq!(
-            generation(&cluster, &app),
-            before[&app] + 1,
-            "exactly one restart of {app}: {ctx}"
-        );
-        cluster
-            .wait_moved(&app, 3, &format!("all-{}", slug(label)))
-            .await;
+        assert_eq!(k.restarts(&app), 1, "exactly one restart of {app}: {ctx}");
+        k.cluster.wait_moved(&app, 3, &k.node_of(label)).await;
     }
-    for (app, s) in &series {
-        assert!(s.samples > 0, "no samples of {app}");
-        assert!(
-            s.min_ready_pods >= 1 && s.min_ready_replicas >= 1,
-            "{app} had 0 Ready replicas: {s:?}"
-        );
-    }
+    assert_never_zero(&series, "kubectl drain of every replica");
+    let webhook = &k.webhook;
     assert_eq!(
         webhook
             .metric("kube_descheduler_guard_restart_duration_seconds_count")
             .await,
-        bins.len() as f64,
+        k.bins.len() as f64,
         "one restart per drained Deployment, however many evictions kubectl sent"
     );
     assert_eq!(
@@ -201,7 +137,7 @@ async fn every_kubectl_drains_a_node_holding_every_replica_without_downtime() {
         webhook
             .metric("kube_descheduler_guard_rule_actions_total{reason=\"ready_replicas_leaving\"}")
             .await
-            >= bins.len() as f64
+            >= k.bins.len() as f64
     );
 }
 
@@ -213,7 +149,7 @@ async fn every_kubectl_drains_through_a_min_available_budget_with_rule_b_and_not
     let bins = installed_kubectls();
     let mut objects = Vec::new();
     for (label, _) in &bins {
-        let s = slug(label);
+        let s = kubectl_slug(label);
         for n in ["a", "b", "c"] {
             objects.push(tainted(&format!("{n}-{s}"), &s));
         }
@@ -222,13 +158,13 @@ async fn every_kubectl_drains_through_a_min_available_budget_with_rule_b_and_not
     }
     let cluster = Cluster::start(objects).await;
     for (label, _) in &bins {
-        let s = slug(label);
+        let s = kubectl_slug(label);
         let nodes: Vec<String> = ["a", "b", "c"].iter().map(|n| format!("{n}-{s}")).collect();
         wait_spread(&cluster, &format!("api-{s}"), &nodes).await;
     }
     let apps: Vec<String> = bins
         .iter()
-        .map(|(l, _)| format!("api-{}", slug(l)))
+        .map(|(l, _)| format!("api-{}", kubectl_slug(l)))
         .collect();
 
     // Without rule B: the budget refuses every attempt until kubectl's --timeout.
@@ -236,12 +172,12 @@ async fn every_kubectl_drains_through_a_min_available_budget_with_rule_b_and_not
     let drains = bins.iter().map(|(label, bin)| {
         let cluster = &cluster;
         async move {
-            let node = format!("a-{}", slug(label));
+            let node = format!("a-{}", kubectl_slug(label));
             (label.clone(), drain(bin, cluster, &node, "8s", &[]).await)
         }
     });
     for (label, out) in futures::future::join_all(drains).await {
-        let app = format!("api-{}", slug(&label));
+        let app = format!("api-{}", kubectl_slug(&label));
         assert!(
             !out.ok,
             "kubectl {label}: must time out without rule B: {out:?}"
@@ -253,7 +189,7 @@ async fn every_kubectl_drains_through_a_min_available_budget_with_rule_b_and_not
         assert!(out.elapsed >= Duration::from_secs(8), "{out:?}");
         assert_eq!(spec_replicas(&cluster, &app), 3);
         assert!(!surge_recorded(&cluster, &app));
-        assert!(nodes_of(&cluster, &app).contains(&format!("a-{}", slug(&label))));
+        assert!(nodes_of(&cluster, &app).contains(&format!("a-{}", kubectl_slug(&label))));
     }
     plain.stop().await;
 
@@ -273,13 +209,13 @@ async fn every_kubectl_drains_through_a_min_available_budget_with_rule_b_and_not
     let drains = bins.iter().map(|(label, bin)| {
         let cluster = &cluster;
         async move {
-            let node = format!("a-{}", slug(label));
+            let node = format!("a-{}", kubectl_slug(label));
             (label.clone(), drain(bin, cluster, &node, "120s", &[]).await)
         }
     });
     let outputs = futures::future::join_all(drains).await;
     for (label, out) in &outputs {
-        let s = slug(label);
+        let s = kubectl_slug(label);
         let app = format!("api-{s}");
         let ctx = format!(
             "kubectl {label}: {out:?}\nwebhook logs:\n{}",

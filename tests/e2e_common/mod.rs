@@ -14,6 +14,9 @@ use kube_sim::{Sim, SimHandle, SimOptions};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+mod per_kubectl;
+pub use per_kubectl::*;
+
 /// Namespace of the workloads under test.
 pub const NS: &str = "shop";
 /// Service and namespace the shipped webhook configuration points at.
