@@ -267,6 +267,74 @@ async fn silent_client_after_tls_is_closed_for_http1_and_http2() {
     }
 }
 
+/// The HTTP/2 connection preface (RFC 9113, section 3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Writes `bytes` one at a time, half a second apart, until the server closes the connection;
+/// gives the connection back.
+fn dribble(
+    mut conn: tokio_rustls::client::TlsStream<TcpStream>,
+    bytes: Vec<u8>,
+) -> tokio::task::JoinHandle<tokio_rustls::client::TlsStream<TcpStream>> {
+    tokio::spawn(async move {
+        for b in bytes {
+            if conn.write_all(&[b]).await.is_err() || conn.flush().await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        conn
+    })
+}
+
+#[tokio::test]
+async fn http2_client_sending_part_of_the_preface_is_closed_at_the_header_read_timeout() {
+    let s = start(limits()).await;
+    let mut conn = s.tls_connect(b"h2").await;
+    let opened = Instant::now();
+    // The first 16 of the preface's 24 bytes at once, then nothing.
+    conn.write_all(&H2_PREFACE[..16]).await.unwrap();
+    conn.flush().await.unwrap();
+    s.assert_normal_review_answered().await;
+    let closed = closed_after(&mut conn, opened, Duration::from_secs(10))
+        .await
+        .expect("a half-sent preface is not waited for without bound");
+    assert!(
+        closed >= Duration::from_millis(1500) && closed < Duration::from_secs(5),
+        "closed after {closed:?} with a 2 s header read timeout"
+    );
+}
+
+#[tokio::test]
+async fn http2_client_stalling_inside_a_frame_is_closed_within_twice_the_header_read_timeout() {
+    let s = start(limits()).await;
+    let mut conn = s.tls_connect(b"h2").await;
+    let opened = Instant::now();
+    // A complete preface and an empty SETTINGS frame, then a HEADERS frame of 64 bytes on
+    // stream 1 whose bytes come one every half second and never all.
+    let mut hello = H2_PREFACE.to_vec();
+    hello.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    conn.write_all(&hello).await.unwrap();
+    conn.flush().await.unwrap();
+    let mut frame = vec![0, 0, 64, 1, 4, 0, 0, 0, 1];
+    frame.extend(std::iter::repeat_n(0x82, 64));
+    let writer = dribble(conn, frame);
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    s.assert_normal_review_answered().await;
+    let mut conn = tokio::time::timeout(Duration::from_secs(15), writer)
+        .await
+        .expect("the slow writer is stopped by the server closing the connection")
+        .unwrap();
+    let closed = closed_after(&mut conn, opened, Duration::from_secs(10))
+        .await
+        .expect("a stalled HTTP/2 frame is not waited for without bound");
+    assert!(
+        closed < Duration::from_secs(7),
+        "closed after {closed:?}; a 2 s header read timeout bounds it at about 4 s"
+    );
+    s.assert_normal_review_answered().await;
+}
+
 #[tokio::test]
 async fn two_thousand_idle_connections_neither_block_reviews_nor_stay_open() {
     let s = start(limits()).await;

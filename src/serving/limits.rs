@@ -6,16 +6,19 @@
 //! - **Header read timeout**: an HTTP/1.1 request whose headers have not fully arrived within
 //!   `header_read_timeout` of the server starting to read it (slowloris: one byte every half
 //!   second) is closed; an idle keep-alive connection is closed after the same time. On every
-//!   connection (HTTP/1.1 or HTTP/2) the first request bytes must arrive within the same time
-//!   after the handshake, so a client that completes TLS and then says nothing is closed too.
+//!   connection the first request bytes must arrive within the same time after the handshake —
+//!   for HTTP/2 the whole 24-byte connection preface — so a client that completes TLS and then
+//!   says nothing, or only part of the preface, is closed too.
 //! - **Body**: the webhook reads a request body of at most `max_body_bytes` (larger: 413) within
 //!   `header_read_timeout` (slower: 408).
 //! - **Connection cap**: at most `max_connections` connections are open at once (counted from
 //!   TCP accept to close, handshakes included); a connection beyond the cap is closed at once
 //!   without reading from it, and a warning is logged (at most every 10 s).
 //! - HTTP/2: at most [`MAX_CONCURRENT_STREAMS`] streams per connection, header lists of at most
-//!   [`MAX_HEADER_BYTES`], and a keep-alive ping every 30 s that closes a peer not answering
-//!   within 10 s.
+//!   [`MAX_HEADER_BYTES`], and a keep-alive ping every `header_read_timeout` (at most 30 s) that
+//!   closes a peer not answering within `header_read_timeout` (at most 10 s): a peer that stalls
+//!   in the middle of a frame cannot answer the ping, so it is closed within twice the header
+//!   read timeout.
 
 use std::future::Future;
 use std::io;
@@ -168,12 +171,18 @@ impl<S: Send + 'static> Accept<TcpStream, S> for BoundedAcceptor {
     }
 }
 
-/// A connection's stream: holds a slot of the connection cap until dropped, and fails the first
-/// read when no byte arrived within the deadline after the handshake.
+/// The HTTP/2 connection preface a client sends first (RFC 9113, section 3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// A connection's stream: holds a slot of the connection cap until dropped, and fails a read
+/// when the request's first bytes have not arrived within the deadline after the handshake:
+/// one byte of an HTTP/1.1 request, or the whole HTTP/2 preface when the bytes begin like it.
 pub struct BoundedStream<T> {
     inner: T,
     _slot: OwnedSemaphorePermit,
-    first_byte: Option<Pin<Box<Sleep>>>,
+    first_bytes: Option<Pin<Box<Sleep>>>,
+    /// How many bytes read so far match the HTTP/2 preface.
+    preface_matched: usize,
 }
 
 impl<T> BoundedStream<T> {
@@ -181,7 +190,27 @@ impl<T> BoundedStream<T> {
         BoundedStream {
             inner,
             _slot: slot,
-            first_byte: Some(Box::pin(tokio::time::sleep(first_bytes_within))),
+            first_bytes: Some(Box::pin(tokio::time::sleep(first_bytes_within))),
+            preface_matched: 0,
+        }
+    }
+
+    /// Notes bytes that arrived; ends the deadline once they are not the HTTP/2 preface (HTTP/1.1:
+    /// hyper's header read timeout takes over) or the whole preface has arrived.
+    fn arrived(&mut self, read: &[u8]) {
+        if self.first_bytes.is_none() {
+            return;
+        }
+        for &b in read {
+            if H2_PREFACE.get(self.preface_matched) != Some(&b) {
+                self.first_bytes = None;
+                return;
+            }
+            self.preface_matched += 1;
+            if self.preface_matched == H2_PREFACE.len() {
+                self.first_bytes = None;
+                return;
+            }
         }
     }
 }
@@ -196,18 +225,17 @@ impl<T: AsyncRead + Unpin> AsyncRead for BoundedStream<T> {
         let before = buf.filled().len();
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
             Poll::Ready(r) => {
-                if buf.filled().len() > before {
-                    this.first_byte = None;
-                }
+                let filled = buf.filled();
+                this.arrived(&filled[before..]);
                 Poll::Ready(r)
             }
             Poll::Pending => {
                 let expired = this
-                    .first_byte
+                    .first_bytes
                     .as_mut()
                     .is_some_and(|deadline| deadline.as_mut().poll(cx).is_ready());
                 if expired {
-                    this.first_byte = None;
+                    this.first_bytes = None;
                     return Poll::Ready(Err(io::Error::new(
                         io::ErrorKind::TimedOut,
                         "no request within the header read timeout",
@@ -265,8 +293,8 @@ pub fn configure_http(
         .timer(hyper_util::rt::TokioTimer::new())
         .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
         .max_header_list_size(MAX_HEADER_BYTES as u32)
-        .keep_alive_interval(Duration::from_secs(30))
-        .keep_alive_timeout(Duration::from_secs(10));
+        .keep_alive_interval(limits.header_read_timeout.min(Duration::from_secs(30)))
+        .keep_alive_timeout(limits.header_read_timeout.min(Duration::from_secs(10)));
 }
 
 /// Middleware reading each request's body before the handler: at most `limits.max_body_bytes`
