@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 mod per_kubectl;
+#[allow(unused_imports)]
 pub use per_kubectl::*;
 
 /// Namespace of the workloads under test.
