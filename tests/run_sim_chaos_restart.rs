@@ -290,8 +290,5 @@ async fn api_server_restart_mid_cycle_recovers_in_place_and_evicts_no_pod_twice(
         "{dep}"
     );
     assert!(!log.contains("panicked"), "{log}");
-    if std::env::var_os("CHAOS_LOG").is_some() {
-        eprintln!("{log}");
-    }
     sim.shutdown().await;
 }
