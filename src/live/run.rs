@@ -157,12 +157,13 @@ pub async fn run(
     };
     match synced {
         Some(Ok(())) => {
-            ready.set(true);
-            if let Some(m) = &metrics {
-                m.caches_synced.set(1);
-            }
             let (nodes, pods) = state.counts();
             tracing::info!(nodes, pods, "cluster state synced");
+            tokio::spawn(follow_sync(
+                state.in_sync_rx(),
+                ready.clone(),
+                metrics.clone(),
+            ));
         }
         Some(Err(e)) => {
             stop_serving(serving).await;
@@ -257,6 +258,37 @@ pub async fn run(
     drop(leading_tx);
     stop_serving(serving).await;
     Ok(())
+}
+
+/// Keeps `/readyz` and `kube_descheduler_caches_synced` following the cluster state: false from
+/// a broken or expired list/watch (the API server went away, restarted, compacted) until every
+/// kind is re-established; one log line per transition.
+async fn follow_sync(
+    mut rx: watch::Receiver<bool>,
+    ready: Readiness,
+    metrics: Option<Arc<Metrics>>,
+) {
+    let mut was = None;
+    loop {
+        let now = *rx.borrow_and_update();
+        ready.set(now);
+        if let Some(m) = &metrics {
+            m.caches_synced.set(i64::from(now));
+        }
+        match (was, now) {
+            (Some(true), false) => tracing::warn!(
+                "cluster state out of sync with the API server (a list or watch failed); /readyz false until it is re-established"
+            ),
+            (Some(false), true) => {
+                tracing::info!("cluster state in sync with the API server again; /readyz true")
+            }
+            _ => {}
+        }
+        was = Some(now);
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
 }
 
 /// The one line `run` exits with when the cluster state did not sync in time: the server, the

@@ -53,6 +53,12 @@ struct Inner {
     synced: [bool; Kind::ALL.len()],
     lists: [u64; Kind::ALL.len()],
     last_error: [Option<String>; Kind::ALL.len()],
+    /// Kinds whose list or watch failed or expired and has not been re-established.
+    broken: [bool; Kind::ALL.len()],
+}
+
+fn in_sync(g: &Inner) -> bool {
+    g.synced.iter().all(|s| *s) && !g.broken.iter().any(|b| *b)
 }
 
 /// Why a node change may make a rebalance worthwhile (`--cycle-on-events`).
@@ -108,6 +114,8 @@ impl NodeChange {
 pub struct ClusterState {
     inner: Mutex<Inner>,
     synced_tx: watch::Sender<usize>,
+    /// Whether every kind is synced and none is broken (what `/readyz` reports).
+    in_sync_tx: watch::Sender<bool>,
     node_changes: Option<mpsc::Sender<NodeChange>>,
 }
 
@@ -119,6 +127,7 @@ impl ClusterState {
         ClusterState {
             inner: Mutex::new(Inner::default()),
             synced_tx: watch::channel(0).0,
+            in_sync_tx: watch::channel(false).0,
             node_changes,
         }
     }
@@ -158,13 +167,18 @@ impl ClusterState {
             g.conv.forget_shared();
         }
         g.last_error[i] = None;
+        g.broken[i] = false;
         g.lists[i] += 1;
-        if !g.synced[i] {
-            g.synced[i] = true;
-            let n = g.synced.iter().filter(|s| **s).count();
-            drop(g);
+        let first = !g.synced[i];
+        g.synced[i] = true;
+        let n = g.synced.iter().filter(|s| **s).count();
+        let in_sync = in_sync(&g);
+        drop(g);
+        if first {
             self.synced_tx.send_replace(n);
         }
+        self.in_sync_tx
+            .send_if_modified(|v| std::mem::replace(v, in_sync) != in_sync);
     }
 
     /// Adds or replaces objects of `kind` given as JSON (list items, ADDED/MODIFIED events).
@@ -233,9 +247,44 @@ impl ClusterState {
         }
     }
 
-    /// Records the last list/watch error of `kind` (named when the caches do not sync in time).
+    /// Records the last list/watch error of `kind` (named when the caches do not sync in time)
+    /// and marks the kind broken until its watch or list is re-established.
     pub fn set_error(&self, kind: Kind, error: String) {
         self.lock().last_error[kind.index()] = Some(error);
+        self.set_broken(kind, true);
+    }
+
+    /// `kind`'s resourceVersion expired (410 Gone): broken until the relist completes.
+    pub fn expired(&self, kind: Kind) {
+        self.set_broken(kind, true);
+    }
+
+    /// A watch of `kind` was accepted by the server: no longer broken.
+    pub fn watch_established(&self, kind: Kind) {
+        self.set_broken(kind, false);
+    }
+
+    fn set_broken(&self, kind: Kind, broken: bool) {
+        let mut g = self.lock();
+        if !broken {
+            g.last_error[kind.index()] = None;
+        }
+        g.broken[kind.index()] = broken;
+        let in_sync = in_sync(&g);
+        drop(g);
+        self.in_sync_tx
+            .send_if_modified(|v| std::mem::replace(v, in_sync) != in_sync);
+    }
+
+    /// Whether every kind has listed and no list or watch is broken: the state follows the API
+    /// server. False from a failed or expired list/watch until it is re-established.
+    pub fn in_sync(&self) -> bool {
+        in_sync(&self.lock())
+    }
+
+    /// Notified whenever [`Self::in_sync`] changes.
+    pub fn in_sync_rx(&self) -> watch::Receiver<bool> {
+        self.in_sync_tx.subscribe()
     }
 
     /// Kinds whose first list has not completed, with their last error.

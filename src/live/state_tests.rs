@@ -209,3 +209,51 @@ fn namespace_opt_ins_and_autoscaler_targets_follow_the_watch() {
     assert!(snap.namespaces.contains_key("shop"));
     assert!(targets(&snap).is_empty(), "{:?}", targets(&snap));
 }
+
+/// Lists every kind (empty), as the first sync does.
+fn list_all(state: &ClusterState) {
+    for kind in Kind::ALL {
+        state.begin_list(kind);
+        state.end_list(kind);
+    }
+}
+
+#[test]
+fn in_sync_only_while_every_kind_is_listed_and_no_watch_is_broken() {
+    let state = ClusterState::new(None);
+    let mut rx = state.in_sync_rx();
+    assert!(!state.in_sync(), "nothing listed yet");
+    // A failure before the first list keeps it out of sync; the list brings it in.
+    state.set_error(Kind::Pod, "connection refused".into());
+    list_all(&state);
+    assert!(state.in_sync());
+    assert!(rx.has_changed().unwrap_or(false) && *rx.borrow_and_update());
+
+    // The API server goes away: a broken watch takes the state out of sync; a watch the
+    // server accepts again brings it back.
+    state.set_error(Kind::Node, "watch stream: connection reset".into());
+    assert!(!state.in_sync());
+    assert!(!*rx.borrow_and_update());
+    state.watch_established(Kind::Node);
+    assert!(state.in_sync());
+    assert!(*rx.borrow_and_update());
+
+    // After a restart the old resourceVersion is too old: out of sync until the relist ends,
+    // and only the kinds that broke matter.
+    state.set_error(Kind::Pod, "connection refused".into());
+    state.expired(Kind::Node);
+    state.watch_established(Kind::Pod);
+    assert!(!state.in_sync(), "nodes still relisting");
+    state.begin_list(Kind::Node);
+    assert!(!state.in_sync());
+    state.end_list(Kind::Node);
+    assert!(state.in_sync());
+    assert!(
+        state.unsynced().is_empty(),
+        "the first sync stays done through the outage"
+    );
+    // No notification without a change.
+    let _ = rx.borrow_and_update();
+    state.watch_established(Kind::Pod);
+    assert!(!rx.has_changed().unwrap_or(true));
+}

@@ -202,7 +202,10 @@ async fn watch(
         .watch(&wp, version)
         .map_err(|e| e.to_string())?;
     let body = match client.request_stream(req).await {
-        Ok(b) => b,
+        Ok(b) => {
+            state.watch_established(kind);
+            b
+        }
         Err(e) if is_gone(&e) => return Ok(WatchEnd::Gone),
         Err(e) => return Err(e.to_string()),
     };
@@ -282,6 +285,7 @@ pub async fn run_kind(client: Client, kind: Kind, state: Arc<ClusterState>, cfg:
                     kind = kind.resource(),
                     "resourceVersion too old (410 Gone); relisting"
                 );
+                state.expired(kind);
                 version = None;
             }
             Err(e) => {

@@ -1,4 +1,4 @@
-//! `/healthz` (process up) and `/readyz` (watch caches synced; independent of leadership).
+//! `/healthz` (process up) and `/readyz` (watch caches synced and following the API server; independent of leadership).
 //! Both unauthenticated.
 
 use std::sync::Arc;

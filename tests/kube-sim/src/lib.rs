@@ -22,6 +22,7 @@ pub mod rest;
 pub mod runner;
 pub mod schema;
 pub mod selectors;
+pub mod serving;
 pub mod snapshot;
 pub mod store;
 pub mod tls;
@@ -31,7 +32,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -157,7 +158,11 @@ pub struct SimHandle {
     ca_pem: String,
     token: String,
     kubeconfig_path: PathBuf,
-    server: axum_server::Handle<SocketAddr>,
+    /// The address served, kept across restarts.
+    addr: SocketAddr,
+    tls: axum_server::tls_rustls::RustlsConfig,
+    /// The running server (`None` while a restart is down).
+    server: Arc<Mutex<Option<serving::Serving>>>,
 }
 
 impl Sim {
@@ -204,14 +209,8 @@ impl Sim {
             serving.key_pem.clone().into_bytes(),
         )
         .await?;
-        let server = axum_server::Handle::new();
-        let app = rest::router(state.clone());
-        let srv = axum_server::from_tcp_rustls(listener, config)?.handle(server.clone());
-        tokio::spawn(async move {
-            if let Err(e) = srv.serve(app.into_make_service()).await {
-                tracing::error!("kube-sim server stopped: {e}");
-            }
-        });
+        let server =
+            serving::Serving::start(listener, config.clone(), rest::router(state.clone()))?;
         if opts.controllers {
             runner::manager::spawn(state.clone(), opts.tick)?;
         }
@@ -232,7 +231,9 @@ impl Sim {
             ca_pem: ca.ca_pem().to_string(),
             token,
             kubeconfig_path,
-            server,
+            addr,
+            tls: config,
+            server: Arc::new(Mutex::new(Some(server))),
         })
     }
 }
@@ -400,15 +401,37 @@ impl SimHandle {
         }
     }
 
+    /// Restarts the API server the way a killed and restarted kube-apiserver comes back with
+    /// etcd intact: the listener closes and every open connection is reset (TCP RST: requests in
+    /// flight fail and watches break with an error, not a clean end), nothing listens for
+    /// `downtime`, then the same address serves again with the same CA, serving certificate and
+    /// tokens. The store (objects and resourceVersions) is kept, the controllers keep running,
+    /// and the watch history is compacted at the moment of coming back — kube-apiserver's watch
+    /// cache starts at the current etcd revision, so resuming a watch from an older
+    /// resourceVersion gets 410 Gone ("too old resource version").
+    pub async fn restart(&self, downtime: Duration) -> Result<(), SimError> {
+        let running = self.take_server();
+        if let Some(s) = running {
+            s.reset(Duration::from_secs(5)).await;
+        }
+        tokio::time::sleep(downtime).await;
+        let listener = serving::rebind(self.addr, Duration::from_secs(5)).await?;
+        self.state.store.compact();
+        let server =
+            serving::Serving::start(listener, self.tls.clone(), rest::router(self.state.clone()))?;
+        *self.server.lock().unwrap_or_else(|e| e.into_inner()) = Some(server);
+        Ok(())
+    }
+
+    fn take_server(&self) -> Option<serving::Serving> {
+        self.server.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
     /// Stops serving, ends watches and the controller loop.
     pub async fn shutdown(&self) {
         let _ = self.state.shutdown.send(true);
-        self.server.graceful_shutdown(Some(Duration::from_secs(1)));
-        let _ = tokio::time::timeout(Duration::from_secs(2), async {
-            while self.server.connection_count() > 0 {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await;
+        if let Some(s) = self.take_server() {
+            s.graceful_stop().await;
+        }
     }
 }
