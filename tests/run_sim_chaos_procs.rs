@@ -14,9 +14,9 @@ use run_sim_common::*;
 use serde_json::Value;
 
 const LEASE_SECONDS: u64 = 4;
-/// The app whose pods sit on the tainted node.
-const APP: &str = "web";
-const REPLICAS: u32 = 6;
+/// The apps whose pods sit on the tainted node, and each one's replicas.
+const APPS: [&str; 2] = ["api", "web"];
+const REPLICAS: u32 = 3;
 /// The API holds every eviction this long before handling it, so a cycle of six takes 6 s+.
 const EVICTION_LATENCY: Duration = Duration::from_secs(1);
 
@@ -62,7 +62,7 @@ fn evictions_of(sim: &SimHandle, name: &str) -> usize {
         .count()
 }
 
-/// Samples the app's serving pods (Ready, not terminating) every 50 ms until stopped.
+/// Samples each app's serving pods (Ready, not terminating) every 50 ms until stopped.
 struct ReadySampler {
     stop: Arc<AtomicBool>,
     task: tokio::task::JoinHandle<(usize, usize)>,
@@ -76,14 +76,16 @@ impl ReadySampler {
         let task = tokio::spawn(async move {
             let (mut samples, mut min) = (0, usize::MAX);
             loop {
-                let ready = sim
-                    .list("v1", "Pod", Some(NS))
-                    .iter()
-                    .filter(|p| p["metadata"]["labels"]["app"] == APP)
-                    .filter(|p| pod_ready(p) && p["metadata"]["deletionTimestamp"].is_null())
-                    .count();
+                let pods = sim.list("v1", "Pod", Some(NS));
+                for app in APPS {
+                    let ready = pods
+                        .iter()
+                        .filter(|p| p["metadata"]["labels"]["app"] == app)
+                        .filter(|p| pod_ready(p) && p["metadata"]["deletionTimestamp"].is_null())
+                        .count();
+                    min = min.min(ready);
+                }
                 samples += 1;
-                min = min.min(ready);
                 if stop2.load(Ordering::Acquire) {
                     return (samples, min);
                 }
@@ -93,7 +95,7 @@ impl ReadySampler {
         ReadySampler { stop, task }
     }
 
-    /// (samples taken, fewest serving pods in any sample).
+    /// (samples taken, fewest serving pods of one app in any sample).
     async fn finish(self) -> (usize, usize) {
         self.stop.store(true, Ordering::Release);
         self.task.await.expect("sampler task")
@@ -118,8 +120,15 @@ async fn cycles(d: &Descheduler) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_killed_mid_cycle_hands_over_after_lease_expiry_and_no_pod_is_evicted_twice() {
-    let pods: Vec<String> = (1..=REPLICAS).map(|i| format!("{APP}-{i}")).collect();
-    let sim = start_sim(cluster(replica_set_with_pods(APP, REPLICAS, TAINTED))).await;
+    let pods: Vec<String> = APPS
+        .iter()
+        .flat_map(|app| (1..=REPLICAS).map(move |i| format!("{app}-{i}")))
+        .collect();
+    let objects = APPS
+        .iter()
+        .flat_map(|app| replica_set_with_pods(app, REPLICAS, TAINTED))
+        .collect();
+    let sim = start_sim(cluster(objects)).await;
     // Until both replicas run, every eviction fails (nothing evicted, nothing logged).
     let hold = sim.add_fault(FaultRule {
         verb: Some("create".into()),
@@ -219,13 +228,14 @@ async fn leader_killed_mid_cycle_hands_over_after_lease_expiry_and_no_pod_is_evi
     }
     // Only the original pods were evicted (replacements are on untainted nodes).
     assert_eq!(sim.evictions().len(), pods.len(), "{:?}", sim.evictions());
-    // Each replica evicted part of the cycle: the leader before it died, the follower the rest.
+    // Each replica evicted part of the cycle: the leader the `by_leader` (≥ 1) accepted before it
+    // died — it may die before publishing the last one's Event, so its Events may be fewer — and
+    // the follower the rest (all but, at most, the one the leader's request left in flight).
     let by = |who: &str| {
         pods.iter()
             .filter(|p| reported_by(&sim, p) == vec![who.to_string()])
             .count()
     };
-    assert!(by("replica-a") >= 1, "{logs}");
     assert!(by("replica-a") <= by_leader, "{logs}");
     assert!(
         by("replica-b") >= pods.len() - by_leader - 1,
@@ -239,9 +249,9 @@ async fn leader_killed_mid_cycle_hands_over_after_lease_expiry_and_no_pod_is_evi
         by("replica-a"),
         by("replica-b")
     );
-    // Never without a serving replica while the app moved.
+    // Never without a serving replica while the apps moved.
     assert!(samples > 20, "{samples} samples");
-    assert!(min_ready >= 1, "the app had {min_ready} Ready pods; {logs}");
+    assert!(min_ready >= 1, "an app had {min_ready} Ready pods; {logs}");
     let status = insecure_client()
         .get(b.url("/healthz"))
         .send()
