@@ -335,13 +335,27 @@ impl Webhook {
         instance: &str,
         extra: &[&str],
     ) -> Webhook {
+        Self::start_on(cluster, certs_dir, ca_pem, instance, 0, extra).await
+    }
+
+    /// [`Webhook::start`] on `port` of 127.0.0.1 (0: chosen by the OS), e.g. a restarted
+    /// replica taking over its predecessor's port.
+    pub async fn start_on(
+        cluster: &Cluster,
+        certs_dir: &Path,
+        ca_pem: &str,
+        instance: &str,
+        port: u16,
+        extra: &[&str],
+    ) -> Webhook {
+        let port = port.to_string();
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_kube-descheduler"));
         cmd.arg("webhook")
             .arg("--tls-cert-file")
             .arg(certs_dir.join("tls.crt"))
             .arg("--tls-private-key-file")
             .arg(certs_dir.join("tls.key"))
-            .args(["--bind-address", "127.0.0.1", "--port", "0"])
+            .args(["--bind-address", "127.0.0.1", "--port", port.as_str()])
             .arg("--kubeconfig")
             .arg(cluster.kubeconfig())
             .args(["--logging-format", "json", "--instance-name", instance])

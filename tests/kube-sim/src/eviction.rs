@@ -16,6 +16,36 @@ const MAX_DISRUPTED_PODS: usize = 2000;
 /// Bounded stand-in for `EvictionsRetry` (20 steps) on PDB status conflicts.
 const RETRIES: usize = 20;
 
+/// One eviction the API accepted (2xx, not a dry run), in the order they were accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EvictionRecord {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// Every accepted eviction, so tests can tell a pod evicted twice (kube-apiserver keeps no such
+/// list; an audit log would show the same requests).
+#[derive(Default)]
+pub struct EvictionLog(std::sync::Mutex<Vec<EvictionRecord>>);
+
+impl EvictionLog {
+    /// Notes an accepted eviction of `namespace/name`.
+    pub fn record(&self, namespace: &str, name: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(EvictionRecord {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            });
+    }
+
+    /// The accepted evictions so far.
+    pub fn all(&self) -> Vec<EvictionRecord> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
 /// The outcome: status code and body (a `metav1.Status`), plus webhook warnings.
 pub struct Evicted {
     pub code: u16,

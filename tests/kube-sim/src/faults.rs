@@ -18,6 +18,10 @@ pub struct FaultRule {
     pub message: Option<String>,
     /// Sleep this long before handling (or before answering with `status`).
     pub latency: Option<Duration>,
+    /// Sleep this long AFTER the request was handled (its effect is already stored), then
+    /// answer: a response lost or late on the way back, e.g. a client killed between its write
+    /// and the reply. kube-apiserver has no such thing; it is a test fault. Ignored with `status`.
+    pub latency_after: Option<Duration>,
     /// Apply this many times, then retire the rule.
     pub times: Option<u32>,
 }
@@ -26,6 +30,8 @@ pub struct FaultRule {
 #[derive(Debug, Default)]
 pub struct Injected {
     pub latency: Option<Duration>,
+    /// Delay of the answer after the request was applied.
+    pub latency_after: Option<Duration>,
     pub error: Option<ApiError>,
 }
 
@@ -83,6 +89,7 @@ impl Faults {
         }
         Injected {
             latency: rule.latency,
+            latency_after: rule.latency_after,
             error: rule.status.map(|c| {
                 ApiError::from_code(
                     c,
@@ -91,5 +98,45 @@ impl Faults {
                 )
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn patch_rule(after: Duration, times: u32) -> FaultRule {
+        FaultRule {
+            verb: Some("patch".into()),
+            resource: Some("deployments".into()),
+            name: Some("api".into()),
+            latency_after: Some(after),
+            times: Some(times),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn faults_latency_after_is_reported_apart_from_latency_and_retires_with_times() {
+        let f = Faults::default();
+        f.add(patch_rule(Duration::from_millis(700), 1));
+        // Another verb or name does not match.
+        let other = f.check("get", "deployments", "shop", "api");
+        assert_eq!((other.latency, other.latency_after), (None, None));
+        assert!(
+            f.check("patch", "deployments", "shop", "web")
+                .latency_after
+                .is_none()
+        );
+        let hit = f.check("patch", "deployments", "shop", "api");
+        assert_eq!(hit.latency_after, Some(Duration::from_millis(700)));
+        assert_eq!(hit.latency, None, "nothing delays the handling itself");
+        assert!(hit.error.is_none());
+        // `times: 1` is used up.
+        assert!(
+            f.check("patch", "deployments", "shop", "api")
+                .latency_after
+                .is_none()
+        );
     }
 }

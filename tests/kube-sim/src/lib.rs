@@ -39,6 +39,7 @@ use tokio::sync::watch;
 pub use auth::{Permission, UserInfo};
 pub use controllers::SimConfig;
 pub use error::ApiError;
+pub use eviction::EvictionRecord;
 pub use faults::FaultRule;
 pub use store::{Store, UpdateMode};
 
@@ -105,6 +106,8 @@ pub struct SimState {
     pub store: Store,
     pub auth: auth::Auth,
     pub faults: faults::Faults,
+    /// Evictions the API accepted.
+    pub evictions: eviction::EvictionLog,
     /// Usage served by `metrics.k8s.io`.
     pub metrics: metrics_api::MetricsUsage,
     config: RwLock<SimConfig>,
@@ -179,6 +182,7 @@ impl Sim {
             store: Store::new(clock, opts.watch_history),
             auth: auth::Auth::default(),
             faults: faults::Faults::default(),
+            evictions: eviction::EvictionLog::default(),
             metrics: metrics_api::MetricsUsage::default(),
             config: RwLock::new(opts.config.clone()),
             overrides: RwLock::new(opts.service_overrides.clone()),
@@ -381,6 +385,11 @@ impl SimHandle {
 
     pub fn clear_faults(&self) {
         self.state.faults.clear();
+    }
+
+    /// Every eviction accepted so far (2xx, dry runs excluded), oldest first.
+    pub fn evictions(&self) -> Vec<eviction::EvictionRecord> {
+        self.state.evictions.all()
     }
 
     /// Ends every open watch (clients see a clean end of stream and re-watch).

@@ -269,12 +269,9 @@ async fn dispatch(st: Arc<SimState>, req: Request) -> ApiResult<Response> {
         Some(s) => format!("{}/{}", target.def.resource, s),
         None => target.def.resource.to_string(),
     };
-    let injected = st.faults.check(
-        verb,
-        &res_name,
-        target.namespace.as_deref().unwrap_or(""),
-        target.name.as_deref().unwrap_or(""),
-    );
+    let ns = target.namespace.clone().unwrap_or_default();
+    let name = target.name.clone().unwrap_or_default();
+    let injected = st.faults.check(verb, &res_name, &ns, &name);
     if let Some(d) = injected.latency {
         tokio::time::sleep(d).await;
     }
@@ -282,6 +279,7 @@ async fn dispatch(st: Arc<SimState>, req: Request) -> ApiResult<Response> {
         return Err(e);
     }
 
+    let dry_run = query.iter().any(|(k, _)| k == "dryRun");
     let body = axum::body::to_bytes(req.into_body(), MAX_BODY)
         .await
         .map_err(|_| ApiError::too_large(&format!("limit is {MAX_BODY} bytes")))?;
@@ -293,5 +291,17 @@ async fn dispatch(st: Arc<SimState>, req: Request) -> ApiResult<Response> {
         body,
         user,
     };
-    verbs::serve(st, r, target, verb).await
+    let resp = verbs::serve(st.clone(), r, target, verb).await;
+    if res_name == "pods/eviction"
+        && verb == "create"
+        && !dry_run
+        && resp.as_ref().is_ok_and(|r| r.status().is_success())
+    {
+        st.evictions.record(&ns, &name);
+    }
+    // The request has taken effect; only the answer is late (see `FaultRule::latency_after`).
+    if let Some(d) = injected.latency_after {
+        tokio::time::sleep(d).await;
+    }
+    resp
 }
