@@ -88,3 +88,126 @@ pub fn limit_refusals(hits: &[LimitHit]) {
         tracing::info!(%profile, strategy = %plugin, kind, %error, count, "Evictions refused by a limit");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evictor::EvictionReason;
+    use crate::evictor::limits::LimitError;
+    use std::sync::Mutex;
+
+    #[derive(Clone, Default)]
+    struct Capture(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Capture {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The log lines at `level` and above of `f`.
+    fn logged(level: tracing::Level, f: impl FnOnce()) -> Vec<String> {
+        let cap = Capture::default();
+        let writer = cap.clone();
+        let sub = tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(sub, f);
+        let text =
+            String::from_utf8_lossy(&cap.0.lock().unwrap_or_else(|p| p.into_inner())).into_owned();
+        text.lines().map(str::to_string).collect()
+    }
+
+    fn record(i: usize, plugin: &str, outcome: EvictOutcome) -> EvictionRecord {
+        EvictionRecord {
+            pod: i as u32,
+            namespace: "ns".into(),
+            name: format!("p{i}"),
+            node: "n1".into(),
+            profile: "prof".into(),
+            plugin: plugin.into(),
+            reason: Arc::new(EvictionReason::new("Test", "because")),
+            outcome,
+        }
+    }
+
+    fn count(lines: &[String], needle: &str) -> usize {
+        lines.iter().filter(|l| l.contains(needle)).count()
+    }
+
+    #[test]
+    fn attempts_past_the_first_hundred_go_to_debug_with_a_summary_per_plugin() {
+        let records: Vec<EvictionRecord> = (0..150)
+            .map(|i| {
+                let denied = EvictOutcome::Denied {
+                    reason: "budget".into(),
+                };
+                match i % 3 {
+                    0 => record(i, "A", EvictOutcome::Evicted),
+                    1 => record(i, "A", denied),
+                    _ => record(i, "B", EvictOutcome::Evicted),
+                }
+            })
+            .collect();
+        let info = logged(tracing::Level::INFO, || dry_run_attempts(&records));
+        assert_eq!(count(&info, "Evicted pod in dry run mode"), LINES_AT_INFO);
+        assert_eq!(count(&info, "not_logged=50"), 1, "{info:?}");
+        let summaries: Vec<&String> = info
+            .iter()
+            .filter(|l| l.contains("Dry-run evictions of a plugin"))
+            .collect();
+        assert_eq!(summaries.len(), 2, "{summaries:?}");
+        assert!(summaries[0].contains("strategy=A") && summaries[0].contains("evicted=50"));
+        assert!(summaries[0].contains("skipped=50"), "{summaries:?}");
+        assert!(summaries[1].contains("strategy=B") && summaries[1].contains("evicted=50"));
+        let debug = logged(tracing::Level::DEBUG, || dry_run_attempts(&records));
+        assert_eq!(count(&debug, "Evicted pod in dry run mode"), 150);
+        assert!(count(&debug, "ns/p149") == 1);
+    }
+
+    #[test]
+    fn refusals_are_summarised_per_plugin_and_limit() {
+        let hit = |i: usize, limit| LimitHit {
+            namespace: "ns".into(),
+            name: format!("p{i}"),
+            node: "n1".into(),
+            profile: "prof".into(),
+            plugin: "A".into(),
+            limit,
+        };
+        let hits: Vec<LimitHit> = (0..120)
+            .map(|i| {
+                if i < 20 {
+                    hit(i, LimitError::Node { limit: 5 })
+                } else {
+                    hit(i, LimitError::Total { limit: 100 })
+                }
+            })
+            .collect();
+        let info = logged(tracing::Level::INFO, || limit_refusals(&hits));
+        assert_eq!(count(&info, "Eviction refused by a limit"), LINES_AT_INFO);
+        let summaries: Vec<&String> = info
+            .iter()
+            .filter(|l| l.contains("Evictions refused by a limit"))
+            .collect();
+        assert_eq!(summaries.len(), 2, "{summaries:?}");
+        assert!(
+            summaries
+                .iter()
+                .any(|l| l.contains("kind=\"node\"") || l.contains("kind=node"))
+        );
+        assert!(summaries.iter().any(|l| l.contains("count=20")));
+        assert!(summaries.iter().any(|l| l.contains("count=100")));
+        let none = logged(tracing::Level::INFO, || limit_refusals(&[]));
+        assert!(none.is_empty(), "{none:?}");
+    }
+}
