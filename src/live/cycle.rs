@@ -193,7 +193,12 @@ impl CycleExec for LiveCycle {
             let rt = tokio::runtime::Handle::current();
             let worker = this.clone();
             let s2 = stop.clone();
-            match tokio::task::spawn_blocking(move || worker.run_blocking(s2, rt)).await {
+            let ran = tokio::task::spawn_blocking(move || {
+                let out = worker.run_blocking(s2, rt);
+                super::trim::release_free_memory();
+                out
+            });
+            match ran.await {
                 Ok((report, taken)) => {
                     this.account_with_snapshot_time(&report, source, &stop, taken)
                 }

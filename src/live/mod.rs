@@ -27,4 +27,5 @@ pub mod recent;
 pub mod run;
 pub mod server;
 pub mod state;
+pub mod trim;
 pub mod watch;
