@@ -182,6 +182,8 @@ async fn run_dry_run_on_the_served_cluster_equals_plan_on_its_file() {
             "--descheduling-interval=0",
             "--secure-port=0",
             "--logging-format=json",
+            // Past the first 100 per cycle, dry-run attempts are logged at debug level.
+            "--v=2",
         ],
     );
     assert_eq!(d.wait_exit().await, 0, "log:\n{}", d.log_text());

@@ -1,7 +1,7 @@
 //! Loading cluster snapshots: formats, indexes, and every kind of bad input.
 
 use kube_descheduler::snapshot::load::load_bytes;
-use kube_descheduler::snapshot::model::{PodPhase, QosClass};
+use kube_descheduler::snapshot::model::{Pod, PodPhase, QosClass};
 use kube_descheduler::snapshot::resources::{CPU, MEMORY};
 
 fn err(input: &str) -> String {
@@ -208,7 +208,7 @@ fn live_objects_and_file_objects_build_the_same_pods() {
     let from_live = b.build();
     assert_eq!(from_file.pods.len(), from_live.pods.len());
     for (a, b) in from_file.pods.iter().zip(&from_live.pods) {
-        let (mut a, mut b) = (a.clone(), b.clone());
+        let (mut a, mut b) = (Pod::clone(a), Pod::clone(b));
         a.node = None; // the live snapshot above has no nodes
         b.node = None;
         assert_eq!(format!("{a:?}"), format!("{b:?}"), "pod {}", a.name);

@@ -150,13 +150,13 @@ impl LiveCycle {
                 EvictOutcome::Denied { .. } => s.skipped += 1,
                 EvictOutcome::Failed { .. } => s.errors += 1,
             }
-            if dry {
-                tracing::info!(pod = %format!("{}/{}", r.namespace, r.name), node = %r.node, strategy = %r.plugin, profile = %r.profile, reason = %r.reason, outcome = r.outcome.as_str(), "Evicted pod in dry run mode");
-            }
         }
-        for h in &report.limit_hits {
-            tracing::info!(pod = %format!("{}/{}", h.namespace, h.name), node = %h.node, strategy = %h.plugin, profile = %h.profile, limit = h.limit.limit(), kind = h.limit.kind(), error = %h.limit.result_label(), "Eviction refused by a limit");
+        if dry {
+            super::cycle_log::dry_run_attempts(
+                report.records.iter().filter(|r| !not_attempted(&r.outcome)),
+            );
         }
+        super::cycle_log::limit_refusals(&report.limit_hits);
         s.status = if let Some(why) = &report.skipped {
             s.message = Some(why.clone());
             "skipped".into()
@@ -193,7 +193,12 @@ impl CycleExec for LiveCycle {
             let rt = tokio::runtime::Handle::current();
             let worker = this.clone();
             let s2 = stop.clone();
-            match tokio::task::spawn_blocking(move || worker.run_blocking(s2, rt)).await {
+            let ran = tokio::task::spawn_blocking(move || {
+                let out = worker.run_blocking(s2, rt);
+                super::trim::release_free_memory();
+                out
+            });
+            match ran.await {
                 Ok((report, taken)) => {
                     this.account_with_snapshot_time(&report, source, &stop, taken)
                 }

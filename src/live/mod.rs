@@ -15,6 +15,7 @@
 
 pub mod auth;
 pub mod cycle;
+pub mod cycle_log;
 pub mod cycle_loop;
 pub mod dry_run;
 pub mod events;
@@ -26,4 +27,5 @@ pub mod recent;
 pub mod run;
 pub mod server;
 pub mod state;
+pub mod trim;
 pub mod watch;

@@ -5,12 +5,12 @@
 //!
 //! Objects are kept in ordered maps keyed by `namespace/name` (the order kube-apiserver lists
 //! them in, so a cycle sees objects in the same order as `plan` on a `kubectl get -o json` of the
-//! same cluster). A cycle's snapshot is taken under the lock in one pass: per pod it copies the
-//! small owned fields (uid, name, node name) and clones pointers to the shared parts; nothing is
-//! decoded again.
+//! same cluster). Pods are held as `Arc<Pod>`: a cycle's snapshot, taken under the lock in one
+//! pass, copies one pointer per pod (a pod changed by a watch event while a cycle runs gets a new
+//! `Arc`; the cycle keeps the old one), and nothing is decoded again.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
@@ -19,13 +19,14 @@ use tokio::sync::{mpsc, watch};
 
 use super::kinds::{self, Kind};
 use crate::snapshot::model::HpaTarget;
-use crate::snapshot::{Node, ObjectKey, Parts, Pod, PvcInfo, Snapshot, SnapshotBuilder};
+use crate::snapshot::{Node, NodeId, ObjectKey, Parts, Pod, PvcInfo, Snapshot, SnapshotBuilder};
 use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 
 /// A pod and whether it sets its own termination grace period.
 #[derive(Clone)]
 struct PodEntry {
-    pod: Pod,
+    /// Shared with the snapshots of running cycles (a cycle's snapshot copies the pointer).
+    pod: Arc<Pod>,
     own_grace: bool,
 }
 
@@ -325,10 +326,32 @@ impl ClusterState {
     /// The engine's snapshot of the current state (one consistent view, taken under the lock).
     pub fn snapshot(&self) -> Snapshot {
         let parts = {
-            let g = self.lock();
+            let mut guard = self.lock();
+            let g = &mut *guard;
+            // The snapshot's node ids are the nodes' positions in name order. A pod keeps the id
+            // of its node from the last snapshot, so the snapshot does not have to copy it; only
+            // pods whose node moved (nodes added or removed before it) are updated here.
+            let node_ids: HashMap<&str, NodeId> = g
+                .nodes
+                .keys()
+                .enumerate()
+                .map(|(i, name)| (name.as_str(), i as NodeId))
+                .collect();
+            let mut pods = Vec::with_capacity(g.pods.len());
+            for e in g.pods.values_mut() {
+                let node = e
+                    .pod
+                    .node_name
+                    .as_deref()
+                    .and_then(|n| node_ids.get(n).copied());
+                if e.pod.node != node {
+                    Arc::make_mut(&mut e.pod).node = node;
+                }
+                pods.push(Arc::clone(&e.pod));
+            }
             Parts {
                 nodes: g.nodes.values().cloned().collect(),
-                pods: g.pods.values().map(|e| e.pod.clone()).collect(),
+                pods,
                 namespaces: g
                     .namespaces
                     .iter()

@@ -257,3 +257,39 @@ fn in_sync_only_while_every_kind_is_listed_and_no_watch_is_broken() {
     state.watch_established(Kind::Pod);
     assert!(!rx.has_changed().unwrap_or(true));
 }
+
+#[test]
+fn snapshots_share_unchanged_pods_and_follow_node_changes() {
+    let state = ClusterState::new(None);
+    state.begin_list(Kind::Node);
+    state.upsert(Kind::Node, [node("n2", true, false, json!([])).as_str()]);
+    state.end_list(Kind::Node);
+    state.begin_list(Kind::Pod);
+    let (a, b) = (pod("ns", "a", "n2", "x"), pod("ns", "b", "n2", "x"));
+    state.upsert(Kind::Pod, [a.as_str(), b.as_str()]);
+    state.end_list(Kind::Pod);
+    let first = state.snapshot();
+    assert_eq!(first.pods[0].node, Some(0));
+
+    // Another snapshot points at the same pods; a pod changed in between is a new one, and the
+    // first snapshot keeps what it saw.
+    state.upsert(Kind::Pod, [pod("ns", "b", "gone", "x").as_str()]);
+    let second = state.snapshot();
+    assert!(Arc::ptr_eq(&first.pods[0], &second.pods[0]));
+    assert!(!Arc::ptr_eq(&first.pods[1], &second.pods[1]));
+    assert_eq!(first.pods[1].node_name.as_deref(), Some("n2"));
+    assert_eq!(second.pods[1].node, None, "on an unknown node");
+
+    // A node sorted before n2 moves n2 to id 1: pods follow, and the older snapshot is unchanged.
+    state.upsert(Kind::Node, [node("n1", true, false, json!([])).as_str()]);
+    let third = state.snapshot();
+    assert_eq!(third.node(1).name, "n2");
+    assert_eq!(third.pods[0].node, Some(1));
+    assert_eq!(third.pods_on_node(1).collect::<Vec<_>>(), [0]);
+    assert_eq!(first.pods[0].node, Some(0));
+    // Removing n1 moves it back.
+    state.remove(Kind::Node, "n1");
+    let fourth = state.snapshot();
+    assert_eq!(fourth.pods[0].node, Some(0));
+    assert_eq!(fourth.pods_on_node(0).collect::<Vec<_>>(), [0]);
+}

@@ -14,6 +14,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use super::{Node, Pod};
 
@@ -114,7 +115,7 @@ impl Found {
 /// Finds the inconsistencies of `nodes` and `pods` and resolves them as the module documents:
 /// drops earlier duplicates of pods (keeping file order otherwise) and counts negative
 /// allocatable amounts as 0. Returns them sorted by kind.
-pub fn resolve(nodes: &mut [Node], pods: &mut Vec<Pod>) -> Vec<Inconsistency> {
+pub fn resolve(nodes: &mut [Node], pods: &mut Vec<Arc<Pod>>) -> Vec<Inconsistency> {
     let mut found = Found::default();
     for node in nodes.iter_mut() {
         let a = &mut node.allocatable;
@@ -199,7 +200,7 @@ pub fn resolve(nodes: &mut [Node], pods: &mut Vec<Pod>) -> Vec<Inconsistency> {
     out
 }
 
-fn drop_marked(pods: &mut Vec<Pod>, remove: &[bool]) {
+fn drop_marked(pods: &mut Vec<Arc<Pod>>, remove: &[bool]) {
     if !remove.contains(&true) {
         return;
     }

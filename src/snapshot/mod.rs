@@ -76,7 +76,7 @@ pub struct Snapshot {
     /// All nodes, indexed by [`NodeId`].
     pub nodes: Vec<Node>,
     /// All pods, indexed by [`PodId`] (evicted ones stay, flagged).
-    pub pods: Vec<Pod>,
+    pub pods: Vec<Arc<Pod>>,
     /// Namespace labels by namespace name.
     pub namespaces: HashMap<String, BTreeMap<String, String>>,
     /// The guard's rule B opt-in annotation of each namespace that carries a recognised value
@@ -206,8 +206,10 @@ impl Snapshot {
         s.pods_by_namespace = by_namespace.into_values().collect();
         s.pods_by_owner = owners;
         for (pod, node) in s.pods.iter_mut().zip(nodes_of_pods) {
-            if node.is_some() {
-                pod.node = node;
+            // Pods shared with a long-lived cluster state usually carry the right id already (see
+            // `live::state`); only a pod whose id differs is copied.
+            if node.is_some() && pod.node != node {
+                Arc::make_mut(pod).node = node;
             }
         }
         s
@@ -338,7 +340,7 @@ impl Snapshot {
 }
 
 /// Pod ids by owner uid, in pod order.
-fn owner_index(pods: &[Pod]) -> HashMap<String, Vec<PodId>> {
+fn owner_index(pods: &[Arc<Pod>]) -> HashMap<String, Vec<PodId>> {
     let mut by_owner: builder::FastMap<&str, Vec<PodId>> = Default::default();
     for (i, pod) in pods.iter().enumerate() {
         for o in pod.owners.iter() {

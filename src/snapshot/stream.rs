@@ -433,7 +433,7 @@ struct Merger {
     pending: std::collections::BTreeMap<usize, SnapshotBuilder>,
     out: SnapshotBuilder,
     /// Emptied per-block pod vectors, for the workers to reuse.
-    spare_pods: Vec<Vec<super::Pod>>,
+    spare_pods: Vec<Vec<std::sync::Arc<super::Pod>>>,
 }
 
 impl Merger {

@@ -37,7 +37,7 @@ pub struct ConvertError {
 #[derive(Default)]
 pub struct SnapshotBuilder {
     nodes: Vec<Node>,
-    pods: Vec<Pod>,
+    pods: Vec<Arc<Pod>>,
     namespaces: HashMap<String, BTreeMap<String, String>>,
     namespace_pdb_surge: HashMap<String, bool>,
     hpas: Vec<HpaTarget>,
@@ -239,7 +239,7 @@ impl SnapshotBuilder {
     }
 
     /// An empty builder that collects pods into `pods` (cleared; its capacity is reused).
-    pub(super) fn with_pod_buffer(mut pods: Vec<Pod>) -> Self {
+    pub(super) fn with_pod_buffer(mut pods: Vec<Arc<Pod>>) -> Self {
         pods.clear();
         SnapshotBuilder {
             pods,
@@ -249,7 +249,7 @@ impl SnapshotBuilder {
 
     /// Like [`Self::merge`], but hands back `other`'s emptied pod vector so its memory can be
     /// reused (see [`Self::with_pod_buffer`]).
-    pub(super) fn merge_reusing(&mut self, mut other: SnapshotBuilder) -> Vec<Pod> {
+    pub(super) fn merge_reusing(&mut self, mut other: SnapshotBuilder) -> Vec<Arc<Pod>> {
         self.pods.append(&mut other.pods);
         let buffer = std::mem::take(&mut other.pods);
         self.merge(other);
@@ -331,7 +331,7 @@ pub struct Parts {
     /// Nodes.
     pub nodes: Vec<Node>,
     /// Pods.
-    pub pods: Vec<Pod>,
+    pub pods: Vec<Arc<Pod>>,
     /// Namespace labels by name.
     pub namespaces: HashMap<String, BTreeMap<String, String>>,
     /// The rule B opt-in annotation of the namespaces that carry a recognised value, by name.

@@ -220,7 +220,7 @@ impl SnapshotBuilder {
         } else {
             None
         };
-        self.pods.push(Pod {
+        self.pods.push(Arc::new(Pod {
             uid: meta.uid.as_deref().unwrap_or_default().to_string(),
             name: name.to_string(),
             namespace,
@@ -268,7 +268,7 @@ impl SnapshotBuilder {
             volumes,
             local_storage_volume,
             has_resource_claims: spec.resource_claims,
-        });
+        }));
         Ok(())
     }
 }
