@@ -4,8 +4,12 @@
 //! applies the API server's PDB rules here, to the evictions the eviction guard's decision
 //! ([`crate::plan::guard_verdict`]) lets through (the webhook is called first).
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::core::{Selector, SelectorExt};
+use rustc_hash::FxHashMap;
 
 use crate::evictor::EvictOutcome;
 use crate::snapshot::model::PodPhase;
@@ -25,7 +29,7 @@ pub fn api_and_guard_verdict(
     config: crate::guard::GuardConfig,
 ) -> crate::evictor::planner::VerdictFn {
     let mut guard = crate::plan::guard_verdict::guard_verdict(snapshot, now, config);
-    let budgets = PdbIndex::new(snapshot);
+    let mut budgets = PdbIndex::new(snapshot);
     // kube-apiserver calls the validating webhooks of an eviction before its storage checks the
     // budgets, so the guard's refusal is what the client sees — a rule A deflection or a rule B
     // surge while a budget allows no disruption, the guard's own budget denial — and only an
@@ -38,9 +42,21 @@ pub fn api_and_guard_verdict(
 
 /// The snapshot's PodDisruptionBudgets by namespace with their selectors parsed once, so the
 /// per-eviction check reads only the pod's namespace and converts no selector (a cycle makes
-/// tens of thousands of attempts at 5,000 nodes).
+/// tens of thousands of attempts at 5,000 nodes). The budgets selecting a pod are remembered by
+/// the pod's namespace and labels: pods of one owner share one labels `Arc`, so the selectors of
+/// a namespace (hundreds of budgets) are matched once per owner, not once per attempt.
 pub struct PdbIndex {
     by_namespace: std::collections::HashMap<String, Vec<(usize, Selector)>>,
+    /// Indexes into `snapshot.pdbs` of the budgets selecting a pod, keyed by the addresses of
+    /// its namespace and labels; the `Arc`s are kept so that no other value takes an address.
+    matched: FxHashMap<(usize, usize), MatchedBudgets>,
+}
+
+/// The budgets selecting pods with one namespace and labels `Arc`.
+struct MatchedBudgets {
+    _namespace: Arc<str>,
+    _labels: Arc<BTreeMap<String, String>>,
+    budgets: Vec<usize>,
 }
 
 impl PdbIndex {
@@ -60,20 +76,33 @@ impl PdbIndex {
                 by_namespace.entry(ns.clone()).or_default().push((i, sel));
             }
         }
-        PdbIndex { by_namespace }
+        PdbIndex {
+            by_namespace,
+            matched: FxHashMap::default(),
+        }
     }
 
     /// The API server's PodDisruptionBudget check for an eviction of `pod`.
-    pub fn verdict(&self, snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
+    pub fn verdict(&mut self, snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
         let p = snapshot.pod(pod);
-        let matching: Vec<&PodDisruptionBudget> = self
-            .by_namespace
-            .get(&*p.namespace)
-            .into_iter()
-            .flatten()
-            .filter(|(_, sel)| sel.matches(&p.labels))
-            .map(|&(i, _)| &snapshot.pdbs[i])
-            .collect();
+        let key = (
+            Arc::as_ptr(&p.namespace) as *const u8 as usize,
+            Arc::as_ptr(&p.labels) as usize,
+        );
+        let by_namespace = &self.by_namespace;
+        let found = self.matched.entry(key).or_insert_with(|| MatchedBudgets {
+            _namespace: Arc::clone(&p.namespace),
+            _labels: Arc::clone(&p.labels),
+            budgets: by_namespace
+                .get(&*p.namespace)
+                .into_iter()
+                .flatten()
+                .filter(|(_, sel)| sel.matches(&p.labels))
+                .map(|&(i, _)| i)
+                .collect(),
+        });
+        let matching: Vec<&PodDisruptionBudget> =
+            found.budgets.iter().map(|&i| &snapshot.pdbs[i]).collect();
         budget_verdict(p, &matching)
     }
 }
@@ -191,6 +220,40 @@ mod tests {
             o => panic!("expected denial, got {o:?}"),
         }
         assert_eq!(pdb_verdict(&s, 1), EvictOutcome::Evicted);
+    }
+
+    /// Pods sharing a labels `Arc` (one owner) reuse the first pod's match; pods with equal
+    /// labels in another namespace, or other labels, are matched anew.
+    #[test]
+    fn remembered_matches_follow_namespace_and_labels() {
+        let mut b = SnapshotBuilder::new();
+        b.add_node(&node("n1").build()).ok();
+        for (ns, name, app) in [
+            ("ns", "a", "web"),
+            ("ns", "b", "other"),
+            ("other-ns", "c", "web"),
+        ] {
+            b.add_pod(&pod(ns, name, "n1").label("app", app).build())
+                .ok();
+        }
+        b.add_pdb(&pdb(0));
+        let mut s = b.build();
+        // A second pod sharing pod a's namespace and labels, as pods of one owner do.
+        let mut twin = s.pods[0].clone();
+        twin.name = "a-twin".into();
+        s.pods.push(twin);
+        assert!(Arc::ptr_eq(&s.pods[0].labels, &s.pods[3].labels));
+        let mut index = PdbIndex::new(&s);
+        let denied = |o: EvictOutcome| matches!(o, EvictOutcome::Denied { .. });
+        assert!(denied(index.verdict(&s, 0)));
+        assert!(denied(index.verdict(&s, 3)));
+        assert_eq!(index.verdict(&s, 1), EvictOutcome::Evicted);
+        assert_eq!(
+            index.verdict(&s, 2),
+            EvictOutcome::Evicted,
+            "other namespace"
+        );
+        assert_eq!(index.matched.len(), 3, "pods a and a-twin share one entry");
     }
 
     #[test]
