@@ -1,10 +1,15 @@
 //! `plan --output html`: the page, opened from the file in a real headless browser (Debian's
-//! `chromium`; `.ci/run` installs it), shows the plan's counts and filters its rows; and the JSON
-//! contract's version-2 fields.
+//! `chromium`, driven over WebDriver by `chromedriver` from `chromium-driver`; `.ci/run` installs
+//! both), shows the plan's counts, filters and sorts its rows through its own controls; and the
+//! JSON contract's version-2 fields.
+
+mod webdriver_common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+use webdriver_common::Browser;
 
 const NOW: &str = "2026-01-10T00:00:00Z";
 
@@ -42,107 +47,70 @@ fn write_report(dir: &Path) -> PathBuf {
     file
 }
 
-/// The browser: `$CHROMIUM`, else `chromium` on PATH.
-fn chromium() -> PathBuf {
-    let exe = std::env::var_os("CHROMIUM").map_or_else(|| PathBuf::from("chromium"), PathBuf::from);
-    let found = Command::new(&exe)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        found,
-        "this test needs a headless browser: install Debian's `chromium` (apt-get install chromium; .ci/run does) or set CHROMIUM"
-    );
-    exe
-}
-
-/// Runs headless chromium on `url` with `extra` flags, bounded by 90 s; returns stdout.
-fn browse(url: &str, extra: &[&str]) -> String {
-    let profile = tempfile::tempdir().expect("temp dir");
-    let mut child = Command::new(chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-dev-shm-usage",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(extra)
-        .arg(url)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start chromium");
-    let mut stdout = child.stdout.take().expect("stdout");
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut stdout, &mut s);
-        s
-    });
-    let start = Instant::now();
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            break;
-        }
-        if start.elapsed() > Duration::from_secs(90) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium did not finish within 90 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    reader.join().expect("reader")
-}
-
-/// The text of the element with `id` in a dumped DOM (`<tag id="id">text<`).
-fn text_of<'a>(dom: &'a str, id: &str) -> &'a str {
-    let at = dom
-        .find(&format!("id=\"{id}\""))
-        .unwrap_or_else(|| panic!("no element #{id} in the page"));
-    let rest = &dom[at..];
-    let start = rest.find('>').expect("tag end") + 1;
-    let end = rest[start..].find('<').expect("text end");
-    &rest[start..start + end]
-}
-
-/// The rows of the evictions table body as cell texts.
-fn table_rows(dom: &str) -> Vec<Vec<String>> {
-    let at = dom.find("id=\"rows\"").expect("the evictions table");
-    let body = &dom[at..];
-    let body =
-        &body[body.find("<tbody>").expect("tbody")..body.find("</tbody>").expect("tbody end")];
-    body.split("<tr>")
-        .skip(1)
-        .map(|tr| {
-            tr.split("<td")
-                .skip(1)
-                .map(|td| {
-                    let start = td.find('>').map_or(0, |i| i + 1);
-                    let end = td.find("</td>").unwrap_or(td.len());
-                    td[start..end]
-                        .replace("&amp;", "&")
-                        .replace("&gt;", ">")
-                        .replace("&lt;", "<")
-                })
-                .collect()
-        })
-        .collect()
-}
-
 fn url(file: &Path, fragment: &str) -> String {
     format!("file://{}{fragment}", file.display())
 }
 
+/// `namespace/name` of a JSON eviction.
+fn pod_of(e: &serde_json::Value) -> String {
+    format!(
+        "{}/{}",
+        e["namespace"].as_str().unwrap_or_default(),
+        e["name"].as_str().unwrap_or_default()
+    )
+}
+
+/// A JSON eviction as the table shows it: pod, node, profile, plugin, outcome, reason.
+fn row_of(e: &serde_json::Value) -> Vec<String> {
+    let mut row = vec![pod_of(e)];
+    for key in ["node", "profile", "plugin", "outcome", "reason"] {
+        row.push(e[key].as_str().unwrap_or_default().to_string());
+    }
+    row
+}
+
+/// The rows of the evictions table as the browser shows them (first six cells: pod … reason).
+async fn shown_rows(b: &Browser) -> Vec<Vec<String>> {
+    let v = b
+        .execute(
+            "return Array.from(document.querySelectorAll('#rows tbody tr'))\
+             .map(tr => Array.from(tr.cells).slice(0, 6).map(td => td.textContent));",
+        )
+        .await
+        .expect("read the table");
+    serde_json::from_value(v).expect("rows of strings")
+}
+
+async fn shown_count(b: &Browser, id: &str) -> usize {
+    let t = b.text(&format!("#{id}")).await.expect("count");
+    t.parse()
+        .unwrap_or_else(|_| panic!("#{id} shows a number, not {t:?}"))
+}
+
+/// Chooses `value` in the `<select id=select>` by clicking its option, as a person does.
+async fn choose(b: &Browser, select: &str, value: &str) {
+    b.click_on(&format!("#{select} option[value=\"{value}\"]"))
+        .await
+        .expect("choose the option");
+    let chosen = b.property(&format!("#{select}"), "value").await;
+    assert_eq!(chosen.expect("value"), value, "#{select}");
+}
+
+fn tokio() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// The page as a person uses it, in a real headless chromium driven over WebDriver
+/// (chromedriver): opened from the file, the counts equal the JSON's; the plugin, outcome and
+/// node filters (the page's own controls) show exactly the JSON's matching rows; a click on a
+/// column header sorts the rows and a second click reverses the order.
 #[test]
-fn the_report_in_a_real_browser_shows_the_plans_counts_and_filters_by_plugin() {
+fn the_report_in_a_real_browser_counts_filters_and_sorts_like_the_json() {
     let json = plan_json();
+    let evictions = json["evictions"].as_array().expect("evictions").clone();
     let dir = tempfile::tempdir().expect("temp dir");
     let report = write_report(dir.path());
     let page = std::fs::read_to_string(&report).expect("read report");
@@ -150,66 +118,150 @@ fn the_report_in_a_real_browser_shows_the_plans_counts_and_filters_by_plugin() {
         !page.contains("http://") && !page.contains("https://") && !page.contains(" src="),
         "the page is self-contained"
     );
-
-    let dom = browse(&url(&report, ""), &["--dump-dom"]);
-    let s = &json["summary"];
-    for (id, key) in [
-        ("count-evicted", "evicted"),
-        ("count-deflected", "deflected"),
-        ("count-denied", "denied"),
-        ("count-errors", "errors"),
-        ("count-pods", "pods"),
-    ] {
-        assert_eq!(text_of(&dom, id), s[key].to_string(), "#{id}");
-    }
-    let attempts = json["evictions"].as_array().expect("evictions").len();
-    assert!(attempts > 5, "the example plans several evictions");
-    // The script ran: the table counts come from the embedded rows.
-    assert_eq!(text_of(&dom, "total-count"), attempts.to_string());
-    assert_eq!(text_of(&dom, "match-count"), attempts.to_string());
-    let rows = table_rows(&dom);
-    assert_eq!(rows.len(), attempts.min(100), "one page of rows");
-    let first = &json["evictions"][0];
-    assert_eq!(
-        rows[0][0],
-        format!(
-            "{}/{}",
-            first["namespace"].as_str().unwrap_or_default(),
-            first["name"].as_str().unwrap_or_default()
-        )
+    let all: Vec<Vec<String>> = evictions.iter().map(row_of).collect();
+    assert!(
+        all.len() > 5 && all.len() <= 100,
+        "the example plans several evictions, one page: {}",
+        all.len()
     );
-    assert_eq!(rows[0][5], first["reason"].as_str().unwrap_or_default());
 
-    // Filtered by one plugin (the fragment sets the filter, as the select does).
-    let plugin = "RemoveDuplicates";
-    let expected: Vec<(String, String)> = json["evictions"]
-        .as_array()
-        .expect("evictions")
-        .iter()
-        .filter(|e| e["plugin"] == plugin)
-        .map(|e| {
-            (
-                format!(
-                    "{}/{}",
-                    e["namespace"].as_str().unwrap_or_default(),
-                    e["name"].as_str().unwrap_or_default()
-                ),
-                e["outcome"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect();
-    assert!(expected.len() >= 2, "{expected:?}");
-    let dom = browse(&url(&report, &format!("#plugin={plugin}")), &["--dump-dom"]);
-    let rows = table_rows(&dom);
-    let shown: Vec<(String, String)> = rows.iter().map(|r| (r[0].clone(), r[4].clone())).collect();
-    assert_eq!(shown, expected);
-    assert!(rows.iter().all(|r| r[3] == plugin));
-    assert_eq!(text_of(&dom, "match-count"), expected.len().to_string());
+    tokio().block_on(async {
+        let b = Browser::start().await.expect("start headless chromium");
+        b.goto(&url(&report, "")).await.expect("open the report");
 
-    // And by outcome.
-    let denied = json["summary"]["denied"].as_u64().unwrap_or_default() as usize;
-    let dom = browse(&url(&report, "#outcome=denied"), &["--dump-dom"]);
-    assert_eq!(table_rows(&dom).len(), denied);
+        let s = &json["summary"];
+        for (id, key) in [
+            ("count-evicted", "evicted"),
+            ("count-deflected", "deflected"),
+            ("count-denied", "denied"),
+            ("count-errors", "errors"),
+            ("count-pods", "pods"),
+        ] {
+            assert_eq!(
+                b.text(&format!("#{id}")).await.expect(id),
+                s[key].to_string(),
+                "#{id}"
+            );
+        }
+        // The script ran: the table counts and rows come from the embedded plan, in its order.
+        assert_eq!(shown_count(&b, "total-count").await, all.len());
+        assert_eq!(shown_count(&b, "match-count").await, all.len());
+        assert_eq!(shown_rows(&b).await, all);
+
+        // Filter by one plugin through the plugin select.
+        let plugin = "RemoveDuplicates";
+        let expected: Vec<Vec<String>> = all.iter().filter(|r| r[3] == plugin).cloned().collect();
+        assert!(expected.len() >= 2, "{expected:?}");
+        choose(&b, "f-plugin", plugin).await;
+        assert_eq!(shown_rows(&b).await, expected);
+        assert_eq!(shown_count(&b, "match-count").await, expected.len());
+        assert_eq!(shown_count(&b, "total-count").await, all.len());
+        // The filtered view can be linked: the page wrote it into the URL.
+        let hash = b.execute("return location.hash;").await.expect("hash");
+        assert_eq!(hash, format!("#plugin={plugin}"));
+
+        // Back to all plugins, then sort by node: a click sorts ascending (ties keep the plan's
+        // order), a second click descending.
+        choose(&b, "f-plugin", "").await;
+        assert_eq!(shown_rows(&b).await, all);
+        let mut ascending = all.clone();
+        ascending.sort_by(|a, b| a[1].cmp(&b[1]));
+        let mut descending = all.clone();
+        descending.sort_by(|a, b| b[1].cmp(&a[1]));
+        assert_ne!(
+            ascending, all,
+            "the example's plan is not already sorted by node"
+        );
+        b.click_on("th[data-key=\"1\"]").await.expect("click node");
+        assert_eq!(shown_rows(&b).await, ascending);
+        let class = b.property("th[data-key=\"1\"]", "className").await;
+        assert_eq!(class.expect("class"), "asc");
+        b.click_on("th[data-key=\"1\"]")
+            .await
+            .expect("click node again");
+        assert_eq!(shown_rows(&b).await, descending);
+        let class = b.property("th[data-key=\"1\"]", "className").await;
+        assert_eq!(class.expect("class"), "desc");
+        // Sorting by pod name is the same kind of order on another column.
+        b.click_on("th[data-key=\"0\"]").await.expect("click pod");
+        let mut by_pod = all.clone();
+        by_pod.sort_by(|a, b| a[0].cmp(&b[0]));
+        assert_eq!(shown_rows(&b).await, by_pod);
+
+        // Filter by outcome (the sort stays).
+        let denied = s["denied"].as_u64().unwrap_or_default() as usize;
+        assert!(denied > 0, "the example has denied evictions");
+        choose(&b, "f-outcome", "denied").await;
+        let want: Vec<Vec<String>> = by_pod
+            .iter()
+            .filter(|r| r[4] == "denied")
+            .cloned()
+            .collect();
+        assert_eq!(want.len(), denied);
+        assert_eq!(shown_rows(&b).await, want);
+        choose(&b, "f-outcome", "").await;
+
+        // Filter by node: typed into the node box, matched as a substring ignoring case.
+        let node = all[0][1].clone();
+        let typed = node.to_uppercase();
+        let input = b.find("#f-node").await.expect("node box");
+        b.type_into(&input, &typed).await.expect("type a node");
+        let want: Vec<Vec<String>> = by_pod
+            .iter()
+            .filter(|r| r[1].to_lowercase().contains(&node.to_lowercase()))
+            .cloned()
+            .collect();
+        assert!(
+            !want.is_empty() && want.len() < all.len(),
+            "{node}: {want:?}"
+        );
+        let shown = b
+            .wait_for(Duration::from_secs(10), || async {
+                let rows = shown_rows(&b).await;
+                Ok((rows.len() == want.len()).then_some(rows))
+            })
+            .await
+            .unwrap_or_else(|e| panic!("node filter {typed}: {e}"));
+        assert_eq!(shown, want);
+        assert_eq!(shown_count(&b, "match-count").await, want.len());
+        // Backspace key by key empties the box again.
+        let backspaces = "\u{E003}".repeat(typed.chars().count());
+        b.type_into(&input, &backspaces).await.expect("backspace");
+        assert_eq!(b.property("#f-node", "value").await.expect("value"), "");
+        assert_eq!(shown_rows(&b).await, by_pod);
+
+        // A fragment link opens the filtered view with the select showing the filter.
+        b.goto(&url(&report, &format!("#plugin={plugin}&outcome=denied")))
+            .await
+            .expect("open a link");
+        b.execute("location.reload(); return null;")
+            .await
+            .expect("reload");
+        let linked = b
+            .wait_for(Duration::from_secs(10), || async {
+                Ok(b.property("#f-plugin", "value")
+                    .await
+                    .ok()
+                    .filter(|v| v == plugin))
+            })
+            .await;
+        assert!(linked.is_ok(), "{linked:?}");
+        let want: Vec<Vec<String>> = all
+            .iter()
+            .filter(|r| r[3] == plugin && r[4] == "denied")
+            .cloned()
+            .collect();
+        assert_eq!(shown_rows(&b).await, want);
+
+        // PLAN_REPORT_SCREENSHOT=docs/plan-report.png refreshes the README's screenshot.
+        if let Some(path) = std::env::var_os("PLAN_REPORT_SCREENSHOT") {
+            b.resize(1400, 1500).await.expect("resize");
+            b.goto(&url(&report, "")).await.expect("open the report");
+            let png = b.screenshot().await.expect("screenshot");
+            assert!(png.starts_with(b"\x89PNG"), "a PNG");
+            std::fs::write(&path, png).expect("write the screenshot");
+        }
+    });
 }
 
 #[test]

@@ -4,8 +4,12 @@
 //! applies the API server's PDB rules here, to the evictions the eviction guard's decision
 //! ([`crate::plan::guard_verdict`]) lets through (the webhook is called first).
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::core::{Selector, SelectorExt};
+use rustc_hash::FxHashMap;
 
 use crate::evictor::EvictOutcome;
 use crate::snapshot::model::PodPhase;
@@ -25,7 +29,7 @@ pub fn api_and_guard_verdict(
     config: crate::guard::GuardConfig,
 ) -> crate::evictor::planner::VerdictFn {
     let mut guard = crate::plan::guard_verdict::guard_verdict(snapshot, now, config);
-    let budgets = PdbIndex::new(snapshot);
+    let mut budgets = PdbIndex::new(snapshot);
     // kube-apiserver calls the validating webhooks of an eviction before its storage checks the
     // budgets, so the guard's refusal is what the client sees — a rule A deflection or a rule B
     // surge while a budget allows no disruption, the guard's own budget denial — and only an
@@ -38,16 +42,59 @@ pub fn api_and_guard_verdict(
 
 /// The snapshot's PodDisruptionBudgets by namespace with their selectors parsed once, so the
 /// per-eviction check reads only the pod's namespace and converts no selector (a cycle makes
-/// tens of thousands of attempts at 5,000 nodes).
+/// tens of thousands of attempts at 5,000 nodes). Within a namespace, budgets are indexed by their
+/// first `matchLabels` pair, so a pod is matched only against the budgets that can select it; and
+/// the budgets selecting a pod are remembered by the pod's namespace and labels (pods of one owner
+/// share one labels `Arc`), so that matching happens once per owner, not once per attempt.
 pub struct PdbIndex {
-    by_namespace: std::collections::HashMap<String, Vec<(usize, Selector)>>,
+    by_namespace: std::collections::HashMap<String, NamespaceBudgets>,
+    /// Indexes into `snapshot.pdbs` of the budgets selecting a pod, keyed by the addresses of
+    /// its namespace and labels; the `Arc`s are kept so that no other value takes an address.
+    matched: FxHashMap<(usize, usize), MatchedBudgets>,
+}
+
+/// The parsed budgets of one namespace.
+#[derive(Default)]
+struct NamespaceBudgets {
+    /// Budgets whose selector has no `matchLabels` pair to index by (expressions only, or
+    /// empty: every pod of the namespace).
+    unindexed: Vec<(usize, Selector)>,
+    /// Budgets by their first `matchLabels` pair (key, then value): a parsed selector requires
+    /// every pair, so only pods with that label can match.
+    by_label: FxHashMap<String, FxHashMap<String, Vec<(usize, Selector)>>>,
+}
+
+impl NamespaceBudgets {
+    /// Indexes (into `snapshot.pdbs`) of the budgets selecting `labels`, in snapshot order.
+    fn matching(&self, labels: &BTreeMap<String, String>) -> Vec<usize> {
+        let indexed = labels
+            .iter()
+            .filter_map(|(k, v)| self.by_label.get(k)?.get(v))
+            .flatten();
+        let mut out: Vec<usize> = self
+            .unindexed
+            .iter()
+            .chain(indexed)
+            .filter(|(_, sel)| sel.matches(labels))
+            .map(|&(i, _)| i)
+            .collect();
+        out.sort_unstable();
+        out
+    }
+}
+
+/// The budgets selecting pods with one namespace and labels `Arc`.
+struct MatchedBudgets {
+    _namespace: Arc<str>,
+    _labels: Arc<BTreeMap<String, String>>,
+    budgets: Vec<usize>,
 }
 
 impl PdbIndex {
     /// Indexes `snapshot.pdbs`; a budget without a selector, or with one that does not parse,
     /// matches no pod (as the API server's budget lookup).
     pub fn new(snapshot: &Snapshot) -> Self {
-        let mut by_namespace: std::collections::HashMap<String, Vec<(usize, Selector)>> =
+        let mut by_namespace: std::collections::HashMap<String, NamespaceBudgets> =
             Default::default();
         for (i, pdb) in snapshot.pdbs.iter().enumerate() {
             let (Some(ns), Some(sel)) = (
@@ -56,24 +103,50 @@ impl PdbIndex {
             ) else {
                 continue;
             };
-            if let Ok(sel) = Selector::try_from(sel) {
-                by_namespace.entry(ns.clone()).or_default().push((i, sel));
+            let first_pair = sel
+                .match_labels
+                .as_ref()
+                .and_then(|m| m.iter().next())
+                .map(|(k, v)| (k.clone(), v.clone()));
+            let Ok(sel) = Selector::try_from(sel) else {
+                continue;
+            };
+            let budgets = by_namespace.entry(ns.clone()).or_default();
+            match first_pair {
+                Some((k, v)) => budgets
+                    .by_label
+                    .entry(k)
+                    .or_default()
+                    .entry(v)
+                    .or_default()
+                    .push((i, sel)),
+                None => budgets.unindexed.push((i, sel)),
             }
         }
-        PdbIndex { by_namespace }
+        PdbIndex {
+            by_namespace,
+            matched: FxHashMap::default(),
+        }
     }
 
     /// The API server's PodDisruptionBudget check for an eviction of `pod`.
-    pub fn verdict(&self, snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
+    pub fn verdict(&mut self, snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
         let p = snapshot.pod(pod);
-        let matching: Vec<&PodDisruptionBudget> = self
-            .by_namespace
-            .get(&*p.namespace)
-            .into_iter()
-            .flatten()
-            .filter(|(_, sel)| sel.matches(&p.labels))
-            .map(|&(i, _)| &snapshot.pdbs[i])
-            .collect();
+        let key = (
+            Arc::as_ptr(&p.namespace) as *const u8 as usize,
+            Arc::as_ptr(&p.labels) as usize,
+        );
+        let by_namespace = &self.by_namespace;
+        let found = self.matched.entry(key).or_insert_with(|| MatchedBudgets {
+            _namespace: Arc::clone(&p.namespace),
+            _labels: Arc::clone(&p.labels),
+            budgets: by_namespace
+                .get(&*p.namespace)
+                .map(|ns| ns.matching(&p.labels))
+                .unwrap_or_default(),
+        });
+        let matching: Vec<&PodDisruptionBudget> =
+            found.budgets.iter().map(|&i| &snapshot.pdbs[i]).collect();
         budget_verdict(p, &matching)
     }
 }
@@ -191,6 +264,135 @@ mod tests {
             o => panic!("expected denial, got {o:?}"),
         }
         assert_eq!(pdb_verdict(&s, 1), EvictOutcome::Evicted);
+    }
+
+    /// Pods sharing a labels `Arc` (one owner) reuse the first pod's match; pods with equal
+    /// labels in another namespace, or other labels, are matched anew.
+    #[test]
+    fn remembered_matches_follow_namespace_and_labels() {
+        let mut b = SnapshotBuilder::new();
+        b.add_node(&node("n1").build()).ok();
+        for (ns, name, app) in [
+            ("ns", "a", "web"),
+            ("ns", "b", "other"),
+            ("other-ns", "c", "web"),
+        ] {
+            b.add_pod(&pod(ns, name, "n1").label("app", app).build())
+                .ok();
+        }
+        b.add_pdb(&pdb(0));
+        let mut s = b.build();
+        // A second pod sharing pod a's namespace and labels, as pods of one owner do.
+        let mut twin = s.pods[0].clone();
+        twin.name = "a-twin".into();
+        s.pods.push(twin);
+        assert!(Arc::ptr_eq(&s.pods[0].labels, &s.pods[3].labels));
+        let mut index = PdbIndex::new(&s);
+        let denied = |o: EvictOutcome| matches!(o, EvictOutcome::Denied { .. });
+        assert!(denied(index.verdict(&s, 0)));
+        assert!(denied(index.verdict(&s, 3)));
+        assert_eq!(index.verdict(&s, 1), EvictOutcome::Evicted);
+        assert_eq!(
+            index.verdict(&s, 2),
+            EvictOutcome::Evicted,
+            "other namespace"
+        );
+        assert_eq!(index.matched.len(), 3, "pods a and a-twin share one entry");
+    }
+
+    /// The index by first `matchLabels` pair finds exactly the budgets a scan of every selector
+    /// would: several pairs, expressions only, an empty selector, other namespaces.
+    #[test]
+    fn indexed_budgets_match_like_a_scan() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+        let with = |ns: &str, name: &str, sel: LabelSelector| {
+            let mut p = pdb(1);
+            p.metadata.namespace = Some(ns.into());
+            p.metadata.name = Some(name.into());
+            if let Some(spec) = p.spec.as_mut() {
+                spec.selector = Some(sel);
+            }
+            p
+        };
+        let labels = |pairs: &[(&str, &str)]| -> Option<BTreeMap<String, String>> {
+            Some(
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
+        let mut b = SnapshotBuilder::new();
+        b.add_node(&node("n1").build()).ok();
+        for (ns, name, pairs) in [
+            ("ns", "fe", &[("app", "web"), ("tier", "fe")][..]),
+            ("ns", "web", &[("app", "web")][..]),
+            ("ns", "db", &[("app", "db")][..]),
+            ("ns", "x", &[("x", "y")][..]),
+            ("all", "z", &[("app", "web"), ("tier", "fe")][..]),
+        ] {
+            let mut p = pod(ns, name, "n1");
+            for (k, v) in pairs {
+                p = p.label(k, v);
+            }
+            b.add_pod(&p.build()).ok();
+        }
+        b.add_pdb(&with(
+            "ns",
+            "fe",
+            LabelSelector {
+                match_labels: labels(&[("app", "web"), ("tier", "fe")]),
+                ..Default::default()
+            },
+        ));
+        b.add_pdb(&with(
+            "ns",
+            "tier",
+            LabelSelector {
+                match_labels: labels(&[("tier", "fe")]),
+                ..Default::default()
+            },
+        ));
+        b.add_pdb(&with(
+            "ns",
+            "db-expr",
+            LabelSelector {
+                match_expressions: Some(vec![LabelSelectorRequirement {
+                    key: "app".into(),
+                    operator: "In".into(),
+                    values: Some(vec!["db".into()]),
+                }]),
+                ..Default::default()
+            },
+        ));
+        b.add_pdb(&with("all", "everything", LabelSelector::default()));
+        let s = b.build();
+        let index = PdbIndex::new(&s);
+        let mut sizes = std::collections::BTreeSet::new();
+        for p in &s.pods {
+            let scan: Vec<usize> = s
+                .pdbs
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.metadata.namespace.as_deref() == Some(&*p.namespace))
+                .filter_map(|(i, b)| {
+                    let sel = Selector::try_from(b.spec.as_ref()?.selector.clone()?).ok()?;
+                    sel.matches(&p.labels).then_some(i)
+                })
+                .collect();
+            let found = index
+                .by_namespace
+                .get(&*p.namespace)
+                .map(|ns| ns.matching(&p.labels))
+                .unwrap_or_default();
+            assert_eq!(found, scan, "{}/{}", p.namespace, p.name);
+            sizes.insert(scan.len());
+        }
+        assert_eq!(
+            sizes,
+            [0, 1, 2].into(),
+            "pods with none, one and two budgets"
+        );
     }
 
     #[test]

@@ -8,6 +8,10 @@
 //! opted in by annotation, or whose namespace did (the snapshot keeps that one namespace
 //! annotation), are surged (`deflected`), unless a HorizontalPodAutoscaler in the snapshot scales
 //! them — then the guard's refusal naming the autoscaler is shown (`denied`).
+//!
+//! Rule A's replica census reads every pod of the Deployment; a cycle makes tens of thousands of
+//! attempts, so each Deployment's pods are read once ([`Member`]) on its first attempt and each
+//! later attempt only checks which of them this cycle has evicted since.
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -15,7 +19,7 @@ use jiff::Timestamp;
 
 use crate::evictor::EvictOutcome;
 use crate::evictor::planner::VerdictFn;
-use crate::guard::replicas::{Sibling, census};
+use crate::guard::replicas::ReplicaCensus;
 use crate::guard::{EvictionRequest, Facts, GuardConfig, Verdict, decide};
 use crate::snapshot::model::{PodPhase, Volume};
 use crate::snapshot::{ObjectKey, Pod, PodId, Snapshot};
@@ -118,6 +122,62 @@ struct GuardState {
     hpa_of_deploy: HashMap<String, HashMap<String, String>>,
     /// The facts and request of the current eviction attempt; their buffers are reused.
     scratch: Option<(PodFacts, EvictionRequest)>,
+    /// Rule A's view of each Deployment's pods, by index into `snapshot.deployments`, read on
+    /// the Deployment's first eviction attempt.
+    members_of_deploy: HashMap<usize, Vec<Member>>,
+}
+
+/// A pod of a Deployment as rule A's census reads it. None of this changes during a cycle; only
+/// whether the pod was evicted does, and that is read from the snapshot at every attempt.
+#[derive(Debug, Clone, Copy)]
+struct Member {
+    pod: PodId,
+    ready: bool,
+    terminating: bool,
+    /// On a cordoned node (`None` node: schedulable, as the webhook counts an unknown node).
+    cordoned: bool,
+}
+
+/// The pods of the Deployment whose ReplicaSets are `rs_uids` that the snapshot has not evicted.
+/// Evictions only accumulate during a cycle (a new cycle gets a new verdict function), so a pod
+/// left out here stays out.
+fn deployment_members(snapshot: &Snapshot, rs_uids: &[String]) -> Vec<Member> {
+    rs_uids
+        .iter()
+        .flat_map(|rs_uid| snapshot.pods_owned_by(rs_uid))
+        .map(|id| {
+            let p = snapshot.pod(id);
+            Member {
+                pod: id,
+                ready: p.is_ready(),
+                terminating: p.is_terminating(),
+                cordoned: p.node.is_some_and(|n| snapshot.node(n).unschedulable),
+            }
+        })
+        .collect()
+}
+
+/// Rule A's census of `members` now, leaving out the evicted pod (by name, as
+/// [`crate::guard::replicas::census`] does) and the pods this plan evicted (they left); nothing
+/// is being evicted elsewhere in a plan.
+fn members_census(snapshot: &Snapshot, members: &[Member], evicted: &str) -> ReplicaCensus {
+    let mut c = ReplicaCensus::default();
+    for m in members {
+        if m.terminating || snapshot.is_evicted(m.pod) {
+            continue;
+        }
+        if m.cordoned {
+            c.on_unschedulable += 1;
+        }
+        if !m.ready || snapshot.pod(m.pod).name == evicted {
+            continue;
+        }
+        c.other_ready += 1;
+        if !m.cordoned {
+            c.other_ready_staying += 1;
+        }
+    }
+    c
 }
 
 /// The budgets of one namespace, indexed so that a pod is only matched against the budgets that
@@ -213,6 +273,7 @@ impl GuardState {
                 m
             },
             scratch: None,
+            members_of_deploy: HashMap::default(),
         }
     }
 
@@ -245,11 +306,13 @@ impl GuardState {
             .filter(|o| o.kind == "ReplicaSet")
             .and_then(|o| self.rs_by_uid.get(&o.uid))
             .map(|&i| &snapshot.replica_sets[i]);
-        let deployment: Option<&DeploymentFacts> = rs
+        let deployment_index: Option<usize> = rs
             .and_then(|r| r.owner.as_ref())
             .filter(|o| o.kind == "Deployment")
             .and_then(|o| self.deploy_by_uid.get(&o.uid))
-            .map(|&i| &snapshot.deployments[i]);
+            .copied();
+        let deployment: Option<&DeploymentFacts> =
+            deployment_index.map(|i| &snapshot.deployments[i]);
         let pvcs: Vec<PvcFacts> = facts_pod
             .claims
             .iter()
@@ -269,26 +332,13 @@ impl GuardState {
             .map(|ns| ns.candidates(&facts_pod.labels))
             .unwrap_or_default();
         let pdb_refs: Vec<&PdbFacts> = candidates.iter().map(|&i| &self.pdbs[i]).collect();
-        let census = deployment.map(|d| {
-            let siblings: Vec<Sibling> = self
-                .rs_of_deploy
-                .get(&d.uid)
-                .into_iter()
-                .flatten()
-                .flat_map(|rs_uid| snapshot.pods_owned_by(rs_uid))
-                .map(|id| {
-                    let sp = snapshot.pod(id);
-                    Sibling {
-                        name: sp.name.clone(),
-                        ready: sp.is_ready(),
-                        terminating: sp.is_terminating(),
-                        node_unschedulable: sp.node.map(|n| snapshot.node(n).unschedulable),
-                        // Pods this plan evicted are not listed (they left).
-                        being_evicted: false,
-                    }
-                })
-                .collect();
-            census(&facts_pod.name, &siblings)
+        let census = deployment_index.map(|i| {
+            let rs_of_deploy = &self.rs_of_deploy;
+            let members = self.members_of_deploy.entry(i).or_insert_with(|| {
+                let rs_uids = rs_of_deploy.get(&snapshot.deployments[i].uid);
+                deployment_members(snapshot, rs_uids.map_or(&[][..], Vec::as_slice))
+            });
+            members_census(snapshot, members, &facts_pod.name)
         });
         let facts = Facts {
             pod: Some(&facts_pod),
@@ -379,6 +429,72 @@ mod tests {
         assert!(
             hashes.0 > 0 && hashes.1 > 0,
             "pods with and without a template hash: {hashes:?}"
+        );
+    }
+
+    /// The census from the Deployments' members read once equals the webhook's census of freshly
+    /// listed siblings, as pods are evicted one by one across a varied cluster (cordoned nodes,
+    /// unready and terminating pods).
+    #[test]
+    fn members_census_equals_the_census_of_fresh_siblings() {
+        use crate::guard::replicas::{Sibling, census};
+        let mut snap = crate::testing::synthetic_snapshot(300, 3_000, 5);
+        let rs_of = |snap: &Snapshot, d: usize| -> Vec<String> {
+            snap.replica_sets
+                .iter()
+                .filter(|r| {
+                    r.owner
+                        .as_ref()
+                        .is_some_and(|o| o.uid == snap.deployments[d].uid)
+                })
+                .map(|r| r.uid.clone())
+                .collect()
+        };
+        let members: Vec<Vec<Member>> = (0..snap.deployments.len())
+            .map(|d| deployment_members(&snap, &rs_of(&snap, d)))
+            .collect();
+        let cordoned = members.iter().flatten().filter(|m| m.cordoned).count();
+        assert!(cordoned > 0, "some pods sit on cordoned nodes");
+        let mut checked = 0;
+        let mut nonzero = (0, 0, 0);
+        for round in 0..4 {
+            for (d, ms) in members.iter().enumerate() {
+                let rs = rs_of(&snap, d);
+                let fresh: Vec<Sibling> = rs
+                    .iter()
+                    .flat_map(|u| snap.pods_owned_by(u))
+                    .map(|id| {
+                        let p = snap.pod(id);
+                        Sibling {
+                            name: p.name.clone(),
+                            ready: p.is_ready(),
+                            terminating: p.is_terminating(),
+                            node_unschedulable: p.node.map(|n| snap.node(n).unschedulable),
+                            being_evicted: false,
+                        }
+                    })
+                    .collect();
+                for m in ms {
+                    let name = snap.pod(m.pod).name.clone();
+                    let want = census(&name, &fresh);
+                    assert_eq!(members_census(&snap, ms, &name), want, "{name}");
+                    nonzero.0 += usize::from(want.other_ready > 0);
+                    nonzero.1 += usize::from(want.other_ready_staying > 0);
+                    nonzero.2 += usize::from(want.on_unschedulable > 0);
+                    checked += 1;
+                }
+                // Evict one pod of every other Deployment per round.
+                if (d + round) % 2 == 0
+                    && let Some(m) = ms.iter().find(|m| !snap.is_evicted(m.pod))
+                {
+                    snap.mark_evicted(m.pod);
+                }
+            }
+        }
+        assert!(checked > 1000, "{checked}");
+        assert!(
+            nonzero.0 > 0 && nonzero.1 > 0 && nonzero.2 > 0,
+            "every count is exercised: {nonzero:?}"
         );
     }
 
