@@ -283,9 +283,9 @@ mod tests {
         b.add_pdb(&pdb(0));
         let mut s = b.build();
         // A second pod sharing pod a's namespace and labels, as pods of one owner do.
-        let mut twin = s.pods[0].clone();
+        let mut twin = (*s.pods[0]).clone();
         twin.name = "a-twin".into();
-        s.pods.push(twin);
+        s.pods.push(Arc::new(twin));
         assert!(Arc::ptr_eq(&s.pods[0].labels, &s.pods[3].labels));
         let mut index = PdbIndex::new(&s);
         let denied = |o: EvictOutcome| matches!(o, EvictOutcome::Denied { .. });
