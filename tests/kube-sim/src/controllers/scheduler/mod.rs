@@ -11,7 +11,9 @@
 //! affinity and anti-affinity, both directions for anti-affinity). Scoring is "least allocated"
 //! on cpu and memory (with the scheduler's non-zero defaults 100m / 200Mi), ties broken by name.
 //! Pods are considered by priority (desc), then creation time, then namespace/name, and each
-//! binding is accounted for the rest of the tick.
+//! binding is accounted for the rest of the tick. As kube-scheduler, a pod's search stops once
+//! it has found the adaptive `percentageOfNodesToScore` share of feasible nodes (see
+//! [`feasible_nodes_to_find`]); below 100 nodes every node is scored.
 
 mod affinity;
 mod filters;
@@ -52,6 +54,26 @@ type NodesByName<'a> = HashMap<&'a str, &'a Node>;
 const DEFAULT_MAX_PODS: i128 = 110;
 const NON_ZERO_CPU_MILLI: i128 = 100;
 const NON_ZERO_MEMORY_MILLI: i128 = 200 * 1024 * 1024 * 1000;
+
+/// Upstream's `minFeasibleNodesToFind`, `minFeasibleNodesPercentageToFind` and
+/// `basePercentageOfNodesToScore` (kube-scheduler's `percentageOfNodesToScore`, adaptive).
+const MIN_FEASIBLE_NODES: usize = 100;
+const MIN_FEASIBLE_PERCENT: usize = 5;
+const BASE_PERCENT: usize = 50;
+
+/// How many feasible nodes a pod's search stops at, as kube-scheduler's default adaptive
+/// `percentageOfNodesToScore` (50 % minus 1 % per 125 nodes, at least 5 %, at least 100
+/// nodes): every node up to 100 nodes, 500 of 5,000. Each pod's search starts where the
+/// previous one stopped, so bindings spread over the cluster as upstream's do.
+fn feasible_nodes_to_find(all: usize) -> usize {
+    if all < MIN_FEASIBLE_NODES {
+        return all;
+    }
+    let percent = BASE_PERCENT
+        .saturating_sub(all / 125)
+        .max(MIN_FEASIBLE_PERCENT);
+    (all * percent / 100).max(MIN_FEASIBLE_NODES)
+}
 
 struct NodeInfo<'a> {
     node: &'a Node,
@@ -130,12 +152,20 @@ pub fn reconcile_with(state: &ClusterState, base: &NodeUsage) -> Vec<Action> {
     });
 
     let mut out = Vec::new();
+    let to_find = feasible_nodes_to_find(infos.len());
+    let mut start = 0;
     for pod in pending {
         let req = pod_requests(pod);
         let affinity = AffinityView::new(&nodes, pod, &placed);
         let mut failures: BTreeMap<String, usize> = BTreeMap::new();
         let mut best: Option<(i128, usize)> = None;
-        for (idx, info) in infos.iter().enumerate() {
+        let (mut feasible, mut processed) = (0, 0);
+        for idx in (start..infos.len()).chain(0..start) {
+            if feasible >= to_find {
+                break;
+            }
+            processed += 1;
+            let info = &infos[idx];
             match check_node(state, pod, &req, info, &affinity) {
                 Err(reasons) => {
                     for r in reasons {
@@ -143,6 +173,7 @@ pub fn reconcile_with(state: &ClusterState, base: &NodeUsage) -> Vec<Action> {
                     }
                 }
                 Ok(()) => {
+                    feasible += 1;
                     let score = score(info, &req);
                     let better = match best {
                         None => true,
@@ -157,6 +188,9 @@ pub fn reconcile_with(state: &ClusterState, base: &NodeUsage) -> Vec<Action> {
                     }
                 }
             }
+        }
+        if !infos.is_empty() {
+            start = (start + processed) % infos.len();
         }
         match best {
             Some((_, idx)) => {

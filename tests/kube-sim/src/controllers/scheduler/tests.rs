@@ -675,3 +675,15 @@ fn odd_pods_do_not_panic() {
     let _ = reconcile(&st);
     let _ = PodSpec::default();
 }
+
+#[test]
+fn feasible_node_share_follows_upstream_adaptive_percentage() {
+    // Below 100 nodes every node; 50 % minus 1 % per 125 nodes, at least 5 %, at least 100.
+    assert_eq!(feasible_nodes_to_find(0), 0);
+    assert_eq!(feasible_nodes_to_find(99), 99);
+    assert_eq!(feasible_nodes_to_find(100), 100);
+    assert_eq!(feasible_nodes_to_find(250), 120);
+    assert_eq!(feasible_nodes_to_find(1000), 420);
+    assert_eq!(feasible_nodes_to_find(5000), 500);
+    assert_eq!(feasible_nodes_to_find(10000), 500);
+}
