@@ -132,6 +132,68 @@ fn delete_opts(opts: &Value) -> DeleteOpts {
     }
 }
 
+/// eviction.go `addConditionAndDeletePod`: unless dry-run, the pod first gets the
+/// `DisruptionTarget` condition (reason `EvictionByEvictionAPI`, PodDisruptionConditions, GA in
+/// 1.31), and a resourceVersion precondition moves to the version that update wrote; then the
+/// delete.
+fn add_condition_and_delete(
+    st: &SimState,
+    pods: &'static crate::resources::ResourceDef,
+    namespace: &str,
+    name: &str,
+    mut opts: DeleteOpts,
+) -> ApiResult<Value> {
+    // The update re-reads the pod on a conflict, as `GuaranteedUpdate` does (bounded).
+    for _ in 0..RETRIES {
+        if opts.dry_run {
+            break;
+        }
+        let Some(mut pod) = st.store.get(pods, namespace, name) else {
+            break;
+        };
+        let has = pod
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|cs| {
+                cs.iter().any(|c| {
+                    c.get("type").and_then(Value::as_str) == Some("DisruptionTarget")
+                        && c.get("status").and_then(Value::as_str) == Some("True")
+                })
+            });
+        if !has {
+            let cond = json!({"type": "DisruptionTarget", "status": "True",
+                "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting",
+                "lastTransitionTime": format_time(st.store.clock().now())});
+            if let Some(status) = pod
+                .as_object_mut()
+                .map(|o| o.entry("status").or_insert_with(|| json!({})))
+                && let Some(obj) = status.as_object_mut()
+            {
+                let conds = obj.entry("conditions").or_insert_with(|| json!([]));
+                if let Some(list) = conds.as_array_mut() {
+                    list.retain(|c| {
+                        c.get("type").and_then(Value::as_str) != Some("DisruptionTarget")
+                    });
+                    list.push(cond);
+                }
+            }
+            let updated = match st.store.update(pods, pod, UpdateMode::Status, false) {
+                Ok(u) => u,
+                Err(e) if e.reason == "Conflict" => continue,
+                Err(e) => return Err(e),
+            };
+            if opts.resource_version.is_some() {
+                opts.resource_version = updated
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .map(String::from);
+            }
+        }
+        break;
+    }
+    st.store.delete(pods, namespace, name, &opts)
+}
+
 /// Handles one eviction. `query_dry_run` is the `?dryRun=All` query.
 pub async fn evict(
     st: &SimState,
@@ -234,7 +296,7 @@ pub async fn evict(
                 .and_then(Value::as_str)
                 .map(String::from);
         }
-        match st.store.delete(pods, namespace, name, &opts) {
+        match add_condition_and_delete(st, pods, namespace, name, opts) {
             Ok(_) => return Ok(ok(warnings)),
             Err(e) if e.reason == "Conflict" && !user_set_rv && attempts < RETRIES => continue,
             Err(e) => return Err(e),
@@ -384,7 +446,7 @@ pub async fn evict(
             .and_then(Value::as_str)
             .map(String::from);
     }
-    match st.store.delete(pods, namespace, name, &opts) {
+    match add_condition_and_delete(st, pods, namespace, name, opts) {
         Ok(_) => Ok(ok(warnings)),
         Err(e) if e.reason == "Conflict" && update_deletion_options && !user_set_rv => {
             Err(still_processing(&pdb_name))

@@ -88,7 +88,22 @@ async fn plain_eviction_without_pdb() {
         json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
     );
     assert!(terminating(&sim));
+    // As eviction.go's addConditionAndDeletePod (PodDisruptionConditions, GA in 1.31).
+    assert_eq!(
+        disruption_target(&sim).as_deref(),
+        Some("EvictionByEvictionAPI")
+    );
     sim.shutdown().await;
+}
+
+/// Reason of the pod's `DisruptionTarget` condition, if it has one.
+fn disruption_target(sim: &kube_sim::SimHandle) -> Option<String> {
+    let p = sim.get("v1", "Pod", "app", "p")?;
+    p["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "DisruptionTarget" && c["status"] == "True")
+        .and_then(|c| c["reason"].as_str().map(String::from))
 }
 
 #[tokio::test]
@@ -335,6 +350,7 @@ async fn side_effects_and_dry_run() {
         json!(["All"])
     );
     assert!(!terminating(&sim));
+    assert_eq!(disruption_target(&sim), None, "dry-run writes no condition");
     let pdb = sim
         .get("policy/v1", "PodDisruptionBudget", "app", "pdb")
         .unwrap();

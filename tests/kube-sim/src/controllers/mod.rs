@@ -89,15 +89,20 @@ pub enum Action {
 /// earlier one wins, except that an update touching only `status` and one touching only the rest
 /// of the object are merged; a dropped write is naturally retried next tick.
 pub fn reconcile_all(state: &ClusterState) -> Vec<Action> {
-    reconcile_all_with(state, &scheduler::NodeUsage::default())
+    reconcile_all_with(state, Some(&scheduler::NodeUsage::default()))
 }
 
 /// [`reconcile_all`] over a state that holds only part of the cluster: `base` is what the
-/// pods outside `state` use on each node (see [`scheduler::reconcile_with`]).
-pub fn reconcile_all_with(state: &ClusterState, base: &scheduler::NodeUsage) -> Vec<Action> {
+/// pods outside `state` use on each node (see [`scheduler::reconcile_with`]); `None` leaves
+/// the scheduler out (the caller schedules pending pods on its own).
+pub fn reconcile_all_with(
+    state: &ClusterState,
+    base: Option<&scheduler::NodeUsage>,
+) -> Vec<Action> {
     let batches = [
         kubelet::reconcile(state),
-        scheduler::reconcile_with(state, base),
+        base.map(|b| scheduler::reconcile_with(state, b))
+            .unwrap_or_default(),
         replicaset::reconcile(state),
         deployment::reconcile(state),
         pdb::reconcile(state),

@@ -4,7 +4,7 @@
 //! without reading the whole store. Whole objects stay in the store and are decoded on demand.
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm};
+use k8s_openapi::api::core::v1::{Node, Pod, PodAffinityTerm};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::Value;
 
@@ -32,6 +32,8 @@ pub struct PodEntry {
     pub anti_terms: Vec<PodAffinityTerm>,
     /// Required pod affinity and anti-affinity terms of its own (for its scheduling).
     pub own_terms: Vec<PodAffinityTerm>,
+    /// Has required pod affinity: a pod placed elsewhere may make it schedulable.
+    pub wants_peers: bool,
 }
 
 /// The index. Kinds: pods, ReplicaSets, Deployments, PDBs, nodes.
@@ -49,6 +51,10 @@ pub struct Cache {
     pub pending: BTreeSet<Key>,
     /// Pods with required anti-affinity terms.
     pub anti_pods: HashSet<Key>,
+    /// Namespace → pods with a required anti-affinity term that can select pods there.
+    pub anti_by_ns: HashMap<String, HashSet<Key>>,
+    /// Pods with a required anti-affinity term across all namespaces (`namespaceSelector`).
+    pub anti_all_ns: HashSet<Key>,
     /// ReplicaSet → name of its controlling Deployment.
     pub replica_sets: BTreeMap<Key, Option<String>>,
     /// `(namespace, Deployment name)` → ReplicaSets it controls.
@@ -57,6 +63,8 @@ pub struct Cache {
     /// PDB → its selector.
     pub pdbs: BTreeMap<Key, Option<LabelSelector>>,
     pub nodes: BTreeSet<String>,
+    /// Node name → the decoded node (the scheduler reads them on every pass).
+    pub node_objs: BTreeMap<String, Node>,
     /// Summed usage of all indexed pods.
     pub usage: NodeUsage,
 }
@@ -137,15 +145,15 @@ fn pod_entry(obj: &Value) -> Option<PodEntry> {
         })
         .unwrap_or_default();
     let mut own_terms = anti_terms.clone();
-    own_terms.extend(
-        affinity
-            .and_then(|a| a.pod_affinity.as_ref())
-            .and_then(|a| {
-                a.required_during_scheduling_ignored_during_execution
-                    .clone()
-            })
-            .unwrap_or_default(),
-    );
+    let peer_terms = affinity
+        .and_then(|a| a.pod_affinity.as_ref())
+        .and_then(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .clone()
+        })
+        .unwrap_or_default();
+    let wants_peers = !peer_terms.is_empty();
+    own_terms.extend(peer_terms);
     Some(PodEntry {
         labels: pod.metadata.labels.clone().unwrap_or_default(),
         pending: node.is_none() && !terminating && phase == "Pending" && default_scheduler,
@@ -158,7 +166,27 @@ fn pod_entry(obj: &Value) -> Option<PodEntry> {
         owner_rs: controller_of(obj, "ReplicaSet"),
         anti_terms,
         own_terms,
+        wants_peers,
     })
+}
+
+/// Namespaces the anti-affinity `terms` of a pod in `own_ns` can select pods in (`None`: all).
+fn anti_namespaces(own_ns: &str, terms: &[PodAffinityTerm]) -> BTreeSet<Option<String>> {
+    let mut out = BTreeSet::new();
+    for t in terms {
+        match (&t.namespace_selector, &t.namespaces) {
+            (Some(_), _) => {
+                out.insert(None);
+            }
+            (None, Some(list)) if !list.is_empty() => {
+                out.extend(list.iter().map(|n| Some(n.clone())));
+            }
+            _ => {
+                out.insert(Some(own_ns.to_string()));
+            }
+        }
+    }
+    out
 }
 
 fn add_usage(usage: &mut NodeUsage, node: &str, req: &Resources, sign: i128) {
@@ -191,10 +219,23 @@ impl Cache {
                 old
             }
             Kind::Node => {
-                match obj {
-                    Some(_) => self.nodes.insert(key.1.clone()),
-                    None => self.nodes.remove(&key.1),
-                };
+                let node = obj.and_then(|o| match <Node as serde::Deserialize>::deserialize(o) {
+                    Ok(n) => Some(n),
+                    Err(e) => {
+                        tracing::debug!("controller index skips node {}: {e}", key.1);
+                        None
+                    }
+                });
+                match node {
+                    Some(n) => {
+                        self.nodes.insert(key.1.clone());
+                        self.node_objs.insert(key.1.clone(), n);
+                    }
+                    None => {
+                        self.nodes.remove(&key.1);
+                        self.node_objs.remove(&key.1);
+                    }
+                }
                 None
             }
             Kind::ReplicaSet => {
@@ -265,6 +306,16 @@ impl Cache {
         }
         if !e.anti_terms.is_empty() {
             self.anti_pods.insert(key.clone());
+            for ns in anti_namespaces(&key.0, &e.anti_terms) {
+                match ns {
+                    Some(ns) => {
+                        self.anti_by_ns.entry(ns).or_default().insert(key.clone());
+                    }
+                    None => {
+                        self.anti_all_ns.insert(key.clone());
+                    }
+                }
+            }
         }
         if let Some((n, req)) = &e.usage {
             add_usage(&mut self.usage, n, req, 1);
@@ -289,7 +340,16 @@ impl Cache {
             );
         }
         self.pending.remove(key);
-        self.anti_pods.remove(key);
+        if self.anti_pods.remove(key) {
+            for ns in anti_namespaces(&key.0, &e.anti_terms) {
+                match ns {
+                    Some(ns) => unlink(&mut self.anti_by_ns, ns, key),
+                    None => {
+                        self.anti_all_ns.remove(key);
+                    }
+                }
+            }
+        }
         if let Some((n, req)) = &e.usage {
             add_usage(&mut self.usage, n, req, -1);
         }

@@ -6,9 +6,8 @@
 //!   hash-collision check) — a ReplicaSet brings every pod it controls;
 //! - a PDB brings the pods it selects, their ReplicaSets and those ReplicaSets' Deployments
 //!   (expected scale);
-//! - a pod brings its node (the kubelet); a pod waiting for the scheduler brings every node,
-//!   the pods whose affinity terms involve it, and the usage of all other pods as a
-//!   [`NodeUsage`] base.
+//! - a pod brings its node (the kubelet). Pods waiting for the scheduler are scheduled apart
+//!   ([`super::scheduling`]), against the index's decoded nodes.
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::PodAffinityTerm;
@@ -17,7 +16,6 @@ use serde::de::DeserializeOwned;
 use super::cache::{Cache, Key, Kind, PodEntry};
 use crate::SimState;
 use crate::controllers::ClusterState;
-use crate::controllers::scheduler::NodeUsage;
 use crate::controllers::util::selector_matches;
 use crate::resources::{ResourceDef, by_gvr};
 
@@ -118,7 +116,7 @@ fn read<'k, T: DeserializeOwned>(
 }
 
 /// `true` when `term` of a pod in `term_ns` can select a pod in `ns` labelled `labels`.
-fn term_selects(term: &PodAffinityTerm, term_ns: &str, ns: &str, e: &PodEntry) -> bool {
+pub(super) fn term_selects(term: &PodAffinityTerm, term_ns: &str, ns: &str, e: &PodEntry) -> bool {
     let Some(sel) = &term.label_selector else {
         return false;
     };
@@ -130,8 +128,8 @@ fn term_selects(term: &PodAffinityTerm, term_ns: &str, ns: &str, e: &PodEntry) -
     in_ns && selector_matches(sel, Some(&e.labels))
 }
 
-/// The state for `roots`, and the usage base for the scheduler.
-pub fn build(st: &SimState, cache: &Cache, roots: &Roots) -> (ClusterState, NodeUsage) {
+/// The state for `roots` (pending pods are scheduled apart, see [`super::scheduling`]).
+pub fn build(st: &SimState, cache: &Cache, roots: &Roots) -> ClusterState {
     let mut deployments = roots.deployments.clone();
     let mut replica_sets = roots.replica_sets.clone();
     let mut pods = roots.pods.clone();
@@ -161,69 +159,10 @@ pub fn build(st: &SimState, cache: &Cache, roots: &Roots) -> (ClusterState, Node
     for rs in &replica_sets {
         pods.extend(cache.pods_by_owner.get(rs).into_iter().flatten().cloned());
     }
-    let pending: Vec<&Key> = pods.iter().filter(|k| cache.pending.contains(*k)).collect();
-    let mut nodes: BTreeSet<String> = BTreeSet::new();
-    if pending.is_empty() {
-        for k in &pods {
-            if let Some(n) = cache.pods.get(k).and_then(|e| e.node.clone()) {
-                nodes.insert(n);
-            }
-        }
-    } else {
-        nodes = cache.nodes.clone();
-        let mut extra: Vec<Key> = Vec::new();
-        for p in &pending {
-            let Some(pe) = cache.pods.get(*p) else {
-                continue;
-            };
-            // Placed pods whose required anti-affinity selects this pod.
-            for a in &cache.anti_pods {
-                if let Some(ae) = cache.pods.get(a)
-                    && ae
-                        .anti_terms
-                        .iter()
-                        .any(|t| term_selects(t, &a.0, &p.0, pe))
-                {
-                    extra.push(a.clone());
-                }
-            }
-            // Pods this pod's own terms select.
-            for t in &pe.own_terms {
-                let all_ns = t.namespace_selector.is_some();
-                let candidates: Box<dyn Iterator<Item = &Key>> = if all_ns {
-                    Box::new(cache.pods.keys())
-                } else {
-                    let list: Vec<String> = match &t.namespaces {
-                        Some(l) if !l.is_empty() => l.clone(),
-                        _ => vec![p.0.clone()],
-                    };
-                    Box::new(
-                        list.into_iter()
-                            .filter_map(|n| cache.pods_by_ns.get(&n))
-                            .flatten()
-                            .collect::<Vec<_>>()
-                            .into_iter(),
-                    )
-                };
-                for k in candidates {
-                    if let Some(e) = cache.pods.get(k)
-                        && term_selects(t, &p.0, &k.0, e)
-                    {
-                        extra.push(k.clone());
-                    }
-                }
-            }
-        }
-        pods.extend(extra);
-    }
-    let mut base = cache.usage.clone();
+    let mut nodes: BTreeSet<String> = roots.nodes.clone();
     for k in &pods {
-        if let Some((n, req)) = cache.pods.get(k).and_then(|e| e.usage.as_ref()) {
-            let sum = base.requested.entry(n.clone()).or_default();
-            for (r, v) in req {
-                *sum.entry(r.clone()).or_default() -= v;
-            }
-            *base.pods.entry(n.clone()).or_default() -= 1;
+        if let Some(n) = cache.pods.get(k).and_then(|e| e.node.clone()) {
+            nodes.insert(n);
         }
     }
     let pairs = |set: &BTreeSet<Key>| -> Vec<(String, String)> { set.iter().cloned().collect() };
@@ -233,7 +172,7 @@ pub fn build(st: &SimState, cache: &Cache, roots: &Roots) -> (ClusterState, Node
         pairs(&deployments),
         pairs(&roots.pdbs),
     );
-    let state = ClusterState {
+    ClusterState {
         now: st.store.clock().now(),
         nodes: read(st, def("", "nodes"), nodes.iter().map(|n| ("", n.as_str()))),
         pods: read(
@@ -257,6 +196,5 @@ pub fn build(st: &SimState, cache: &Cache, roots: &Roots) -> (ClusterState, Node
             pdbd.iter().map(|(a, b)| (a.as_str(), b.as_str())),
         ),
         config: st.config(),
-    };
-    (state, base)
+    }
 }

@@ -3,9 +3,9 @@
 //! As in kube-controller-manager, controllers do not poll the whole cluster: the store's change
 //! stream feeds a work queue keyed by object, each event also queues the objects whose
 //! reconcile reads the changed one (a pod queues its ReplicaSet and the PDBs selecting it, a
-//! ReplicaSet its Deployment, a node its pods and the pods waiting for the scheduler), and a
-//! pass reconciles only the queued keys over a [`focus`] state read through the [`Cache`]
-//! indexes. Objects that still move with time (a pod not yet Ready or terminating, a
+//! ReplicaSet its Deployment, a node its pods), and a pass reconciles only the queued keys
+//! over a [`focus`] state read through the [`Cache`] indexes, then tries the pods in the
+//! [`scheduling`] queue against the index's decoded nodes. Objects that still move with time (a pod not yet Ready or terminating, a
 //! ReplicaSet or Deployment not at its desired state, a PDB with disrupted pods) are queued
 //! again for the next pass. Passes are at least one tick apart (the old loop's pace); with
 //! nothing queued the thread sleeps until the next event.
@@ -20,6 +20,7 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
 use super::cache::{Cache, Key, Kind, key_of};
 use super::focus::{self, Roots};
+use super::scheduling::{self, SchedulingQueue};
 use crate::SimState;
 use crate::controllers::{self, Action, ClusterState};
 use crate::resources::by_gvr;
@@ -54,6 +55,8 @@ struct Manager {
     cache: Cache,
     /// Keys queued for the next pass.
     queue: Roots,
+    /// Pending pods to schedule, and those waiting for a change.
+    sched: SchedulingQueue,
 }
 
 /// Reads the whole store into the index and queues every object.
@@ -95,7 +98,8 @@ impl Manager {
         match kind {
             Kind::Pod => {
                 let new = self.cache.pods.get(&key).cloned();
-                let mut usage_changed = false;
+                self.sched
+                    .on_pod(&key, old.as_ref(), new.as_ref(), &self.cache);
                 for e in [old.as_ref(), new.as_ref()].into_iter().flatten() {
                     if let Some(rs) = &e.owner_rs {
                         self.queue
@@ -104,12 +108,6 @@ impl Manager {
                     for p in self.cache.pdbs_selecting(&key.0, &e.labels) {
                         self.queue.add(Kind::Pdb, p);
                     }
-                }
-                if old.as_ref().map(|e| &e.usage) != new.as_ref().map(|e| &e.usage) {
-                    usage_changed = true;
-                }
-                if usage_changed {
-                    self.queue_pending();
                 }
             }
             Kind::ReplicaSet => {
@@ -143,16 +141,9 @@ impl Manager {
                 for p in on_node {
                     self.queue.add(Kind::Pod, p);
                 }
-                self.queue_pending();
+                self.sched.move_all();
             }
             Kind::Pdb => {}
-        }
-    }
-
-    /// Pods waiting for the scheduler (capacity or nodes changed: they may fit now).
-    fn queue_pending(&mut self) {
-        for p in &self.cache.pending {
-            self.queue.pods.insert(p.clone());
         }
     }
 
@@ -181,6 +172,42 @@ impl Manager {
             .extend(c.replica_sets.keys().cloned());
         self.queue.deployments.extend(c.deployments.iter().cloned());
         self.queue.pdbs.extend(c.pdbs.keys().cloned());
+        self.sched.move_all();
+    }
+
+    /// Tries one batch of pending pods; those that get no node wait for a relevant change.
+    fn schedule(&mut self) {
+        let batch = self.sched.take(scheduling::BATCH);
+        if batch.is_empty() {
+            return;
+        }
+        let mut unplaced: std::collections::BTreeSet<Key> = batch.iter().cloned().collect();
+        for a in scheduling::schedule(&self.st, &self.cache, &batch) {
+            let binding = scheduling::is_binding(&a);
+            let target = action_target(&a);
+            match super::try_apply_action(&self.st, a) {
+                Ok(()) => {
+                    if binding && let Some((_, key)) = &target {
+                        unplaced.remove(key);
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!("scheduler action dropped: {e}");
+                    // A stale pod: try it again with what the store holds now.
+                    if let Some((_, key)) = target
+                        && unplaced.remove(&key)
+                        && self.cache.pending.contains(&key)
+                    {
+                        self.sched.active.insert(key);
+                    }
+                }
+            }
+        }
+        for key in unplaced {
+            if self.cache.pending.contains(&key) && !self.sched.active.contains(&key) {
+                self.sched.unschedulable.insert(key);
+            }
+        }
     }
 
     /// Reconciles `roots`; queues for the next pass what still moves with time and the
@@ -189,9 +216,9 @@ impl Manager {
     /// Every object of the focused state has been reconciled (each controller goes over all
     /// objects of its kind in the state), so those still waiting in `pass` are dropped from it.
     fn reconcile(&mut self, roots: &Roots, pass: &mut Roots) {
-        let (state, base) = focus::build(&self.st, &self.cache, roots);
+        let state = focus::build(&self.st, &self.cache, roots);
         drop_reconciled(&state, pass);
-        let actions = controllers::reconcile_all_with(&state, &base);
+        let actions = controllers::reconcile_all_with(&state, None);
         for a in actions {
             let target = action_target(&a);
             if let Err(e) = super::try_apply_action(&self.st, a) {
@@ -223,6 +250,7 @@ impl Manager {
                     tracing::debug!("controllers missed {n} events; resyncing");
                     *rx = rx.resubscribe();
                     resync(&self.st, &mut self.cache, &mut self.queue);
+                    self.sched.reset(&self.cache);
                 }
                 Err(TryRecvError::Closed) => return false,
             }
@@ -345,8 +373,10 @@ async fn run(st: Arc<SimState>, tick: Duration) {
         st: st.clone(),
         cache: Cache::default(),
         queue: Roots::default(),
+        sched: SchedulingQueue::default(),
     };
     resync(&st, &mut m.cache, &mut m.queue);
+    m.sched.reset(&m.cache);
     loop {
         if *shutdown.borrow() || !m.drain(&mut rx) {
             return;
@@ -355,13 +385,14 @@ async fn run(st: Arc<SimState>, tick: Duration) {
             let _ = config.borrow_and_update();
             m.queue_all();
         }
-        if m.queue.is_empty() {
+        if m.queue.is_empty() && m.sched.active.is_empty() {
             tokio::select! {
                 r = rx.recv() => match r {
                     Ok(ev) => m.on_event(&ev),
                     Err(RecvError::Lagged(_)) => {
                         rx = rx.resubscribe();
                         resync(&st, &mut m.cache, &mut m.queue);
+                        m.sched.reset(&m.cache);
                     }
                     Err(RecvError::Closed) => return,
                 },
@@ -377,6 +408,14 @@ async fn run(st: Arc<SimState>, tick: Duration) {
         while !pass.is_empty() {
             let chunk = pass.take(CHUNK);
             m.reconcile(&chunk, &mut pass);
+            if *shutdown.borrow() || !m.drain(&mut rx) {
+                return;
+            }
+        }
+        // Then the pods waiting for the scheduler, a batch at a time (those queued again by a
+        // failed write wait for the next pass).
+        for _ in 0..m.sched.active.len().div_ceil(scheduling::BATCH) {
+            m.schedule();
             if *shutdown.borrow() || !m.drain(&mut rx) {
                 return;
             }

@@ -6,6 +6,7 @@ use serde_json::Value;
 pub mod cache;
 pub mod focus;
 pub mod manager;
+pub mod scheduling;
 
 use crate::SimState;
 use crate::controllers::{Action, ClusterState};

@@ -1,0 +1,287 @@
+//! A small default-scheduler: binds Pending, unassigned pods to a fitting node.
+//!
+//! Filters mirror the kube-scheduler plugins documented under "Scheduling Framework" /
+//! "Assigning Pods to Nodes" / "Taints and Tolerations" / "Resource Management for Pods":
+//! NodeReady (Ready condition True; the real scheduler relies on the not-ready taint instead),
+//! NodeUnschedulable (tolerable with the `node.kubernetes.io/unschedulable:NoSchedule` toleration),
+//! TaintToleration (NoSchedule and NoExecute), NodeAffinity (nodeSelector and required
+//! nodeSelectorTerms), NodeResourcesFit (requests = max(sum of containers + sidecars, any init
+//! container step) + overhead; a container without requests uses its limits as API defaulting
+//! does; pod count against allocatable `pods`, 110 when unknown), and InterPodAffinity (required
+//! affinity and anti-affinity, both directions for anti-affinity). Scoring is "least allocated"
+//! on cpu and memory (with the scheduler's non-zero defaults 100m / 200Mi), ties broken by name.
+//! Pods are considered by priority (desc), then creation time, then namespace/name, and each
+//! binding is accounted for the rest of the tick. As kube-scheduler, a pod's search stops once
+//! it has found the adaptive `percentageOfNodesToScore` share of feasible nodes (see
+//! [`feasible_nodes_to_find`]); below 100 nodes every node is scored.
+
+mod affinity;
+mod filters;
+mod requests;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+
+use k8s_openapi::api::core::v1::{Node, Pod, PodCondition};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::util::{name, ns, pod_is_terminal, pod_phase, update_action};
+use super::{Action, ClusterState};
+use affinity::AffinityView;
+use filters::check_node;
+pub use filters::tolerates;
+pub use requests::pod_requests;
+use requests::{add_resources, allocatable};
+
+/// Resource name → amount in milli-units.
+pub type Resources = BTreeMap<String, i128>;
+
+/// What pods outside the state handed to [`reconcile_with`] already use on each node
+/// (requests and pod count), so a state holding only the pods to schedule accounts for the
+/// rest of the cluster.
+#[derive(Clone, Debug, Default)]
+pub struct NodeUsage {
+    /// Node name → summed requests of its non-terminal pods.
+    pub requested: HashMap<String, Resources>,
+    /// Node name → number of non-terminal pods.
+    pub pods: HashMap<String, i128>,
+}
+
+/// Node name → node, for lookups by name.
+type NodesByName<'a> = HashMap<&'a str, &'a Node>;
+
+const DEFAULT_MAX_PODS: i128 = 110;
+const NON_ZERO_CPU_MILLI: i128 = 100;
+const NON_ZERO_MEMORY_MILLI: i128 = 200 * 1024 * 1024 * 1000;
+
+/// Upstream's `minFeasibleNodesToFind`, `minFeasibleNodesPercentageToFind` and
+/// `basePercentageOfNodesToScore` (kube-scheduler's `percentageOfNodesToScore`, adaptive).
+const MIN_FEASIBLE_NODES: usize = 100;
+const MIN_FEASIBLE_PERCENT: usize = 5;
+const BASE_PERCENT: usize = 50;
+
+/// How many feasible nodes a pod's search stops at, as kube-scheduler's default adaptive
+/// `percentageOfNodesToScore` (50 % minus 1 % per 125 nodes, at least 5 %, at least 100
+/// nodes): every node up to 100 nodes, 500 of 5,000. Each pod's search starts where the
+/// previous one stopped, so bindings spread over the cluster as upstream's do.
+fn feasible_nodes_to_find(all: usize) -> usize {
+    if all < MIN_FEASIBLE_NODES {
+        return all;
+    }
+    let percent = BASE_PERCENT
+        .saturating_sub(all / 125)
+        .max(MIN_FEASIBLE_PERCENT);
+    (all * percent / 100).max(MIN_FEASIBLE_NODES)
+}
+
+struct NodeInfo<'a> {
+    node: &'a Node,
+    allocatable: Resources,
+    requested: Resources,
+    pods: i128,
+}
+
+/// Bindings (and Unschedulable conditions) for one tick.
+pub fn reconcile(state: &ClusterState) -> Vec<Action> {
+    reconcile_with(state, &NodeUsage::default())
+}
+
+/// [`reconcile`] with `base` added to what the pods of `state` use on each node.
+pub fn reconcile_with(state: &ClusterState, base: &NodeUsage) -> Vec<Action> {
+    let mut infos: Vec<NodeInfo> = state
+        .nodes
+        .iter()
+        .map(|node| {
+            let n = name(&node.metadata);
+            NodeInfo {
+                node,
+                allocatable: allocatable(node),
+                requested: base.requested.get(n).cloned().unwrap_or_default(),
+                pods: base.pods.get(n).copied().unwrap_or(0),
+            }
+        })
+        .collect();
+    let index: HashMap<&str, usize> = infos
+        .iter()
+        .enumerate()
+        .map(|(i, info)| (name(&info.node.metadata), i))
+        .collect();
+    let nodes: NodesByName = state.nodes.iter().map(|n| (name(&n.metadata), n)).collect();
+    // Pods already assigned: (pod, node name).
+    let mut placed: Vec<(&Pod, String)> = Vec::new();
+    for pod in &state.pods {
+        let Some(node_name) = assigned_node(pod) else {
+            continue;
+        };
+        if pod_is_terminal(pod) {
+            continue;
+        }
+        if let Some(info) = index.get(node_name).map(|&i| &mut infos[i]) {
+            add_resources(&mut info.requested, &pod_requests(pod));
+            info.pods += 1;
+        }
+        placed.push((pod, node_name.to_string()));
+    }
+
+    let mut pending: Vec<&Pod> = state
+        .pods
+        .iter()
+        .filter(|p| {
+            assigned_node(p).is_none()
+                && p.metadata.deletion_timestamp.is_none()
+                && pod_phase(p) == "Pending"
+                && p.spec
+                    .as_ref()
+                    .and_then(|s| s.scheduler_name.as_deref())
+                    .is_none_or(|s| s.is_empty() || s == "default-scheduler")
+        })
+        .collect();
+    pending.sort_by(|a, b| {
+        let prio = |p: &Pod| p.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
+        prio(b)
+            .cmp(&prio(a))
+            .then_with(|| {
+                a.metadata
+                    .creation_timestamp
+                    .cmp(&b.metadata.creation_timestamp)
+            })
+            .then_with(|| {
+                (ns(&a.metadata), name(&a.metadata)).cmp(&(ns(&b.metadata), name(&b.metadata)))
+            })
+    });
+
+    let mut out = Vec::new();
+    let to_find = feasible_nodes_to_find(infos.len());
+    let mut start = 0;
+    for pod in pending {
+        let req = pod_requests(pod);
+        let affinity = AffinityView::new(&nodes, pod, &placed);
+        let mut failures: BTreeMap<String, usize> = BTreeMap::new();
+        let mut best: Option<(i128, usize)> = None;
+        let (mut feasible, mut processed) = (0, 0);
+        for idx in (start..infos.len()).chain(0..start) {
+            if feasible >= to_find {
+                break;
+            }
+            processed += 1;
+            let info = &infos[idx];
+            match check_node(state, pod, &req, info, &affinity) {
+                Err(reasons) => {
+                    for r in reasons {
+                        *failures.entry(r).or_default() += 1;
+                    }
+                }
+                Ok(()) => {
+                    feasible += 1;
+                    let score = score(info, &req);
+                    let better = match best {
+                        None => true,
+                        Some((s, i)) => {
+                            score > s
+                                || (score == s
+                                    && name(&info.node.metadata) < name(&infos[i].node.metadata))
+                        }
+                    };
+                    if better {
+                        best = Some((score, idx));
+                    }
+                }
+            }
+        }
+        if !infos.is_empty() {
+            start = (start + processed) % infos.len();
+        }
+        match best {
+            Some((_, idx)) => {
+                let node_name = name(&infos[idx].node.metadata).to_string();
+                let mut bound = pod.clone();
+                bound.spec.get_or_insert_with(Default::default).node_name = Some(node_name.clone());
+                set_scheduled(&mut bound, state.now, true, None);
+                if let Some(a) = update_action(&bound) {
+                    out.push(a);
+                }
+                add_resources(&mut infos[idx].requested, &req);
+                infos[idx].pods += 1;
+                placed.push((pod, node_name));
+            }
+            None => {
+                let mut reasons: Vec<String> =
+                    failures.iter().map(|(r, n)| format!("{n} {r}")).collect();
+                reasons.sort();
+                let msg = format!(
+                    "0/{} nodes are available: {}.",
+                    infos.len(),
+                    if reasons.is_empty() {
+                        "no nodes".to_string()
+                    } else {
+                        reasons.join(", ")
+                    }
+                );
+                let mut unsched = pod.clone();
+                set_scheduled(&mut unsched, state.now, false, Some(msg));
+                if super::util::same_json(pod, &unsched) {
+                    continue;
+                }
+                if let Some(a) = update_action(&unsched) {
+                    out.push(a);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn assigned_node(pod: &Pod) -> Option<&str> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .filter(|n| !n.is_empty())
+}
+
+fn set_scheduled(pod: &mut Pod, now: jiff::Timestamp, ok: bool, message: Option<String>) {
+    let status = pod.status.get_or_insert_with(Default::default);
+    let conds = status.conditions.get_or_insert_with(Vec::new);
+    let want_status = if ok { "True" } else { "False" };
+    let reason = (!ok).then(|| "Unschedulable".to_string());
+    let ltt = conds
+        .iter()
+        .find(|c| c.type_ == "PodScheduled" && c.status == want_status)
+        .and_then(|c| c.last_transition_time.clone())
+        .unwrap_or(Time(now));
+    conds.retain(|c| c.type_ != "PodScheduled");
+    conds.push(PodCondition {
+        type_: "PodScheduled".to_string(),
+        status: want_status.to_string(),
+        reason,
+        message,
+        last_transition_time: Some(ltt),
+        ..Default::default()
+    });
+    if status.phase.is_none() {
+        status.phase = Some("Pending".to_string());
+    }
+}
+
+/// "Least allocated" score (higher is better) over cpu and memory.
+fn score(info: &NodeInfo, req: &Resources) -> i128 {
+    let mut total = 0;
+    for (res, non_zero) in [
+        ("cpu", NON_ZERO_CPU_MILLI),
+        ("memory", NON_ZERO_MEMORY_MILLI),
+    ] {
+        let alloc = info.allocatable.get(res).copied().unwrap_or(0);
+        if alloc <= 0 {
+            continue;
+        }
+        let want = req.get(res).copied().filter(|v| *v > 0).unwrap_or(non_zero);
+        let used = info
+            .requested
+            .get(res)
+            .copied()
+            .unwrap_or(0)
+            .saturating_add(want);
+        total += (alloc - used).max(0) * 1000 / alloc;
+    }
+    total
+}
