@@ -1,10 +1,14 @@
 //! Process-level chaos for `run` with leader election: two replicas of the real binary, the
-//! leader SIGKILLed in the middle of a cycle (some of its evictions accepted, others not yet
-//! sent). The follower takes over only once the Lease has expired, evicts the rest, and no pod
-//! is evicted twice across both (the API stand-in logs every accepted eviction).
+//! leader SIGKILLed in the middle of a cycle (some of its evictions accepted or deflected, others
+//! not yet sent). The follower takes over only once the Lease has expired, and across both no pod
+//! is evicted twice (the API stand-in logs every accepted eviction). The first scenario moves
+//! bare ReplicaSets; the second moves Deployments through the real eviction guard, where a
+//! deflected eviction becomes a rollout restart, and no Deployment may be restarted twice.
 
+mod e2e_common;
 mod run_sim_common;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -19,6 +23,9 @@ const APPS: [&str; 2] = ["api", "web"];
 const REPLICAS: u32 = 3;
 /// The API holds every eviction this long before handling it, so a cycle of six takes 6 s+.
 const EVICTION_LATENCY: Duration = Duration::from_secs(1);
+
+/// One scenario at a time: each times a Lease against the clock on a shared machine.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn flags() -> Vec<String> {
     vec![
@@ -120,6 +127,7 @@ async fn cycles(d: &Descheduler) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_killed_mid_cycle_hands_over_after_lease_expiry_and_no_pod_is_evicted_twice() {
+    let _serial = SERIAL.lock().await;
     let pods: Vec<String> = APPS
         .iter()
         .flat_map(|app| (1..=REPLICAS).map(move |i| format!("{app}-{i}")))
@@ -260,5 +268,380 @@ async fn leader_killed_mid_cycle_hands_over_after_lease_expiry_and_no_pod_is_evi
         .ok();
     assert_eq!(status, Some(200), "{logs}");
     assert!(b.running() && !b.log_text().contains("panicked"), "{logs}");
+    sim.shutdown().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The same handover with Deployments behind the eviction guard
+
+/// The guarded scenario's Deployments and their replicas, all on the tainted (and cordoned)
+/// node. The guard deflects an eviction of `api` (one replica) and of `web` (every other
+/// replica on a cordoned node) into a rollout restart, so their pods leave only by rollouts;
+/// `queue` cannot surge (maxSurge 0), so its pods are evicted one at a time. The descheduler
+/// visits a node's pods in name order: `api` comes first, so the leader's first call is usually
+/// a deflection (either order is a valid run).
+const DEPLOYMENTS: [(&str, usize); 3] = [("api", 1), ("web", 3), ("queue", 2)];
+/// The Deployments the guard restarts (each exactly once).
+const RESTARTED: [&str; 2] = ["api", "web"];
+const SPARE_NODES: [&str; 2] = ["n2", "n3"];
+
+fn restarted_at(d: &Value) -> Option<String> {
+    d.pointer("/spec/template/metadata/annotations/kubectl.kubernetes.io~1restartedAt")
+        .and_then(Value::as_str)
+        .map(String::from)
+}
+
+fn generation(d: &Value) -> i64 {
+    d.pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+/// Per Deployment: the `restartedAt` values seen, in order, and the highest generation seen.
+type Restarts = BTreeMap<String, (Vec<String>, i64)>;
+
+/// Every `restartedAt` value (in order of appearance) and the highest `metadata.generation` of
+/// each Deployment, sampled every 50 ms until stopped.
+struct RestartSampler {
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<(usize, Restarts)>,
+}
+
+impl RestartSampler {
+    fn start(sim: &SimHandle) -> Self {
+        let sim = sim.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let task = tokio::spawn(async move {
+            let mut seen = Restarts::new();
+            let mut samples = 0;
+            loop {
+                for (app, _) in DEPLOYMENTS {
+                    let d = sim
+                        .get("apps/v1", "Deployment", NS, app)
+                        .unwrap_or_default();
+                    let (values, max_gen) = seen.entry(app.to_string()).or_default();
+                    if let Some(at) = restarted_at(&d)
+                        && values.last() != Some(&at)
+                    {
+                        values.push(at);
+                    }
+                    *max_gen = (*max_gen).max(generation(&d));
+                }
+                samples += 1;
+                if stop2.load(Ordering::Acquire) {
+                    return (samples, seen);
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        });
+        RestartSampler { stop, task }
+    }
+
+    /// (samples taken, per Deployment: the `restartedAt` values seen and the highest generation).
+    async fn finish(self) -> (usize, Restarts) {
+        self.stop.store(true, Ordering::Release);
+        self.task.await.expect("restart sampler task")
+    }
+}
+
+/// `/healthz` of the webhook, trusting only its CA.
+async fn webhook_healthz(port: u16, ca_pem: &str) -> Option<(u16, String)> {
+    let http = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(ca_pem.as_bytes()).ok()?)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .ok()?;
+    let r = http
+        .get(format!("https://127.0.0.1:{port}/healthz"))
+        .send()
+        .await
+        .ok()?;
+    let code = r.status().as_u16();
+    Some((code, r.text().await.unwrap_or_default()))
+}
+
+/// Deployments restarted by the guard so far (their template carries `restartedAt`).
+fn restarted(sim: &SimHandle) -> Vec<String> {
+    DEPLOYMENTS
+        .iter()
+        .filter(|(app, _)| {
+            sim.get("apps/v1", "Deployment", NS, app)
+                .and_then(|d| restarted_at(&d))
+                .is_some()
+        })
+        .map(|(app, _)| app.to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_killed_mid_cycle_behind_the_guard_restarts_no_deployment_twice() {
+    let _serial = SERIAL.lock().await;
+    // The pods start on n1, which is then tainted and cordoned for maintenance; the spare nodes
+    // stay cordoned until the follower has met a rollout the guard started, so that rollout is
+    // still in flight when the follower asks again.
+    let mut objects = vec![e2e_common::node(TAINTED, true)];
+    objects.extend(SPARE_NODES.map(|n| e2e_common::node(n, false)));
+    objects.push(e2e_common::deployment(
+        "api",
+        1,
+        e2e_common::Strategy::Default,
+    ));
+    objects.push(e2e_common::deployment(
+        "web",
+        3,
+        e2e_common::Strategy::Default,
+    ));
+    objects.push(e2e_common::deployment(
+        "queue",
+        2,
+        e2e_common::Strategy::NoSurge,
+    ));
+    let cluster = e2e_common::Cluster::start(objects).await;
+    let sim = cluster.sim.clone();
+    cluster.wait_ready_on(&DEPLOYMENTS, TAINTED).await;
+    let originals: Vec<String> = DEPLOYMENTS
+        .iter()
+        .flat_map(|(app, _)| cluster.pods(app))
+        .filter_map(|p| p["metadata"]["name"].as_str().map(String::from))
+        .collect();
+    let (guard, certs) = e2e_common::guarded(&cluster, &[]).await;
+    let mut n1 = sim.get("v1", "Node", "", TAINTED).expect("node n1");
+    n1["spec"]["taints"] =
+        serde_json::json!([{"key": "maintenance", "value": "true", "effect": "NoSchedule"}]);
+    n1["spec"]["unschedulable"] = Value::Bool(true);
+    sim.apply(n1).expect("taint and cordon n1");
+    let generations: BTreeMap<&str, i64> = DEPLOYMENTS
+        .iter()
+        .map(|(app, _)| (*app, generation(&cluster.deployment(app))))
+        .collect();
+    assert!(restarted(&sim).is_empty());
+
+    // Until both replicas run, every eviction fails (nothing evicted, deflected or logged).
+    let hold = sim.add_fault(FaultRule {
+        verb: Some("create".into()),
+        resource: Some("pods/eviction".into()),
+        status: Some(503),
+        message: Some("held until both replicas run".into()),
+        ..Default::default()
+    });
+    let flags = flags();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let pol = policy("");
+    let mut a = start(&sim, "replica-a", &pol, &flags);
+    let s = sim.clone();
+    wait_for("replica-a holds the lease", || {
+        holder(&s).starts_with("replica-a_")
+    })
+    .await;
+    let mut b = start(&sim, "replica-b", &pol, &flags);
+    a.wait_ready().await;
+    b.wait_ready().await;
+    let apps: Vec<&str> = DEPLOYMENTS.iter().map(|(app, _)| *app).collect();
+    let ready = e2e_common::Sampler::start(&sim, &apps);
+    let restarts = RestartSampler::start(&sim);
+    sim.add_fault(FaultRule {
+        verb: Some("create".into()),
+        resource: Some("pods/eviction".into()),
+        latency: Some(EVICTION_LATENCY),
+        ..Default::default()
+    });
+    sim.remove_fault(hold);
+
+    // Kill the leader once its first eviction was accepted or deflected (the guard's restart
+    // patch is stored before it answers): the rest of its cycle is still to do.
+    let s = sim.clone();
+    wait_for("the leader's first accepted or deflected eviction", || {
+        !s.evictions().is_empty() || !restarted(&s).is_empty()
+    })
+    .await;
+    assert!(holder(&sim).starts_with("replica-a_"), "{}", holder(&sim));
+    let _ = a.child.kill();
+    let _ = a.child.wait();
+    let (evicted_by_leader, restarted_by_leader) = (sim.evictions().len(), restarted(&sim));
+    assert!(
+        evicted_by_leader + restarted_by_leader.len() < originals.len(),
+        "the leader finished its cycle before it was killed; log:\n{}",
+        a.log_text()
+    );
+    let last_renew = lease_time(&sim, "renewTime").expect("renewTime of replica-a's lease");
+
+    let s = sim.clone();
+    wait_for("replica-b holds the lease", || {
+        holder(&s).starts_with("replica-b_")
+    })
+    .await;
+    let acquired = lease_time(&sim, "acquireTime").expect("acquireTime of replica-b's lease");
+    let expiry = last_renew + jiff::SignedDuration::from_secs(LEASE_SECONDS as i64);
+    assert!(
+        acquired >= expiry,
+        "replica-b acquired at {acquired}, before replica-a's lease expired at {expiry}"
+    );
+
+    // The follower asks again for a pod whose rollout the guard started (by the leader's
+    // deflection or its own): refused as in flight, not restarted a second time.
+    let in_flight = "kube_descheduler_guard_denials_total{reason=\"in_flight\"}";
+    let denied_before = guard.metric(in_flight).await;
+    let deadline = std::time::Instant::now() + WAIT;
+    while guard.metric(in_flight).await <= denied_before {
+        assert!(
+            std::time::Instant::now() < deadline && b.running(),
+            "the follower never met a rollout in flight; replica-b log:\n{}\nguard log:\n{}",
+            b.log_text(),
+            guard.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let restarted_when_met = restarted(&sim);
+    for n in SPARE_NODES {
+        cluster.set_schedulable(n, true);
+    }
+
+    let s = sim.clone();
+    let names = originals.clone();
+    wait_for("every original pod gone", move || {
+        names.iter().all(|n| s.get("v1", "Pod", NS, n).is_none())
+    })
+    .await;
+    for (app, n) in DEPLOYMENTS {
+        cluster.wait_moved(app, n, TAINTED).await;
+        cluster.wait_settled(app, n).await;
+    }
+    // Two more cycles of the new leader: nothing is left to evict or restart.
+    let seen = cycles(&b).await;
+    let start = std::time::Instant::now();
+    while cycles(&b).await < seen + 2.0 {
+        assert!(b.running(), "replica-b exited; log:\n{}", b.log_text());
+        assert!(
+            start.elapsed() < WAIT,
+            "no more cycles; log:\n{}",
+            b.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let series = ready.finish().await;
+    let (restart_samples, restart_values) = restarts.finish().await;
+    let guard_metrics: Vec<String> = guard
+        .metrics()
+        .await
+        .lines()
+        .filter(|l| {
+            [
+                "allows_total",
+                "denials_total",
+                "deflections_total",
+                "restart_",
+            ]
+            .iter()
+            .any(|m| l.starts_with(&format!("kube_descheduler_guard_{m}")))
+                && !l.contains("_bucket")
+        })
+        .map(String::from)
+        .collect();
+    let logs = format!(
+        "replica-a log:\n{}\nreplica-b log:\n{}\nguard log:\n{}\nguard metrics:\n{}",
+        a.log_text(),
+        b.log_text(),
+        guard.logs(),
+        guard_metrics.join("\n")
+    );
+    let evictions = sim.evictions();
+
+    // No pod evicted twice, and only original pods evicted.
+    for pod in &originals {
+        let n = evictions_of(&sim, pod);
+        assert!(n <= 1, "{pod} evicted {n} times: {evictions:?}\n{logs}");
+    }
+    assert!(
+        evictions.iter().all(|e| originals.contains(&e.name)),
+        "{evictions:?}"
+    );
+    // Each Deployment restarted at most once: one `restartedAt` value ever seen, the template
+    // generation one higher at most, and the guard's restarts counted once per Deployment.
+    assert!(restart_samples > 20, "{restart_samples} samples");
+    let mut restarted_apps = 0.0;
+    for (app, _) in DEPLOYMENTS {
+        let (values, max_gen) = restart_values.get(app).cloned().unwrap_or_default();
+        let final_gen = generation(&cluster.deployment(app));
+        assert!(
+            values.len() <= 1,
+            "{app} restarted {} times: {values:?}\n{logs}",
+            values.len()
+        );
+        assert!(
+            max_gen.max(final_gen) <= generations[app] + 1,
+            "{app}: generation {} → {max_gen}\n{logs}",
+            generations[app]
+        );
+        assert_eq!(values.last().cloned(), cluster.restarted_at(app), "{app}");
+        if !values.is_empty() {
+            restarted_apps += 1.0;
+            // One rollout: the original ReplicaSet and the restarted template's.
+            assert_eq!(cluster.replica_sets(app).len(), 2, "{app}\n{logs}");
+        }
+    }
+    // `api` and `web` left by one restart each (their rollouts removed their pods), `queue` by
+    // one eviction of each of its pods. An eviction of an `api` or `web` pod is accepted only
+    // once the rollout had already deleted it: the cycle works from a list taken seconds
+    // before, and kube-apiserver (like kube-sim and the guard) lets a terminating pod be evicted.
+    assert_eq!(restarted(&sim), RESTARTED, "{logs}");
+    for pod in originals.iter().filter(|p| p.starts_with("queue-")) {
+        assert_eq!(evictions_of(&sim, pod), 1, "{pod}: {evictions:?}\n{logs}");
+    }
+    let of_rolled = evictions
+        .iter()
+        .filter(|e| !e.name.starts_with("queue-"))
+        .count();
+    let terminating = guard
+        .metric("kube_descheduler_guard_allows_total{reason=\"terminating\"}")
+        .await;
+    assert!(
+        of_rolled as f64 <= terminating,
+        "{of_rolled} evictions of pods of restarted Deployments, {terminating} of them terminating: {evictions:?}\n{logs}"
+    );
+    assert_eq!(
+        guard
+            .metric("kube_descheduler_guard_restart_duration_seconds_count")
+            .await,
+        restarted_apps,
+        "{logs}"
+    );
+    assert_eq!(
+        guard
+            .metric("kube_descheduler_guard_restart_errors_total")
+            .await,
+        0.0,
+        "{logs}"
+    );
+    eprintln!(
+        "when the leader died: {evicted_by_leader} accepted evictions, restarted {restarted_by_leader:?}; \
+         lease acquired {acquired} (expiry {expiry}); the follower met a rollout in flight with \
+         {restarted_when_met:?} restarted; evictions {}; restartedAt seen {restart_values:?} in \
+         {restart_samples} samples; Ready {series:?}; guard: {guard_metrics:?}",
+        evictions.len()
+    );
+    // Never without a serving replica while the apps moved.
+    for (app, s) in &series {
+        assert!(s.samples > 20, "{app}: {s:?}");
+        assert!(
+            s.min_ready_pods >= 1 && s.min_ready_replicas >= 1,
+            "{app} had 0 Ready replicas ({s:?})\n{logs}"
+        );
+    }
+    let status = insecure_client()
+        .get(b.url("/healthz"))
+        .send()
+        .await
+        .map(|r| r.status().as_u16())
+        .ok();
+    assert_eq!(status, Some(200), "{logs}");
+    assert!(b.running() && !b.log_text().contains("panicked"), "{logs}");
+    assert_eq!(
+        webhook_healthz(guard.addr.port(), &certs.ca_cert_pem).await,
+        Some((200, "ok".to_string())),
+        "{logs}"
+    );
     sim.shutdown().await;
 }
