@@ -69,6 +69,62 @@ fn evictions_of(sim: &SimHandle, name: &str) -> usize {
         .count()
 }
 
+/// Starts replica-a, waits until it holds the Lease, then starts replica-b, with every eviction
+/// answered 503 until both are ready (nothing evicted, deflected or logged before the chaos).
+/// Returns both and the id of the holding fault.
+async fn start_pair_holding_evictions(sim: &SimHandle) -> (Descheduler, Descheduler, u64) {
+    let hold = sim.add_fault(FaultRule {
+        verb: Some("create".into()),
+        resource: Some("pods/eviction".into()),
+        status: Some(503),
+        message: Some("held until both replicas run".into()),
+        ..Default::default()
+    });
+    let flags = flags();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let pol = policy("");
+    let mut a = start(sim, "replica-a", &pol, &flags);
+    let s = sim.clone();
+    wait_for("replica-a holds the lease", || {
+        holder(&s).starts_with("replica-a_")
+    })
+    .await;
+    let mut b = start(sim, "replica-b", &pol, &flags);
+    a.wait_ready().await;
+    b.wait_ready().await;
+    (a, b, hold)
+}
+
+/// Every eviction takes [`EVICTION_LATENCY`] from now on (the first matching rule wins: the
+/// slow one is added before the hold is dropped).
+fn slow_evictions_from_now_on(sim: &SimHandle, hold: u64) {
+    sim.add_fault(FaultRule {
+        verb: Some("create".into()),
+        resource: Some("pods/eviction".into()),
+        latency: Some(EVICTION_LATENCY),
+        ..Default::default()
+    });
+    sim.remove_fault(hold);
+}
+
+/// After the leader was killed: waits until replica-b holds the Lease and asserts it acquired
+/// it only once replica-a's last renewal had expired. Returns (acquired, expiry).
+async fn follower_takes_over_after_expiry(sim: &SimHandle) -> (jiff::Timestamp, jiff::Timestamp) {
+    let last_renew = lease_time(sim, "renewTime").expect("renewTime of replica-a's lease");
+    let s = sim.clone();
+    wait_for("replica-b holds the lease", || {
+        holder(&s).starts_with("replica-b_")
+    })
+    .await;
+    let acquired = lease_time(sim, "acquireTime").expect("acquireTime of replica-b's lease");
+    let expiry = last_renew + jiff::SignedDuration::from_secs(LEASE_SECONDS as i64);
+    assert!(
+        acquired >= expiry,
+        "replica-b acquired at {acquired}, before replica-a's lease expired at {expiry}"
+    );
+    (acquired, expiry)
+}
+
 /// Samples each app's serving pods (Ready, not terminating) every 50 ms until stopped.
 struct ReadySampler {
     stop: Arc<AtomicBool>,
@@ -137,36 +193,9 @@ async fn leader_killed_mid_cycle_hands_over_after_lease_expiry_and_no_pod_is_evi
         .flat_map(|app| replica_set_with_pods(app, REPLICAS, TAINTED))
         .collect();
     let sim = start_sim(cluster(objects)).await;
-    // Until both replicas run, every eviction fails (nothing evicted, nothing logged).
-    let hold = sim.add_fault(FaultRule {
-        verb: Some("create".into()),
-        resource: Some("pods/eviction".into()),
-        status: Some(503),
-        message: Some("held until both replicas run".into()),
-        ..Default::default()
-    });
-    let flags = flags();
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let pol = policy("");
-    let mut a = start(&sim, "replica-a", &pol, &flags);
-    let s = sim.clone();
-    wait_for("replica-a holds the lease", || {
-        holder(&s).starts_with("replica-a_")
-    })
-    .await;
-    let mut b = start(&sim, "replica-b", &pol, &flags);
-    a.wait_ready().await;
-    b.wait_ready().await;
+    let (mut a, mut b, hold) = start_pair_holding_evictions(&sim).await;
     let sampler = ReadySampler::start(&sim);
-    // Slow evictions from now on (the first matching rule wins: add the slow one, then drop the
-    // hold).
-    sim.add_fault(FaultRule {
-        verb: Some("create".into()),
-        resource: Some("pods/eviction".into()),
-        latency: Some(EVICTION_LATENCY),
-        ..Default::default()
-    });
-    sim.remove_fault(hold);
+    slow_evictions_from_now_on(&sim, hold);
 
     // Kill the leader once its first eviction is accepted: the rest of its cycle is still to do.
     let s = sim.clone();
@@ -183,19 +212,7 @@ async fn leader_killed_mid_cycle_hands_over_after_lease_expiry_and_no_pod_is_evi
         "the leader finished its cycle before it was killed; log:\n{}",
         a.log_text()
     );
-    let last_renew = lease_time(&sim, "renewTime").expect("renewTime of replica-a's lease");
-
-    let s = sim.clone();
-    wait_for("replica-b holds the lease", || {
-        holder(&s).starts_with("replica-b_")
-    })
-    .await;
-    let acquired = lease_time(&sim, "acquireTime").expect("acquireTime of replica-b's lease");
-    let expiry = last_renew + jiff::SignedDuration::from_secs(LEASE_SECONDS as i64);
-    assert!(
-        acquired >= expiry,
-        "replica-b acquired at {acquired}, before replica-a's lease expired at {expiry}"
-    );
+    let (acquired, expiry) = follower_takes_over_after_expiry(&sim).await;
 
     let s = sim.clone();
     let names = pods.clone();
@@ -419,36 +436,11 @@ async fn leader_killed_mid_cycle_behind_the_guard_restarts_no_deployment_twice()
         .collect();
     assert!(restarted(&sim).is_empty());
 
-    // Until both replicas run, every eviction fails (nothing evicted, deflected or logged).
-    let hold = sim.add_fault(FaultRule {
-        verb: Some("create".into()),
-        resource: Some("pods/eviction".into()),
-        status: Some(503),
-        message: Some("held until both replicas run".into()),
-        ..Default::default()
-    });
-    let flags = flags();
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let pol = policy("");
-    let mut a = start(&sim, "replica-a", &pol, &flags);
-    let s = sim.clone();
-    wait_for("replica-a holds the lease", || {
-        holder(&s).starts_with("replica-a_")
-    })
-    .await;
-    let mut b = start(&sim, "replica-b", &pol, &flags);
-    a.wait_ready().await;
-    b.wait_ready().await;
+    let (mut a, mut b, hold) = start_pair_holding_evictions(&sim).await;
     let apps: Vec<&str> = DEPLOYMENTS.iter().map(|(app, _)| *app).collect();
     let ready = e2e_common::Sampler::start(&sim, &apps);
     let restarts = RestartSampler::start(&sim);
-    sim.add_fault(FaultRule {
-        verb: Some("create".into()),
-        resource: Some("pods/eviction".into()),
-        latency: Some(EVICTION_LATENCY),
-        ..Default::default()
-    });
-    sim.remove_fault(hold);
+    slow_evictions_from_now_on(&sim, hold);
 
     // Kill the leader once its first eviction was accepted or deflected (the guard's restart
     // patch is stored before it answers): the rest of its cycle is still to do.
@@ -466,19 +458,7 @@ async fn leader_killed_mid_cycle_behind_the_guard_restarts_no_deployment_twice()
         "the leader finished its cycle before it was killed; log:\n{}",
         a.log_text()
     );
-    let last_renew = lease_time(&sim, "renewTime").expect("renewTime of replica-a's lease");
-
-    let s = sim.clone();
-    wait_for("replica-b holds the lease", || {
-        holder(&s).starts_with("replica-b_")
-    })
-    .await;
-    let acquired = lease_time(&sim, "acquireTime").expect("acquireTime of replica-b's lease");
-    let expiry = last_renew + jiff::SignedDuration::from_secs(LEASE_SECONDS as i64);
-    assert!(
-        acquired >= expiry,
-        "replica-b acquired at {acquired}, before replica-a's lease expired at {expiry}"
-    );
+    let (acquired, expiry) = follower_takes_over_after_expiry(&sim).await;
 
     // The follower asks again for a pod whose rollout the guard started (by the leader's
     // deflection or its own): refused as in flight, not restarted a second time.
