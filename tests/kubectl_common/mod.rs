@@ -28,6 +28,11 @@ pub async fn run(bin: &Path, kubeconfig: Option<&Path>, args: &[&str]) -> Out {
     let mut cmd = tokio::process::Command::new(bin);
     if let Some(kc) = kubeconfig {
         cmd.arg("--kubeconfig").arg(kc);
+        // kubectl caches discovery per host:port under $HOME; test servers reuse ports, so a
+        // shared cache could map kinds of an earlier server (e.g. CRD kinds) on this one.
+        if let Some(dir) = kc.parent() {
+            cmd.arg("--cache-dir").arg(dir.join("kubectl-cache"));
+        }
     }
     let run = cmd
         .args(args)
