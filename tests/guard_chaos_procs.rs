@@ -30,23 +30,6 @@ fn failure_policies(cluster: &Cluster) -> Vec<String> {
         .collect()
 }
 
-async fn healthz(port: u16, ca_pem: &str) -> Option<(u16, String)> {
-    let http = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(ca_pem.as_bytes()).ok()?)
-        .timeout(Duration::from_secs(10))
-        .build()
-        .ok()?;
-    let r = http
-        .get(format!("https://127.0.0.1:{port}/healthz"))
-        .send()
-        .await
-        .ok()?;
-    let code = r.status().as_u16();
-    Some((code, r.text().await.unwrap_or_default()))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guard_killed_between_its_restart_patch_and_its_answer_restarts_once_and_the_drain_completes()
  {
@@ -171,7 +154,7 @@ async fn guard_killed_between_its_restart_patch_and_its_answer_restarts_once_and
         );
     }
     assert_eq!(
-        healthz(port, &certs.ca_cert_pem).await,
+        second.healthz().await,
         Some((200, "ok".to_string())),
         "{ctx}"
     );

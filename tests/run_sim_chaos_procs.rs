@@ -362,24 +362,6 @@ impl RestartSampler {
     }
 }
 
-/// `/healthz` of the webhook, trusting only its CA.
-async fn webhook_healthz(port: u16, ca_pem: &str) -> Option<(u16, String)> {
-    let http = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(ca_pem.as_bytes()).ok()?)
-        .timeout(Duration::from_secs(10))
-        .build()
-        .ok()?;
-    let r = http
-        .get(format!("https://127.0.0.1:{port}/healthz"))
-        .send()
-        .await
-        .ok()?;
-    let code = r.status().as_u16();
-    Some((code, r.text().await.unwrap_or_default()))
-}
-
 /// Deployments restarted by the guard so far (their template carries `restartedAt`).
 fn restarted(sim: &SimHandle) -> Vec<String> {
     DEPLOYMENTS
@@ -424,7 +406,7 @@ async fn leader_killed_mid_cycle_behind_the_guard_restarts_no_deployment_twice()
         .flat_map(|(app, _)| cluster.pods(app))
         .filter_map(|p| p["metadata"]["name"].as_str().map(String::from))
         .collect();
-    let (guard, certs) = e2e_common::guarded(&cluster, &[]).await;
+    let (guard, _certs) = e2e_common::guarded(&cluster, &[]).await;
     let mut n1 = sim.get("v1", "Node", "", TAINTED).expect("node n1");
     n1["spec"]["taints"] =
         serde_json::json!([{"key": "maintenance", "value": "true", "effect": "NoSchedule"}]);
@@ -619,7 +601,7 @@ async fn leader_killed_mid_cycle_behind_the_guard_restarts_no_deployment_twice()
     assert_eq!(status, Some(200), "{logs}");
     assert!(b.running() && !b.log_text().contains("panicked"), "{logs}");
     assert_eq!(
-        webhook_healthz(guard.addr.port(), &certs.ca_cert_pem).await,
+        guard.healthz().await,
         Some((200, "ok".to_string())),
         "{logs}"
     );

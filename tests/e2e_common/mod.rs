@@ -436,6 +436,18 @@ impl Webhook {
             .join("\n")
     }
 
+    /// `GET /healthz`: (status code, body), or `None` when the request fails.
+    pub async fn healthz(&self) -> Option<(u16, String)> {
+        let r = self
+            .http
+            .get(format!("https://127.0.0.1:{}/healthz", self.addr.port()))
+            .send()
+            .await
+            .ok()?;
+        let code = r.status().as_u16();
+        Some((code, r.text().await.unwrap_or_default()))
+    }
+
     /// The `/metrics` text.
     pub async fn metrics(&self) -> String {
         let r = self
