@@ -14,6 +14,7 @@ use k8s_openapi::api::{
 };
 
 pub mod deployment;
+pub mod expectations;
 pub mod kubelet;
 pub mod pdb;
 pub mod quantity;
@@ -89,21 +90,27 @@ pub enum Action {
 /// earlier one wins, except that an update touching only `status` and one touching only the rest
 /// of the object are merged; a dropped write is naturally retried next tick.
 pub fn reconcile_all(state: &ClusterState) -> Vec<Action> {
-    reconcile_all_with(state, Some(&scheduler::NodeUsage::default()))
+    reconcile_all_with(
+        state,
+        Some(&scheduler::NodeUsage::default()),
+        &mut expectations::Expectations::default(),
+    )
 }
 
 /// [`reconcile_all`] over a state that holds only part of the cluster: `base` is what the
 /// pods outside `state` use on each node (see [`scheduler::reconcile_with`]); `None` leaves
-/// the scheduler out (the caller schedules pending pods on its own).
+/// the scheduler out (the caller schedules pending pods on its own). `rs_expectations` are the
+/// ReplicaSet controller's (see [`expectations`]); a ReplicaSet write dropped here lowers them.
 pub fn reconcile_all_with(
     state: &ClusterState,
     base: Option<&scheduler::NodeUsage>,
+    rs_expectations: &mut expectations::Expectations,
 ) -> Vec<Action> {
     let batches = [
         kubelet::reconcile(state),
         base.map(|b| scheduler::reconcile_with(state, b))
             .unwrap_or_default(),
-        replicaset::reconcile(state),
+        replicaset::reconcile_expecting(state, rs_expectations),
         deployment::reconcile(state),
         pdb::reconcile(state),
     ];
@@ -125,8 +132,10 @@ pub fn reconcile_all_with(
                     && let Some(merged) = merge_updates(&orig, first, second)
                 {
                     out[i] = Action::Update(merged);
+                } else if let Some(p) = expectations::pending_of(&action) {
+                    // The later write waits for the next tick; it will not be observed.
+                    rs_expectations.dropped(&p);
                 }
-                // Otherwise the later write waits for the next tick.
             }
         }
     }

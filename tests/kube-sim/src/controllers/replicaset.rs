@@ -8,6 +8,11 @@
 //! ready more recently first, more restarts first, newer first. Deletion is graceful for pods on
 //! a node (`deletionTimestamp = now + terminationGracePeriodSeconds`, default 30, written with an
 //! `Update`) and immediate for unassigned ones, as the API server's pod strategy does.
+//!
+//! Creates and deletes are gated by [`Expectations`] (kube-controller-manager's
+//! `ControllerExpectations`): after a sync issues them, the ReplicaSet creates or deletes nothing
+//! more until the index has observed them (or they expire), so a sync that runs before its own
+//! writes are indexed does not replace a pod twice and then delete a sibling as surplus.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -16,6 +21,7 @@ use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
+use super::expectations::Expectations;
 use super::util::{
     add_secs, create_action, delete_action, is_controlled_by, name, ns, owner_ref, pod_is_active,
     pod_is_available, pod_is_ready, pod_is_terminal, pod_is_terminating, pod_phase,
@@ -26,12 +32,19 @@ use super::{Action, ClusterState};
 /// Upstream's per-sync creation/deletion cap (`BurstReplicas`).
 const BURST_REPLICAS: usize = 500;
 
-/// ReplicaSet actions for one tick.
+/// ReplicaSet actions for one tick over a consistent snapshot of the whole cluster (nothing is
+/// in flight, so no expectations are kept).
 pub fn reconcile(state: &ClusterState) -> Vec<Action> {
+    reconcile_expecting(state, &mut Expectations::default())
+}
+
+/// ReplicaSet actions for a state read through an index that may not have observed the
+/// controller's latest writes: syncs wait for `exp` and record what they issue there.
+pub fn reconcile_expecting(state: &ClusterState, exp: &mut Expectations) -> Vec<Action> {
     state
         .replica_sets
         .iter()
-        .flat_map(|rs| reconcile_one(state, rs))
+        .flat_map(|rs| reconcile_one(state, rs, exp))
         .collect()
 }
 
@@ -47,14 +60,20 @@ pub fn owned_pods<'a>(state: &'a ClusterState, rs: &ReplicaSet) -> Vec<&'a Pod> 
         .collect()
 }
 
-fn reconcile_one(state: &ClusterState, rs: &ReplicaSet) -> Vec<Action> {
+fn reconcile_one(state: &ClusterState, rs: &ReplicaSet, exp: &mut Expectations) -> Vec<Action> {
     let mut out = Vec::new();
+    if !exp.index_has_seen(&rs.metadata) {
+        // Read from the store ahead of the index: its pods may not all be indexed yet. Its own
+        // event brings it back once they are.
+        return out;
+    }
+    let key = (ns(&rs.metadata).to_string(), name(&rs.metadata).to_string());
     let owned = owned_pods(state, rs);
     let active: Vec<&Pod> = owned.iter().copied().filter(|p| pod_is_active(p)).collect();
     let spec = rs.spec.clone();
     let want = usize::try_from(spec.replicas.unwrap_or(1).max(0)).unwrap_or(0);
 
-    if rs.metadata.deletion_timestamp.is_none() {
+    if rs.metadata.deletion_timestamp.is_none() && exp.satisfied(&key, state.now) {
         if active.len() < want {
             if let Some(template) = &spec.template {
                 let n = (want - active.len()).min(BURST_REPLICAS);
@@ -83,13 +102,22 @@ fn reconcile_one(state: &ClusterState, rs: &ReplicaSet) -> Vec<Action> {
                 };
                 if let Some(a) = create_action(&pod) {
                     out.extend(std::iter::repeat_n(a, n));
+                    exp.expect(&key, n, Vec::new(), state.now);
                 }
             }
         } else if active.len() > want {
             let n = (active.len() - want).min(BURST_REPLICAS);
+            let mut deleting = Vec::new();
             for pod in pods_to_delete(state, &active, n) {
-                out.extend(delete_pod(state, pod));
+                if let Some(a) = delete_pod(state, pod) {
+                    out.push(a);
+                    deleting.push((
+                        ns(&pod.metadata).to_string(),
+                        name(&pod.metadata).to_string(),
+                    ));
+                }
             }
+            exp.expect(&key, 0, deleting, state.now);
         }
     }
 

@@ -10,6 +10,15 @@
 //! again for the next pass. Passes are at least one tick apart (the old loop's pace); with
 //! nothing queued the thread sleeps until the next event.
 //!
+//! The ReplicaSet controller keeps [`Expectations`] across passes, lowered by the pod events
+//! this index takes in, as kube-controller-manager's does: the race they close is a sync that
+//! runs on an index which has not yet taken in what the store already holds — its own creates,
+//! or (the one the leader-election test hit) a ReplicaSet written right after its pods and read
+//! from the store before the pods' events were drained. That sync counted one pod of two,
+//! created a second "replacement", and the next sync found three active pods and deleted the
+//! sibling on the most crowded node as surplus. The expectations also record the last
+//! resourceVersion drained, and a ReplicaSet newer than that waits for its own event.
+//!
 //! It runs on its own OS thread with its own single-threaded runtime, so a large reconcile
 //! never takes a request-serving worker.
 use std::sync::Arc;
@@ -18,10 +27,11 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
-use super::cache::{Cache, Key, Kind, key_of};
+use super::cache::{Cache, Key, Kind, PodEntry, key_of};
 use super::focus::{self, Roots};
 use super::scheduling::{self, SchedulingQueue};
 use crate::SimState;
+use crate::controllers::expectations::{self, Expectations};
 use crate::controllers::{self, Action, ClusterState};
 use crate::resources::by_gvr;
 use crate::store::{Event, EventType};
@@ -57,11 +67,17 @@ struct Manager {
     queue: Roots,
     /// Pending pods to schedule, and those waiting for a change.
     sched: SchedulingQueue,
+    /// The ReplicaSet controller's creation/deletion expectations.
+    expectations: Expectations,
 }
 
-/// Reads the whole store into the index and queues every object.
-fn resync(st: &SimState, cache: &mut Cache, queue: &mut Roots) {
+/// Reads the whole store into the index and queues every object. The rebuilt index holds every
+/// write issued so far, so no expectation is outstanding.
+fn resync(st: &SimState, cache: &mut Cache, queue: &mut Roots, exp: &mut Expectations) {
     *cache = Cache::default();
+    exp.clear();
+    // Events after this resourceVersion are in the receiver (it subscribed before).
+    exp.observed_through(st.store.current_rv());
     let kinds = [
         (Kind::Node, "", "nodes"),
         (Kind::Pod, "", "pods"),
@@ -87,6 +103,7 @@ fn resync(st: &SimState, cache: &mut Cache, queue: &mut Roots) {
 
 impl Manager {
     fn on_event(&mut self, ev: &Event) {
+        self.expectations.observed_through(ev.rv);
         let Some(kind) = Kind::of(ev.gr) else {
             return;
         };
@@ -98,6 +115,7 @@ impl Manager {
         match kind {
             Kind::Pod => {
                 let new = self.cache.pods.get(&key).cloned();
+                self.observe_pod(&key, old.as_ref(), new.as_ref(), obj);
                 self.sched
                     .on_pod(&key, old.as_ref(), new.as_ref(), &self.cache);
                 for e in [old.as_ref(), new.as_ref()].into_iter().flatten() {
@@ -111,6 +129,9 @@ impl Manager {
                 }
             }
             Kind::ReplicaSet => {
+                if ev.kind == EventType::Deleted {
+                    self.expectations.forget(&key);
+                }
                 if let Some(Some(d)) = self.cache.replica_sets.get(&key) {
                     self.queue.add(Kind::Deployment, (key.0.clone(), d.clone()));
                 }
@@ -144,6 +165,30 @@ impl Manager {
                 self.sched.move_all();
             }
             Kind::Pdb => {}
+        }
+    }
+
+    /// Lowers the ReplicaSet expectations a pod event fulfils: a pod new to the index counts as
+    /// a creation for its ReplicaSet, a pod gone or terminating as a deletion (upstream's
+    /// `addPod`, `updatePod` and `deletePod` handlers).
+    fn observe_pod(
+        &mut self,
+        key: &Key,
+        old: Option<&PodEntry>,
+        new: Option<&PodEntry>,
+        obj: &Value,
+    ) {
+        if old.is_none()
+            && let Some(rs) = new.and_then(|e| e.owner_rs.as_ref())
+        {
+            self.expectations
+                .creation_observed(&(key.0.clone(), rs.clone()));
+        }
+        let terminating = obj
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|t| !t.is_null());
+        if new.is_none() || terminating {
+            self.expectations.deletion_observed(key);
         }
     }
 
@@ -218,11 +263,15 @@ impl Manager {
     fn reconcile(&mut self, roots: &Roots, pass: &mut Roots) {
         let state = focus::build(&self.st, &self.cache, roots);
         drop_reconciled(&state, pass);
-        let actions = controllers::reconcile_all_with(&state, None);
+        let actions = controllers::reconcile_all_with(&state, None, &mut self.expectations);
         for a in actions {
             let target = action_target(&a);
+            let pending = expectations::pending_of(&a);
             if let Err(e) = super::try_apply_action(&self.st, a) {
                 tracing::debug!("controller action dropped: {e}");
+                if let Some(p) = &pending {
+                    self.expectations.dropped(p);
+                }
                 if let Some((kind, key)) = target {
                     self.queue.add(kind, key);
                 }
@@ -249,7 +298,12 @@ impl Manager {
                 Err(TryRecvError::Lagged(n)) => {
                     tracing::debug!("controllers missed {n} events; resyncing");
                     *rx = rx.resubscribe();
-                    resync(&self.st, &mut self.cache, &mut self.queue);
+                    resync(
+                        &self.st,
+                        &mut self.cache,
+                        &mut self.queue,
+                        &mut self.expectations,
+                    );
                     self.sched.reset(&self.cache);
                 }
                 Err(TryRecvError::Closed) => return false,
@@ -374,8 +428,9 @@ async fn run(st: Arc<SimState>, tick: Duration) {
         cache: Cache::default(),
         queue: Roots::default(),
         sched: SchedulingQueue::default(),
+        expectations: Expectations::default(),
     };
-    resync(&st, &mut m.cache, &mut m.queue);
+    resync(&st, &mut m.cache, &mut m.queue, &mut m.expectations);
     m.sched.reset(&m.cache);
     loop {
         if *shutdown.borrow() || !m.drain(&mut rx) {
@@ -391,7 +446,7 @@ async fn run(st: Arc<SimState>, tick: Duration) {
                     Ok(ev) => m.on_event(&ev),
                     Err(RecvError::Lagged(_)) => {
                         rx = rx.resubscribe();
-                        resync(&st, &mut m.cache, &mut m.queue);
+                        resync(&st, &mut m.cache, &mut m.queue, &mut m.expectations);
                         m.sched.reset(&m.cache);
                     }
                     Err(RecvError::Closed) => return,
@@ -429,3 +484,7 @@ async fn run(st: Arc<SimState>, tick: Duration) {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "manager_tests.rs"]
+mod tests;
