@@ -123,10 +123,12 @@ impl Limits {
         if let Some(n) = node {
             *self.node_counts.entry(n).or_default() += 1;
         }
-        *self
-            .namespace_counts
-            .entry(namespace.to_string())
-            .or_default() += 1;
+        match self.namespace_counts.get_mut(namespace) {
+            Some(n) => *n += 1,
+            None => {
+                self.namespace_counts.insert(namespace.to_string(), 1);
+            }
+        }
     }
 
     /// Evictions counted on `node` this cycle.
@@ -142,6 +144,11 @@ impl Limits {
     /// Whether the node limit is reached for `node`.
     pub fn node_limit_reached(&self, node: NodeId) -> bool {
         self.per_node.is_some_and(|l| self.node_count(node) >= l)
+    }
+
+    /// How many more evictions the total limit allows this cycle (`None`: no total limit).
+    pub fn total_remaining(&self) -> Option<u32> {
+        self.total.map(|l| l.saturating_sub(self.total_count))
     }
 
     /// Whether the total limit is reached.

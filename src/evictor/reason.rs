@@ -171,30 +171,34 @@ pub fn percent(v: f64) -> String {
 
 /// A duration in seconds as people read it: `45s`, `12m 5s`, `3h 20m`, `9d 3h`.
 pub fn duration(secs: i64) -> String {
+    use std::fmt::Write;
     let (sign, s) = if secs < 0 { ("-", -secs) } else { ("", secs) };
     let (d, h, m, sec) = (s / 86_400, s % 86_400 / 3_600, s % 3_600 / 60, s % 60);
-    let text = if d > 0 {
+    let mut out = String::with_capacity(12);
+    out.push_str(sign);
+    // Writing to a String cannot fail.
+    let _ = if d > 0 {
         if h > 0 {
-            format!("{d}d {h}h")
+            write!(out, "{d}d {h}h")
         } else {
-            format!("{d}d")
+            write!(out, "{d}d")
         }
     } else if h > 0 {
         if m > 0 {
-            format!("{h}h {m}m")
+            write!(out, "{h}h {m}m")
         } else {
-            format!("{h}h")
+            write!(out, "{h}h")
         }
     } else if m > 0 {
         if sec > 0 {
-            format!("{m}m {sec}s")
+            write!(out, "{m}m {sec}s")
         } else {
-            format!("{m}m")
+            write!(out, "{m}m")
         }
     } else {
-        format!("{sec}s")
+        write!(out, "{sec}s")
     };
-    format!("{sign}{text}")
+    out
 }
 
 #[cfg(test)]

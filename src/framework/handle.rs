@@ -238,6 +238,11 @@ impl<'a> Handle<'a> {
         self.session.limits().total_limit_reached()
     }
 
+    /// How many more evictions the per-cycle total limit allows (`None`: no total limit).
+    pub fn total_remaining(&self) -> Option<u32> {
+        self.session.limits().total_remaining()
+    }
+
     /// Evictions counted on `node` in this cycle (all profiles).
     pub fn node_evictions(&self, node: NodeId) -> u32 {
         self.session.limits().node_count(node)

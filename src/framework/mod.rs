@@ -6,6 +6,8 @@ pub mod args;
 pub mod cycle;
 pub mod filter_cache;
 pub mod handle;
+#[cfg(test)]
+mod limit_tests;
 pub mod parallel;
 pub mod per_node;
 pub mod podfilter;

@@ -47,40 +47,105 @@ where
     C: Candidate,
     F: Fn(&'s Snapshot, &FilterView<'_>, NodeId, &mut S) -> Vec<C> + Sync,
 {
-    let view = h.filter_view();
     let snapshot = h.snapshot;
-    let per_node: Vec<Vec<C>> = parallel::map_chunks(
-        nodes,
-        |&n| snapshot.pods_on_node_upper_bound(n),
-        parallel::MIN_PARALLEL_WEIGHT,
-        |chunk| {
-            let mut state = S::default();
-            chunk
-                .iter()
-                .map(|&n| {
-                    let mut pods = candidates(snapshot, &view, n, &mut state);
-                    // A pod the PreEvictionFilter rejects would be skipped by `evict`.
-                    pods.retain(|c| view.pre_eviction_filter(c.pod()));
-                    pods
-                })
-                .collect::<Vec<Vec<C>>>()
-        },
-    )
-    .into_iter()
-    .flatten()
-    .collect();
-    for pods in per_node {
-        for c in pods {
-            let p = c.pod();
-            let attempt = match c.into_reason() {
-                Some(reason) => h.evict_prefiltered_because(p, reason),
-                None => h.evict_prefiltered(p, None),
+    if h.total_limit_reached() {
+        // Every attempt will be refused by the total limit: only the first one is recorded (a
+        // limit hit) and the plugin stops, so nodes are analysed one by one, up to the first
+        // node with a candidate, instead of all of them ahead.
+        let mut state = S::default();
+        for &n in nodes {
+            let pods = {
+                let view = h.filter_view();
+                let mut pods = candidates(snapshot, &view, n, &mut state);
+                pods.retain(|c| view.pre_eviction_filter(c.pod()));
+                pods
             };
-            match attempt {
-                Err(e) if e.is_node_limit() => break,
-                Err(e) if e.is_total_limit() => return,
-                _ => {}
+            if evict_node(h, pods) == Stop::Plugin {
+                return;
+            }
+        }
+        return;
+    }
+    // With a total limit the nodes are analysed a window at a time, so that little analysis is
+    // wasted on nodes after the limit is reached (exact: a window's candidates do not depend on
+    // the evictions from earlier windows' nodes).
+    let windows = match h.total_remaining() {
+        Some(_) => windows(nodes, |n| snapshot.pods_on_node_upper_bound(n)),
+        None => vec![nodes],
+    };
+    for window in windows {
+        let view = h.filter_view();
+        let per_node: Vec<Vec<C>> = parallel::map_chunks(
+            window,
+            |&n| snapshot.pods_on_node_upper_bound(n),
+            parallel::MIN_PARALLEL_WEIGHT,
+            |chunk| {
+                let mut state = S::default();
+                chunk
+                    .iter()
+                    .map(|&n| {
+                        let mut pods = candidates(snapshot, &view, n, &mut state);
+                        // A pod the PreEvictionFilter rejects would be skipped by `evict`.
+                        pods.retain(|c| view.pre_eviction_filter(c.pod()));
+                        pods
+                    })
+                    .collect::<Vec<Vec<C>>>()
+            },
+        )
+        .into_iter()
+        .flatten()
+        .collect();
+        for pods in per_node {
+            if evict_node(h, pods) == Stop::Plugin {
+                return;
             }
         }
     }
+}
+
+/// Consecutive windows of `nodes` of about twice [`parallel::MIN_PARALLEL_WEIGHT`] pods each
+/// (enough to be worth both cores).
+fn windows(nodes: &[NodeId], weight: impl Fn(NodeId) -> usize) -> Vec<&[NodeId]> {
+    let target = 2 * parallel::MIN_PARALLEL_WEIGHT;
+    let mut out = Vec::new();
+    let (mut start, mut acc) = (0usize, 0usize);
+    for (i, &n) in nodes.iter().enumerate() {
+        acc += weight(n);
+        if acc >= target {
+            out.push(&nodes[start..=i]);
+            start = i + 1;
+            acc = 0;
+        }
+    }
+    if start < nodes.len() || out.is_empty() {
+        out.push(&nodes[start..]);
+    }
+    out
+}
+
+/// Where evicting a node's candidates stopped.
+#[derive(PartialEq, Eq)]
+enum Stop {
+    /// The node is done (all attempted, or its limit was reached): go on with the next node.
+    Node,
+    /// The total limit was reached: the plugin ends.
+    Plugin,
+}
+
+/// Evicts one node's prefiltered candidates in order, as upstream: a node limit ends the node,
+/// the total limit ends the plugin.
+fn evict_node<C: Candidate>(h: &mut Handle<'_>, pods: Vec<C>) -> Stop {
+    for c in pods {
+        let p = c.pod();
+        let attempt = match c.into_reason() {
+            Some(reason) => h.evict_prefiltered_because(p, reason),
+            None => h.evict_prefiltered(p, None),
+        };
+        match attempt {
+            Err(e) if e.is_node_limit() => break,
+            Err(e) if e.is_total_limit() => return Stop::Plugin,
+            _ => {}
+        }
+    }
+    Stop::Node
 }

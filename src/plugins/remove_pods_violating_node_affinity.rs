@@ -163,6 +163,16 @@ fn affinity_reason(
     .with("bestScore", best)
 }
 
+/// Whether `pod` has node affinity of `kind` at all (the cheap first check of
+/// [`RemovePodsViolatingNodeAffinity::violates`], made before the DefaultEvictor's Filter).
+fn has_affinity(kind: &str, pod: &Pod) -> bool {
+    if kind == REQUIRED {
+        affinity::has_required_node_affinity(pod)
+    } else {
+        affinity::has_preferred_node_affinity(pod)
+    }
+}
+
 /// Best preferred-affinity score over the plugin's nodes, by preferred terms (hash, then equality).
 type BestScores<'s> = HashMap<u64, Vec<(&'s [PreferredSchedulingTerm], i64)>>;
 
@@ -237,6 +247,7 @@ impl DeschedulePlugin for RemovePodsViolatingNodeAffinity {
                         .filter(|&p| {
                             let pod = s.pod(p);
                             !matches!(pod.phase, PodPhase::Succeeded | PodPhase::Failed)
+                                && has_affinity(kind, pod)
                                 && !view.is_moved(p)
                                 && self.filter.matches(pod)
                                 && view.filter(p)

@@ -136,18 +136,13 @@ impl PodLifeTime {
 
 impl PodLifeTime {
     /// Why a pod is evicted: its age against `maxPodLifeTimeSeconds` (and the states asked for).
-    fn reason(&self, pod: &Pod, now: jiff::Timestamp) -> EvictionReason {
+    /// `max_text` is [`Self::max_text`], made once per run.
+    fn reason(&self, pod: &Pod, now: jiff::Timestamp, max_text: &str) -> EvictionReason {
         let age = pod
             .creation_timestamp
             .map(|c| now.duration_since(c).as_secs());
         let age_text = age.map_or("unknown".to_string(), duration);
-        let mut text = match self.args.max_pod_life_time_seconds {
-            Some(max) => format!(
-                "age {age_text} > maxPodLifeTimeSeconds {max} ({})",
-                duration(max as i64)
-            ),
-            None => format!("age {age_text}"),
-        };
+        let mut text = format!("age {age_text}{max_text}");
         if !self.args.states.is_empty() {
             text.push_str(&format!("; in one of the states {:?}", self.args.states));
         }
@@ -191,6 +186,10 @@ impl DeschedulePlugin for PodLifeTime {
 
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         // Which pods qualify does not depend on this plugin's evictions: judged on several threads.
+        // With a total limit, the PreEvictionFilter (nodeFit: the costly part) is applied later,
+        // in eviction order and only as far as the limit lets evictions go; it reads only the
+        // snapshot, which does not change while the plugin runs, so the order is the same.
+        let limited = h.total_remaining().is_some();
         let view = h.filter_view();
         let s = h.snapshot;
         let mut pods: Vec<PodId> = parallel::map_chunks(
@@ -201,7 +200,9 @@ impl DeschedulePlugin for PodLifeTime {
                 chunk
                     .iter()
                     .flat_map(|&n| s.pods_on_node(n))
-                    .filter(|&p| self.qualifies(&view, p) && view.pre_eviction_filter(p))
+                    .filter(|&p| {
+                        self.qualifies(&view, p) && (limited || view.pre_eviction_filter(p))
+                    })
                     .collect::<Vec<PodId>>()
             },
         )
@@ -210,12 +211,71 @@ impl DeschedulePlugin for PodLifeTime {
         .collect();
         // Oldest first across all nodes (a missing creation time sorts first, like Go's zero time).
         pods.sort_by_key(|&p| h.snapshot.pod(p).creation_timestamp);
+        let max_text = self.max_text();
+        if !limited {
+            self.evict_in_order(h, pods, &max_text);
+            return;
+        }
+        let mut rest = &pods[..];
+        while !rest.is_empty() {
+            // Twice the evictions still allowed (some attempts are denied), at least 64.
+            let want = (2 * h.total_remaining().unwrap_or(0) as usize).max(64);
+            let (batch, after) = rest.split_at(want.min(rest.len()));
+            rest = after;
+            let view = h.filter_view();
+            let passing: Vec<PodId> = parallel::map_chunks(
+                batch,
+                |_| PREFILTER_WEIGHT,
+                parallel::MIN_PARALLEL_WEIGHT,
+                |chunk| {
+                    chunk
+                        .iter()
+                        .copied()
+                        .filter(|&p| view.pre_eviction_filter(p))
+                        .collect::<Vec<PodId>>()
+                },
+            )
+            .into_iter()
+            .flatten()
+            .collect();
+            if self.evict_in_order(h, passing, &max_text) == Stop::Plugin {
+                return;
+            }
+        }
+    }
+}
+
+/// The work of one PreEvictionFilter call in [`parallel::map_chunks`] weight units (pods
+/// looked at): nodeFit tries nodes until one fits.
+const PREFILTER_WEIGHT: usize = 8;
+
+/// Where evicting stopped.
+#[derive(PartialEq, Eq)]
+enum Stop {
+    /// Every pod was attempted.
+    Done,
+    /// The total limit was reached: the plugin ends.
+    Plugin,
+}
+
+impl PodLifeTime {
+    /// The part of every reason after the age: ` > maxPodLifeTimeSeconds 86400 (1d)`.
+    fn max_text(&self) -> String {
+        match self.args.max_pod_life_time_seconds {
+            Some(max) => format!(" > maxPodLifeTimeSeconds {max} ({})", duration(max as i64)),
+            None => String::new(),
+        }
+    }
+
+    /// Evicts prefiltered `pods` in order until the total limit is reached.
+    fn evict_in_order(&self, h: &mut Handle<'_>, pods: Vec<PodId>, max_text: &str) -> Stop {
         for p in pods {
-            let reason = self.reason(h.snapshot.pod(p), h.now);
+            let reason = self.reason(h.snapshot.pod(p), h.now, max_text);
             match h.evict_prefiltered_because(p, reason) {
-                Err(e) if e.is_total_limit() => return,
+                Err(e) if e.is_total_limit() => return Stop::Plugin,
                 _ => {}
             }
         }
+        Stop::Done
     }
 }

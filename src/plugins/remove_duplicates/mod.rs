@@ -121,6 +121,15 @@ struct Feasibility<'a> {
 }
 
 impl<'a> Feasibility<'a> {
+    fn new(snapshot: &'a Snapshot, nodes: &'a [NodeId]) -> Self {
+        Feasibility {
+            snapshot,
+            nodes,
+            signatures: Vec::new(),
+            by_hash: HashMap::new(),
+        }
+    }
+
     fn same_signature(a: &Pod, b: &Pod) -> bool {
         a.tolerations == b.tolerations
             && a.node_selector == b.node_selector
@@ -328,6 +337,10 @@ impl BalancePlugin for RemoveDuplicates {
             });
         }
 
+        if h.total_limit_reached() {
+            balance_lazily(h, nodes, &candidates, &mut groups, &group_ids);
+            return;
+        }
         // Pass 2: pods of hot owner keys that pass the Filter and the PreEvictionFilter are
         // counted; on each node the first pod of a duplicate key is the original.
         last_node.iter_mut().for_each(|n| *n = u32::MAX);
@@ -373,76 +386,155 @@ impl BalancePlugin for RemoveDuplicates {
         }
         drop(candidates);
 
-        let mut feasibility = Feasibility {
-            snapshot,
-            nodes,
-            signatures: Vec::new(),
-            by_hash: HashMap::new(),
-        };
+        let mut feasibility = Feasibility::new(snapshot, nodes);
         let mut mark = vec![u32::MAX; snapshot.nodes.len()];
-        let mut sigs: Vec<usize> = Vec::new();
         for (gi, group) in groups.iter().enumerate() {
-            if group.duplicates.is_empty() {
-                continue;
-            }
-            // Feasible nodes: the union, over the duplicates' signatures, of those with at least
-            // two feasible nodes.
-            sigs.clear();
-            for (_, pods) in &group.duplicates {
-                for &p in pods {
-                    let s = feasibility.signature(p);
-                    if !sigs.contains(&s) {
-                        sigs.push(s);
-                    }
-                }
-            }
-            let mut targets = 0usize;
-            for &s in &sigs {
-                let feasible = &feasibility.signatures[s].1;
-                if feasible.len() < 2 {
-                    continue;
-                }
-                for &n in feasible {
-                    if mark[n as usize] != gi as u32 {
-                        mark[n as usize] = gi as u32;
-                        targets += 1;
-                    }
-                }
-            }
-            if targets < 2 {
-                tracing::debug!(
-                    plugin = NAME,
-                    "fewer than two feasible nodes for duplicates"
-                );
-                continue;
-            }
-            let upper = (group.occurrences as usize).div_ceil(targets);
-            'nodes: for (node, pods) in &group.duplicates {
-                // The original is not in the list: the node holds `pods.len() + 1`.
-                if pods.len() < upper {
-                    continue;
-                }
-                let reason = Arc::new(duplicates_reason(
-                    snapshot,
-                    pods[0],
-                    *node,
-                    pods.len() + 1,
-                    group.occurrences as usize,
-                    targets,
-                    upper,
-                ));
-                for &p in &pods[upper.saturating_sub(1)..] {
-                    // Duplicates passed the PreEvictionFilter in pass 2.
-                    match h.evict_prefiltered_because(p, reason.clone()) {
-                        Ok(_) => {}
-                        Err(e) if e.is_total_limit() => return,
-                        Err(e) if e.is_node_limit() => continue 'nodes,
-                        Err(_) => {}
-                    }
-                }
+            if let Stop::Plugin = evict_group(h, &mut feasibility, &mut mark, gi, group) {
+                return;
             }
         }
     }
+}
+
+/// Where evicting stopped.
+enum Stop {
+    /// Go on with the next group.
+    Next,
+    /// The total limit was reached: the plugin ends.
+    Plugin,
+}
+
+/// The lazy form of pass 2 and the group loop, for a run in which the total limit is already
+/// reached: every attempt is refused, so only the first is recorded. Groups are completed one at
+/// a time in group order, each from its own candidates (filters evaluated on demand), up to the
+/// first attempt — the same groups, counts and order as the eager form, without filtering the
+/// candidates of the groups after it.
+fn balance_lazily(
+    h: &mut Handle<'_>,
+    nodes: &[NodeId],
+    candidates: &[Candidate],
+    groups: &mut [Group],
+    group_ids: &[u32],
+) {
+    let snapshot = h.snapshot;
+    let mut members: Vec<Vec<u32>> = vec![Vec::new(); groups.len()];
+    for (ci, c) in candidates.iter().enumerate() {
+        for &g in &group_ids[c.groups.start as usize..c.groups.end as usize] {
+            if groups[g as usize].hot {
+                members[g as usize].push(ci as u32);
+            }
+        }
+    }
+    // Per candidate: 0 not evaluated yet, 1 passes the filters, 2 does not.
+    let mut passes: Vec<u8> = vec![0; candidates.len()];
+    let mut last_node: FxMap<u32, u32> = FxMap::default();
+    let mut feasibility = Feasibility::new(snapshot, nodes);
+    let mut mark = vec![u32::MAX; snapshot.nodes.len()];
+    for gi in 0..groups.len() {
+        if !groups[gi].hot {
+            continue;
+        }
+        last_node.clear();
+        for &ci in &members[gi] {
+            let c = &candidates[ci as usize];
+            let verdict = &mut passes[ci as usize];
+            if *verdict == 0 {
+                *verdict = if h.filter(c.pod) && h.pre_eviction_filter(c.pod) {
+                    1
+                } else {
+                    2
+                };
+            }
+            if *verdict != 1 {
+                continue;
+            }
+            let group = &mut groups[gi];
+            group.occurrences += 1;
+            if last_node.insert(c.dup, c.node) != Some(c.node) {
+                continue;
+            }
+            let node = nodes[c.node as usize];
+            match group.duplicates.last_mut() {
+                Some((n, pods)) if *n == node => pods.push(c.pod),
+                _ => group.duplicates.push((node, vec![c.pod])),
+            }
+        }
+        if let Stop::Plugin = evict_group(h, &mut feasibility, &mut mark, gi, &groups[gi]) {
+            return;
+        }
+    }
+}
+
+/// Evicts the duplicates of group `gi` above its per-node bound (`mark` is scratch space, one
+/// slot per node).
+fn evict_group(
+    h: &mut Handle<'_>,
+    feasibility: &mut Feasibility<'_>,
+    mark: &mut [u32],
+    gi: usize,
+    group: &Group,
+) -> Stop {
+    let snapshot = h.snapshot;
+    if group.duplicates.is_empty() {
+        return Stop::Next;
+    }
+    // Feasible nodes: the union, over the duplicates' signatures, of those with at least
+    // two feasible nodes.
+    let mut sigs: Vec<usize> = Vec::new();
+    for (_, pods) in &group.duplicates {
+        for &p in pods {
+            let s = feasibility.signature(p);
+            if !sigs.contains(&s) {
+                sigs.push(s);
+            }
+        }
+    }
+    let mut targets = 0usize;
+    for &s in &sigs {
+        let feasible = &feasibility.signatures[s].1;
+        if feasible.len() < 2 {
+            continue;
+        }
+        for &n in feasible {
+            if mark[n as usize] != gi as u32 {
+                mark[n as usize] = gi as u32;
+                targets += 1;
+            }
+        }
+    }
+    if targets < 2 {
+        tracing::debug!(
+            plugin = NAME,
+            "fewer than two feasible nodes for duplicates"
+        );
+        return Stop::Next;
+    }
+    let upper = (group.occurrences as usize).div_ceil(targets);
+    'nodes: for (node, pods) in &group.duplicates {
+        // The original is not in the list: the node holds `pods.len() + 1`.
+        if pods.len() < upper {
+            continue;
+        }
+        let reason = Arc::new(duplicates_reason(
+            snapshot,
+            pods[0],
+            *node,
+            pods.len() + 1,
+            group.occurrences as usize,
+            targets,
+            upper,
+        ));
+        for &p in &pods[upper.saturating_sub(1)..] {
+            // Duplicates passed the PreEvictionFilter in pass 2.
+            match h.evict_prefiltered_because(p, reason.clone()) {
+                Ok(_) => {}
+                Err(e) if e.is_total_limit() => return Stop::Plugin,
+                Err(e) if e.is_node_limit() => continue 'nodes,
+                Err(_) => {}
+            }
+        }
+    }
+    Stop::Next
 }
 
 /// What `--explain` counts for a pod: pods of its owner key (namespace, first owner, images).

@@ -265,6 +265,24 @@ impl DeschedulePlugin for RemovePodsViolatingInterPodAntiAffinity {
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let s = h.snapshot;
         let (by_node, by_namespace) = self.list(s, nodes);
+        if h.total_limit_reached() {
+            // Every attempt is refused by the total limit: only the first is recorded, so the
+            // nodes are checked one by one up to it instead of all of them ahead.
+            let mut pool = Pool::new(s, &by_node, &by_namespace, nodes);
+            for &n in nodes {
+                let mut pods: Vec<PodId> = by_node[n as usize]
+                    .iter()
+                    .copied()
+                    .filter(|&p| !affinity::required_anti_affinity_terms(s.pod(p)).is_empty())
+                    .collect();
+                sort::sort_by_priority_low_to_high(s, &mut pods);
+                match evict_conflicting(h, &mut pool, pods) {
+                    Stop::Node => {}
+                    Stop::Plugin => return,
+                }
+            }
+            return;
+        }
         // Each node's candidates in eviction order: pods with required anti-affinity terms (the
         // sort is stable, so dropping the others first keeps the order), by priority, that
         // violate a term while no pod is evicted yet — found on several threads. An eviction only
@@ -301,26 +319,44 @@ impl DeschedulePlugin for RemovePodsViolatingInterPodAntiAffinity {
         .flatten()
         .collect();
         let mut pool = Pool::new(s, by_node, by_namespace, nodes);
-        'nodes: for pods in flagged {
-            for p in pods {
-                let terms = affinity::compile_anti_affinity_terms(s.pod(p));
-                let Some((other, key)) = pool.conflict(p, &terms) else {
-                    continue;
-                };
-                if !h.filter(p) {
-                    continue;
-                }
-                match h.evict_because(p, anti_affinity_reason(s, other, key)) {
-                    Ok(_) => {
-                        pool.removed.insert(p);
-                    }
-                    Err(e) if e.is_node_limit() => continue 'nodes,
-                    Err(e) if e.is_total_limit() => return,
-                    Err(_) => {}
-                }
+        for pods in flagged {
+            if let Stop::Plugin = evict_conflicting(h, &mut pool, pods) {
+                return;
             }
         }
     }
+}
+
+/// Where evicting a node's pods stopped.
+enum Stop {
+    /// Go on with the next node (all pods tried, or the node limit reached).
+    Node,
+    /// The total limit was reached: the plugin ends.
+    Plugin,
+}
+
+/// Evicts the pods of one node (in eviction order) whose anti-affinity selects a pod still in
+/// `pool`, that pass the DefaultEvictor's Filter.
+fn evict_conflicting(h: &mut Handle<'_>, pool: &mut Pool<'_, '_>, pods: Vec<PodId>) -> Stop {
+    let s = pool.s;
+    for p in pods {
+        let terms = affinity::compile_anti_affinity_terms(s.pod(p));
+        let Some((other, key)) = pool.conflict(p, &terms) else {
+            continue;
+        };
+        if !h.filter(p) {
+            continue;
+        }
+        match h.evict_because(p, anti_affinity_reason(s, other, key)) {
+            Ok(_) => {
+                pool.removed.insert(p);
+            }
+            Err(e) if e.is_node_limit() => return Stop::Node,
+            Err(e) if e.is_total_limit() => return Stop::Plugin,
+            Err(_) => {}
+        }
+    }
+    Stop::Node
 }
 
 /// Why a pod is evicted: `other` is in its topology domain (`key`) and its required

@@ -104,11 +104,17 @@ impl Hash for Constraint<'_> {
 impl<'s> Constraint<'s> {
     /// Upstream `newTopologySpreadConstraint`; `None` when the selector is invalid.
     fn new(c: &'s TopologySpreadConstraint, pod: &'s Pod) -> Option<Self> {
-        let (selector, match_labels) = match &c.label_selector {
+        Self::unselected(c, pod).selected(c)
+    }
+
+    /// The constraint without its selector compiled: enough for equality (the selector follows
+    /// from the compared `label_selector` and `match_labels`), so that a duplicate costs no
+    /// selector compilation.
+    fn unselected(c: &'s TopologySpreadConstraint, pod: &'s Pod) -> Self {
+        let match_labels = match &c.label_selector {
             // A nil selector selects nothing, and matchLabelKeys are not merged into it.
-            None => (None, Vec::new()),
-            Some(ls) => {
-                let mut sel = selector::compile_strict(ls).ok()?;
+            None => Vec::new(),
+            Some(_) => {
                 let mut extra: Vec<(&str, &str)> = c
                     .match_label_keys
                     .iter()
@@ -117,17 +123,12 @@ impl<'s> Constraint<'s> {
                     .collect();
                 extra.sort_unstable();
                 extra.dedup();
-                sel.extend(
-                    extra
-                        .iter()
-                        .map(|(k, v)| Expression::Equal(k.to_string(), v.to_string())),
-                );
-                (Some(sel), extra)
+                extra
             }
         };
         let honor_affinity = c.node_affinity_policy.as_deref().unwrap_or("Honor") == "Honor";
         let honor_taints = c.node_taints_policy.as_deref().unwrap_or("Ignore") == "Honor";
-        Some(Constraint {
+        Constraint {
             max_skew: c.max_skew,
             topology_key: &c.topology_key,
             label_selector: c.label_selector.as_ref(),
@@ -135,9 +136,24 @@ impl<'s> Constraint<'s> {
             node_affinity: honor_affinity
                 .then(|| (&*pod.node_selector, affinity::required_node_terms(pod))),
             tolerations: honor_taints.then_some(&pod.tolerations[..]),
-            selector,
+            selector: None,
             source: pod,
-        })
+        }
+    }
+
+    /// Compiles the selector of [`Self::unselected`] (`c` is the constraint it was made from);
+    /// `None` when the selector is invalid.
+    fn selected(mut self, c: &TopologySpreadConstraint) -> Option<Self> {
+        if let Some(ls) = &c.label_selector {
+            let mut sel = selector::compile_strict(ls).ok()?;
+            sel.extend(
+                self.match_labels
+                    .iter()
+                    .map(|(k, v)| Expression::Equal(k.to_string(), v.to_string())),
+            );
+            self.selector = Some(sel);
+        }
+        Some(self)
     }
 
     /// Whether `pod` is counted by this constraint (a nil selector counts none).
@@ -408,24 +424,44 @@ impl RemovePodsViolatingTopologySpreadConstraint {
                     if !self.constraints.contains(&c.when_unsatisfiable) {
                         continue;
                     }
-                    let Some(tsc) = Constraint::new(c, pod) else {
-                        continue;
-                    };
+                    // Equal constraints have equal selectors, which are compiled (and found
+                    // valid or not) once, for the first.
+                    let tsc = Constraint::unselected(c, pod);
                     let mut hasher = rustc_hash::FxHasher::default();
                     tsc.hash(&mut hasher);
                     let bucket = buckets.entry(hasher.finish()).or_default();
-                    if !bucket.iter().any(|&i| constraints[i] == tsc) {
-                        bucket.push(constraints.len());
-                        constraints.push(tsc);
+                    if bucket.iter().any(|&i| constraints[i] == tsc) {
+                        continue;
                     }
+                    let Some(tsc) = tsc.selected(c) else {
+                        continue;
+                    };
+                    bucket.push(constraints.len());
+                    constraints.push(tsc);
                 }
             }
             // Pods by label pair, so a constraint with matchLabels only scans pods that can match.
+            // Only the label keys some constraint's matchLabels names are indexed. (A pair no pod
+            // has narrows to no pod, as a scan would find: the selector requires the pair.)
+            let indexed = constraints.len() > 1;
             let mut by_label: HashMap<(&str, &str), Vec<PodId>> = HashMap::default();
-            if constraints.len() > 1 {
+            if indexed {
+                let mut keys: Vec<&str> = constraints
+                    .iter()
+                    .filter_map(|c| c.label_selector.and_then(|ls| ls.match_labels.as_ref()))
+                    .flat_map(|ml| ml.keys().map(String::as_str))
+                    .collect();
+                keys.sort_unstable();
+                keys.dedup();
                 for &p in pods {
-                    for (k, v) in s.pod(p).labels.iter() {
-                        by_label.entry((k, v)).or_default().push(p);
+                    let labels = &s.pod(p).labels;
+                    for &key in &keys {
+                        if let Some((k, v)) = labels.get_key_value(key) {
+                            by_label
+                                .entry((k.as_str(), v.as_str()))
+                                .or_default()
+                                .push(p);
+                        }
                     }
                 }
             }
@@ -433,7 +469,7 @@ impl RemovePodsViolatingTopologySpreadConstraint {
                 let narrowed = c
                     .label_selector
                     .and_then(|ls| ls.match_labels.as_ref())
-                    .filter(|_| !by_label.is_empty())
+                    .filter(|_| indexed)
                     .and_then(|ml| {
                         ml.iter()
                             .map(|(k, v)| by_label.get(&(k.as_str(), v.as_str())))
@@ -467,10 +503,6 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
 
     fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let s = h.snapshot;
-        let listed = |h: &Handle<'_>, p: PodId| {
-            let pod = s.pod(p);
-            self.filter.matches(pod) && h.filter(p)
-        };
         // The listed pods by namespace, in node order (chunks of nodes on several threads,
         // appended in node order).
         let view = h.filter_view();
@@ -499,6 +531,18 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
         // they are analysed in parallel; the chosen pods are concatenated in namespace order,
         // exactly as one thread would have chosen them.
         let by_namespace: Vec<(&str, Vec<PodId>)> = by_namespace.into_iter().collect();
+        let mut node_limited: HashSet<NodeId> = HashSet::default();
+        if h.total_limit_reached() {
+            // Every attempt is refused by the total limit: only the first is recorded, so the
+            // namespaces are balanced one by one up to it instead of all of them ahead.
+            for ns in by_namespace.chunks(1) {
+                let chosen = self.choose(s, nodes, ns);
+                if let Stop::Plugin = self.evict_chosen(h, chosen, &mut node_limited) {
+                    return;
+                }
+            }
+            return;
+        }
         let chosen: Vec<(PodId, Arc<EvictionReason>)> = parallel::map_chunks(
             &by_namespace,
             |(_, pods)| pods.len(),
@@ -508,10 +552,33 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
         .into_iter()
         .flatten()
         .collect();
-        let mut node_limited: HashSet<NodeId> = HashSet::default();
+        self.evict_chosen(h, chosen, &mut node_limited);
+    }
+}
+
+/// Where evicting the chosen pods stopped.
+enum Stop {
+    /// Every chosen pod was tried.
+    Done,
+    /// The total limit was reached: the plugin ends.
+    Plugin,
+}
+
+impl RemovePodsViolatingTopologySpreadConstraint {
+    /// Evicts the `chosen` pods in order that are still listed; a node whose limit was reached
+    /// (`node_limited`) is skipped from then on.
+    fn evict_chosen(
+        &self,
+        h: &mut Handle<'_>,
+        chosen: Vec<(PodId, Arc<EvictionReason>)>,
+        node_limited: &mut HashSet<NodeId>,
+    ) -> Stop {
+        let s = h.snapshot;
         for (p, reason) in chosen {
             let node = s.pod(p).node;
-            if node.is_some_and(|n| node_limited.contains(&n)) || !listed(h, p) {
+            if node.is_some_and(|n| node_limited.contains(&n))
+                || !(self.filter.matches(s.pod(p)) && h.filter(p))
+            {
                 continue;
             }
             match h.evict_because(p, reason) {
@@ -521,10 +588,11 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
                         node_limited.insert(n);
                     }
                 }
-                Err(e) if e.is_total_limit() => return,
+                Err(e) if e.is_total_limit() => return Stop::Plugin,
                 Err(_) => {}
             }
         }
+        Stop::Done
     }
 }
 
