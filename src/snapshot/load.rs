@@ -12,31 +12,20 @@ use super::{Snapshot, SnapshotBuilder};
 use crate::error::ConfigError;
 
 /// Loads a snapshot file. Errors name the document / item index, kind and name. A JSON `List` is
-/// streamed (see [`super::stream`]); anything else is read into memory first.
+/// streamed from the mapped file (see [`super::stream`]); anything else is loaded from the whole
+/// text at once. Pipes (e.g. `--snapshot <(kubectl get ... -o json)`) are read into memory first.
 pub fn load_file(path: &std::path::Path) -> Result<Snapshot, ConfigError> {
-    let mut head = [0u8; 64];
-    let starts_with_brace = std::fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read(&mut f, &mut head).map(|n| head[..n].to_vec()))
-        .ok()
-        .and_then(|h| h.into_iter().find(|b| !b.is_ascii_whitespace()))
-        == Some(b'{');
-    if starts_with_brace {
-        match super::stream::load_json_list_file(path) {
-            Ok(Some(builder)) => return Ok(builder.build()),
-            Ok(None) => {}
-            Err(e) => {
-                return Err(ConfigError::new(format!(
-                    "snapshot {}: {}",
-                    path.display(),
-                    e.0
-                )));
-            }
-        }
-    }
-    let bytes = std::fs::read(path)
+    let bytes = std::fs::File::open(path)
+        .and_then(super::stream::FileBytes::open)
         .map_err(|e| ConfigError::new(format!("cannot read snapshot {}: {e}", path.display())))?;
-    load_bytes(&bytes)
-        .map_err(|e| ConfigError::new(format!("snapshot {}: {}", path.display(), e.0)))
+    let in_file =
+        |e: ConfigError| ConfigError::new(format!("snapshot {}: {}", path.display(), e.0));
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+        && let Some(builder) = super::stream::load_json_list(&bytes).map_err(in_file)?
+    {
+        return Ok(builder.build());
+    }
+    load_bytes(&bytes).map_err(in_file)
 }
 
 /// Loads a snapshot from bytes (JSON if it starts with `{` or `[`, else YAML).

@@ -1,8 +1,9 @@
-//! Streaming a large JSON `List` from a file: a scanner cuts the `items` array into whole items
-//! block by block (inside an item it classifies 64 bytes at a time: quotes, backslashes, braces),
-//! and worker threads convert the blocks in parallel. Only a few blocks are in memory at once, so a
-//! 150,000-pod snapshot never sits in memory as text; block buffers and per-block pod lists are
-//! reused rather than allocated (and page-faulted) anew.
+//! Streaming a large JSON `List` from a file: a scanner ([`scan`]) cuts the `items` array into
+//! whole items block by block, and worker threads convert the blocks in parallel while the scanner
+//! goes on. A regular file is memory-mapped ([`FileBytes`]): blocks are slices of the page cache,
+//! so nothing is copied into buffers of ours (whose fresh pages the kernel would have to zero),
+//! and each block's pages are unmapped again once it is converted, so the file never adds up in
+//! the resident size. Per-block pod lists are reused rather than allocated (and page-faulted) anew.
 
 use std::io::Read;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,287 +12,120 @@ use std::sync::mpsc;
 use super::SnapshotBuilder;
 use crate::error::ConfigError;
 
-/// Bytes read per block.
+mod scan;
+use scan::Scanner;
+
+/// Bytes scanned per block.
 const BLOCK: usize = if cfg!(test) { 4096 } else { 2 << 20 };
 
 /// Fewest bytes a pod item takes in a `kubectl get -o json` list (name, namespace, uid, a
 /// container, status): with it, the file size bounds the number of pods from above.
-const MIN_POD_BYTES: u64 = 400;
+const MIN_POD_BYTES: usize = 400;
 
-/// Scanner state carried across blocks.
-#[derive(Default)]
-struct Scanner {
-    depth: i32,
-    in_string: bool,
-    escape: bool,
-    string_start: usize,
-    /// The last string seen at depth 1 (a key or a value).
-    last_string: Vec<u8>,
-    /// The key whose value is being read at depth 1.
-    pending_key: Vec<u8>,
-    in_items: bool,
-    item_start: Option<usize>,
-    /// Inside an item: how many of its braces are open (0 between items).
-    item_depth: u32,
-    list_kind: Option<String>,
-    done: bool,
+/// A snapshot file's bytes: the file mapped into memory when it is a regular file, else (a pipe,
+/// process substitution, or a file system that cannot map) read into memory.
+pub struct FileBytes {
+    inner: Inner,
 }
 
-/// One block of complete items, with their byte ranges.
-struct Batch {
+enum Inner {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl FileBytes {
+    /// Maps `file`, or reads it to the end where it cannot be mapped.
+    pub fn open(mut file: std::fs::File) -> std::io::Result<Self> {
+        if file.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {
+            // SAFETY: the mapping is read-only and the bytes are only read, and validated (UTF-8,
+            // JSON) like any input. A file that another process rewrites while it is loaded is read
+            // as whatever bytes it holds then; one truncated meanwhile ends the process with
+            // SIGBUS — the risk every tool that maps its input takes (a snapshot is a file written
+            // once, before `plan` runs).
+            if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+                // Read ahead aggressively on a cold cache; a no-op when the file is cached.
+                let _ = map.advise(memmap2::Advice::Sequential);
+                return Ok(FileBytes {
+                    inner: Inner::Mapped(map),
+                });
+            }
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Ok(FileBytes {
+            inner: Inner::Read(bytes),
+        })
+    }
+
+    /// Gives the pages of `offset..offset + len` back (only whole pages inside the range): they
+    /// are done with. A later read of them would map them from the page cache again.
+    fn release(&self, offset: usize, len: usize) {
+        const PAGE: usize = 4096;
+        let Inner::Mapped(map) = &self.inner else {
+            return;
+        };
+        let start = offset.next_multiple_of(PAGE);
+        let end = (offset + len) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: MADV_DONTNEED on a read-only shared file mapping only drops page table
+            // entries: a later access maps the same page-cache page again, so any slice of the
+            // mapping still in use reads the same bytes (unlike private anonymous memory, which
+            // would read back zeros).
+            let _ = unsafe {
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+            };
+        }
+    }
+}
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match &self.inner {
+            Inner::Mapped(map) => map,
+            Inner::Read(bytes) => bytes,
+        }
+    }
+}
+
+/// One block of complete items: its text (a slice of the file from byte `offset`) and the items'
+/// byte ranges in it.
+struct Batch<'f> {
     seq: usize,
     first_index: usize,
-    text: Vec<u8>,
+    offset: usize,
+    text: &'f [u8],
     items: Vec<(usize, usize)>,
 }
 
-/// Bytes the item scanner classifies at once.
-const LANES: usize = 64;
-
-/// Masks (bit `i` = byte `i`) of the bytes that matter inside an item: quotes, backslashes and
-/// braces. Brackets need no tracking there: in valid JSON an object's braces balance on their own,
-/// and an item that is not valid JSON fails when it is converted.
-#[derive(Clone, Copy)]
-struct Masks {
-    quote: u64,
-    backslash: u64,
-    open: u64,
-    close: u64,
-}
-
-impl Masks {
-    /// Classifies 64 bytes, eight at a time (SWAR: bytes compared inside a `u64`).
-    fn of(chunk: &[u8; LANES]) -> Self {
-        const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        // The high bit of each byte of `w` that equals `c` (exact: no false positives).
-        let eq = |w: u64, c: u8| -> u64 {
-            let t = w ^ (ONES * u64::from(c));
-            !(((t & LOW7) + LOW7) | t | LOW7)
-        };
-        // The high bits of the eight bytes, gathered into the low eight bits.
-        let pack = |hi: u64| -> u64 { ((hi >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56 };
-        let mut m = Masks {
-            quote: 0,
-            backslash: 0,
-            open: 0,
-            close: 0,
-        };
-        for (k, word) in chunk.chunks_exact(8).enumerate() {
-            let mut bytes = [0u8; 8];
-            bytes.copy_from_slice(word);
-            let w = u64::from_le_bytes(bytes);
-            let shift = k * 8;
-            m.quote |= pack(eq(w, b'"')) << shift;
-            m.backslash |= pack(eq(w, b'\\')) << shift;
-            m.open |= pack(eq(w, b'{')) << shift;
-            m.close |= pack(eq(w, b'}')) << shift;
-        }
-        m
-    }
-}
-
-/// Bit `i` set when an odd number of bits at or below `i` are set in `x`.
-fn prefix_xor(mut x: u64) -> u64 {
-    x ^= x << 1;
-    x ^= x << 2;
-    x ^= x << 4;
-    x ^= x << 8;
-    x ^= x << 16;
-    x ^= x << 32;
-    x
-}
-
-impl Scanner {
-    /// Scans `buf[from..]`, recording complete items. Returns `Err` on structure the streaming
-    /// path does not handle (the caller falls back to the in-memory loader).
-    fn scan(&mut self, buf: &[u8], from: usize, items: &mut Vec<(usize, usize)>) -> Result<(), ()> {
-        let mut i = from;
-        if self.item_depth > 0 {
-            match self.scan_item(buf, i) {
-                Some(end) => i = self.finish_item(end, items),
-                None => return Ok(()),
-            }
-        }
-        while i < buf.len() && !self.done {
-            let c = buf[i];
-            if self.in_string {
-                if self.escape {
-                    self.escape = false;
-                } else if c == b'\\' {
-                    self.escape = true;
-                } else if c == b'"' {
-                    self.in_string = false;
-                    if self.depth == 1 {
-                        self.last_string = buf[self.string_start..i].to_vec();
-                        if self.pending_key == b"kind" {
-                            self.list_kind = String::from_utf8(self.last_string.clone()).ok();
-                            self.pending_key.clear();
-                        }
-                    }
-                }
-                i += 1;
-                continue;
-            }
-            match c {
-                b'"' => {
-                    self.in_string = true;
-                    self.string_start = i + 1;
-                }
-                b':' if self.depth == 1 => self.pending_key = std::mem::take(&mut self.last_string),
-                b',' if self.depth == 1 => self.pending_key.clear(),
-                b'{' | b'[' => {
-                    if self.depth == 0 && c != b'{' {
-                        return Err(());
-                    }
-                    if self.depth == 1 && c == b'[' && self.pending_key == b"items" {
-                        self.in_items = true;
-                    }
-                    if self.in_items && self.depth == 2 {
-                        if c != b'{' {
-                            return Err(());
-                        }
-                        // An item: find its end with the item scanner.
-                        self.item_start = Some(i);
-                        self.item_depth = 1;
-                        match self.scan_item(buf, i + 1) {
-                            Some(end) => {
-                                i = self.finish_item(end, items);
-                                continue;
-                            }
-                            None => return Ok(()),
-                        }
-                    }
-                    self.depth += 1;
-                }
-                b'}' | b']' => {
-                    self.depth -= 1;
-                    if self.in_items && self.depth == 1 {
-                        self.in_items = false;
-                    } else if self.depth == 0 {
-                        self.done = true;
-                    }
-                }
-                _ => {}
-            }
-            i += 1;
-        }
-        Ok(())
-    }
-
-    /// Records the item that ends before `end`; returns where scanning goes on.
-    fn finish_item(&mut self, end: usize, items: &mut Vec<(usize, usize)>) -> usize {
-        if let Some(start) = self.item_start.take() {
-            items.push((start, end));
-        }
-        end
-    }
-
-    /// Scans inside an item from `buf[from..]`, 64 bytes at a time: returns the end (exclusive)
-    /// of the item when its last brace closes, or `None` when `buf` ends first (the state carries
-    /// over to the next call). A quote is escaped by an odd run of backslashes before it.
-    fn scan_item(&mut self, buf: &[u8], from: usize) -> Option<usize> {
-        let mut i = from;
-        while let Some(chunk) = buf.get(i..i + LANES) {
-            let Ok(chunk) = <&[u8; LANES]>::try_from(chunk) else {
-                break;
-            };
-            let m = Masks::of(chunk);
-            let mut escaped = u64::from(self.escape);
-            self.escape = false;
-            let mut pending = m.backslash;
-            while pending != 0 {
-                let j = pending.trailing_zeros();
-                pending &= pending - 1;
-                if escaped & (1 << j) != 0 {
-                    continue;
-                }
-                if j == 63 {
-                    self.escape = true;
-                } else {
-                    escaped |= 1 << (j + 1);
-                }
-            }
-            // Bit set: inside a string (its opening quote included, its closing one not).
-            let carry = if self.in_string { u64::MAX } else { 0 };
-            let strings = prefix_xor(m.quote & !escaped) ^ carry;
-            self.in_string = strings >> 63 == 1;
-            let open = m.open & !strings;
-            let close = m.close & !strings;
-            if close.count_ones() < self.item_depth {
-                // The item cannot end in this chunk.
-                self.item_depth = self.item_depth + open.count_ones() - close.count_ones();
-            } else {
-                let mut braces = open | close;
-                while braces != 0 {
-                    let j = braces.trailing_zeros();
-                    braces &= braces - 1;
-                    if open & (1 << j) != 0 {
-                        self.item_depth += 1;
-                    } else {
-                        self.item_depth -= 1;
-                        if self.item_depth == 0 {
-                            self.in_string = false;
-                            self.escape = false;
-                            return Some(i + j as usize + 1);
-                        }
-                    }
-                }
-            }
-            i += LANES;
-        }
-        // Fewer than 64 bytes left: byte by byte, with the same rules.
-        while i < buf.len() {
-            let c = buf[i];
-            i += 1;
-            if self.escape {
-                self.escape = false;
-                continue;
-            }
-            match c {
-                b'\\' => self.escape = true,
-                b'"' => self.in_string = !self.in_string,
-                b'{' if !self.in_string => self.item_depth += 1,
-                b'}' if !self.in_string => {
-                    self.item_depth -= 1;
-                    if self.item_depth == 0 {
-                        self.in_string = false;
-                        return Some(i);
-                    }
-                }
-                _ => {}
-            }
-        }
-        None
-    }
-}
-
-/// Loads a JSON `List` file by streaming. `Ok(None)`: the file is not a single JSON object with an
-/// `items` array read before anything else needs it — use the in-memory loader.
+/// Loads a JSON `List` file by streaming (see [`load_json_list`]).
 pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuilder>, ConfigError> {
-    let io_err = |e: std::io::Error| {
-        ConfigError::new(format!("cannot read snapshot {}: {e}", path.display()))
-    };
-    let mut file = std::fs::File::open(path).map_err(io_err)?;
+    let bytes = std::fs::File::open(path)
+        .and_then(FileBytes::open)
+        .map_err(|e| ConfigError::new(format!("cannot read snapshot {}: {e}", path.display())))?;
+    load_json_list(&bytes)
+}
+
+/// Loads a JSON `List` by streaming its items to worker threads. `Ok(None)`: the bytes are not a
+/// single JSON object with an `items` array read before anything else needs it — use the
+/// in-memory loader.
+pub fn load_json_list(bytes: &FileBytes) -> Result<Option<SnapshotBuilder>, ConfigError> {
     // Merged pods go into one vector: reserving an upper bound up front avoids copying it as it
     // grows (the untouched part is returned by `shrink_pods`).
     let mut merger = Merger::default();
-    if let Ok(meta) = file.metadata() {
-        let estimate = (meta.len() / MIN_POD_BYTES).min(4_000_000) as usize;
-        merger.out.reserve_pods(estimate);
-    }
+    merger
+        .out
+        .reserve_pods((bytes.len() / MIN_POD_BYTES).min(4_000_000));
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 4);
     let (tx, rx) = mpsc::sync_channel::<Batch>(workers);
     let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
-    // Converted blocks' text buffers go back to the reader, so their memory is reused.
-    let (recycle_tx, recycle_rx) = mpsc::channel::<Vec<u8>>();
     let kind_cell: std::sync::Arc<std::sync::OnceLock<Option<String>>> = Default::default();
     let merger = std::sync::Mutex::new(merger);
     let failed = || ConfigError::new("snapshot loader: a worker failed");
-    // The index of the first bad item known so far (workers skip blocks after it; the reader
-    // stops reading).
+    // The index of the first bad item known so far (workers skip blocks after it; the scanner
+    // stops).
     let first_bad = AtomicUsize::new(usize::MAX);
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
@@ -299,7 +133,6 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
                 let rx = rx.clone();
                 let kind_cell = kind_cell.clone();
                 let merger = &merger;
-                let recycle_tx = recycle_tx.clone();
                 let first_bad = &first_bad;
                 scope.spawn(move || -> Result<(), ItemError> {
                     loop {
@@ -316,59 +149,8 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
                             first_bad.fetch_min(index, Ordering::AcqRel);
                             (index, e)
                         };
-                        let text = std::str::from_utf8(&batch.text).map_err(|e| {
-                            let at = e.valid_up_to();
-                            let n = batch.items.iter().position(|&(_, b)| at < b).unwrap_or(0);
-                            fail(
-                                batch.first_index + n,
-                                ConfigError::new(format!(
-                                    "items[{}]: not UTF-8 text: {e}",
-                                    batch.first_index + n
-                                )),
-                            )
-                        })?;
-                        let default_kind = kind_cell.get().cloned().flatten();
-                        let default_kind = default_kind
-                            .as_deref()
-                            .and_then(|k| k.strip_suffix("List"))
-                            .filter(|k| !k.is_empty());
-                        let pods = merger
-                            .lock()
-                            .map_err(|_| (usize::MAX, failed()))?
-                            .spare_pods
-                            .pop()
-                            .unwrap_or_default();
-                        let mut local = SnapshotBuilder::with_pod_buffer(pods);
-                        // Count the kinds first (the `kind` key is usually near the start), so
-                        // the lists are allocated once.
-                        let mut counts = [0usize; 3];
-                        let peeked: Vec<Option<&str>> = batch
-                            .items
-                            .iter()
-                            .map(|&(a, b)| super::json::peek_kind(&text[a..b]))
-                            .collect();
-                        for kind in &peeked {
-                            match kind.or(default_kind) {
-                                Some("Pod") => counts[0] += 1,
-                                Some("ReplicaSet") => counts[1] += 1,
-                                Some("Deployment") => counts[2] += 1,
-                                _ => {}
-                            }
-                        }
-                        local.reserve_many(counts[0], counts[1], counts[2]);
-                        for (n, (&(a, b), &kind)) in batch.items.iter().zip(&peeked).enumerate() {
-                            let where_ = || format!("items[{}]", batch.first_index + n);
-                            super::decode::add_peeked_json_object(
-                                &text[a..b],
-                                kind,
-                                &where_,
-                                default_kind,
-                                &mut local,
-                            )
-                            .map_err(|e| fail(batch.first_index + n, e))?;
-                        }
-                        // The reader may have stopped; then the buffer is simply dropped.
-                        let _ = recycle_tx.send(batch.text);
+                        let local = convert(&batch, &kind_cell, merger, &fail)?;
+                        bytes.release(batch.offset, batch.text.len());
                         merger
                             .lock()
                             .map_err(|_| (usize::MAX, failed()))?
@@ -380,10 +162,9 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
         // Only the workers hold the receiver: if they all stop (errors), sending fails instead of
         // blocking.
         drop(rx);
-        drop(recycle_tx);
-        let produced = produce(&mut file, &tx, &recycle_rx, &kind_cell, &first_bad, io_err);
+        let produced = produce(bytes, &tx, &kind_cell, &first_bad);
         drop(tx);
-        // Every block before a failing one was handed out before it (one reader, FIFO) and is
+        // Every block before a failing one was handed out before it (one scanner, FIFO) and is
         // converted to the end by a worker that stops only at its own first error: the smallest
         // failing index is the first bad item of the file, whichever worker found it when.
         let mut first_err: Option<ItemError> = None;
@@ -400,7 +181,7 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
                 first_err = Some(e);
             }
         }
-        // A bad item comes before what the reader saw later (e.g. the end of the file).
+        // A bad item comes before what the scanner saw later (e.g. the end of the file).
         if let Some((_, e)) = first_err {
             return Err(e);
         }
@@ -423,6 +204,66 @@ pub fn load_json_list_file(path: &std::path::Path) -> Result<Option<SnapshotBuil
         }
         Ok(Some(m.out))
     })
+}
+
+/// Converts one block's items into a builder of its own.
+fn convert(
+    batch: &Batch<'_>,
+    kind_cell: &std::sync::OnceLock<Option<String>>,
+    merger: &std::sync::Mutex<Merger>,
+    fail: &dyn Fn(usize, ConfigError) -> ItemError,
+) -> Result<SnapshotBuilder, ItemError> {
+    let text = std::str::from_utf8(batch.text).map_err(|e| {
+        let at = e.valid_up_to();
+        let n = batch.items.iter().position(|&(_, b)| at < b).unwrap_or(0);
+        fail(
+            batch.first_index + n,
+            ConfigError::new(format!(
+                "items[{}]: not UTF-8 text: {e}",
+                batch.first_index + n
+            )),
+        )
+    })?;
+    let default_kind = kind_cell.get().cloned().flatten();
+    let default_kind = default_kind
+        .as_deref()
+        .and_then(|k| k.strip_suffix("List"))
+        .filter(|k| !k.is_empty());
+    let pods = merger
+        .lock()
+        .map_err(|_| {
+            (
+                usize::MAX,
+                ConfigError::new("snapshot loader: a worker failed"),
+            )
+        })?
+        .spare_pods
+        .pop()
+        .unwrap_or_default();
+    let mut local = SnapshotBuilder::with_pod_buffer(pods);
+    // Count the kinds first (the `kind` key is usually near the start), so the lists are
+    // allocated once.
+    let mut counts = [0usize; 3];
+    let peeked: Vec<Option<&str>> = batch
+        .items
+        .iter()
+        .map(|&(a, b)| super::json::peek_kind(&text[a..b]))
+        .collect();
+    for kind in &peeked {
+        match kind.or(default_kind) {
+            Some("Pod") => counts[0] += 1,
+            Some("ReplicaSet") => counts[1] += 1,
+            Some("Deployment") => counts[2] += 1,
+            _ => {}
+        }
+    }
+    local.reserve_many(counts[0], counts[1], counts[2]);
+    for (n, (&(a, b), &kind)) in batch.items.iter().zip(&peeked).enumerate() {
+        let where_ = || format!("items[{}]", batch.first_index + n);
+        super::decode::add_peeked_json_object(&text[a..b], kind, &where_, default_kind, &mut local)
+            .map_err(|e| fail(batch.first_index + n, e))?;
+    }
+    Ok(local)
 }
 
 /// Merges the workers' converted blocks in file order as soon as they are ready, so converted
@@ -450,84 +291,64 @@ impl Merger {
 /// An error and the index of the item it is about (`usize::MAX`: not about an item).
 type ItemError = (usize, ConfigError);
 
-/// How reading ended.
+/// How scanning ended.
 enum Produced {
-    /// The whole file was read and handed out.
+    /// The whole file was scanned and handed out.
     All,
     /// Not the layout the streaming path handles: use the in-memory loader.
     NotStreamable,
-    /// A worker found a bad item, so the rest of the file was not read.
+    /// A worker found a bad item, so the rest of the file was not scanned.
     Stopped,
 }
 
-/// Reads blocks, cuts complete items and sends them to the workers.
-fn produce(
-    file: &mut std::fs::File,
-    tx: &mpsc::SyncSender<Batch>,
-    recycled: &mpsc::Receiver<Vec<u8>>,
+/// Scans the bytes block by block, cutting complete items and sending them to the workers.
+fn produce<'f>(
+    bytes: &'f [u8],
+    tx: &mpsc::SyncSender<Batch<'f>>,
     kind_cell: &std::sync::OnceLock<Option<String>>,
     first_bad: &AtomicUsize,
-    io_err: impl Fn(std::io::Error) -> ConfigError,
 ) -> Result<Produced, ConfigError> {
     let mut scanner = Scanner::default();
-    let mut buf: Vec<u8> = Vec::with_capacity(BLOCK);
     let (mut seq, mut index, mut scanned) = (0usize, 0usize, 0usize);
-    loop {
+    while scanned < bytes.len() && !scanner.done {
         if first_bad.load(Ordering::Acquire) != usize::MAX {
             return Ok(Produced::Stopped);
         }
-        // Reads straight into spare capacity (no zeroing), up to a block or the end of the file.
-        buf.reserve(BLOCK);
-        let n = Read::take(&mut *file, BLOCK as u64)
-            .read_to_end(&mut buf)
-            .map_err(&io_err)?;
+        let end = (scanned + BLOCK).min(bytes.len());
         let mut items = Vec::new();
-        if scanner.scan(&buf, scanned, &mut items).is_err() {
+        if scanner.scan(&bytes[..end], scanned, &mut items).is_err() {
             return Ok(Produced::NotStreamable);
         }
-        scanned = buf.len();
-        if !scanner.in_items && items.is_empty() && seq == 0 && index == 0 && scanner.done {
+        scanned = end;
+        if !scanner.in_items && items.is_empty() && seq == 0 && scanner.done {
             // An object without items (or items after the end): not a streamable List.
             return Ok(Produced::NotStreamable);
         }
-        if !items.is_empty() {
+        if let (Some(&(offset, _)), Some(&(_, stop))) = (items.first(), items.last()) {
             if kind_cell.get().is_none() && scanner.list_kind.is_some() {
                 let _ = kind_cell.set(scanner.list_kind.clone());
             }
-            // Keep the unfinished tail (from the current item's start) for the next block.
-            let cut = scanner.item_start.unwrap_or(buf.len());
-            let mut next = recycled.try_recv().unwrap_or_default();
-            next.clear();
-            next.reserve(BLOCK + (buf.len() - cut));
-            next.extend_from_slice(&buf[cut..]);
-            buf.truncate(cut);
-            let text = std::mem::replace(&mut buf, next);
-            if let Some(start) = scanner.item_start.as_mut() {
-                *start -= cut;
+            for item in &mut items {
+                item.0 -= offset;
+                item.1 -= offset;
             }
-            scanner.string_start = scanner.string_start.saturating_sub(cut);
-            scanned = buf.len();
             let count = items.len();
-            if tx
-                .send(Batch {
-                    seq,
-                    first_index: index,
-                    text,
-                    items,
-                })
-                .is_err()
-            {
+            let batch = Batch {
+                seq,
+                first_index: index,
+                offset,
+                text: &bytes[offset..stop],
+                items,
+            };
+            if tx.send(batch).is_err() {
                 // Every worker stopped: each at a bad item.
                 return Ok(Produced::Stopped);
             }
             seq += 1;
             index += count;
-        } else if !scanner.in_items && scanner.item_start.is_none() && buf.len() > 4 * BLOCK {
+        } else if !scanner.in_items && scanner.item_start.is_none() && scanned > 4 * BLOCK {
             // Far into the file with no items array: not the layout we stream.
             return Ok(Produced::NotStreamable);
-        }
-        if n == 0 {
-            break;
         }
     }
     if scanner.depth != 0 || scanner.in_string || scanner.item_depth != 0 {
@@ -668,6 +489,44 @@ mod tests {
         let a: Vec<String> = streamed.nodes.iter().map(|n| format!("{n:?}")).collect();
         let b: Vec<String> = reference.nodes.iter().map(|n| format!("{n:?}")).collect();
         assert_eq!(a, b, "same nodes in the same order");
+    }
+
+    /// A pipe cannot be mapped: it is read into memory and loaded the same (its first bytes are
+    /// read once, not consumed by a peek at the format).
+    #[cfg(unix)]
+    #[test]
+    fn a_named_pipe_is_read_not_mapped_and_loads_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = Vec::new();
+        write_cluster(
+            Shape {
+                nodes: 5,
+                pods: 60,
+                seed: 9,
+            },
+            &mut bytes,
+        )
+        .unwrap();
+        let file = dir.path().join("c.json");
+        std::fs::write(&file, &bytes).unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !made.is_ok_and(|s| s.success()) {
+            eprintln!("mkfifo is not available: skipped");
+            return;
+        }
+        let writer = {
+            let (fifo, bytes) = (fifo.clone(), bytes.clone());
+            std::thread::spawn(move || std::fs::write(fifo, bytes))
+        };
+        let piped = crate::snapshot::load::load_file(&fifo).unwrap();
+        writer.join().unwrap().unwrap();
+        let mapped = crate::snapshot::load::load_file(&file).unwrap();
+        assert_eq!(piped.pods.len(), 60);
+        let a: Vec<String> = piped.pods.iter().map(|p| format!("{p:?}")).collect();
+        let b: Vec<String> = mapped.pods.iter().map(|p| format!("{p:?}")).collect();
+        assert_eq!(a, b, "same pods in the same order");
+        assert_eq!(piped.nodes.len(), mapped.nodes.len());
     }
 
     #[test]
