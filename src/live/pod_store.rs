@@ -10,7 +10,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use rustc_hash::{FxBuildHasher, FxHashMap};
@@ -50,9 +50,7 @@ fn cmp_key(pod: &Pod, key: &str) -> Ordering {
 }
 
 fn uid_hash(uid: &str) -> u64 {
-    let mut h = FxBuildHasher.build_hasher();
-    uid.hash(&mut h);
-    h.finish()
+    FxBuildHasher.hash_one(uid)
 }
 
 impl PodStore {
