@@ -108,8 +108,6 @@ pub async fn run(
     client: Client,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
-    // Before the cluster state and the cycles allocate (see `trim`).
-    super::trim::limit_arenas();
     let metrics = (!opts.disable_metrics).then(|| Arc::new(Metrics::new()));
     if let Some(m) = &metrics {
         m.dry_run.set(i64::from(opts.dry_run));

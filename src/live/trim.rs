@@ -11,8 +11,8 @@
 //! arenas busy a new one (up to 8 per core), and each keeps its own partly used pages. A cycle
 //! runs on whichever blocking thread is free, so over the first cycles more threads got arenas
 //! and the resident size after a cycle still grew (+6 % over 15 cycles at 1,000 nodes / 30,000
-//! pods) before it levelled off. [`limit_arenas`] caps them at one per core (+0.5 %, and cycles
-//! were no slower).
+//! pods) before it levelled off. [`limit_arenas`], called by `run` before its runtime starts,
+//! caps them at one per core (+3–4 %, flat after the third cycle; cycles were no slower).
 
 /// Caps the allocator's arenas at one per core (glibc's `M_ARENA_MAX`; a no-op elsewhere, and
 /// when `MALLOC_ARENA_MAX` is set in the environment, which then decides). Called once, early.
