@@ -11,12 +11,18 @@
 //! Also measures how long kube-sim takes to serve the initial list (nodes and pods, paginated as
 //! `run` lists them). With `UPSTREAM_DESCHEDULER=/path/to/descheduler`, that binary is run once
 //! the same way. Run: `cargo bench --bench run_scale`.
+//!
+//! With `RUN_SCALE_STATE=1`, only the cluster state's own cost is measured, in this process
+//! (see `run_scale/state.rs`; `RUN_SCALE_CYCLES` rounds).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+#[path = "run_scale/state.rs"]
+mod state;
 
 use kube_descheduler::synth::{Shape, write_cluster};
 use kube_sim::{Sim, SimHandle, SimOptions};
@@ -282,6 +288,10 @@ fn main() {
         Some(Value::Array(items)) => items,
         _ => fail("the synthetic cluster has no items".into()),
     };
+    if std::env::var_os("RUN_SCALE_STATE").is_some() {
+        state::run(objects, cycles);
+        return;
+    }
     let mut pods: Vec<Value> = objects
         .iter()
         .filter(|o| o["kind"] == "Pod")

@@ -22,6 +22,7 @@ pub mod events;
 pub mod evictor;
 pub mod http;
 pub mod kinds;
+mod pod_store;
 pub mod ratelimit;
 pub mod recent;
 pub mod run;

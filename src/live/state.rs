@@ -3,14 +3,17 @@
 //! pods of one owner), kept current by list+watch ([`super::watch`]), and turned into the
 //! engine's [`Snapshot`] for a cycle.
 //!
-//! Objects are kept in ordered maps keyed by `namespace/name` (the order kube-apiserver lists
-//! them in, so a cycle sees objects in the same order as `plan` on a `kubectl get -o json` of the
-//! same cluster). Pods are held as `Arc<Pod>`: a cycle's snapshot, taken under the lock in one
-//! pass, copies one pointer per pod (a pod changed by a watch event while a cycle runs gets a new
-//! `Arc`; the cycle keeps the old one), and nothing is decoded again.
+//! Objects are kept in key order (`namespace/name`, the order kube-apiserver lists them in, so a
+//! cycle sees objects in the same order as `plan` on a `kubectl get -o json` of the same
+//! cluster). The big lists — pods ([`super::pod_store`]), nodes, ReplicaSets, Deployments and
+//! PodDisruptionBudgets — are kept ready in the snapshot's own form and shared with it
+//! ([`SharedList`]): taking a snapshot copies no pod and no pointer per pod, only merges the
+//! watch events since the last one. A pod changed by a watch event while a cycle runs gets a new
+//! `Arc`; the cycle keeps the old one. What a snapshot still builds per cycle are its pod
+//! indexes (one pass over the pods, see `snapshot::index`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
@@ -18,16 +21,64 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use tokio::sync::{mpsc, watch};
 
 use super::kinds::{self, Kind};
+use super::pod_store::PodStore;
+use crate::snapshot::consistency::{self, Inconsistency};
 use crate::snapshot::model::HpaTarget;
-use crate::snapshot::{Node, NodeId, ObjectKey, Parts, Pod, PvcInfo, Snapshot, SnapshotBuilder};
+use crate::snapshot::shared::SharedList;
+use crate::snapshot::{
+    Node, NodeId, ObjectKey, Parts, PvcInfo, SharedParts, Snapshot, SnapshotBuilder,
+};
 use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 
-/// A pod and whether it sets its own termination grace period.
-#[derive(Clone)]
-struct PodEntry {
-    /// Shared with the snapshots of running cycles (a cycle's snapshot copies the pointer).
-    pod: Arc<Pod>,
-    own_grace: bool,
+/// Objects of one kind by key, with their list in key order kept for snapshots to share
+/// (rebuilt on the first snapshot after a change).
+struct Kept<T> {
+    map: BTreeMap<String, T>,
+    list: Option<SharedList<T>>,
+}
+
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Kept {
+            map: BTreeMap::new(),
+            list: None,
+        }
+    }
+}
+
+impl<T: Clone> Kept<T> {
+    fn insert(&mut self, key: String, value: T) {
+        self.map.insert(key, value);
+        self.list = None;
+    }
+
+    fn remove(&mut self, key: &str) {
+        if self.map.remove(key).is_some() {
+            self.list = None;
+        }
+    }
+
+    fn retain(&mut self, keep: impl Fn(&String) -> bool) {
+        let before = self.map.len();
+        self.map.retain(|k, _| keep(k));
+        if self.map.len() != before {
+            self.list = None;
+        }
+    }
+
+    fn shared(&mut self) -> SharedList<T> {
+        self.list
+            .get_or_insert_with(|| self.map.values().cloned().collect())
+            .clone()
+    }
+}
+
+/// The nodes as a snapshot sees them: in name order (a node's id is its position), with their
+/// inconsistencies resolved once.
+struct NodeView {
+    list: SharedList<Node>,
+    ids: rustc_hash::FxHashMap<String, NodeId>,
+    issues: Vec<Inconsistency>,
 }
 
 #[derive(Default)]
@@ -35,14 +86,18 @@ struct Inner {
     /// The converter: keeps interned namespaces and the parts shared between pods of an owner.
     conv: SnapshotBuilder,
     nodes: BTreeMap<String, Node>,
-    pods: BTreeMap<String, PodEntry>,
+    /// Built from `nodes` on the first use after a node changed.
+    node_view: Option<NodeView>,
+    /// Nodes were added or removed since the pods' node ids were last set.
+    renumber: bool,
+    pods: PodStore,
     /// Namespace labels and the rule B opt-in annotation.
     namespaces: BTreeMap<String, (BTreeMap<String, String>, Option<bool>)>,
     priority_classes: BTreeMap<String, i32>,
-    pdbs: BTreeMap<String, PodDisruptionBudget>,
+    pdbs: Kept<PodDisruptionBudget>,
     pvcs: BTreeMap<String, (ObjectKey, PvcInfo)>,
-    replica_sets: BTreeMap<String, ReplicaSetFacts>,
-    deployments: BTreeMap<String, DeploymentFacts>,
+    replica_sets: Kept<ReplicaSetFacts>,
+    deployments: Kept<DeploymentFacts>,
     stateful_sets: BTreeMap<String, StatefulSet>,
     jobs: BTreeMap<String, Job>,
     /// Autoscalers of Deployments (others are not kept).
@@ -60,6 +115,61 @@ struct Inner {
 
 fn in_sync(g: &Inner) -> bool {
     g.synced.iter().all(|s| *s) && !g.broken.iter().any(|b| *b)
+}
+
+impl Inner {
+    /// The nodes as the next snapshot numbers them.
+    fn node_view(&mut self) -> &NodeView {
+        self.node_view.get_or_insert_with(|| {
+            let mut nodes: Vec<Node> = self.nodes.values().cloned().collect();
+            let issues = consistency::resolve_nodes(&mut nodes);
+            let ids = nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.name.clone(), i as NodeId))
+                .collect();
+            NodeView {
+                list: nodes.into(),
+                ids,
+                issues,
+            }
+        })
+    }
+
+    /// Merges the pod changes, with every pod's node id current.
+    fn settle_pods(&mut self) {
+        let renumber = std::mem::take(&mut self.renumber);
+        self.node_view();
+        let Inner {
+            node_view, pods, ..
+        } = self;
+        let Some(view) = node_view.as_ref() else {
+            return;
+        };
+        let node_id = |name: &str| view.ids.get(name).copied();
+        if renumber {
+            pods.renumber_nodes(node_id);
+        } else {
+            pods.merge(node_id);
+        }
+    }
+
+    fn insert_node(&mut self, node: Node) {
+        match self.nodes.get(&node.name) {
+            Some(old) if *old == node => return,
+            Some(_) => {}
+            None => self.renumber = true,
+        }
+        self.node_view = None;
+        self.nodes.insert(node.name.clone(), node);
+    }
+
+    fn remove_node(&mut self, name: &str) {
+        if self.nodes.remove(name).is_some() {
+            self.node_view = None;
+            self.renumber = true;
+        }
+    }
 }
 
 /// Why a node change may make a rebalance worthwhile (`--cycle-on-events`).
@@ -139,23 +249,41 @@ impl ClusterState {
 
     /// A list of `kind` begins: objects it does not return are removed when it ends.
     pub fn begin_list(&self, kind: Kind) {
-        self.lock().relisting.insert(kind, HashSet::new());
+        let mut g = self.lock();
+        if kind == Kind::Pod {
+            // Owners that are gone must not keep their shared parts. Forgotten before the list
+            // (not after it): the listed pods then share their parts with each other and with
+            // the pods that watch events bring later.
+            g.conv.forget_shared();
+        }
+        g.relisting.insert(kind, HashSet::new());
     }
 
     /// A list of `kind` completed: drops objects it did not return and marks the kind synced.
     pub fn end_list(&self, kind: Kind) {
-        let mut g = self.lock();
+        let mut guard = self.lock();
+        let g = &mut *guard;
         let seen = g.relisting.remove(&kind).unwrap_or_default();
         let keep = |k: &String| seen.contains(k);
         match kind {
-            Kind::Node => g.nodes.retain(|k, _| keep(k)),
-            Kind::Pod => g.pods.retain(|k, _| keep(k)),
+            Kind::Node => {
+                let before = g.nodes.len();
+                g.nodes.retain(|k, _| keep(k));
+                if g.nodes.len() != before {
+                    g.node_view = None;
+                    g.renumber = true;
+                }
+            }
+            Kind::Pod => {
+                g.settle_pods();
+                g.pods.retain(|k| seen.contains(k));
+            }
             Kind::Namespace => g.namespaces.retain(|k, _| keep(k)),
-            Kind::PodDisruptionBudget => g.pdbs.retain(|k, _| keep(k)),
+            Kind::PodDisruptionBudget => g.pdbs.retain(keep),
             Kind::PriorityClass => g.priority_classes.retain(|k, _| keep(k)),
             Kind::PersistentVolumeClaim => g.pvcs.retain(|k, _| keep(k)),
-            Kind::ReplicaSet => g.replica_sets.retain(|k, _| keep(k)),
-            Kind::Deployment => g.deployments.retain(|k, _| keep(k)),
+            Kind::ReplicaSet => g.replica_sets.retain(keep),
+            Kind::Deployment => g.deployments.retain(keep),
             Kind::StatefulSet => g.stateful_sets.retain(|k, _| keep(k)),
             Kind::Job => g.jobs.retain(|k, _| keep(k)),
             Kind::HorizontalPodAutoscaler => g.hpas.retain(|k, _| keep(k)),
@@ -163,18 +291,14 @@ impl ClusterState {
         let i = kind.index();
         g.rejected
             .retain(|(k, key), _| *k != i || seen.contains(key));
-        if kind == Kind::Pod {
-            // Owners that are gone must not keep their shared parts.
-            g.conv.forget_shared();
-        }
         g.last_error[i] = None;
         g.broken[i] = false;
         g.lists[i] += 1;
         let first = !g.synced[i];
         g.synced[i] = true;
         let n = g.synced.iter().filter(|s| **s).count();
-        let in_sync = in_sync(&g);
-        drop(g);
+        let in_sync = in_sync(g);
+        drop(guard);
         if first {
             self.synced_tx.send_replace(n);
         }
@@ -234,14 +358,19 @@ impl ClusterState {
         let mut g = self.lock();
         g.rejected.remove(&(kind.index(), key.to_string()));
         match kind {
-            Kind::Node => drop(g.nodes.remove(key)),
-            Kind::Pod => drop(g.pods.remove(key)),
+            Kind::Node => g.remove_node(key),
+            Kind::Pod => {
+                g.pods.remove(key);
+                if g.pods.many_pending() {
+                    g.settle_pods();
+                }
+            }
             Kind::Namespace => drop(g.namespaces.remove(key)),
-            Kind::PodDisruptionBudget => drop(g.pdbs.remove(key)),
+            Kind::PodDisruptionBudget => g.pdbs.remove(key),
             Kind::PriorityClass => drop(g.priority_classes.remove(key)),
             Kind::PersistentVolumeClaim => drop(g.pvcs.remove(key)),
-            Kind::ReplicaSet => drop(g.replica_sets.remove(key)),
-            Kind::Deployment => drop(g.deployments.remove(key)),
+            Kind::ReplicaSet => g.replica_sets.remove(key),
+            Kind::Deployment => g.deployments.remove(key),
             Kind::StatefulSet => drop(g.stateful_sets.remove(key)),
             Kind::Job => drop(g.jobs.remove(key)),
             Kind::HorizontalPodAutoscaler => drop(g.hpas.remove(key)),
@@ -311,47 +440,38 @@ impl ClusterState {
 
     /// Numbers of nodes and pods held.
     pub fn counts(&self) -> (usize, usize) {
-        let g = self.lock();
+        let mut guard = self.lock();
+        let g = &mut *guard;
+        g.settle_pods();
         (g.nodes.len(), g.pods.len())
     }
 
     /// `Some(true)` when the pod sets its own termination grace period, `None` when unknown.
     pub fn pod_sets_grace(&self, namespace: &str, name: &str) -> Option<bool> {
-        self.lock()
-            .pods
-            .get(&kinds::key(namespace, name))
-            .map(|p| p.own_grace)
+        self.lock().pods.own_grace(&kinds::key(namespace, name))
     }
 
     /// The engine's snapshot of the current state (one consistent view, taken under the lock).
+    /// The pods, nodes, ReplicaSets, Deployments and PDBs are shared with the state, not copied.
     pub fn snapshot(&self) -> Snapshot {
-        let parts = {
+        let (shared, parts, node_issues, unique_uids) = {
             let mut guard = self.lock();
             let g = &mut *guard;
-            // The snapshot's node ids are the nodes' positions in name order. A pod keeps the id
-            // of its node from the last snapshot, so the snapshot does not have to copy it; only
-            // pods whose node moved (nodes added or removed before it) are updated here.
-            let node_ids: HashMap<&str, NodeId> = g
-                .nodes
-                .keys()
-                .enumerate()
-                .map(|(i, name)| (name.as_str(), i as NodeId))
-                .collect();
-            let mut pods = Vec::with_capacity(g.pods.len());
-            for e in g.pods.values_mut() {
-                let node = e
-                    .pod
-                    .node_name
-                    .as_deref()
-                    .and_then(|n| node_ids.get(n).copied());
-                if e.pod.node != node {
-                    Arc::make_mut(&mut e.pod).node = node;
-                }
-                pods.push(Arc::clone(&e.pod));
-            }
-            Parts {
-                nodes: g.nodes.values().cloned().collect(),
-                pods,
+            g.settle_pods();
+            let (nodes, node_issues) = match g.node_view.as_ref() {
+                Some(v) => (v.list.clone(), v.issues.clone()),
+                None => Default::default(),
+            };
+            // Owners whose pods are all gone do not keep their shared parts.
+            g.conv.forget_unused_shared();
+            let shared = SharedParts {
+                nodes,
+                pods: g.pods.shared(),
+                pdbs: g.pdbs.shared(),
+                replica_sets: g.replica_sets.shared(),
+                deployments: g.deployments.shared(),
+            };
+            let parts = Parts {
                 namespaces: g
                     .namespaces
                     .iter()
@@ -368,16 +488,15 @@ impl ClusterState {
                     .iter()
                     .map(|(k, v)| (k.clone(), *v))
                     .collect(),
-                pdbs: g.pdbs.values().cloned().collect(),
-                replica_sets: g.replica_sets.values().cloned().collect(),
-                deployments: g.deployments.values().cloned().collect(),
                 stateful_sets: g.stateful_sets.values().cloned().collect(),
                 jobs: g.jobs.values().cloned().collect(),
                 pvcs: g.pvcs.values().cloned().collect(),
                 warnings: g.rejected.values().cloned().collect(),
-            }
+                ..Default::default()
+            };
+            (shared, parts, node_issues, g.pods.unique_uids())
         };
-        Snapshot::assemble(parts)
+        Snapshot::assemble_shared(shared, parts, node_issues, unique_uids)
     }
 }
 
@@ -396,12 +515,15 @@ fn insert(
             c.push(change);
         }
         keys.push(n.name.clone());
-        g.nodes.insert(n.name.clone(), n);
+        g.insert_node(n);
     }
     for pod in parts.pods {
         let key = kinds::key(&pod.namespace, &pod.name);
         keys.push(key.clone());
-        g.pods.insert(key, PodEntry { pod, own_grace });
+        g.pods.upsert(key, pod, own_grace);
+    }
+    if g.pods.many_pending() {
+        g.settle_pods();
     }
     for (name, labels) in parts.namespaces {
         keys.push(name.clone());

@@ -293,3 +293,125 @@ fn snapshots_share_unchanged_pods_and_follow_node_changes() {
     assert_eq!(fourth.pods[0].node, Some(0));
     assert_eq!(fourth.pods_on_node(0).collect::<Vec<_>>(), [0]);
 }
+
+#[test]
+fn pods_from_watch_events_share_parts_with_the_listed_pods() {
+    let state = ClusterState::new(None);
+    state.begin_list(Kind::Pod);
+    state.upsert(Kind::Pod, [pod("ns", "a", "n1", "x").as_str()]);
+    state.end_list(Kind::Pod);
+    // A pod of the same owner, after the list: its labels and owners are the listed pod's.
+    state.upsert(Kind::Pod, [pod("ns", "b", "n1", "x").as_str()]);
+    let snap = state.snapshot();
+    assert!(Arc::ptr_eq(&snap.pods[0].labels, &snap.pods[1].labels));
+    assert!(Arc::ptr_eq(&snap.pods[0].owners, &snap.pods[1].owners));
+}
+
+#[test]
+fn a_snapshot_shares_the_pod_list_until_a_pod_changes() {
+    let state = ClusterState::new(None);
+    state.begin_list(Kind::Node);
+    state.upsert(Kind::Node, [node("n1", true, false, json!([])).as_str()]);
+    state.end_list(Kind::Node);
+    state.upsert(Kind::Pod, [pod("ns", "a", "n1", "x").as_str()]);
+    let first = state.snapshot();
+    let second = state.snapshot();
+    assert!(crate::snapshot::SharedList::ptr_eq(
+        &first.pods,
+        &second.pods
+    ));
+    assert!(crate::snapshot::SharedList::ptr_eq(
+        &first.nodes,
+        &second.nodes
+    ));
+    state.upsert(Kind::Pod, [pod("ns", "b", "n1", "x").as_str()]);
+    let third = state.snapshot();
+    assert!(!crate::snapshot::SharedList::ptr_eq(
+        &second.pods,
+        &third.pods
+    ));
+    assert_eq!(
+        names(&second),
+        ["ns/a"],
+        "an older snapshot keeps what it saw"
+    );
+    assert_eq!(names(&third), ["ns/a", "ns/b"]);
+    // A node event that changes nothing the engine reads keeps the node list.
+    state.upsert(Kind::Node, [node("n1", true, false, json!([])).as_str()]);
+    assert!(crate::snapshot::SharedList::ptr_eq(
+        &third.nodes,
+        &state.snapshot().nodes
+    ));
+}
+
+/// Many events between snapshots, in any order: each snapshot holds exactly the pods a plain map
+/// of the same events holds, in key order, with indexes that agree with the pods.
+#[test]
+fn snapshots_after_bursts_of_events_match_the_events() {
+    let state = ClusterState::new(None);
+    state.begin_list(Kind::Node);
+    for n in ["n1", "n2", "n3"] {
+        state.upsert(Kind::Node, [node(n, true, false, json!([])).as_str()]);
+    }
+    state.end_list(Kind::Node);
+    let mut model: std::collections::BTreeMap<String, (String, String)> = Default::default();
+    let mut rng = crate::synth::Rng::new(7);
+    for round in 0..40 {
+        // Enough events in some rounds to merge before the snapshot (more than 1,024 waiting).
+        let events = if round % 10 == 9 { 1500 } else { 30 };
+        for _ in 0..events {
+            let ns = ["a", "a-b", "b", "ns"][rng.below(4) as usize];
+            // Names carry the namespace, so UIDs (`uid-<name>`) stay unique.
+            let name = format!("{ns}-p{}", rng.below(400));
+            let key = format!("{ns}/{name}");
+            if rng.chance(30) {
+                state.remove(Kind::Pod, &key);
+                model.remove(&key);
+            } else {
+                let n = ["n1", "n2", "n3", "gone"][rng.below(4) as usize];
+                let app = ["x", "y", "z"][rng.below(3) as usize];
+                state.upsert(Kind::Pod, [pod(ns, &name, n, app).as_str()]);
+                model.insert(key, (n.to_string(), app.to_string()));
+            }
+        }
+        if round == 20 {
+            // A node joins before the others: ids move, the pods follow.
+            state.upsert(Kind::Node, [node("n0", true, false, json!([])).as_str()]);
+        }
+        let snap = state.snapshot();
+        let keys: Vec<&String> = model.keys().collect();
+        assert_eq!(
+            names(&snap).iter().collect::<Vec<_>>(),
+            keys,
+            "round {round}"
+        );
+        for (id, p) in snap.pods.iter().enumerate() {
+            let (n, app) = &model[&p.key()];
+            assert_eq!(p.node_name.as_deref(), Some(n.as_str()));
+            assert_eq!(
+                p.node.map(|i| snap.node(i).name.as_str()),
+                (n != "gone").then_some(n.as_str())
+            );
+            assert_eq!(p.labels.get("app"), Some(app));
+            let id = id as crate::snapshot::PodId;
+            if let Some(node) = p.node {
+                assert!(snap.pods_on_node(node).any(|q| q == id));
+            }
+            assert!(snap.pods_in_namespace(&p.namespace).any(|q| q == id));
+            assert!(snap.pods_owned_by(&format!("rs-{app}")).any(|q| q == id));
+        }
+        let on_nodes: usize = (0..snap.nodes.len() as u32)
+            .map(|n| snap.pods_on_node(n).count())
+            .sum();
+        assert_eq!(
+            on_nodes,
+            model.values().filter(|(n, _)| n != "gone").count()
+        );
+        let unknown = snap
+            .inconsistencies
+            .iter()
+            .find(|i| i.kind == crate::snapshot::consistency::InconsistencyKind::PodOnUnknownNode)
+            .map_or(0, |i| i.count);
+        assert_eq!(unknown, model.values().filter(|(n, _)| n == "gone").count());
+    }
+}

@@ -12,10 +12,10 @@
 //!   as 0; the node is kept, usage percentages of a zero amount count as 0 % (as the
 //!   utilization plugins do), and nothing that requests the resource fits on it.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+use super::builder::FastMap;
 use super::{Node, Pod};
 
 /// The kinds of inconsistency.
@@ -88,11 +88,17 @@ impl fmt::Display for Inconsistency {
     }
 }
 
-#[derive(Default)]
-struct Found(Vec<Inconsistency>);
+/// Inconsistencies found so far, by kind, in the order they were found.
+#[derive(Debug, Default)]
+pub(super) struct Found(Vec<Inconsistency>);
 
 impl Found {
-    fn note(&mut self, kind: InconsistencyKind, example: impl FnOnce() -> String) {
+    /// Starts from inconsistencies found before (e.g. a cluster state's nodes, checked once).
+    pub(super) fn from(found: Vec<Inconsistency>) -> Self {
+        Found(found)
+    }
+
+    pub(super) fn note(&mut self, kind: InconsistencyKind, example: impl FnOnce() -> String) {
         let i = match self.0.iter().position(|x| x.kind == kind) {
             Some(i) => i,
             None => {
@@ -110,12 +116,38 @@ impl Found {
             entry.examples.push(example());
         }
     }
+
+    /// Everything found, sorted by kind.
+    pub(super) fn sorted(self) -> Vec<Inconsistency> {
+        let mut out = self.0;
+        out.sort_by_key(|x| x.kind);
+        out
+    }
 }
 
 /// Finds the inconsistencies of `nodes` and `pods` and resolves them as the module documents:
 /// drops earlier duplicates of pods (keeping file order otherwise) and counts negative
 /// allocatable amounts as 0. Returns them sorted by kind.
 pub fn resolve(nodes: &mut [Node], pods: &mut Vec<Arc<Pod>>) -> Vec<Inconsistency> {
+    let mut found = Found::from(resolve_nodes(nodes));
+    resolve_duplicate_pods(pods, &mut found);
+    let node_names: std::collections::HashSet<&str> =
+        nodes.iter().map(|n| n.name.as_str()).collect();
+    for p in pods.iter() {
+        if let Some(node) = &p.node_name
+            && !node_names.contains(node.as_str())
+        {
+            found.note(InconsistencyKind::PodOnUnknownNode, || {
+                format!("{}/{} on {node}", p.namespace, p.name)
+            });
+        }
+    }
+    found.sorted()
+}
+
+/// The node part of [`resolve`]: counts negative allocatable amounts as 0 and reports nodes with
+/// non-positive ones (in node order).
+pub fn resolve_nodes(nodes: &mut [Node]) -> Vec<Inconsistency> {
     let mut found = Found::default();
     for node in nodes.iter_mut() {
         let a = &mut node.allocatable;
@@ -138,14 +170,21 @@ pub fn resolve(nodes: &mut [Node], pods: &mut Vec<Arc<Pod>>) -> Vec<Inconsistenc
             });
         }
     }
+    found.0
+}
 
+/// The duplicate part of [`resolve`]: drops the earlier of pods with the same namespace/name or
+/// UID, noting them in `found`.
+pub(super) fn resolve_duplicate_pods(pods: &mut Vec<Arc<Pod>>, found: &mut Found) {
     // Later items win: walk backwards, keep the first of each key seen from the end.
     let mut remove = vec![false; pods.len()];
     let mut name_dups = Vec::new();
     let mut uid_dups = Vec::new();
     {
-        let mut by_name: HashMap<(&str, &str), usize> = HashMap::with_capacity(pods.len());
-        let mut by_uid: HashMap<&str, usize> = HashMap::with_capacity(pods.len());
+        let mut by_name: FastMap<(&str, &str), usize> = FastMap::default();
+        let mut by_uid: FastMap<&str, usize> = FastMap::default();
+        by_name.reserve(pods.len());
+        by_uid.reserve(pods.len());
         for (i, p) in pods.iter().enumerate().rev() {
             if let Some(&later) = by_name.get(&(&p.namespace[..], p.name.as_str())) {
                 remove[i] = true;
@@ -183,21 +222,6 @@ pub fn resolve(nodes: &mut [Node], pods: &mut Vec<Arc<Pod>>) -> Vec<Inconsistenc
         });
     }
     drop_marked(pods, &remove);
-
-    let node_names: std::collections::HashSet<&str> =
-        nodes.iter().map(|n| n.name.as_str()).collect();
-    for p in pods.iter() {
-        if let Some(node) = &p.node_name
-            && !node_names.contains(node.as_str())
-        {
-            found.note(InconsistencyKind::PodOnUnknownNode, || {
-                format!("{}/{} on {node}", p.namespace, p.name)
-            });
-        }
-    }
-    let mut out = found.0;
-    out.sort_by_key(|x| x.kind);
-    out
 }
 
 fn drop_marked(pods: &mut Vec<Arc<Pod>>, remove: &[bool]) {

@@ -11,10 +11,12 @@ pub mod autoscalers;
 pub mod builder;
 pub mod consistency;
 mod decode;
+mod index;
 mod json;
 pub mod load;
 pub mod model;
 pub mod resources;
+pub mod shared;
 pub mod stream;
 pub mod view;
 pub mod workloads;
@@ -31,6 +33,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 pub use builder::{ConvertError, Parts, SnapshotBuilder};
 pub use model::{Node, NodeId, Pod, PodId};
 pub use resources::Resources;
+pub use shared::SharedList;
 
 /// `namespace/name` of a namespaced object.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -73,10 +76,11 @@ pub struct NodeUsage {
 /// An indexed cluster snapshot.
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    /// All nodes, indexed by [`NodeId`].
-    pub nodes: Vec<Node>,
-    /// All pods, indexed by [`PodId`] (evicted ones stay, flagged).
-    pub pods: Vec<Arc<Pod>>,
+    /// All nodes, indexed by [`NodeId`] (shared with the cluster state in live mode).
+    pub nodes: SharedList<Node>,
+    /// All pods, indexed by [`PodId`] (evicted ones stay, flagged; shared with the cluster state
+    /// in live mode, so a snapshot copies no pod and no pointer per pod).
+    pub pods: SharedList<Arc<Pod>>,
     /// Namespace labels by namespace name.
     pub namespaces: HashMap<String, BTreeMap<String, String>>,
     /// The guard's rule B opt-in annotation of each namespace that carries a recognised value
@@ -87,11 +91,11 @@ pub struct Snapshot {
     /// PriorityClass values by name.
     pub priority_classes: HashMap<String, i32>,
     /// PodDisruptionBudgets.
-    pub pdbs: Vec<PodDisruptionBudget>,
+    pub pdbs: SharedList<PodDisruptionBudget>,
     /// ReplicaSets, as the facts the eviction guard reads.
-    pub replica_sets: Vec<ReplicaSetFacts>,
+    pub replica_sets: SharedList<ReplicaSetFacts>,
     /// Deployments, as the facts the eviction guard reads.
-    pub deployments: Vec<DeploymentFacts>,
+    pub deployments: SharedList<DeploymentFacts>,
     /// StatefulSets (template specs dropped).
     pub stateful_sets: Vec<StatefulSet>,
     /// Jobs (template specs dropped).
@@ -106,9 +110,7 @@ pub struct Snapshot {
     /// utilization plugins with `metricsUtilization` read it.
     pub measured: Option<Arc<crate::usage::Measured>>,
     node_by_name: HashMap<String, NodeId>,
-    pods_by_node: Vec<Vec<PodId>>,
-    pods_by_namespace: HashMap<Arc<str>, Vec<PodId>>,
-    pods_by_owner: HashMap<String, Vec<PodId>>,
+    index: index::PodIndex,
     evicted: Vec<bool>,
     /// Per-node usage, computed on first use and dropped when a pod on the node is evicted.
     usage: Vec<OnceLock<NodeUsage>>,
@@ -122,7 +124,8 @@ impl Snapshot {
     /// Builds the indexed snapshot from already converted parts: resolves inconsistencies (see
     /// [`consistency`]), pod → node references and the indexes. Object order is kept.
     pub fn assemble(mut parts: builder::Parts) -> Self {
-        let inconsistencies = consistency::resolve(&mut parts.nodes, &mut parts.pods);
+        let mut found = consistency::Found::from(consistency::resolve_nodes(&mut parts.nodes));
+        consistency::resolve_duplicate_pods(&mut parts.pods, &mut found);
         // The lists grew by doubling while loading; Kubernetes objects are large inline (a
         // StatefulSet or Job struct is over a kilobyte even with its template dropped), so the
         // unused capacity is worth returning.
@@ -134,82 +137,121 @@ impl Snapshot {
         parts.stateful_sets.shrink_to_fit();
         parts.jobs.shrink_to_fit();
         parts.hpas.shrink_to_fit();
+        let shared = SharedParts {
+            nodes: parts.nodes.into(),
+            pods: parts.pods.into(),
+            pdbs: parts.pdbs.into(),
+            replica_sets: parts.replica_sets.into(),
+            deployments: parts.deployments.into(),
+        };
+        let rest = builder::Parts {
+            nodes: Vec::new(),
+            pods: Vec::new(),
+            pdbs: Vec::new(),
+            replica_sets: Vec::new(),
+            deployments: Vec::new(),
+            ..parts
+        };
+        Self::index(shared, rest, found, None)
+    }
+
+    /// Builds the snapshot of a live cluster state from parts it shares (no node or pod is
+    /// copied). The state guarantees what [`Self::assemble`] would otherwise check: its pods are
+    /// in order with unique names, their [`Pod::node`] ids match `shared.nodes`, and the nodes'
+    /// inconsistencies are `node_issues` (already resolved). With `unique_uids` false, pods with
+    /// a duplicate UID are resolved as [`consistency`] documents.
+    pub fn assemble_shared(
+        mut shared: SharedParts,
+        rest: builder::Parts,
+        node_issues: Vec<consistency::Inconsistency>,
+        unique_uids: bool,
+    ) -> Self {
+        let mut found = consistency::Found::from(node_issues);
+        if !unique_uids {
+            consistency::resolve_duplicate_pods(&mut shared.pods, &mut found);
+        }
+        let node_by_name = shared
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.clone(), i as NodeId))
+            .collect();
+        Self::index(shared, rest, found, Some(node_by_name))
+    }
+
+    /// Indexes the parts. Without `node_by_name`, the pods' node ids are looked up (and stored in
+    /// the pods when they differ); with it, the pods carry them already.
+    fn index(
+        shared: SharedParts,
+        parts: builder::Parts,
+        mut found: consistency::Found,
+        node_by_name: Option<HashMap<String, NodeId>>,
+    ) -> Self {
         let mut s = Snapshot {
-            nodes: parts.nodes,
-            pods: parts.pods,
+            nodes: shared.nodes,
+            pods: shared.pods,
             namespaces: parts.namespaces,
             namespace_pdb_surge: parts.namespace_pdb_surge,
             hpas: parts.hpas,
             priority_classes: parts.priority_classes,
-            pdbs: parts.pdbs,
-            replica_sets: parts.replica_sets,
-            deployments: parts.deployments,
+            pdbs: shared.pdbs,
+            replica_sets: shared.replica_sets,
+            deployments: shared.deployments,
             stateful_sets: parts.stateful_sets,
             jobs: parts.jobs,
             pvcs: parts.pvcs,
             warnings: parts.warnings,
-            inconsistencies,
             ..Default::default()
         };
-        let mut seen_nodes = HashMap::with_capacity(s.nodes.len());
-        let mut duplicate_nodes = Vec::new();
-        for (i, n) in s.nodes.iter().enumerate() {
-            if seen_nodes.insert(n.name.clone(), i as NodeId).is_some() {
-                duplicate_nodes.push(n.name.clone());
+        let stored = node_by_name.is_some();
+        s.node_by_name = match node_by_name {
+            Some(m) => m,
+            None => {
+                let mut seen_nodes = HashMap::with_capacity(s.nodes.len());
+                let mut duplicate_nodes = Vec::new();
+                for (i, n) in s.nodes.iter().enumerate() {
+                    if seen_nodes.insert(n.name.clone(), i as NodeId).is_some() {
+                        duplicate_nodes.push(n.name.clone());
+                    }
+                }
+                for name in duplicate_nodes {
+                    s.warnings.push(format!(
+                        "node {name} appears more than once; the last one is used"
+                    ));
+                }
+                seen_nodes
             }
-        }
-        for name in duplicate_nodes {
-            s.warnings.push(format!(
-                "node {name} appears more than once; the last one is used"
-            ));
-        }
-        s.node_by_name = seen_nodes;
-        s.pods_by_node = vec![Vec::new(); s.nodes.len()];
+        };
         s.evicted = vec![false; s.pods.len()];
         s.usage = (0..s.nodes.len()).map(|_| OnceLock::new()).collect();
-        // The per-pod lookups go through maps with a fast hasher and borrowed keys (no key copied
-        // per pod); the indexes are filled from them afterwards.
-        let node_ids: builder::FastMap<&str, NodeId> = s
-            .node_by_name
-            .iter()
-            .map(|(name, &id)| (name.as_str(), id))
-            .collect();
-        let mut by_namespace: builder::FastMap<&str, (Arc<str>, Vec<PodId>)> = Default::default();
-        let mut nodes_of_pods = Vec::with_capacity(s.pods.len());
-        // The owner index is built on another thread meanwhile (it only reads the pods).
-        let pods = &s.pods;
-        let owners = std::thread::scope(|scope| {
-            let owners = scope.spawn(|| owner_index(pods));
-            for (i, pod) in pods.iter().enumerate() {
-                let id = i as PodId;
-                let mut node = None;
-                // A pod on an unknown node stays on none (reported by `consistency`).
-                if let Some(&n) = pod
-                    .node_name
-                    .as_ref()
-                    .and_then(|name| node_ids.get(name.as_str()))
-                {
-                    node = Some(n);
-                    s.pods_by_node[n as usize].push(id);
+        let node_ids: builder::FastMap<&str, NodeId> = if stored {
+            Default::default()
+        } else {
+            s.node_by_name
+                .iter()
+                .map(|(name, &id)| (name.as_str(), id))
+                .collect()
+        };
+        let nodes_of = if stored {
+            index::NodesOf::Stored
+        } else {
+            index::NodesOf::Lookup(&node_ids)
+        };
+        let (index, nodes_of_pods) = index::build(&s.pods, s.nodes.len(), nodes_of, &mut found);
+        drop(node_ids);
+        s.index = index;
+        s.inconsistencies = found.sorted();
+        if let Some(nodes_of_pods) = nodes_of_pods
+            && s.pods
+                .iter()
+                .zip(&nodes_of_pods)
+                .any(|(p, n)| n.is_some() && p.node != *n)
+        {
+            for (pod, node) in s.pods.iter_mut().zip(nodes_of_pods) {
+                // Pods shared with another snapshot are copied; fresh ones are written in place.
+                if node.is_some() && pod.node != node {
+                    Arc::make_mut(pod).node = node;
                 }
-                nodes_of_pods.push(node);
-                by_namespace
-                    .entry(&pod.namespace[..])
-                    .or_insert_with(|| (pod.namespace.clone(), Vec::new()))
-                    .1
-                    .push(id);
-            }
-            owners
-                .join()
-                .unwrap_or_else(|e| std::panic::resume_unwind(e))
-        });
-        s.pods_by_namespace = by_namespace.into_values().collect();
-        s.pods_by_owner = owners;
-        for (pod, node) in s.pods.iter_mut().zip(nodes_of_pods) {
-            // Pods shared with a long-lived cluster state usually carry the right id already (see
-            // `live::state`); only a pod whose id differs is copied.
-            if node.is_some() && pod.node != node {
-                Arc::make_mut(pod).node = node;
             }
         }
         s
@@ -232,12 +274,13 @@ impl Snapshot {
 
     /// How many pods the snapshot places on `node`, evicted ones included (a work estimate).
     pub fn pods_on_node_upper_bound(&self, node: NodeId) -> usize {
-        self.pods_by_node.get(node as usize).map_or(0, Vec::len)
+        self.index.on_node(node).len()
     }
 
     /// Ids of the pods on `node` that have not been evicted in this cycle.
     pub fn pods_on_node(&self, node: NodeId) -> impl Iterator<Item = PodId> + '_ {
-        self.pods_by_node[node as usize]
+        self.index
+            .on_node(node)
             .iter()
             .copied()
             .filter(|&p| !self.evicted[p as usize])
@@ -245,20 +288,18 @@ impl Snapshot {
 
     /// Ids of the pods in `namespace` that have not been evicted in this cycle.
     pub fn pods_in_namespace(&self, namespace: &str) -> impl Iterator<Item = PodId> + '_ {
-        self.pods_by_namespace
-            .get(namespace)
-            .into_iter()
-            .flatten()
+        self.index
+            .in_namespace(namespace)
+            .iter()
             .copied()
             .filter(|&p| !self.evicted[p as usize])
     }
 
     /// Ids of the pods with an owner reference to `owner_uid` (not evicted in this cycle).
     pub fn pods_owned_by(&self, owner_uid: &str) -> impl Iterator<Item = PodId> + '_ {
-        self.pods_by_owner
-            .get(owner_uid)
-            .into_iter()
-            .flatten()
+        self.index
+            .owned_by(owner_uid)
+            .iter()
             .copied()
             .filter(|&p| !self.evicted[p as usize])
     }
@@ -339,16 +380,17 @@ impl Snapshot {
     }
 }
 
-/// Pod ids by owner uid, in pod order.
-fn owner_index(pods: &[Arc<Pod>]) -> HashMap<String, Vec<PodId>> {
-    let mut by_owner: builder::FastMap<&str, Vec<PodId>> = Default::default();
-    for (i, pod) in pods.iter().enumerate() {
-        for o in pod.owners.iter() {
-            by_owner.entry(o.uid.as_str()).or_default().push(i as PodId);
-        }
-    }
-    by_owner
-        .into_iter()
-        .map(|(uid, pods)| (uid.to_string(), pods))
-        .collect()
+/// The big lists of a snapshot, which a live cluster state shares with it.
+#[derive(Default)]
+pub struct SharedParts {
+    /// Nodes, in node id order.
+    pub nodes: SharedList<Node>,
+    /// Pods, in pod id order.
+    pub pods: SharedList<Arc<Pod>>,
+    /// PodDisruptionBudgets.
+    pub pdbs: SharedList<PodDisruptionBudget>,
+    /// ReplicaSet facts.
+    pub replica_sets: SharedList<ReplicaSetFacts>,
+    /// Deployment facts.
+    pub deployments: SharedList<DeploymentFacts>,
 }

@@ -16,7 +16,7 @@ pub type NodeId = u32;
 pub type PodId = u32;
 
 /// A node as the engine sees it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     /// `metadata.name`.
     pub name: String,

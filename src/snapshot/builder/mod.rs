@@ -305,6 +305,12 @@ impl SnapshotBuilder {
         self.shared = FastMap::default();
     }
 
+    /// Forgets the shared parts of owners no converted pod refers to any more (their pods were
+    /// all deleted), so a long-lived builder does not keep every owner it ever saw.
+    pub fn forget_unused_shared(&mut self) {
+        self.shared.retain(|_, parts| parts.in_use());
+    }
+
     pub(super) fn into_parts(self) -> Parts {
         Parts {
             nodes: self.nodes,

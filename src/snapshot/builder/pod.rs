@@ -29,6 +29,14 @@ pub(super) struct SharedParts {
     local_storage_volume: Option<Arc<str>>,
 }
 
+impl SharedParts {
+    /// Whether a pod still holds these parts (the owner references are given to every pod that
+    /// was converted with them, and kept while it lives).
+    pub(super) fn in_use(&self) -> bool {
+        std::sync::Arc::strong_count(&self.owners) > 1
+    }
+}
+
 /// The pod's conditions as a shared slice: the `cached` one when equal (most pods of an owner have
 /// the same conditions), else a new one that becomes the cached value. Compared before anything is
 /// built, so the common case allocates nothing.

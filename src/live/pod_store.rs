@@ -1,0 +1,227 @@
+//! The pods of the cluster state: one list in `namespace/name` order (the order kube-apiserver
+//! lists them in), shared with the snapshots of cycles, and the watch events not yet merged
+//! into it.
+//!
+//! Watch events collect in a small ordered map; taking a snapshot merges them into the list in
+//! one pass that moves pointers, never touching a pod it does not change. The list is shared
+//! with the snapshot by pointer: a cycle costs no copy of the pods, not even of their pointers,
+//! unless the list changes while the cycle still holds it (then the state copies the pointers
+//! once, off the cycle's path).
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+use rustc_hash::{FxBuildHasher, FxHashMap};
+
+use crate::snapshot::{NodeId, Pod, SharedList};
+
+/// A change not yet merged: the new pod and whether it sets its own grace period, or a deletion.
+type Change = Option<(Arc<Pod>, bool)>;
+
+/// Pods in key order, with the changes not yet merged.
+#[derive(Default)]
+pub(super) struct PodStore {
+    /// In key order; every pod's [`Pod::node`] is its node's id as of the last merge.
+    pods: SharedList<Arc<Pod>>,
+    /// Whether each pod of `pods` sets its own termination grace period.
+    own_grace: Vec<bool>,
+    pending: BTreeMap<String, Change>,
+    /// How many pods of `pods` have each UID hash (pods without a UID are not counted).
+    uid_hashes: FxHashMap<u64, u32>,
+    /// UID hashes held by more than one pod (then UIDs may repeat; the snapshot checks them).
+    shared_uid_hashes: usize,
+}
+
+/// The state key of a pod (as [`super::kinds::key`] spells it) compared with `key`, without
+/// building it.
+fn cmp_key(pod: &Pod, key: &str) -> Ordering {
+    let name = pod.name.as_bytes().iter();
+    if pod.namespace.is_empty() {
+        return name.cmp(key.as_bytes().iter());
+    }
+    pod.namespace
+        .as_bytes()
+        .iter()
+        .chain(b"/")
+        .chain(name)
+        .cmp(key.as_bytes().iter())
+}
+
+fn uid_hash(uid: &str) -> u64 {
+    FxBuildHasher.hash_one(uid)
+}
+
+impl PodStore {
+    /// Adds or replaces the pod with state key `key`.
+    pub(super) fn upsert(&mut self, key: String, pod: Arc<Pod>, own_grace: bool) {
+        self.pending.insert(key, Some((pod, own_grace)));
+    }
+
+    /// Removes the pod with state key `key`, if there is one.
+    pub(super) fn remove(&mut self, key: &str) {
+        self.pending.insert(key.to_string(), None);
+    }
+
+    /// Whether there are changes not merged yet, and many of them: merging then frees the pods
+    /// they replace instead of holding both.
+    pub(super) fn many_pending(&self) -> bool {
+        self.pending.len() > 1024.max(self.pods.len() / 16)
+    }
+
+    fn position(&self, key: &str) -> Result<usize, usize> {
+        self.pods.binary_search_by(|p| cmp_key(p, key))
+    }
+
+    /// Whether the pod with state key `key` sets its own grace period (`None`: no such pod).
+    pub(super) fn own_grace(&self, key: &str) -> Option<bool> {
+        match self.pending.get(key) {
+            Some(change) => change.as_ref().map(|(_, g)| *g),
+            None => self.position(key).ok().map(|i| self.own_grace[i]),
+        }
+    }
+
+    /// Number of pods (changes must be merged first).
+    pub(super) fn len(&self) -> usize {
+        debug_assert!(self.pending.is_empty());
+        self.pods.len()
+    }
+
+    /// Keeps only the pods whose state key `keep` accepts (changes must be merged first).
+    pub(super) fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        debug_assert!(self.pending.is_empty());
+        let drop: Vec<bool> = self
+            .pods
+            .iter()
+            .map(|p| !keep(&super::kinds::key(&p.namespace, &p.name)))
+            .collect();
+        if !drop.contains(&true) {
+            return;
+        }
+        let mut i = 0;
+        let mut uids = Vec::new();
+        self.pods.retain(|p| {
+            i += 1;
+            if drop[i - 1] {
+                uids.push(p.uid.clone());
+            }
+            !drop[i - 1]
+        });
+        let mut i = 0;
+        self.own_grace.retain(|_| {
+            i += 1;
+            !drop[i - 1]
+        });
+        for uid in uids {
+            self.count_uid(&uid, false);
+        }
+    }
+
+    fn count_uid(&mut self, uid: &str, add: bool) {
+        if uid.is_empty() {
+            return;
+        }
+        let h = uid_hash(uid);
+        if add {
+            let n = self.uid_hashes.entry(h).or_insert(0);
+            *n += 1;
+            if *n == 2 {
+                self.shared_uid_hashes += 1;
+            }
+        } else if let Some(n) = self.uid_hashes.get_mut(&h) {
+            *n -= 1;
+            if *n == 1 {
+                self.shared_uid_hashes -= 1;
+            } else if *n == 0 {
+                self.uid_hashes.remove(&h);
+            }
+        }
+    }
+
+    /// Whether no two pods have the same UID (false also when two UIDs only share a hash).
+    pub(super) fn unique_uids(&self) -> bool {
+        self.shared_uid_hashes == 0
+    }
+
+    /// Merges the changes into the list. New pods get their node's id from `node_id`; the others
+    /// keep theirs (see [`Self::renumber_nodes`]).
+    pub(super) fn merge(&mut self, node_id: impl Fn(&str) -> Option<NodeId>) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        // Where each change goes in the current list (the keys are in order, so each search
+        // starts where the last one ended).
+        let mut at = Vec::with_capacity(pending.len());
+        let mut from = 0;
+        for key in pending.keys() {
+            let (i, found) = match self.pods[from..].binary_search_by(|p| cmp_key(p, key)) {
+                Ok(i) => (from + i, true),
+                Err(i) => (from + i, false),
+            };
+            at.push((i, found));
+            from = i;
+        }
+        let old = std::mem::take(&mut *self.pods);
+        let old_grace = std::mem::take(&mut self.own_grace);
+        let mut pods = Vec::with_capacity(old.len() + pending.len());
+        let mut grace = Vec::with_capacity(old.len() + pending.len());
+        let mut old = old.into_iter();
+        let mut old_grace = old_grace.into_iter();
+        let mut copied = 0;
+        for ((i, found), change) in at.into_iter().zip(pending.into_values()) {
+            pods.extend(old.by_ref().take(i - copied));
+            grace.extend(old_grace.by_ref().take(i - copied));
+            copied = i;
+            if found {
+                if let Some(gone) = old.next() {
+                    self.count_uid(&gone.uid, false);
+                }
+                old_grace.next();
+                copied += 1;
+            }
+            if let Some((mut pod, own_grace)) = change {
+                let node = pod.node_name.as_deref().and_then(&node_id);
+                if pod.node != node {
+                    Arc::make_mut(&mut pod).node = node;
+                }
+                self.count_uid(&pod.uid, true);
+                pods.push(pod);
+                grace.push(own_grace);
+            }
+        }
+        pods.extend(old);
+        grace.extend(old_grace);
+        *self.pods = pods;
+        self.own_grace = grace;
+    }
+
+    /// Sets every pod's node id again (after nodes were added or removed, which moves the ids
+    /// of the nodes after them). Pods whose id does not change are not touched.
+    pub(super) fn renumber_nodes(&mut self, node_id: impl Fn(&str) -> Option<NodeId>) {
+        self.merge(&node_id);
+        let wrong: Vec<usize> = self
+            .pods
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.node != p.node_name.as_deref().and_then(&node_id))
+            .map(|(i, _)| i)
+            .collect();
+        if wrong.is_empty() {
+            return;
+        }
+        let pods = &mut *self.pods;
+        for i in wrong {
+            let pod = &mut pods[i];
+            let node = pod.node_name.as_deref().and_then(&node_id);
+            Arc::make_mut(pod).node = node;
+        }
+    }
+
+    /// The list, shared (changes must be merged first).
+    pub(super) fn shared(&self) -> SharedList<Arc<Pod>> {
+        debug_assert!(self.pending.is_empty());
+        self.pods.clone()
+    }
+}
