@@ -1,6 +1,6 @@
 //! List+watch of one kind into the [`ClusterState`], as client-go's reflector does it.
 //!
-//! The initial list is a streaming list first (client-go's WatchList: a watch with
+//! With [`WatchConfig::watch_list`] the initial list is a streaming list first (client-go's WatchList: a watch with
 //! `sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan`; the
 //! server sends every object as an ADDED event, then a BOOKMARK annotated
 //! `k8s.io/initial-events-end: "true"` carrying the list's resourceVersion, and the same stream
@@ -46,8 +46,8 @@ pub struct WatchConfig {
 }
 
 impl Default for WatchConfig {
-    /// client-go's values; the streaming list is on unless `KUBE_FEATURE_WatchListClient=false`
-    /// (client-go's environment switch for the same feature).
+    /// client-go's values; the streaming list is opt-in, with `KUBE_FEATURE_WatchListClient=true`
+    /// (client-go's environment switch for the same feature, off by default there too).
     fn default() -> Self {
         WatchConfig {
             page_size: 500,
@@ -55,7 +55,7 @@ impl Default for WatchConfig {
             backoff_max: Duration::from_secs(30),
             watch_timeout_seconds: 290,
             watch_list: std::env::var("KUBE_FEATURE_WatchListClient")
-                .map_or(true, |v| !v.eq_ignore_ascii_case("false")),
+                .is_ok_and(|v| v.eq_ignore_ascii_case("true")),
             watch_list_silence: Duration::from_secs(30),
         }
     }
