@@ -1,6 +1,7 @@
-//! The watched cluster state against the API stand-in (kube-sim, controllers off): paged list,
-//! every watch event type, a pod moving node, a deleted node, relist after 410 Gone, and
-//! snapshots taken during a burst of events. Every wait polls an observable condition with a
+//! The watched cluster state against the API stand-in (kube-sim, controllers off): the initial
+//! list as a streaming list (WatchList) and as a paged list, the fallback to paged lists when the
+//! server refuses streaming lists, every watch event type, a pod moving node, a deleted node,
+//! relist after 410 Gone, and snapshots taken during a burst of events. Every wait polls an observable condition with a
 //! generous deadline.
 
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::time::Duration;
 
 use kube_descheduler::live::kinds::Kind;
 use kube_descheduler::live::state::ClusterState;
-use kube_descheduler::live::watch::{self, WatchConfig, WatchTasks};
+use kube_descheduler::live::watch::{self, ListProtocol, WatchConfig, WatchTasks};
 use kube_descheduler::snapshot::Snapshot;
 use kube_sim::{Sim, SimHandle, SimOptions};
 use serde_json::{Value, json};
@@ -35,7 +36,18 @@ fn pod(name: &str, node: &str, app: &str) -> Value {
     })
 }
 
+/// Starts kube-sim and the list+watch tasks, listing in pages.
 async fn start(objects: Vec<Value>) -> (SimHandle, Arc<ClusterState>, WatchTasks) {
+    start_with(objects, false, true).await
+}
+
+/// Starts kube-sim (serving streaming lists or not) and the list+watch tasks (trying a
+/// streaming list first or not).
+async fn start_with(
+    objects: Vec<Value>,
+    watch_list: bool,
+    server_watch_list: bool,
+) -> (SimHandle, Arc<ClusterState>, WatchTasks) {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut all =
         vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})];
@@ -48,6 +60,7 @@ async fn start(objects: Vec<Value>) -> (SimHandle, Arc<ClusterState>, WatchTasks
     })
     .await
     .expect("kube-sim starts");
+    sim.set_watch_list(server_watch_list);
     let kubeconfig = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml()).unwrap();
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
@@ -60,6 +73,8 @@ async fn start(objects: Vec<Value>) -> (SimHandle, Arc<ClusterState>, WatchTasks
         backoff_initial: Duration::from_millis(50),
         backoff_max: Duration::from_millis(500),
         watch_timeout_seconds: 290,
+        watch_list,
+        watch_list_silence: Duration::from_secs(30),
     };
     let tasks = watch::start(&client, state.clone(), cfg);
     tokio::time::timeout(WAIT, state.wait_synced())
@@ -97,21 +112,37 @@ fn delete(sim: &SimHandle, kind: &str, ns: &str, name: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_event_type_moves_and_deletions_are_applied() {
-    let (sim, state, _tasks) = start(vec![
-        node("n1"),
-        node("n2"),
-        node("n3"),
-        pod("a", "n1", "x"),
-        pod("b", "n1", "x"),
-        pod("c", "n2", "x"),
-    ])
+async fn every_event_type_moves_and_deletions_are_applied_after_a_paged_list() {
+    every_event_type(ListProtocol::Paged).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_event_type_moves_and_deletions_are_applied_after_a_streaming_list() {
+    every_event_type(ListProtocol::WatchList).await;
+}
+
+async fn every_event_type(protocol: ListProtocol) {
+    let (sim, state, tasks) = start_with(
+        vec![
+            node("n1"),
+            node("n2"),
+            node("n3"),
+            pod("a", "n1", "x"),
+            pod("b", "n1", "x"),
+            pod("c", "n2", "x"),
+        ],
+        protocol == ListProtocol::WatchList,
+        true,
+    )
     .await;
+    for kind in Kind::ALL {
+        assert_eq!(tasks.list_protocol(kind), Some(protocol), "{kind:?}");
+    }
     let s = state.snapshot();
     assert_eq!(
         pod_names(&s),
         ["a", "b", "c"],
-        "the paged list is complete and ordered"
+        "the list is complete and ordered"
     );
     assert_eq!(s.nodes.len(), 3);
 
@@ -178,9 +209,24 @@ async fn every_event_type_moves_and_deletions_are_applied() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_watch_from_a_compacted_version_relists() {
-    let (sim, state, _tasks) = start(vec![node("n1"), pod("a", "n1", "x")]).await;
+async fn a_watch_from_a_compacted_version_relists_in_pages() {
+    a_watch_from_a_compacted_version_relists(ListProtocol::Paged).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_from_a_compacted_version_relists_with_a_streaming_list() {
+    a_watch_from_a_compacted_version_relists(ListProtocol::WatchList).await;
+}
+
+async fn a_watch_from_a_compacted_version_relists(protocol: ListProtocol) {
+    let (sim, state, tasks) = start_with(
+        vec![node("n1"), pod("a", "n1", "x")],
+        protocol == ListProtocol::WatchList,
+        true,
+    )
+    .await;
     assert_eq!(state.lists_completed(Kind::Pod), 1);
+    assert_eq!(tasks.list_protocol(Kind::Pod), Some(protocol));
     // The history is forgotten and the watch broken: resuming from the last resourceVersion
     // gets 410 Gone, and the kind is listed again.
     // Deterministic: the pod watch has seen `b`, then a write of a kind it does not watch moves
@@ -208,10 +254,58 @@ async fn a_watch_from_a_compacted_version_relists() {
         pod_names(s) == ["a", "b"]
     })
     .await;
+    assert_eq!(tasks.list_protocol(Kind::Pod), Some(protocol));
     // And the watch after the relist works.
     sim.apply(pod("c", "n1", "x")).unwrap();
     wait_for("an event after the relist", &state, |s| {
         pod_names(s) == ["a", "b", "c"]
+    })
+    .await;
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_refusing_streaming_lists_is_listed_in_pages() {
+    // kube-sim answers streaming lists as kube-apiserver with its WatchList feature gate off
+    // (422): every kind falls back to a paged list, then watches as usual.
+    let (sim, state, tasks) = start_with(
+        vec![node("n1"), pod("a", "n1", "x"), pod("b", "n1", "x")],
+        true,
+        false,
+    )
+    .await;
+    for kind in Kind::ALL {
+        assert_eq!(
+            tasks.list_protocol(kind),
+            Some(ListProtocol::Paged),
+            "{kind:?}"
+        );
+        assert_eq!(state.lists_completed(kind), 1, "{kind:?}");
+    }
+    assert_eq!(pod_names(&state.snapshot()), ["a", "b"]);
+    sim.apply(pod("c", "n1", "x")).unwrap();
+    delete(&sim, "Pod", "shop", "a");
+    wait_for("events after the fallback", &state, |s| {
+        pod_names(s) == ["b", "c"]
+    })
+    .await;
+    // A relist after 410 stays with paged lists (the server said no once).
+    sim.apply(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "unwatched", "namespace": "shop"}}))
+        .unwrap();
+    sim.compact_watch_history();
+    sim.drop_watches();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while state.lists_completed(Kind::Pod) < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no relist after 410"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(tasks.list_protocol(Kind::Pod), Some(ListProtocol::Paged));
+    wait_for("the pods after the relist", &state, |s| {
+        pod_names(s) == ["b", "c"]
     })
     .await;
     sim.shutdown().await;

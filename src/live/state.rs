@@ -298,12 +298,14 @@ impl ClusterState {
         g.synced[i] = true;
         let n = g.synced.iter().filter(|s| **s).count();
         let in_sync = in_sync(g);
-        drop(guard);
+        // Sent under the lock: two kinds finishing at once must not publish their values in
+        // the opposite order (a stale `false` after the last kind's `true` kept `/readyz` false).
         if first {
             self.synced_tx.send_replace(n);
         }
         self.in_sync_tx
             .send_if_modified(|v| std::mem::replace(v, in_sync) != in_sync);
+        drop(guard);
     }
 
     /// Adds or replaces objects of `kind` given as JSON (list items, ADDED/MODIFIED events).
@@ -401,9 +403,10 @@ impl ClusterState {
         }
         g.broken[kind.index()] = broken;
         let in_sync = in_sync(&g);
-        drop(g);
+        // Under the lock, as in `end_list`.
         self.in_sync_tx
             .send_if_modified(|v| std::mem::replace(v, in_sync) != in_sync);
+        drop(g);
     }
 
     /// Whether every kind has listed and no list or watch is broken: the state follows the API

@@ -1,12 +1,21 @@
-//! List+watch of one kind into the [`ClusterState`], as client-go's reflector does it: a list in
-//! pages (`limit`/`continue`; the next page is fetched while the current one is converted), then a
-//! watch from the list's resourceVersion with bookmarks; events are applied one by one; a watch
-//! that ends is resumed from the last resourceVersion seen; `410 Gone` (HTTP status or ERROR
-//! event) relists. Failures are retried with capped exponential backoff, one log line per kind per
-//! backoff step.
+//! List+watch of one kind into the [`ClusterState`], as client-go's reflector does it.
+//!
+//! With [`WatchConfig::watch_list`] the initial list is a streaming list first (client-go's WatchList: a watch with
+//! `sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan`; the
+//! server sends every object as an ADDED event, then a BOOKMARK annotated
+//! `k8s.io/initial-events-end: "true"` carrying the list's resourceVersion, and the same stream
+//! goes on as the watch). A server that rejects it (kube-apiserver with the `WatchList` feature
+//! gate off answers 422), or one that ignores it (a BOOKMARK before the end marker, or silence
+//! before it), is listed in pages from then on (`limit`/`continue`; the next page is fetched while
+//! the current one is converted), and then watched from the list's resourceVersion with
+//! bookmarks. Listed objects are converted in batches (one lock of the state per batch); watch
+//! events one by one. A watch that ends is resumed from the last resourceVersion seen; `410 Gone`
+//! (HTTP status or ERROR event) relists. Failures are retried with capped exponential backoff,
+//! one log line per kind per backoff step.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::{Duration, Instant};
 
 use futures::{AsyncBufReadExt, StreamExt};
 use kube::Client;
@@ -21,7 +30,7 @@ use super::state::ClusterState;
 /// Tuning of the list+watch tasks.
 #[derive(Debug, Clone, Copy)]
 pub struct WatchConfig {
-    /// Items per list page.
+    /// Items per list page (paginated lists).
     pub page_size: u32,
     /// First retry delay after a failure.
     pub backoff_initial: Duration,
@@ -29,25 +38,76 @@ pub struct WatchConfig {
     pub backoff_max: Duration,
     /// Server-side timeout of one watch request (kube-apiserver closes it then; it is resumed).
     pub watch_timeout_seconds: u32,
+    /// Try a streaming list (WatchList) before a paginated one.
+    pub watch_list: bool,
+    /// How long a streaming list may stay silent before its end marker: then the server is
+    /// taken not to serve streaming lists, and the kind is listed in pages.
+    pub watch_list_silence: Duration,
 }
 
 impl Default for WatchConfig {
+    /// client-go's values; the streaming list is opt-in, with `KUBE_FEATURE_WatchListClient=true`
+    /// (client-go's environment switch for the same feature, off by default there too).
     fn default() -> Self {
         WatchConfig {
             page_size: 500,
             backoff_initial: Duration::from_millis(500),
             backoff_max: Duration::from_secs(30),
             watch_timeout_seconds: 290,
+            watch_list: std::env::var("KUBE_FEATURE_WatchListClient")
+                .is_ok_and(|v| v.eq_ignore_ascii_case("true")),
+            watch_list_silence: Duration::from_secs(30),
+        }
+    }
+}
+
+/// How a kind's last completed list was fetched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListProtocol {
+    /// A streaming list (`sendInitialEvents=true`).
+    WatchList,
+    /// A paginated LIST (`limit`/`continue`).
+    Paged,
+}
+
+/// The last list protocol per kind (0: none yet).
+#[derive(Default)]
+struct Protocols([AtomicU8; Kind::ALL.len()]);
+
+impl Protocols {
+    fn set(&self, kind: Kind, p: ListProtocol) {
+        let v = match p {
+            ListProtocol::WatchList => 1,
+            ListProtocol::Paged => 2,
+        };
+        self.0[kind.index()].store(v, Ordering::Relaxed);
+    }
+
+    fn get(&self, kind: Kind) -> Option<ListProtocol> {
+        match self.0[kind.index()].load(Ordering::Relaxed) {
+            1 => Some(ListProtocol::WatchList),
+            2 => Some(ListProtocol::Paged),
+            _ => None,
         }
     }
 }
 
 /// The list+watch tasks; aborted when dropped.
-pub struct WatchTasks(Vec<JoinHandle<()>>);
+pub struct WatchTasks {
+    tasks: Vec<JoinHandle<()>>,
+    protocols: Arc<Protocols>,
+}
+
+impl WatchTasks {
+    /// How `kind`'s last completed list was fetched (None before its first list).
+    pub fn list_protocol(&self, kind: Kind) -> Option<ListProtocol> {
+        self.protocols.get(kind)
+    }
+}
 
 impl Drop for WatchTasks {
     fn drop(&mut self) {
-        for t in &self.0 {
+        for t in &self.tasks {
             t.abort();
         }
     }
@@ -55,12 +115,22 @@ impl Drop for WatchTasks {
 
 /// Starts one list+watch task per kind, feeding `state`.
 pub fn start(client: &Client, state: Arc<ClusterState>, cfg: WatchConfig) -> WatchTasks {
-    WatchTasks(
-        Kind::ALL
+    let protocols = Arc::new(Protocols::default());
+    WatchTasks {
+        tasks: Kind::ALL
             .iter()
-            .map(|&kind| tokio::spawn(run_kind(client.clone(), kind, state.clone(), cfg)))
+            .map(|&kind| {
+                tokio::spawn(run_kind(
+                    client.clone(),
+                    kind,
+                    state.clone(),
+                    cfg,
+                    protocols.clone(),
+                ))
+            })
             .collect(),
-    )
+        protocols,
+    }
 }
 
 #[derive(Deserialize)]
@@ -96,6 +166,8 @@ struct VersionOnly {
 struct VersionMeta {
     #[serde(default, rename = "resourceVersion")]
     resource_version: Option<String>,
+    #[serde(default)]
+    annotations: Option<std::collections::BTreeMap<String, String>>,
 }
 
 #[derive(Deserialize)]
@@ -106,12 +178,23 @@ struct StatusOnly {
     message: Option<String>,
 }
 
+/// The annotation of the BOOKMARK that ends a streaming list's initial events.
+const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
 fn version_of(raw: &str) -> Option<String> {
     serde_json::from_str::<VersionOnly>(raw)
         .ok()?
         .metadata?
         .resource_version
         .filter(|v| !v.is_empty())
+}
+
+/// Whether a BOOKMARK object ends the initial events of a streaming list.
+fn ends_initial_events(raw: &str) -> bool {
+    serde_json::from_str::<VersionOnly>(raw)
+        .ok()
+        .and_then(|v| v.metadata?.annotations)
+        .is_some_and(|a| a.get(INITIAL_EVENTS_END).is_some_and(|v| v == "true"))
 }
 
 /// How a watch ended.
@@ -122,8 +205,23 @@ enum WatchEnd {
     Gone,
 }
 
+/// Why a list or watch failed.
+enum Failure {
+    /// The server does not serve streaming lists: list in pages from now on.
+    NoWatchList(String),
+    /// Anything else: retried with backoff.
+    Other(String),
+}
+
 fn is_gone(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 410)
+}
+
+/// A status that means "this request is not served" rather than "try again": every 4xx but 410
+/// Gone and 429 Too Many Requests (kube-apiserver answers a streaming list with 422 when its
+/// `WatchList` feature gate is off).
+fn is_refusal(code: u16) -> bool {
+    (400..500).contains(&code) && code != 410 && code != 429
 }
 
 async fn fetch_page(
@@ -149,7 +247,11 @@ async fn list(
     kind: Kind,
     state: &ClusterState,
     cfg: &WatchConfig,
+    protocols: &Protocols,
 ) -> Result<String, String> {
+    let started = Instant::now();
+    let (mut waiting, mut pages, mut items) = (Duration::ZERO, 0u32, 0usize);
+    tracing::debug!(kind = kind.resource(), "paginated list started");
     state.begin_list(kind);
     let mut next = Some(tokio::spawn(fetch_page(
         client.clone(),
@@ -159,7 +261,9 @@ async fn list(
     )));
     let mut version: Option<String> = None;
     while let Some(fetching) = next.take() {
+        let t0 = Instant::now();
         let text = fetching.await.map_err(|e| e.to_string())??;
+        waiting += t0.elapsed();
         let page: Page = serde_json::from_str(&text)
             .map_err(|e| format!("the {} list is not valid: {e}", kind.resource()))?;
         let meta = page.metadata.unwrap_or(ListMeta {
@@ -179,8 +283,19 @@ async fn list(
             )));
         }
         state.upsert(kind, page.items.iter().map(|r| r.get()));
+        pages += 1;
+        items += page.items.len();
     }
+    protocols.set(kind, ListProtocol::Paged);
     state.end_list(kind);
+    tracing::debug!(
+        kind = kind.resource(),
+        pages,
+        items,
+        seconds = started.elapsed().as_secs_f64(),
+        waiting_seconds = waiting.as_secs_f64(),
+        "paginated list done"
+    );
     version.ok_or_else(|| {
         format!(
             "the {} list has no metadata.resourceVersion",
@@ -189,35 +304,112 @@ async fn list(
     })
 }
 
-/// Watches `kind` from `version` into `state`, advancing `version` as events arrive.
+/// Where the object is in an ADDED event line written as kube-apiserver writes it
+/// (`{"type":"ADDED","object":{…}}`), found without parsing the line: the object is parsed once,
+/// by its converter (which rejects it if it is not valid JSON). None for any other line.
+fn added_object(line: &str) -> Option<std::ops::Range<usize>> {
+    const HEAD: &str = r#"{"type":"ADDED","object":{"#;
+    let line = line.trim_end();
+    (line.starts_with(HEAD) && line.ends_with("}}")).then(|| HEAD.len() - 1..line.len() - 1)
+}
+
+/// Listed objects waiting to be converted: each event line and its object's byte range.
+struct Batch(Vec<(String, std::ops::Range<usize>)>);
+
+/// Objects converted per lock of the state during a streaming list (a page's worth).
+const BATCH: usize = 500;
+
+impl Batch {
+    fn flush(&mut self, kind: Kind, state: &ClusterState) {
+        if !self.0.is_empty() {
+            state.upsert(kind, self.0.iter().filter_map(|(l, r)| l.get(r.clone())));
+            self.0.clear();
+        }
+    }
+}
+
+/// Watches `kind` into `state`. With `version` None this is a streaming list: the ADDED events
+/// up to the BOOKMARK annotated `k8s.io/initial-events-end` are the list (converted in batches,
+/// objects they do not name are dropped), the bookmark's resourceVersion is where the watch
+/// stands, and the same stream goes on as the watch. `version` advances as events arrive.
 async fn watch(
     client: &Client,
     kind: Kind,
     state: &ClusterState,
     cfg: &WatchConfig,
-    version: &mut String,
-) -> Result<WatchEnd, String> {
-    let wp = WatchParams::default().timeout(cfg.watch_timeout_seconds);
-    let req = kube::core::Request::new(kind.path())
-        .watch(&wp, version)
-        .map_err(|e| e.to_string())?;
+    protocols: &Protocols,
+    version: &mut Option<String>,
+) -> Result<WatchEnd, Failure> {
+    let mut listing = version.is_none();
+    let req = if listing {
+        let wp = WatchParams::streaming_lists().timeout(cfg.watch_timeout_seconds);
+        kube::core::Request::new(kind.path()).watch(&wp, "")
+    } else {
+        let wp = WatchParams::default().timeout(cfg.watch_timeout_seconds);
+        kube::core::Request::new(kind.path()).watch(&wp, version.as_deref().unwrap_or(""))
+    }
+    .map_err(|e| Failure::Other(e.to_string()))?;
+    let started = Instant::now();
     let body = match client.request_stream(req).await {
-        Ok(b) => {
-            state.watch_established(kind);
-            b
-        }
+        Ok(b) => b,
         Err(e) if is_gone(&e) => return Ok(WatchEnd::Gone),
-        Err(e) => return Err(e.to_string()),
+        Err(kube::Error::Api(s)) if listing && is_refusal(s.code) => {
+            return Err(Failure::NoWatchList(format!("{} {}", s.code, s.message)));
+        }
+        Err(e) => return Err(Failure::Other(e.to_string())),
     };
+    if listing {
+        tracing::debug!(kind = kind.resource(), "streaming list started");
+        state.begin_list(kind);
+    } else {
+        state.watch_established(kind);
+    }
+    let mut batch = Batch(Vec::with_capacity(BATCH));
+    let mut items = 0usize;
     let mut lines = body.lines();
-    while let Some(line) = lines.next().await {
-        let line = line.map_err(|e| format!("watch stream: {e}"))?;
+    loop {
+        let next = if listing {
+            // A server that ignores `sendInitialEvents` never sends the end marker.
+            match tokio::time::timeout(cfg.watch_list_silence, lines.next()).await {
+                Ok(n) => n,
+                Err(_) => {
+                    return Err(Failure::NoWatchList(format!(
+                        "no end of the initial events after {items} objects and {:.0} s of silence",
+                        cfg.watch_list_silence.as_secs_f64()
+                    )));
+                }
+            }
+        } else {
+            lines.next().await
+        };
+        let Some(line) = next else { break };
+        let line = line.map_err(|e| Failure::Other(format!("watch stream: {e}")))?;
         if line.trim().is_empty() {
             continue;
         }
-        let ev: Event =
-            serde_json::from_str(&line).map_err(|e| format!("a watch event is not valid: {e}"))?;
+        if listing && let Some(range) = added_object(&line) {
+            batch.0.push((line, range));
+            items += 1;
+            if batch.0.len() >= BATCH {
+                batch.flush(kind, state);
+            }
+            continue;
+        }
+        let ev: Event = serde_json::from_str(&line)
+            .map_err(|e| Failure::Other(format!("a watch event is not valid: {e}")))?;
         let raw = ev.object.get();
+        if listing && ev.type_ == "ADDED" {
+            // `raw` lies inside `line`; keep the line and where the object is in it.
+            let at = raw.as_ptr() as usize - line.as_ptr() as usize;
+            let range = at..at + raw.len();
+            batch.0.push((line, range));
+            items += 1;
+            if batch.0.len() >= BATCH {
+                batch.flush(kind, state);
+            }
+            continue;
+        }
+        batch.flush(kind, state);
         match ev.type_ {
             "ADDED" | "MODIFIED" => state.upsert(kind, [raw]),
             "DELETED" => match kinds::key_of_json(raw) {
@@ -226,20 +418,45 @@ async fn watch(
                     tracing::warn!(kind = kind.resource(), error = %e, "DELETED event without a name; ignored")
                 }
             },
+            "BOOKMARK" if listing => {
+                if !ends_initial_events(raw) {
+                    return Err(Failure::NoWatchList(
+                        "a BOOKMARK without the end-of-initial-events annotation".into(),
+                    ));
+                }
+                let Some(v) = version_of(raw) else {
+                    return Err(Failure::Other(
+                        "the end of the initial events has no resourceVersion".into(),
+                    ));
+                };
+                protocols.set(kind, ListProtocol::WatchList);
+                state.end_list(kind);
+                tracing::debug!(
+                    kind = kind.resource(),
+                    items,
+                    seconds = started.elapsed().as_secs_f64(),
+                    "streaming list done"
+                );
+                listing = false;
+                *version = Some(v);
+                continue;
+            }
             "BOOKMARK" => {}
             "ERROR" => {
                 let status: StatusOnly = serde_json::from_str(raw).unwrap_or(StatusOnly {
                     code: None,
                     message: None,
                 });
-                if status.code == Some(410) {
+                let code = status.code.unwrap_or(0);
+                if code == 410 {
                     return Ok(WatchEnd::Gone);
                 }
-                return Err(format!(
-                    "watch error {}: {}",
-                    status.code.unwrap_or(0),
-                    status.message.unwrap_or_default()
-                ));
+                let msg = format!("watch error {code}: {}", status.message.unwrap_or_default());
+                return Err(if listing && is_refusal(code) {
+                    Failure::NoWatchList(msg)
+                } else {
+                    Failure::Other(msg)
+                });
             }
             other => {
                 tracing::debug!(
@@ -249,25 +466,46 @@ async fn watch(
                 )
             }
         }
-        if let Some(v) = version_of(raw) {
-            *version = v;
+        if !listing && let Some(v) = version_of(raw) {
+            *version = Some(v);
         }
+    }
+    if listing {
+        return Err(Failure::Other(format!(
+            "the streaming list ended after {items} objects, before the end of its initial events"
+        )));
     }
     Ok(WatchEnd::Closed)
 }
 
 /// Lists and watches `kind` until aborted.
-pub async fn run_kind(client: Client, kind: Kind, state: Arc<ClusterState>, cfg: WatchConfig) {
+async fn run_kind(
+    client: Client,
+    kind: Kind,
+    state: Arc<ClusterState>,
+    cfg: WatchConfig,
+    protocols: Arc<Protocols>,
+) {
     let mut delay = cfg.backoff_initial;
     let mut version: Option<String> = None;
+    let mut watch_list = cfg.watch_list;
     loop {
         let started = tokio::time::Instant::now();
-        let result = match version.as_mut() {
-            None => list(&client, kind, &state, &cfg).await.map(|v| {
-                version = Some(v);
-                None
-            }),
-            Some(v) => watch(&client, kind, &state, &cfg, v).await.map(Some),
+        let listing = version.is_none();
+        let result = if listing && !watch_list {
+            list(&client, kind, &state, &cfg, &protocols)
+                .await
+                .map(|v| {
+                    version = Some(v);
+                    None
+                })
+                .map_err(Failure::Other)
+        } else {
+            let r = watch(&client, kind, &state, &cfg, &protocols, &mut version).await;
+            if listing && version.is_some() {
+                delay = cfg.backoff_initial;
+            }
+            r.map(Some)
         };
         match result {
             Ok(None) => delay = cfg.backoff_initial,
@@ -288,7 +526,16 @@ pub async fn run_kind(client: Client, kind: Kind, state: Arc<ClusterState>, cfg:
                 state.expired(kind);
                 version = None;
             }
-            Err(e) => {
+            Err(Failure::NoWatchList(why)) => {
+                tracing::info!(
+                    kind = kind.resource(),
+                    reason = %why,
+                    "the API server does not serve streaming lists (WatchList); listing in pages"
+                );
+                watch_list = false;
+                version = None;
+            }
+            Err(Failure::Other(e)) => {
                 tracing::warn!(
                     kind = kind.resource(),
                     error = %e,
@@ -299,6 +546,54 @@ pub async fn run_kind(client: Client, kind: Kind, state: Arc<ClusterState>, cfg:
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(cfg.backoff_max);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn added_object_is_found_only_in_added_lines_as_kube_apiserver_writes_them() {
+        let line = r#"{"type":"ADDED","object":{"metadata":{"name":"a"}}}"#;
+        let r = added_object(line).unwrap();
+        assert_eq!(&line[r], r#"{"metadata":{"name":"a"}}"#);
+        let crlf = format!("{line}\r\n");
+        assert_eq!(
+            &crlf[added_object(&crlf).unwrap()],
+            r#"{"metadata":{"name":"a"}}"#
+        );
+        for other in [
+            r#"{"type":"MODIFIED","object":{"metadata":{"name":"a"}}}"#,
+            r#"{"object":{"metadata":{"name":"a"}},"type":"ADDED"}"#,
+            r#"{"type":"ADDED","object":{"metadata":{"name":"a"}},"x":1}"#,
+            r#"{"type":"BOOKMARK","object":{"metadata":{}}}"#,
+        ] {
+            assert_eq!(added_object(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn only_the_annotated_bookmark_ends_the_initial_events() {
+        let end = r#"{"kind":"Pod","metadata":{"resourceVersion":"7","annotations":{"k8s.io/initial-events-end":"true"}}}"#;
+        assert!(ends_initial_events(end));
+        assert_eq!(version_of(end).as_deref(), Some("7"));
+        assert!(!ends_initial_events(
+            r#"{"metadata":{"resourceVersion":"7"}}"#
+        ));
+        assert!(!ends_initial_events(
+            r#"{"metadata":{"annotations":{"k8s.io/initial-events-end":"false"}}}"#
+        ));
+    }
+
+    #[test]
+    fn only_requests_the_server_will_never_serve_fall_back_to_paged_lists() {
+        for code in [400, 403, 404, 405, 422] {
+            assert!(is_refusal(code), "{code}");
+        }
+        for code in [410, 429, 500, 503] {
+            assert!(!is_refusal(code), "{code}");
         }
     }
 }

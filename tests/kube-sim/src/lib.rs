@@ -117,6 +117,9 @@ pub struct SimState {
     config_changed: watch::Sender<u64>,
     shutdown: watch::Sender<bool>,
     pub bookmark_interval: Duration,
+    /// Whether `sendInitialEvents` watches (WatchList) are served; off answers them as
+    /// kube-apiserver does with its `WatchList` feature gate off (422).
+    pub watch_list: std::sync::atomic::AtomicBool,
 }
 
 impl SimState {
@@ -190,6 +193,7 @@ impl Sim {
             config_changed: config_tx,
             shutdown: shut_tx,
             bookmark_interval: opts.bookmark_interval,
+            watch_list: std::sync::atomic::AtomicBool::new(true),
         });
         let token = format!("kube-sim-{}", state.store.new_uid());
         state.auth.add_token(
@@ -390,6 +394,15 @@ impl SimHandle {
     /// Every eviction accepted so far (2xx, dry runs excluded), oldest first.
     pub fn evictions(&self) -> Vec<eviction::EvictionRecord> {
         self.state.evictions.all()
+    }
+
+    /// Serves (the default) or refuses `sendInitialEvents` watches, the streaming list of
+    /// client-go's WatchList: refused, they get kube-apiserver's answer with its `WatchList`
+    /// feature gate off (422 Invalid), so clients must fall back to a paginated list.
+    pub fn set_watch_list(&self, enabled: bool) {
+        self.state
+            .watch_list
+            .store(enabled, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Ends every open watch (clients see a clean end of stream and re-watch).

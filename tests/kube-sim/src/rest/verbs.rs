@@ -182,7 +182,7 @@ fn list(st: &SimState, r: &Req, t: &Target) -> ApiResult<Response> {
 
 fn watch_req(st: Arc<SimState>, r: &Req, t: &Target) -> ApiResult<Response> {
     let (labels, fields) = selectors(r)?;
-    let initial = r.q_bool("sendInitialEvents");
+    let initial = watch::initial_events(&st, r)?;
     let from = match r.q("resourceVersion").unwrap_or("") {
         _ if initial => WatchFrom::Current,
         "" | "0" => WatchFrom::Current,

@@ -6,12 +6,64 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
 
+use super::Req;
 use crate::SimState;
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiResult};
 use crate::resources::ResourceDef;
 use crate::selectors::{FieldSelector, LabelSelector};
-use crate::store::{Event, EventType, Store, WatchFrom};
+use crate::store::{Event, EventType, Store, WatchFrom, objects};
 use crate::versions;
+
+/// Initial events are sent in chunks of about this many bytes.
+const CHUNK: usize = 64 * 1024;
+
+/// Whether a watch asks for its initial events (`sendInitialEvents=true`, client-go's
+/// WatchList), checked as kube-apiserver's `ListOptions` validation does: it needs
+/// `resourceVersionMatch=NotOlderThan` and `allowWatchBookmarks=true` (the initial events end
+/// with an annotated BOOKMARK), `resourceVersionMatch` needs `sendInitialEvents`, and with the
+/// `WatchList` feature gate off ([`crate::SimHandle::set_watch_list`]) it is forbidden. Errors
+/// are 422 Invalid.
+pub fn initial_events(st: &SimState, r: &Req) -> ApiResult<bool> {
+    let invalid =
+        |field: &str, why: &str| ApiError::invalid("ListOptions.meta.k8s.io", "", field, why);
+    let send = r.q("sendInitialEvents").map(|v| v == "true" || v == "1");
+    let matching = r.q("resourceVersionMatch").filter(|m| !m.is_empty());
+    if send.is_some() {
+        if matching != Some("NotOlderThan") {
+            return Err(invalid(
+                "resourceVersionMatch",
+                "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if !st.watch_list.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(invalid(
+                "sendInitialEvents",
+                "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+            ));
+        }
+    }
+    if let Some(m) = matching {
+        if send.is_none() {
+            return Err(invalid(
+                "resourceVersionMatch",
+                "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
+        }
+        if m != "NotOlderThan" {
+            return Err(invalid(
+                "resourceVersionMatch",
+                &format!("Unsupported value: \"{m}\": supported values: \"NotOlderThan\""),
+            ));
+        }
+        if !r.q_bool("allowWatchBookmarks") {
+            return Err(invalid(
+                "allowWatchBookmarks",
+                "Forbidden: allowWatchBookmarks must be set to true when sendInitialEvents is set",
+            ));
+        }
+    }
+    Ok(send == Some(true))
+}
 
 /// What a watch selects.
 pub struct WatchSpec {
@@ -91,6 +143,35 @@ impl WatchSpec {
         }
     }
 
+    /// Whether every object passes the filters, so the stored bytes can be sent as they are.
+    fn unfiltered(&self) -> bool {
+        self.table.is_none()
+            && self.name.is_none()
+            && self.labels.is_empty()
+            && self.fields.0.is_empty()
+            && !versions::is_converted(self.def)
+    }
+
+    /// Appends the synthetic ADDED event of a stored object (namespace already matched).
+    fn push_added(&self, stored: &[u8], out: &mut Vec<u8>) {
+        if self.unfiltered() {
+            out.extend_from_slice(b"{\"type\":\"ADDED\",\"object\":");
+            out.extend_from_slice(stored);
+            out.extend_from_slice(b"}\n");
+            return;
+        }
+        let ev = Event {
+            rv: 0,
+            gr: Store::watch_key(self.def),
+            kind: EventType::Added,
+            object: Arc::new(objects::decode(stored)),
+            old: None,
+        };
+        if let Some(b) = self.render(&ev) {
+            out.extend_from_slice(&b);
+        }
+    }
+
     fn bookmark(&self, rv: u64, initial_end: bool) -> Option<Bytes> {
         let mut meta = json!({"resourceVersion": rv.to_string()});
         if initial_end {
@@ -111,10 +192,31 @@ fn error_line(e: &ApiError) -> Bytes {
     line(json!({"type": "ERROR", "object": e.to_status()})).unwrap_or_default()
 }
 
+/// What a watch sends before its live events.
+enum Initial {
+    /// Replayed history (a watch from a resourceVersion).
+    Events(Vec<Arc<Event>>),
+    /// The current objects as stored (a watch from the current state): synthetic ADDED events.
+    Stored(Vec<objects::Bytes>),
+}
+
 /// Starts the stream. Ends on `timeoutSeconds`, [`crate::SimHandle::drop_watches`],
 /// shutdown, or a lagging receiver (then an ERROR 410 event is sent first).
 pub fn respond(st: Arc<SimState>, spec: WatchSpec) -> Response {
-    let started = st.store.watch(spec.def, spec.from);
+    // From the current state, the initial ADDED events come from the stored bytes (a watch list
+    // of 150,000 pods decodes nothing); from a resourceVersion, from the history.
+    let started = match spec.from {
+        WatchFrom::Current => {
+            let (objects, rx, rv) = st
+                .store
+                .watch_current_raw(spec.def, spec.namespace.as_deref());
+            Ok((Initial::Stored(objects), rx, rv))
+        }
+        from => st
+            .store
+            .watch(spec.def, from)
+            .map(|(events, rx, rv)| (Initial::Events(events), rx, rv)),
+    };
     let mut drop_rx = st.drop_watches_rx();
     let mut shutdown = st.shutdown_rx();
     let bookmark_every = st.bookmark_interval.max(Duration::from_millis(100));
@@ -127,11 +229,28 @@ pub fn respond(st: Arc<SimState>, spec: WatchSpec) -> Response {
                 return;
             }
         };
-        for ev in &initial {
-            if let Some(b) = spec.render(ev) {
-                yield Ok(b);
+        match &initial {
+            Initial::Events(events) => {
+                for ev in events {
+                    if let Some(b) = spec.render(ev) {
+                        yield Ok(b);
+                    }
+                }
+            }
+            Initial::Stored(stored) => {
+                let mut buf = Vec::with_capacity(CHUNK + 4096);
+                for obj in stored {
+                    spec.push_added(obj, &mut buf);
+                    if buf.len() >= CHUNK {
+                        yield Ok(Bytes::from(std::mem::replace(&mut buf, Vec::with_capacity(CHUNK + 4096))));
+                    }
+                }
+                if !buf.is_empty() {
+                    yield Ok(Bytes::from(buf));
+                }
             }
         }
+        drop(initial);
         if spec.initial_events_end && let Some(b) = spec.bookmark(last_rv, true) {
             yield Ok(b);
         }

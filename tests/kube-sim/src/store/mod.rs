@@ -717,6 +717,32 @@ impl Store {
         Ok((initial, rx, inner.rv))
     }
 
+    /// Starts a watch at the current state: the objects now stored (in `ns`, all when None), as
+    /// stored bytes in namespace/name order, a live receiver subscribed under the same lock (no
+    /// event is missed or seen twice), and the resourceVersion the watch starts at. The initial
+    /// objects are rendered without being decoded ([`Store::watch`] decodes each one).
+    pub fn watch_current_raw(
+        &self,
+        def: &'static ResourceDef,
+        ns: Option<&str>,
+    ) -> (Vec<objects::Bytes>, broadcast::Receiver<Arc<Event>>, u64) {
+        let inner = self.lock();
+        let rx = self.tx.subscribe();
+        let items = inner
+            .objects
+            .map(&stored_gr(def))
+            .map(|m| match ns {
+                Some(want) => m
+                    .range((want.to_string(), String::new())..)
+                    .take_while(|((n, _), _)| n == want)
+                    .map(|(_, b)| b.clone())
+                    .collect(),
+                None => m.values().cloned().collect(),
+            })
+            .unwrap_or_default();
+        (items, rx, inner.rv)
+    }
+
     /// The key of the events a watch on `def` receives.
     pub fn watch_key(def: &'static ResourceDef) -> GrKey {
         stored_gr(def)
