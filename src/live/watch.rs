@@ -46,16 +46,16 @@ pub struct WatchConfig {
 }
 
 impl Default for WatchConfig {
-    /// client-go's values; the streaming list is opt-in, with `KUBE_FEATURE_WatchListClient=true`
-    /// (client-go's environment switch for the same feature, off by default there too).
+    /// client-go's values; the streaming list is on unless `KUBE_FEATURE_WatchListClient=false`
+    /// (client-go's environment switch for the same feature, on by default since client-go 1.35).
     fn default() -> Self {
         WatchConfig {
             page_size: 500,
             backoff_initial: Duration::from_millis(500),
             backoff_max: Duration::from_secs(30),
             watch_timeout_seconds: 290,
-            watch_list: std::env::var("KUBE_FEATURE_WatchListClient")
-                .is_ok_and(|v| v.eq_ignore_ascii_case("true")),
+            watch_list: !std::env::var("KUBE_FEATURE_WatchListClient")
+                .is_ok_and(|v| v.eq_ignore_ascii_case("false")),
             watch_list_silence: Duration::from_secs(30),
         }
     }
