@@ -8,7 +8,7 @@
 //! gate off answers 422), or one that ignores it (a BOOKMARK before the end marker, or silence
 //! before it), is listed in pages from then on (`limit`/`continue`; the next page is fetched while
 //! the current one is converted), and then watched from the list's resourceVersion with
-//! bookmarks. Listed objects are converted in batches (one lock of the state per batch); watch
+//! bookmarks. Listed objects are converted in batches (one lock of the state per batch, on a blocking thread while the stream is read on); watch
 //! events one by one. A watch that ends is resumed from the last resourceVersion seen; `410 Gone`
 //! (HTTP status or ERROR event) relists. Failures are retried with capped exponential backoff,
 //! one log line per kind per backoff step.
@@ -313,18 +313,53 @@ fn added_object(line: &str) -> Option<std::ops::Range<usize>> {
     (line.starts_with(HEAD) && line.ends_with("}}")).then(|| HEAD.len() - 1..line.len() - 1)
 }
 
-/// Listed objects waiting to be converted: each event line and its object's byte range.
-struct Batch(Vec<(String, std::ops::Range<usize>)>);
+/// Listed objects waiting to be converted: each event line and its object's byte range. A full
+/// batch is converted on a blocking thread while the stream goes on being read (one batch at a
+/// time, in order), so reading the next objects and converting the last ones overlap.
+struct Batch {
+    lines: Vec<(String, std::ops::Range<usize>)>,
+    /// The conversion of the previous batch, if still running.
+    converting: Option<tokio::task::JoinHandle<()>>,
+}
 
 /// Objects converted per lock of the state during a streaming list (a page's worth).
 const BATCH: usize = 500;
 
 impl Batch {
-    fn flush(&mut self, kind: Kind, state: &ClusterState) {
-        if !self.0.is_empty() {
-            state.upsert(kind, self.0.iter().filter_map(|(l, r)| l.get(r.clone())));
-            self.0.clear();
+    fn new() -> Self {
+        Batch {
+            lines: Vec::with_capacity(BATCH),
+            converting: None,
         }
+    }
+
+    /// Starts converting the waiting objects (after the previous batch is in the state).
+    async fn flush(&mut self, kind: Kind, state: &Arc<ClusterState>) {
+        if self.lines.is_empty() {
+            return;
+        }
+        self.settle().await;
+        let lines = std::mem::replace(&mut self.lines, Vec::with_capacity(BATCH));
+        let state = Arc::clone(state);
+        self.converting = Some(tokio::task::spawn_blocking(move || {
+            state.upsert(kind, lines.iter().filter_map(|(l, r)| l.get(r.clone())));
+        }));
+    }
+
+    /// Waits until every batch handed over is in the state.
+    async fn settle(&mut self) {
+        if let Some(running) = self.converting.take()
+            && let Err(e) = running.await
+            && e.is_panic()
+        {
+            std::panic::resume_unwind(e.into_panic());
+        }
+    }
+
+    /// Converts everything waiting and waits for it: the state then holds every object read.
+    async fn finish(&mut self, kind: Kind, state: &Arc<ClusterState>) {
+        self.flush(kind, state).await;
+        self.settle().await;
     }
 }
 
@@ -335,10 +370,27 @@ impl Batch {
 async fn watch(
     client: &Client,
     kind: Kind,
-    state: &ClusterState,
+    state: &Arc<ClusterState>,
     cfg: &WatchConfig,
     protocols: &Protocols,
     version: &mut Option<String>,
+) -> Result<WatchEnd, Failure> {
+    let mut batch = Batch::new();
+    let result = watch_into(client, kind, state, cfg, protocols, version, &mut batch).await;
+    // Nothing read may be converted after the caller goes on (e.g. to a relist).
+    batch.settle().await;
+    result
+}
+
+/// [`watch`]'s loop; listed objects wait in `batch`.
+async fn watch_into(
+    client: &Client,
+    kind: Kind,
+    state: &Arc<ClusterState>,
+    cfg: &WatchConfig,
+    protocols: &Protocols,
+    version: &mut Option<String>,
+    batch: &mut Batch,
 ) -> Result<WatchEnd, Failure> {
     let mut listing = version.is_none();
     let req = if listing {
@@ -364,7 +416,6 @@ async fn watch(
     } else {
         state.watch_established(kind);
     }
-    let mut batch = Batch(Vec::with_capacity(BATCH));
     let mut items = 0usize;
     let mut lines = body.lines();
     loop {
@@ -388,10 +439,10 @@ async fn watch(
             continue;
         }
         if listing && let Some(range) = added_object(&line) {
-            batch.0.push((line, range));
+            batch.lines.push((line, range));
             items += 1;
-            if batch.0.len() >= BATCH {
-                batch.flush(kind, state);
+            if batch.lines.len() >= BATCH {
+                batch.flush(kind, state).await;
             }
             continue;
         }
@@ -402,14 +453,14 @@ async fn watch(
             // `raw` lies inside `line`; keep the line and where the object is in it.
             let at = raw.as_ptr() as usize - line.as_ptr() as usize;
             let range = at..at + raw.len();
-            batch.0.push((line, range));
+            batch.lines.push((line, range));
             items += 1;
-            if batch.0.len() >= BATCH {
-                batch.flush(kind, state);
+            if batch.lines.len() >= BATCH {
+                batch.flush(kind, state).await;
             }
             continue;
         }
-        batch.flush(kind, state);
+        batch.finish(kind, state).await;
         match ev.type_ {
             "ADDED" | "MODIFIED" => state.upsert(kind, [raw]),
             "DELETED" => match kinds::key_of_json(raw) {
