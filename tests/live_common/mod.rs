@@ -30,11 +30,22 @@ pub struct FakeApi {
     pub list_calls: std::sync::atomic::AtomicUsize,
 }
 
-/// LIST answers the configured items; WATCH (`watch=true`) stays open without events.
+/// LIST answers the configured items; WATCH (`watch=true`) stays open without events; a streaming
+/// list (`sendInitialEvents=true`) is refused as a server without the WatchList feature refuses it.
 async fn list_or_watch(State(api): State<Arc<FakeApi>>, uri: axum::http::Uri) -> Response {
     let path = uri.path().to_string();
     let query = uri.query().unwrap_or_default();
     api.list_calls.fetch_add(1, Ordering::Relaxed);
+    if query.split('&').any(|kv| kv == "sendInitialEvents=true") {
+        // As kube-apiserver with its WatchList feature gate off: streaming lists are refused
+        // (422), and the client lists in pages instead.
+        return status(
+            422,
+            "Invalid",
+            "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+            None,
+        );
+    }
     if query
         .split('&')
         .any(|kv| kv == "watch=true" || kv == "watch=1")
