@@ -111,6 +111,25 @@ fn delete(sim: &SimHandle, kind: &str, ns: &str, name: &str) {
     sim.store().delete(def, ns, name, &opts).unwrap();
 }
 
+/// Moves the store's resourceVersion past the pod watch with a write of a kind it does not
+/// watch, compacts the history there and breaks the watches: resuming must get 410 Gone, and
+/// the pods are listed a second time (waited for).
+async fn force_pod_relist(sim: &SimHandle, state: &ClusterState) {
+    sim.apply(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "unwatched", "namespace": "shop"}}))
+        .unwrap();
+    sim.compact_watch_history();
+    sim.drop_watches();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while state.lists_completed(Kind::Pod) < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no relist after 410"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_event_type_moves_and_deletions_are_applied_after_a_paged_list() {
     every_event_type(ListProtocol::Paged).await;
@@ -237,19 +256,7 @@ async fn a_watch_from_a_compacted_version_relists(protocol: ListProtocol) {
         pod_names(s) == ["a", "b"]
     })
     .await;
-    sim.apply(json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "unwatched", "namespace": "shop"}}))
-        .unwrap();
-    sim.compact_watch_history();
-    sim.drop_watches();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while state.lists_completed(Kind::Pod) < 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no relist after 410"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    force_pod_relist(&sim, &state).await;
     wait_for("both pods after the relist", &state, |s| {
         pod_names(s) == ["a", "b"]
     })
@@ -290,19 +297,7 @@ async fn a_server_refusing_streaming_lists_is_listed_in_pages() {
     })
     .await;
     // A relist after 410 stays with paged lists (the server said no once).
-    sim.apply(json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "unwatched", "namespace": "shop"}}))
-        .unwrap();
-    sim.compact_watch_history();
-    sim.drop_watches();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while state.lists_completed(Kind::Pod) < 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no relist after 410"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    force_pod_relist(&sim, &state).await;
     assert_eq!(tasks.list_protocol(Kind::Pod), Some(ListProtocol::Paged));
     wait_for("the pods after the relist", &state, |s| {
         pod_names(s) == ["b", "c"]
