@@ -23,6 +23,8 @@ pub(super) struct SharedParts {
     owners: Arc<[OwnerRef]>,
     images: Arc<[String]>,
     conditions: Arc<[Condition]>,
+    /// The conditions `conditions` replaced (see [`shared_conditions`]).
+    previous_conditions: Arc<[Condition]>,
     container_states: Arc<[ContainerState]>,
     init_container_states: Arc<[ContainerState]>,
     ephemeral_container_states: Arc<[ContainerState]>,
@@ -38,10 +40,13 @@ impl SharedParts {
 }
 
 /// The pod's conditions as a shared slice: the `cached` one when equal (most pods of an owner have
-/// the same conditions), else a new one that becomes the cached value. Compared before anything is
+/// the same conditions), else `previous` when equal (the two then swap: pods whose readiness
+/// flips alternate between two sets, which must not leave each pod with its own copy), else a new
+/// one that becomes `cached` (the old `cached` becoming `previous`). Compared before anything is
 /// built, so the common case allocates nothing.
 fn shared_conditions(
     cached: &mut Arc<[Condition]>,
+    previous: &mut Arc<[Condition]>,
     views: &[ConditionView<'_>],
 ) -> Result<Arc<[Condition]>, ConvertError> {
     let time = |i: usize, c: &ConditionView<'_>| {
@@ -49,18 +54,30 @@ fn shared_conditions(
             format!("status.conditions[{i}].lastTransitionTime")
         })
     };
+    let same = |x: &Condition, c: &ConditionView<'_>, last_transition: Option<Timestamp>| {
+        x.type_.as_str() == c.type_.as_ref()
+            && x.status.as_str() == c.status.as_ref()
+            && x.reason.as_deref() == c.reason.as_deref()
+            && x.last_transition == last_transition
+    };
     let mut equal = cached.len() == views.len();
     for (i, c) in views.iter().enumerate() {
         let last_transition = time(i, c)?;
-        equal = equal
-            && cached.get(i).is_some_and(|x| {
-                x.type_.as_str() == c.type_.as_ref()
-                    && x.status.as_str() == c.status.as_ref()
-                    && x.reason.as_deref() == c.reason.as_deref()
-                    && x.last_transition == last_transition
-            });
+        equal = equal && cached.get(i).is_some_and(|x| same(x, c, last_transition));
     }
-    if !equal {
+    if equal {
+        return Ok(cached.clone());
+    }
+    // Times were all parsed above, so they parse again here.
+    let mut equal_previous = previous.len() == views.len();
+    for (i, c) in views.iter().enumerate() {
+        if !equal_previous {
+            break;
+        }
+        let last_transition = time(i, c)?;
+        equal_previous = previous.get(i).is_some_and(|x| same(x, c, last_transition));
+    }
+    if !equal_previous {
         let mut fresh = Vec::with_capacity(views.len());
         for (i, c) in views.iter().enumerate() {
             fresh.push(Condition {
@@ -70,8 +87,9 @@ fn shared_conditions(
                 last_transition: time(i, c)?,
             });
         }
-        *cached = Arc::from(fresh);
+        *previous = Arc::from(fresh);
     }
+    std::mem::swap(cached, previous);
     Ok(cached.clone())
 }
 
@@ -198,7 +216,11 @@ impl SnapshotBuilder {
                 .filter_map(|c| c.image.as_deref().map(str::to_string))
                 .collect();
         }
-        let conditions = shared_conditions(&mut cache.conditions, &status.conditions)?;
+        let conditions = shared_conditions(
+            &mut cache.conditions,
+            &mut cache.previous_conditions,
+            &status.conditions,
+        )?;
         let container_states =
             shared_states(&mut cache.container_states, &status.container_statuses);
         let init_container_states = shared_states(
@@ -484,6 +506,50 @@ mod local_storage_tests {
                 want,
                 "typed: {text}"
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod sharing_tests {
+    use super::*;
+
+    fn pod(name: &str, ready: &str) -> String {
+        format!(
+            r#"{{"metadata":{{"name":"{name}","namespace":"ns","uid":"u-{name}","ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","uid":"rs-1","controller":true}}]}},
+            "spec":{{"nodeName":"n1"}},
+            "status":{{"conditions":[{{"type":"Ready","status":"{ready}","lastTransitionTime":"2026-01-01T00:00:00Z"}}]}}}}"#
+        )
+    }
+
+    /// Pods of one owner whose readiness alternates (as when readiness flaps while watch events
+    /// arrive) share two condition sets, not one copy per pod; a third set is still built.
+    #[test]
+    fn conditions_that_alternate_between_two_sets_stay_shared() {
+        let mut b = SnapshotBuilder::new();
+        for (i, ready) in ["True", "False", "True", "False", "True", "Unknown"]
+            .iter()
+            .enumerate()
+        {
+            let text = pod(&format!("p{i}"), ready);
+            let mut view = PodView::default();
+            assert!(view.fill_from_json(&text), "{text}");
+            b.add_pod_view(&view).expect("a valid pod");
+        }
+        let pods = b.build().pods;
+        let conditions = |i: usize| pods[i].conditions.clone();
+        for (a, b) in [(0, 2), (2, 4), (1, 3)] {
+            assert!(
+                Arc::ptr_eq(&conditions(a), &conditions(b)),
+                "pods {a} and {b}"
+            );
+        }
+        assert!(!Arc::ptr_eq(&conditions(0), &conditions(1)));
+        assert_eq!(conditions(1)[0].status, "False");
+        assert_eq!(conditions(4)[0].status, "True");
+        assert_eq!(conditions(5)[0].status, "Unknown");
+        for i in 0..5 {
+            assert!(!Arc::ptr_eq(&conditions(i), &conditions(5)), "pod {i}");
         }
     }
 }
