@@ -10,7 +10,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use serde::Deserialize;
 
 use crate::snapshot::view::PodView;
-use crate::snapshot::{SnapshotBuilder, autoscalers, workloads};
+use crate::snapshot::{Parts, SnapshotBuilder, autoscalers, workloads};
 
 /// A kind `run` lists and watches (cluster-wide).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -188,4 +188,54 @@ pub fn convert(kind: Kind, raw: &str, conv: &mut SnapshotBuilder) -> Result<(), 
 /// only be that field.
 pub fn pod_sets_grace(raw: &str) -> bool {
     raw.contains("\"terminationGracePeriodSeconds\"")
+}
+
+/// One object converted into compact parts, ready to be put into the cluster state.
+pub struct Converted {
+    /// The object's parts, or why it could not be converted.
+    pub parts: Result<Parts, String>,
+    /// The object's key where it is needed without the parts: an object that could not be
+    /// converted, and an autoscaler (whose target may have changed to something not kept).
+    pub key: Option<String>,
+    /// A pod that sets its own termination grace period ([`pod_sets_grace`]).
+    pub own_grace: bool,
+}
+
+/// Converts one object of `kind` with `conv` (which keeps what objects share).
+pub fn convert_one(kind: Kind, raw: &str, conv: &mut SnapshotBuilder) -> Converted {
+    let parts = convert(kind, raw, conv).map(|()| conv.take_parts());
+    let key = (parts.is_err() || kind == Kind::HorizontalPodAutoscaler)
+        .then(|| key_of_json(raw).unwrap_or_else(|_| "<unnamed>".into()));
+    Converted {
+        parts,
+        key,
+        own_grace: kind == Kind::Pod && pod_sets_grace(raw),
+    }
+}
+
+/// Objects of one kind converted by a builder of their own (off the state's lock, in parallel
+/// with other batches); the builder comes along so the state takes over what it shares.
+pub struct ConvertedBatch {
+    /// The kind of every object.
+    pub kind: Kind,
+    /// The objects, in the order given.
+    pub objects: Vec<Converted>,
+    /// The builder that converted them.
+    pub conv: SnapshotBuilder,
+}
+
+impl ConvertedBatch {
+    /// Converts `raws` (objects of `kind` as JSON) with a builder of their own.
+    pub fn convert<'a>(kind: Kind, raws: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut conv = SnapshotBuilder::new();
+        let objects = raws
+            .into_iter()
+            .map(|raw| convert_one(kind, raw, &mut conv))
+            .collect();
+        ConvertedBatch {
+            kind,
+            objects,
+            conv,
+        }
+    }
 }

@@ -34,19 +34,30 @@ pub(super) struct PodStore {
     shared_uid_hashes: usize,
 }
 
-/// The state key of a pod (as [`super::kinds::key`] spells it) compared with `key`, without
-/// building it.
-fn cmp_key(pod: &Pod, key: &str) -> Ordering {
-    let name = pod.name.as_bytes().iter();
+/// The parts of a pod's state key (as [`super::kinds::key`] spells it: `namespace/name`, or
+/// `name` without a namespace), to compare without building it.
+fn key_parts(pod: &Pod) -> [&[u8]; 3] {
     if pod.namespace.is_empty() {
-        return name.cmp(key.as_bytes().iter());
+        [b"", b"", pod.name.as_bytes()]
+    } else {
+        [pod.namespace.as_bytes(), b"/", pod.name.as_bytes()]
     }
-    pod.namespace
-        .as_bytes()
-        .iter()
-        .chain(b"/")
-        .chain(name)
+}
+
+/// The state key of a pod compared with `key`, without building it.
+fn cmp_key(pod: &Pod, key: &str) -> Ordering {
+    key_parts(pod)
+        .into_iter()
+        .flatten()
         .cmp(key.as_bytes().iter())
+}
+
+/// The state keys of two pods compared, without building them.
+fn cmp_pods(a: &Pod, b: &Pod) -> Ordering {
+    key_parts(a)
+        .into_iter()
+        .flatten()
+        .cmp(key_parts(b).into_iter().flatten())
 }
 
 fn uid_hash(uid: &str) -> u64 {
@@ -54,9 +65,29 @@ fn uid_hash(uid: &str) -> u64 {
 }
 
 impl PodStore {
-    /// Adds or replaces the pod with state key `key`.
-    pub(super) fn upsert(&mut self, key: String, pod: Arc<Pod>, own_grace: bool) {
+    /// Adds or replaces a pod. A pod that sorts after every pod held, with no change waiting and
+    /// no snapshot holding the list (a list's pods arrive in key order), is appended at once and
+    /// keeps [`Pod::node`] unset: then `true` is returned, and the node ids must be set again
+    /// ([`Self::renumber_nodes`]) before a snapshot. Other pods wait for [`Self::merge`].
+    pub(super) fn upsert(&mut self, pod: Arc<Pod>, own_grace: bool) -> bool {
+        let after_all = self
+            .pods
+            .last()
+            .is_none_or(|last| cmp_pods(last, &pod) == Ordering::Less);
+        if after_all && self.pending.is_empty() && self.pods.is_unique() {
+            self.count_uid(&pod.uid, true);
+            self.pods.push(pod);
+            self.own_grace.push(own_grace);
+            return true;
+        }
+        let key = super::kinds::key(&pod.namespace, &pod.name);
         self.pending.insert(key, Some((pod, own_grace)));
+        false
+    }
+
+    /// Whether no pod is held and no change waits.
+    pub(super) fn is_empty(&self) -> bool {
+        self.pods.is_empty() && self.pending.is_empty()
     }
 
     /// Removes the pod with state key `key`, if there is one.

@@ -88,7 +88,8 @@ struct Inner {
     nodes: BTreeMap<String, Node>,
     /// Built from `nodes` on the first use after a node changed.
     node_view: Option<NodeView>,
-    /// Nodes were added or removed since the pods' node ids were last set.
+    /// Nodes were added or removed, or pods appended without their node id, since the pods'
+    /// node ids were last set.
     renumber: bool,
     pods: PodStore,
     /// Namespace labels and the rule B opt-in annotation.
@@ -104,8 +105,9 @@ struct Inner {
     hpas: BTreeMap<String, HpaTarget>,
     /// Objects that could not be converted, by kind and key (dropped when fixed or deleted).
     rejected: BTreeMap<(usize, String), String>,
-    /// Keys seen by a list in progress, per kind (the others are removed when it ends).
-    relisting: HashMap<Kind, HashSet<String>>,
+    /// Keys seen by a list in progress, per kind (the others are removed when it ends); `None`
+    /// when the kind held nothing as the list began (nothing to remove, so keys are not kept).
+    relisting: HashMap<Kind, Option<HashSet<String>>>,
     synced: [bool; Kind::ALL.len()],
     lists: [u64; Kind::ALL.len()],
     last_error: [Option<String>; Kind::ALL.len()],
@@ -152,6 +154,39 @@ impl Inner {
         } else {
             pods.merge(node_id);
         }
+    }
+
+    /// Whether any object of `kind` is held or was rejected.
+    fn holds_any(&self, kind: Kind) -> bool {
+        let held = match kind {
+            Kind::Node => !self.nodes.is_empty(),
+            Kind::Pod => !self.pods.is_empty(),
+            Kind::Namespace => !self.namespaces.is_empty(),
+            Kind::PodDisruptionBudget => !self.pdbs.map.is_empty(),
+            Kind::PriorityClass => !self.priority_classes.is_empty(),
+            Kind::PersistentVolumeClaim => !self.pvcs.is_empty(),
+            Kind::ReplicaSet => !self.replica_sets.map.is_empty(),
+            Kind::Deployment => !self.deployments.map.is_empty(),
+            Kind::StatefulSet => !self.stateful_sets.is_empty(),
+            Kind::Job => !self.jobs.is_empty(),
+            Kind::HorizontalPodAutoscaler => !self.hpas.is_empty(),
+        };
+        held || self.rejects_any(kind)
+    }
+
+    /// Whether an object of `kind` is held as rejected.
+    fn rejects_any(&self, kind: Kind) -> bool {
+        let i = kind.index();
+        self.rejected
+            .range((i, String::new())..(i + 1, String::new()))
+            .next()
+            .is_some()
+    }
+
+    /// Whether the keys of converted objects of `kind` are needed: to record them for a relist
+    /// in progress, or to clear their earlier rejection.
+    fn wants_keys(&self, kind: Kind) -> bool {
+        self.relisting.get(&kind).is_some_and(Option::is_some) || self.rejects_any(kind)
     }
 
     fn insert_node(&mut self, node: Node) {
@@ -256,16 +291,19 @@ impl ClusterState {
             // the pods that watch events bring later.
             g.conv.forget_shared();
         }
-        g.relisting.insert(kind, HashSet::new());
+        let held = g.holds_any(kind);
+        g.relisting.insert(kind, held.then(HashSet::new));
     }
 
     /// A list of `kind` completed: drops objects it did not return and marks the kind synced.
     pub fn end_list(&self, kind: Kind) {
         let mut guard = self.lock();
         let g = &mut *guard;
-        let seen = g.relisting.remove(&kind).unwrap_or_default();
-        let keep = |k: &String| seen.contains(k);
+        // None: the kind held nothing when the list began, so every object is the list's.
+        let seen = g.relisting.remove(&kind).flatten();
+        let keep = |k: &String| seen.as_ref().is_none_or(|s| s.contains(k));
         match kind {
+            _ if seen.is_none() => {}
             Kind::Node => {
                 let before = g.nodes.len();
                 g.nodes.retain(|k, _| keep(k));
@@ -276,7 +314,8 @@ impl ClusterState {
             }
             Kind::Pod => {
                 g.settle_pods();
-                g.pods.retain(|k| seen.contains(k));
+                g.pods
+                    .retain(|k| seen.as_ref().is_none_or(|s| s.contains(k)));
             }
             Kind::Namespace => g.namespaces.retain(|k, _| keep(k)),
             Kind::PodDisruptionBudget => g.pdbs.retain(keep),
@@ -289,8 +328,10 @@ impl ClusterState {
             Kind::HorizontalPodAutoscaler => g.hpas.retain(|k, _| keep(k)),
         }
         let i = kind.index();
-        g.rejected
-            .retain(|(k, key), _| *k != i || seen.contains(key));
+        if let Some(seen) = &seen {
+            g.rejected
+                .retain(|(k, key), _| *k != i || seen.contains(key));
+        }
         g.last_error[i] = None;
         g.broken[i] = false;
         g.lists[i] += 1;
@@ -312,41 +353,35 @@ impl ClusterState {
     /// Objects that cannot be converted are left out with a warning naming the field.
     pub fn upsert<'a>(&self, kind: Kind, raws: impl IntoIterator<Item = &'a str>) {
         let mut changes = Vec::new();
-        let mut g = self.lock();
-        let g = &mut *g;
+        let mut guard = self.lock();
+        let g = &mut *guard;
         let notify = g.synced[Kind::Node.index()] && self.node_changes.is_some();
         for raw in raws {
-            match kinds::convert(kind, raw, &mut g.conv) {
-                Ok(()) => {}
-                Err(e) => {
-                    let key = kinds::key_of_json(raw).unwrap_or_else(|_| "<unnamed>".into());
-                    tracing::warn!(kind = kind.resource(), object = %key, error = %e, "object left out of the cluster state");
-                    if let Some(seen) = g.relisting.get_mut(&kind) {
-                        seen.insert(key.clone());
-                    }
-                    g.rejected.insert(
-                        (kind.index(), key.clone()),
-                        format!("{} {key}: {e}", kind.resource()),
-                    );
-                    continue;
-                }
-            }
-            if kind == Kind::HorizontalPodAutoscaler
-                && let Ok(key) = kinds::key_of_json(raw)
-            {
-                // An autoscaler whose target changed to something other than a Deployment
-                // converts to nothing: the old target must not stay.
-                g.hpas.remove(&key);
-            }
-            let parts = g.conv.take_parts();
-            let own_grace = kind == Kind::Pod && kinds::pod_sets_grace(raw);
-            for key in insert(g, parts, own_grace, notify.then_some(&mut changes)) {
-                if let Some(seen) = g.relisting.get_mut(&kind) {
-                    seen.insert(key.clone());
-                }
-                g.rejected.remove(&(kind.index(), key));
-            }
+            let c = kinds::convert_one(kind, raw, &mut g.conv);
+            put(g, kind, c, notify.then_some(&mut changes));
         }
+        drop(guard);
+        self.send_changes(changes);
+    }
+
+    /// Adds or replaces objects converted off the lock ([`kinds::ConvertedBatch`], e.g. a
+    /// list's batches converted in parallel), as [`Self::upsert`] would have; what their
+    /// builder shares between objects (per-owner parts, namespaces) is taken over, so later
+    /// events share it too.
+    pub fn upsert_converted(&self, batch: kinds::ConvertedBatch) {
+        let mut changes = Vec::new();
+        let mut guard = self.lock();
+        let g = &mut *guard;
+        let notify = g.synced[Kind::Node.index()] && self.node_changes.is_some();
+        for c in batch.objects {
+            put(g, batch.kind, c, notify.then_some(&mut changes));
+        }
+        g.conv.adopt_shared(batch.conv);
+        drop(guard);
+        self.send_changes(changes);
+    }
+
+    fn send_changes(&self, changes: Vec<NodeChange>) {
         if let Some(tx) = &self.node_changes {
             for c in changes {
                 tracing::debug!(change = c.as_str(), "node change");
@@ -503,12 +538,48 @@ impl ClusterState {
     }
 }
 
-/// Inserts converted parts; returns their keys. Node transitions are pushed to `changes`.
+/// Puts one converted object of `kind` into the state (or records why it could not be
+/// converted). Node transitions are pushed to `changes`.
+fn put(g: &mut Inner, kind: Kind, c: kinds::Converted, changes: Option<&mut Vec<NodeChange>>) {
+    let parts = match c.parts {
+        Ok(parts) => parts,
+        Err(e) => {
+            let key = c.key.unwrap_or_else(|| "<unnamed>".into());
+            tracing::warn!(kind = kind.resource(), object = %key, error = %e, "object left out of the cluster state");
+            if let Some(Some(seen)) = g.relisting.get_mut(&kind) {
+                seen.insert(key.clone());
+            }
+            g.rejected.insert(
+                (kind.index(), key.clone()),
+                format!("{} {key}: {e}", kind.resource()),
+            );
+            return;
+        }
+    };
+    if kind == Kind::HorizontalPodAutoscaler
+        && let Some(key) = &c.key
+    {
+        // An autoscaler whose target changed to something other than a Deployment converts
+        // to nothing: the old target must not stay.
+        g.hpas.remove(key);
+    }
+    let want_keys = g.wants_keys(kind);
+    for key in insert(g, parts, c.own_grace, changes, want_keys) {
+        if let Some(Some(seen)) = g.relisting.get_mut(&kind) {
+            seen.insert(key.clone());
+        }
+        g.rejected.remove(&(kind.index(), key));
+    }
+}
+
+/// Inserts converted parts; returns their keys (the pods' only with `pod_keys`). Node
+/// transitions are pushed to `changes`.
 fn insert(
     g: &mut Inner,
     parts: Parts,
     own_grace: bool,
     mut changes: Option<&mut Vec<NodeChange>>,
+    pod_keys: bool,
 ) -> Vec<String> {
     let mut keys = Vec::new();
     for n in parts.nodes {
@@ -521,9 +592,12 @@ fn insert(
         g.insert_node(n);
     }
     for pod in parts.pods {
-        let key = kinds::key(&pod.namespace, &pod.name);
-        keys.push(key.clone());
-        g.pods.upsert(key, pod, own_grace);
+        if pod_keys {
+            keys.push(kinds::key(&pod.namespace, &pod.name));
+        }
+        if g.pods.upsert(pod, own_grace) {
+            g.renumber = true;
+        }
     }
     if g.pods.many_pending() {
         g.settle_pods();

@@ -415,3 +415,40 @@ fn snapshots_after_bursts_of_events_match_the_events() {
         assert_eq!(unknown, model.values().filter(|(n, _)| n == "gone").count());
     }
 }
+
+/// Pods that arrive in key order (a list) are appended at once; they get their node ids before
+/// a snapshot even when their nodes were listed after them, and a pod out of order or arriving
+/// while a snapshot holds the list still lands in its place.
+#[test]
+fn pods_listed_in_order_before_their_nodes_get_node_ids_and_keep_key_order() {
+    let state = ClusterState::new(None);
+    state.begin_list(Kind::Pod);
+    let listed: Vec<String> = ["a", "b", "d"]
+        .iter()
+        .map(|n| pod("ns", n, if *n == "b" { "n2" } else { "n1" }, "x"))
+        .collect();
+    state.upsert(Kind::Pod, listed.iter().map(String::as_str));
+    // Out of order within the list: waits for the merge.
+    state.upsert(Kind::Pod, [pod("ns", "c", "n1", "x").as_str()]);
+    state.end_list(Kind::Pod);
+    state.begin_list(Kind::Node);
+    for n in ["n1", "n2"] {
+        state.upsert(Kind::Node, [node(n, true, false, json!([])).as_str()]);
+    }
+    state.end_list(Kind::Node);
+    let snap = state.snapshot();
+    assert_eq!(names(&snap), ["ns/a", "ns/b", "ns/c", "ns/d"]);
+    let on = |n: NodeId| -> Vec<String> {
+        snap.pods_on_node(n)
+            .map(|p| snap.pods[p as usize].key())
+            .collect()
+    };
+    assert_eq!(on(0), ["ns/a", "ns/c", "ns/d"], "n1");
+    assert_eq!(on(1), ["ns/b"], "n2");
+    // `snap` holds the list: a pod after all others is not appended to it.
+    state.upsert(Kind::Pod, [pod("ns", "e", "n2", "x").as_str()]);
+    assert_eq!(names(&snap).len(), 4, "a taken snapshot does not change");
+    let next = state.snapshot();
+    assert_eq!(names(&next), ["ns/a", "ns/b", "ns/c", "ns/d", "ns/e"]);
+    assert_eq!(next.pods_on_node(1).count(), 2);
+}

@@ -8,8 +8,10 @@
 //! gate off answers 422), or one that ignores it (a BOOKMARK before the end marker, or silence
 //! before it), is listed in pages from then on (`limit`/`continue`; the next page is fetched while
 //! the current one is converted), and then watched from the list's resourceVersion with
-//! bookmarks. Listed objects are converted in batches (one lock of the state per batch, on a blocking thread while the stream is read on); watch
-//! events one by one. A watch that ends is resumed from the last resourceVersion seen; `410 Gone`
+//! bookmarks. A streaming list's objects are converted in batches of 500, several at once on
+//! blocking threads while the stream is read on, each by a builder of its own, and put into the
+//! state in order (one lock per batch); a page of a paged list under one lock; watch events one
+//! by one. A watch that ends is resumed from the last resourceVersion seen; `410 Gone`
 //! (HTTP status or ERROR event) relists. Failures are retried with capped exponential backoff,
 //! one log line per kind per backoff step.
 
@@ -314,46 +316,81 @@ fn added_object(line: &str) -> Option<std::ops::Range<usize>> {
 }
 
 /// Listed objects waiting to be converted: each event line and its object's byte range. A full
-/// batch is converted on a blocking thread while the stream goes on being read (one batch at a
-/// time, in order), so reading the next objects and converting the last ones overlap.
+/// batch is converted on a blocking thread of its own while the stream goes on being read, by a
+/// builder of its own, so batches convert in parallel (up to [`in_flight`] at a time); each
+/// then waits for the batch before it to be in the state and puts its objects in (in order,
+/// one lock per batch). The state takes over what the batch's builder shares between objects.
 struct Batch {
     lines: Vec<(String, std::ops::Range<usize>)>,
-    /// The conversion of the previous batch, if still running.
-    converting: Option<tokio::task::JoinHandle<()>>,
+    /// The batches handed over and not yet known to be in the state, oldest first.
+    converting: std::collections::VecDeque<tokio::task::JoinHandle<()>>,
+    /// Signalled (or dropped) once the last batch handed over is in the state.
+    last_in: Option<std::sync::mpsc::Receiver<()>>,
 }
 
-/// Objects converted per lock of the state during a streaming list (a page's worth).
+/// Objects per batch (a page's worth).
 const BATCH: usize = 500;
+
+/// How many batches convert at once: one per core (at least two: reading the stream takes
+/// a thread too, but waits most of the time), at most four.
+fn in_flight() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4))
+}
 
 impl Batch {
     fn new() -> Self {
         Batch {
             lines: Vec::with_capacity(BATCH),
-            converting: None,
+            converting: Default::default(),
+            last_in: None,
         }
     }
 
-    /// Starts converting the waiting objects (after the previous batch is in the state).
+    /// Starts converting the waiting objects; waits while too many batches are in flight.
     async fn flush(&mut self, kind: Kind, state: &Arc<ClusterState>) {
         if self.lines.is_empty() {
             return;
         }
-        self.settle().await;
         let lines = std::mem::replace(&mut self.lines, Vec::with_capacity(BATCH));
         let state = Arc::clone(state);
-        self.converting = Some(tokio::task::spawn_blocking(move || {
-            state.upsert(kind, lines.iter().filter_map(|(l, r)| l.get(r.clone())));
-        }));
+        let before = self.last_in.take();
+        let (done, last_in) = std::sync::mpsc::sync_channel(1);
+        self.last_in = Some(last_in);
+        self.converting
+            .push_back(tokio::task::spawn_blocking(move || {
+                let batch = kinds::ConvertedBatch::convert(
+                    kind,
+                    lines.iter().filter_map(|(l, r)| l.get(r.clone())),
+                );
+                drop(lines);
+                // In order: after the batch before is in (or its thread ended: then its panic
+                // reaches the reader through its handle).
+                if let Some(before) = before {
+                    let _ = before.recv();
+                }
+                state.upsert_converted(batch);
+                let _ = done.send(());
+            }));
+        while self.converting.len() > in_flight() {
+            self.settle_oldest().await;
+        }
     }
 
-    /// Waits until every batch handed over is in the state.
-    async fn settle(&mut self) {
-        if let Some(running) = self.converting.take()
+    async fn settle_oldest(&mut self) {
+        if let Some(running) = self.converting.pop_front()
             && let Err(e) = running.await
             && e.is_panic()
         {
             std::panic::resume_unwind(e.into_panic());
         }
+    }
+
+    /// Waits until every batch handed over is in the state.
+    async fn settle(&mut self) {
+        while !self.converting.is_empty() {
+            self.settle_oldest().await;
+        }
+        self.last_in = None;
     }
 
     /// Converts everything waiting and waits for it: the state then holds every object read.

@@ -299,6 +299,17 @@ impl SnapshotBuilder {
         }
     }
 
+    /// Takes over what `other` shares between objects — its interned namespaces (where this
+    /// builder has none of that name) and its per-owner parts (replacing this builder's: they
+    /// are the more recent) — so objects this builder converts later share memory with those
+    /// `other` converted (batches converted in parallel by separate builders, then kept by one).
+    pub fn adopt_shared(&mut self, other: SnapshotBuilder) {
+        for (name, interned) in other.interned_ns {
+            self.interned_ns.entry(name).or_insert(interned);
+        }
+        self.shared.extend(other.shared);
+    }
+
     /// Forgets the shared per-owner parts (after a relist, so owners that are gone do not keep
     /// their entries).
     pub fn forget_shared(&mut self) {
