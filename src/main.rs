@@ -4,6 +4,33 @@ use clap::Parser;
 
 use kube_descheduler::cli::Cli;
 
+/// jemalloc on Linux with glibc: cycles of `run` and watch events interleave short- and
+/// long-lived allocations, which left glibc's heap ever more fragmented (see `live::trim`).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// A `const char *` jemalloc reads its options from at start-up.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[repr(transparent)]
+pub struct AllocatorOptions(*const std::ffi::c_char);
+
+// SAFETY: the pointer is to a `'static` string that is never written.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+unsafe impl Sync for AllocatorOptions {}
+
+/// jemalloc's options (`malloc_conf`; the `MALLOC_CONF` environment variable, read by jemalloc
+/// as `_RJEM_MALLOC_CONF`, still overrides them): one arena (threads share it, each with its
+/// own thread cache; at 5,000 / 150,000 the resident size after 30 `run` cycles was 3.7 % above
+/// the first instead of 5.0 % with two arenas, cycles no slower), unused pages returned by a background thread after 1 s instead of 10 s, and
+/// returned for good (`MADV_DONTNEED`, so the resident size shows it) rather than lazily.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+// SAFETY: jemalloc reads this symbol, a NUL-terminated option string, once at start-up.
+#[unsafe(export_name = "_rjem_malloc_conf")]
+pub static ALLOCATOR_OPTIONS: AllocatorOptions = AllocatorOptions(
+    c"narenas:1,background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr(),
+);
+
 fn main() {
     // One TLS crypto provider for the whole process, before anything builds a rustls config.
     let _ = rustls::crypto::ring::default_provider().install_default();

@@ -319,8 +319,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         metrics_max_age: resolved.metrics_max_age,
         watch: Default::default(),
     };
-    // Before any thread allocates (see `live::trim`).
-    crate::live::trim::limit_arenas();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
