@@ -452,3 +452,51 @@ fn pods_listed_in_order_before_their_nodes_get_node_ids_and_keep_key_order() {
     assert_eq!(names(&next), ["ns/a", "ns/b", "ns/c", "ns/d", "ns/e"]);
     assert_eq!(next.pods_on_node(1).count(), 2);
 }
+
+/// A list converted in batches by converters of their own (a streaming list) gives the state
+/// what one converter would: the listed pods, a warning naming an object that could not be
+/// converted, and the parts pods of one owner share — also with the pods that watch events
+/// bring after the list.
+#[test]
+fn a_list_converted_in_batches_shares_its_parts_with_later_events() {
+    let state = ClusterState::new(None);
+    state.begin_list(Kind::Node);
+    state.upsert(Kind::Node, [node("n1", true, false, json!([])).as_str()]);
+    state.end_list(Kind::Node);
+    state.begin_list(Kind::Pod);
+    let first = [pod("ns", "a", "n1", "x"), pod("ns", "b", "n1", "x")];
+    let bad = r#"{"kind":"Pod","metadata":{"name":"bad","namespace":"ns"},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"lots"}}}]}}"#;
+    let second = [pod("ns", "c", "n1", "y"), bad.to_string()];
+    for batch in [&first, &second] {
+        state.upsert_converted(kinds::ConvertedBatch::convert(
+            Kind::Pod,
+            batch.iter().map(String::as_str),
+        ));
+    }
+    state.end_list(Kind::Pod);
+    // Watch events after the list: a new pod of each owner.
+    state.upsert(Kind::Pod, [pod("ns", "d", "n1", "x").as_str()]);
+    state.upsert(Kind::Pod, [pod("ns", "e", "n1", "y").as_str()]);
+    let snap = state.snapshot();
+    assert_eq!(names(&snap), ["ns/a", "ns/b", "ns/c", "ns/d", "ns/e"]);
+    let labels = |i: usize| snap.pods[i].labels.clone();
+    let owners = |i: usize| snap.pods[i].owners.clone();
+    for (x, y) in [(0, 1), (0, 3), (2, 4)] {
+        assert!(
+            Arc::ptr_eq(&labels(x), &labels(y)),
+            "labels of pods {x} and {y}"
+        );
+        assert!(
+            Arc::ptr_eq(&owners(x), &owners(y)),
+            "owners of pods {x} and {y}"
+        );
+    }
+    assert!(
+        snap.warnings
+            .iter()
+            .any(|w| w.contains("ns/bad") && w.contains("cpu")),
+        "the pod that could not be converted is named: {:?}",
+        snap.warnings
+    );
+    assert_eq!(snap.pods_on_node(0).count(), 5);
+}
