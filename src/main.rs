@@ -19,11 +19,12 @@ pub struct AllocatorOptions(*const std::ffi::c_char);
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 unsafe impl Sync for AllocatorOptions {}
 
-/// jemalloc's options (`malloc_conf`; the `MALLOC_CONF` environment variable, read by jemalloc
-/// as `_RJEM_MALLOC_CONF`, still overrides them): one arena (threads share it, each with its
-/// own thread cache; at 5,000 / 150,000 the resident size after 30 `run` cycles was 3.7 % above
-/// the first instead of 5.0 % with two arenas, cycles no slower), unused pages returned by a background thread after 1 s instead of 10 s, and
-/// returned for good (`MADV_DONTNEED`, so the resident size shows it) rather than lazily.
+/// jemalloc's options (its `malloc_conf`; the environment variable `_RJEM_MALLOC_CONF` still
+/// overrides them): one arena (threads share it, each with its own thread cache; at 5,000 /
+/// 150,000 the resident size after 30 `run` cycles was 3.7 % above the first instead of 5.0 %
+/// with two arenas, cycles no slower), unused pages returned by a background thread after 1 s
+/// instead of 10 s, and returned for good (`MADV_DONTNEED`, so the resident size shows it)
+/// rather than lazily.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 // SAFETY: jemalloc reads this symbol, a NUL-terminated option string, once at start-up.
 #[unsafe(export_name = "_rjem_malloc_conf")]

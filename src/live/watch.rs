@@ -326,6 +326,8 @@ struct Batch {
     converting: std::collections::VecDeque<tokio::task::JoinHandle<()>>,
     /// Signalled (or dropped) once the last batch handed over is in the state.
     last_in: Option<std::sync::mpsc::Receiver<()>>,
+    /// How many batches may convert at once ([`in_flight`]).
+    in_flight: usize,
 }
 
 /// Objects per batch (a page's worth).
@@ -343,6 +345,7 @@ impl Batch {
             lines: Vec::with_capacity(BATCH),
             converting: Default::default(),
             last_in: None,
+            in_flight: in_flight(),
         }
     }
 
@@ -371,7 +374,7 @@ impl Batch {
                 state.upsert_converted(batch);
                 let _ = done.send(());
             }));
-        while self.converting.len() > in_flight() {
+        while self.converting.len() > self.in_flight {
             self.settle_oldest().await;
         }
     }
