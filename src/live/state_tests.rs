@@ -29,16 +29,31 @@ fn pod(ns: &str, name: &str, node: &str, app: &str) -> String {
     .to_string()
 }
 
+/// A whole list of `kind` returning `objects`.
+fn list(state: &ClusterState, kind: Kind, objects: &[&str]) {
+    state.begin_list(kind);
+    state.upsert(kind, objects.iter().copied());
+    state.end_list(kind);
+}
+
+/// A state whose nodes, listed, are one Ready node `name`.
+fn with_ready_node(name: &str) -> ClusterState {
+    let state = ClusterState::new(None);
+    list(
+        &state,
+        Kind::Node,
+        &[node(name, true, false, json!([])).as_str()],
+    );
+    state
+}
+
 fn names(s: &Snapshot) -> Vec<String> {
     s.pods.iter().map(|p| p.key()).collect()
 }
 
 #[test]
 fn a_list_replaces_the_kind_and_events_patch_it() {
-    let state = ClusterState::new(None);
-    state.begin_list(Kind::Node);
-    state.upsert(Kind::Node, [node("n1", true, false, json!([])).as_str()]);
-    state.end_list(Kind::Node);
+    let state = with_ready_node("n1");
     state.begin_list(Kind::Pod);
     let (a, b) = (pod("ns", "b", "n1", "x"), pod("ns", "a", "n1", "x"));
     state.upsert(Kind::Pod, [a.as_str(), b.as_str()]);
@@ -70,9 +85,7 @@ fn a_list_replaces_the_kind_and_events_patch_it() {
     );
 
     // A relist that does not return `ns/a` drops it; what it returns is kept.
-    state.begin_list(Kind::Pod);
-    state.upsert(Kind::Pod, [pod("ns", "c", "n1", "y").as_str()]);
-    state.end_list(Kind::Pod);
+    list(&state, Kind::Pod, &[pod("ns", "c", "n1", "y").as_str()]);
     assert_eq!(names(&state.snapshot()), ["ns/c"]);
     assert_eq!(state.lists_completed(Kind::Pod), 2);
 }
@@ -261,9 +274,11 @@ fn in_sync_only_while_every_kind_is_listed_and_no_watch_is_broken() {
 #[test]
 fn snapshots_share_unchanged_pods_and_follow_node_changes() {
     let state = ClusterState::new(None);
-    state.begin_list(Kind::Node);
-    state.upsert(Kind::Node, [node("n2", true, false, json!([])).as_str()]);
-    state.end_list(Kind::Node);
+    list(
+        &state,
+        Kind::Node,
+        &[node("n2", true, false, json!([])).as_str()],
+    );
     state.begin_list(Kind::Pod);
     let (a, b) = (pod("ns", "a", "n2", "x"), pod("ns", "b", "n2", "x"));
     state.upsert(Kind::Pod, [a.as_str(), b.as_str()]);
@@ -297,9 +312,7 @@ fn snapshots_share_unchanged_pods_and_follow_node_changes() {
 #[test]
 fn pods_from_watch_events_share_parts_with_the_listed_pods() {
     let state = ClusterState::new(None);
-    state.begin_list(Kind::Pod);
-    state.upsert(Kind::Pod, [pod("ns", "a", "n1", "x").as_str()]);
-    state.end_list(Kind::Pod);
+    list(&state, Kind::Pod, &[pod("ns", "a", "n1", "x").as_str()]);
     // A pod of the same owner, after the list: its labels and owners are the listed pod's.
     state.upsert(Kind::Pod, [pod("ns", "b", "n1", "x").as_str()]);
     let snap = state.snapshot();
@@ -309,10 +322,7 @@ fn pods_from_watch_events_share_parts_with_the_listed_pods() {
 
 #[test]
 fn a_snapshot_shares_the_pod_list_until_a_pod_changes() {
-    let state = ClusterState::new(None);
-    state.begin_list(Kind::Node);
-    state.upsert(Kind::Node, [node("n1", true, false, json!([])).as_str()]);
-    state.end_list(Kind::Node);
+    let state = with_ready_node("n1");
     state.upsert(Kind::Pod, [pod("ns", "a", "n1", "x").as_str()]);
     let first = state.snapshot();
     let second = state.snapshot();
@@ -349,11 +359,15 @@ fn a_snapshot_shares_the_pod_list_until_a_pod_changes() {
 #[test]
 fn snapshots_after_bursts_of_events_match_the_events() {
     let state = ClusterState::new(None);
-    state.begin_list(Kind::Node);
-    for n in ["n1", "n2", "n3"] {
-        state.upsert(Kind::Node, [node(n, true, false, json!([])).as_str()]);
-    }
-    state.end_list(Kind::Node);
+    let nodes: Vec<String> = ["n1", "n2", "n3"]
+        .iter()
+        .map(|n| node(n, true, false, json!([])))
+        .collect();
+    list(
+        &state,
+        Kind::Node,
+        &nodes.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
     let mut model: std::collections::BTreeMap<String, (String, String)> = Default::default();
     let mut rng = crate::synth::Rng::new(7);
     for round in 0..40 {
@@ -431,11 +445,11 @@ fn pods_listed_in_order_before_their_nodes_get_node_ids_and_keep_key_order() {
     // Out of order within the list: waits for the merge.
     state.upsert(Kind::Pod, [pod("ns", "c", "n1", "x").as_str()]);
     state.end_list(Kind::Pod);
-    state.begin_list(Kind::Node);
-    for n in ["n1", "n2"] {
-        state.upsert(Kind::Node, [node(n, true, false, json!([])).as_str()]);
-    }
-    state.end_list(Kind::Node);
+    let nodes = [
+        node("n1", true, false, json!([])),
+        node("n2", true, false, json!([])),
+    ];
+    list(&state, Kind::Node, &[nodes[0].as_str(), nodes[1].as_str()]);
     let snap = state.snapshot();
     assert_eq!(names(&snap), ["ns/a", "ns/b", "ns/c", "ns/d"]);
     let on = |n: NodeId| -> Vec<String> {
@@ -459,10 +473,7 @@ fn pods_listed_in_order_before_their_nodes_get_node_ids_and_keep_key_order() {
 /// bring after the list.
 #[test]
 fn a_list_converted_in_batches_shares_its_parts_with_later_events() {
-    let state = ClusterState::new(None);
-    state.begin_list(Kind::Node);
-    state.upsert(Kind::Node, [node("n1", true, false, json!([])).as_str()]);
-    state.end_list(Kind::Node);
+    let state = with_ready_node("n1");
     state.begin_list(Kind::Pod);
     let first = [pod("ns", "a", "n1", "x"), pod("ns", "b", "n1", "x")];
     let bad = r#"{"kind":"Pod","metadata":{"name":"bad","namespace":"ns"},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"lots"}}}]}}"#;
