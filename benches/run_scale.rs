@@ -15,7 +15,7 @@
 //! With `RUN_SCALE_STATE=1`, only the cluster state's own cost is measured, in this process
 //! (see `run_scale/state.rs`; `RUN_SCALE_CYCLES` rounds).
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -61,6 +61,18 @@ struct CycleLine {
     evicted: u64,
 }
 
+/// `RUN_SCALE_LOG`: a file every line the children log is appended to (for diagnosis, e.g.
+/// with `RUST_LOG=info,kube_descheduler::framework::cycle=debug` for per-plugin timings).
+fn raw_log() -> Option<std::fs::File> {
+    let path = std::env::var_os("RUN_SCALE_LOG")?;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| eprintln!("RUN_SCALE_LOG {}: {e}", Path::new(&path).display()))
+        .ok()
+}
+
 /// Spawns the child with JSON logs; its "cycle finished" lines arrive on the channel.
 fn spawn(bin: &Path, args: &[String]) -> (Child, mpsc::Receiver<CycleLine>) {
     let started = Instant::now();
@@ -85,8 +97,12 @@ fn spawn(bin: &Path, args: &[String]) -> (Child, mpsc::Receiver<CycleLine>) {
     .flatten()
     {
         let tx = tx.clone();
+        let mut raw = raw_log();
         std::thread::spawn(move || {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Some(f) = raw.as_mut() {
+                    let _ = writeln!(f, "{line}");
+                }
                 let Ok(v) = serde_json::from_str::<Value>(&line) else {
                     if line.contains("error") {
                         eprintln!("child: {line}");

@@ -1,6 +1,8 @@
 //! Running independent parts of a plugin's analysis on several cores. Results come back in input
 //! order, so a plugin's output is the same as a sequential run's.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 /// Below this much work (in the caller's weight units, e.g. pods) one thread is faster. Unit tests
 /// use 1, so every plugin's table tests also run its parallel path (integration tests, built
 /// without `cfg(test)`, run the sequential one).
@@ -30,10 +32,16 @@ pub fn with_workers<R>(n: usize, f: impl FnOnce() -> R) -> R {
     result
 }
 
-/// Splits `items` into contiguous chunks of similar total `weight`, one per worker, runs `f` on
-/// each chunk in its own scoped thread and returns the results in chunk order. With one worker or
-/// less than `min_weight` in all, `f` runs once on all of `items` on this thread. A panicking
-/// worker is re-raised here (as a sequential run would panic).
+/// Chunks per worker: more chunks than threads, taken one at a time, so a worker slowed by
+/// another process on its core (kube-apiserver, a sidecar) takes fewer of them instead of holding
+/// up the whole call.
+const CHUNKS_PER_WORKER: usize = 4;
+
+/// Splits `items` into contiguous chunks of similar total `weight` (a few per worker), runs `f`
+/// on each chunk — this thread and [`workers`]` - 1` scoped threads take the next chunk until none
+/// is left — and returns the results in chunk order. With one worker or less than `min_weight`
+/// in all, `f` runs once on all of `items` on this thread. A panic in `f` is re-raised here (as
+/// a sequential run would panic).
 pub fn map_chunks<T, R, W, F>(items: &[T], weight: W, min_weight: usize, f: F) -> Vec<R>
 where
     T: Sync,
@@ -46,18 +54,31 @@ where
     if workers <= 1 || total < min_weight || items.len() < 2 {
         return vec![f(items)];
     }
-    let chunks = split_by_weight(items, &weight, total, workers);
-    std::thread::scope(|scope| {
-        let f = &f;
-        let handles: Vec<_> = chunks
-            .iter()
-            .map(|chunk| scope.spawn(move || f(chunk)))
+    let chunks = split_by_weight(items, &weight, total, workers * CHUNKS_PER_WORKER);
+    let next = AtomicUsize::new(0);
+    // Runs chunks until none is left; returns them with their index.
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(chunk) = chunks.get(i) else {
+                return done;
+            };
+            done.push((i, f(chunk)));
+        }
+    };
+    let mut results = std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..workers.min(chunks.len()))
+            .map(|_| scope.spawn(work))
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    })
+        let mut results = work();
+        for h in helpers {
+            results.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+        }
+        results
+    });
+    results.sort_unstable_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, r)| r).collect()
 }
 
 /// Contiguous chunks of `items`, at most `parts`, each close to `total / parts` in weight.
@@ -120,5 +141,39 @@ mod tests {
         assert_eq!(sums[0].0, 0);
         let one = map_chunks(&items, |_| 1, usize::MAX, |c: &[u64]| c.len());
         assert_eq!(one, vec![10_000]);
+    }
+
+    #[test]
+    fn a_worker_held_up_on_one_chunk_leaves_the_others_to_the_rest() {
+        use std::time::{Duration, Instant};
+        let items: Vec<usize> = (0..8).collect();
+        let others_done = AtomicUsize::new(0);
+        let results = with_workers(2, || {
+            map_chunks(
+                &items,
+                |_| 1,
+                1,
+                |chunk: &[usize]| {
+                    if chunk.contains(&0) {
+                        // Held up (as by another process on its core) until every other chunk ran:
+                        // with one chunk per worker this would wait for its own second half.
+                        let deadline = Instant::now() + Duration::from_secs(10);
+                        while others_done.load(Ordering::SeqCst) < 7 && Instant::now() < deadline {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                        return (chunk.to_vec(), others_done.load(Ordering::SeqCst) == 7);
+                    }
+                    others_done.fetch_add(chunk.len(), Ordering::SeqCst);
+                    (chunk.to_vec(), true)
+                },
+            )
+        });
+        assert!(results.len() > 2, "more chunks than workers: {results:?}");
+        assert!(
+            results.iter().all(|(_, ok)| *ok),
+            "the other worker ran the rest: {results:?}"
+        );
+        let flat: Vec<usize> = results.into_iter().flat_map(|(c, _)| c).collect();
+        assert_eq!(flat, items, "results in chunk order");
     }
 }

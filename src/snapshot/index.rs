@@ -61,6 +61,24 @@ pub(super) struct PodIndex {
     /// Owner uid → bucket of `by_owner`.
     pub owners: FastMap<String, u32>,
     pub by_owner: Buckets,
+    /// Per pod, its [`PartsClass`]: pods with one class share their owner references, images
+    /// and namespace (the same `Arc`s).
+    pub parts_class: Vec<u32>,
+    /// How many classes there are (the classes are `0..parts_classes`, in pod order of first
+    /// sight).
+    pub parts_classes: u32,
+}
+
+/// The addresses of a pod's owner references, images and namespace: pods of one owner share
+/// these `Arc`s, and pods that share them have equal owners, images and namespace.
+type PartsKey = (usize, usize, usize);
+
+fn parts_key(pod: &Pod) -> PartsKey {
+    (
+        Arc::as_ptr(&pod.owners) as *const () as usize,
+        Arc::as_ptr(&pod.images) as *const () as usize,
+        Arc::as_ptr(&pod.namespace) as *const () as usize,
+    )
 }
 
 /// How the pods' nodes are found.
@@ -92,6 +110,9 @@ pub(super) fn build(
     let mut last_ns: Option<(&Arc<str>, u32)> = None;
     let mut last_owners: Option<&Arc<[OwnerRef]>> = None;
     let mut owner_slots: Vec<u32> = Vec::new();
+    let mut parts_class = Vec::with_capacity(pods.len());
+    let mut classes: FastMap<PartsKey, u32> = FastMap::default();
+    let mut last_class: Option<(PartsKey, u32)> = None;
     for (i, pod) in pods.iter().enumerate() {
         let id = i as PodId;
         let node = match &nodes_of {
@@ -138,6 +159,18 @@ pub(super) fn build(
             last_owners = Some(&pod.owners);
         }
         owner_pairs.extend(owner_slots.iter().map(|&slot| (slot, id)));
+        // Consecutive pods (in key order) are mostly of one owner: the map is read on a change.
+        let key = parts_key(pod);
+        let class = match last_class {
+            Some((k, c)) if k == key => c,
+            _ => {
+                let next = classes.len() as u32;
+                let c = *classes.entry(key).or_insert(next);
+                last_class = Some((key, c));
+                c
+            }
+        };
+        parts_class.push(class);
     }
     let index = PodIndex {
         by_node: Buckets::from_pairs(nodes, &node_pairs),
@@ -152,6 +185,8 @@ pub(super) fn build(
             .into_iter()
             .map(|(uid, slot)| (uid.to_string(), slot))
             .collect(),
+        parts_class,
+        parts_classes: classes.len() as u32,
     };
     (index, node_ids)
 }
@@ -188,5 +223,74 @@ mod tests {
         assert_eq!(b.get(1), [] as [PodId; 0]);
         assert_eq!(b.get(2), [0, 2]);
         assert_eq!(b.get(3), [] as [PodId; 0], "an unknown bucket is empty");
+    }
+
+    /// Pods sharing their owner references, images and namespace (the pods of one owner, as
+    /// a converter shares them) get one parts class, whether adjacent or not; any difference
+    /// gives another; classes are dense.
+    #[test]
+    fn parts_classes_group_pods_that_share_owners_images_and_namespace() {
+        let pod = |ns: &str, name: &str, owner: &str, image: &str| {
+            format!(
+                r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"{name}","namespace":"{ns}","uid":"u-{ns}-{name}",
+                   "ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"{owner}","uid":"rs-{owner}","controller":true}}]}},
+                   "spec":{{"nodeName":"n1","containers":[{{"name":"c","image":"{image}"}}]}},"status":{{"phase":"Running"}}}}"#
+            )
+        };
+        let items = [
+            r#"{"kind":"Node","apiVersion":"v1","metadata":{"name":"n1"}}"#.to_string(),
+            pod("a", "web-1", "web", "nginx"),
+            pod("a", "web-2", "web", "nginx"),
+            pod("a", "db-1", "db", "postgres"),
+            pod("a", "web-3", "web", "nginx"),
+            pod("b", "web-1", "web", "nginx"),
+            pod("b", "web-2", "web", "httpd"),
+        ];
+        let list = format!(
+            r#"{{"kind":"List","apiVersion":"v1","items":[{}]}}"#,
+            items.join(",")
+        );
+        let snap = crate::snapshot::load::load_bytes(list.as_bytes()).expect("test snapshot");
+        let class = |ns: &str, name: &str| {
+            let id = (0..snap.pods.len() as PodId)
+                .find(|&p| &*snap.pod(p).namespace == ns && snap.pod(p).name == name)
+                .expect("pod in the test snapshot");
+            snap.parts_class(id)
+        };
+        assert_eq!(class("a", "web-1"), class("a", "web-2"));
+        // `load` may convert the list's halves on two threads, each sharing parts of its own:
+        // the class follows the shared `Arc`s.
+        let ids: Vec<PodId> = (0..snap.pods.len() as PodId).collect();
+        for &x in &ids {
+            for &y in &ids {
+                let (p, q) = (snap.pod(x), snap.pod(y));
+                let shared = Arc::ptr_eq(&p.owners, &q.owners)
+                    && Arc::ptr_eq(&p.images, &q.images)
+                    && Arc::ptr_eq(&p.namespace, &q.namespace);
+                assert_eq!(
+                    snap.parts_class(x) == snap.parts_class(y),
+                    shared,
+                    "{x} {y}"
+                );
+            }
+        }
+        assert_ne!(class("a", "web-1"), class("a", "db-1"), "another owner");
+        assert_ne!(
+            class("a", "web-1"),
+            class("b", "web-1"),
+            "another namespace"
+        );
+        assert_ne!(class("b", "web-1"), class("b", "web-2"), "other images");
+        let mut all: Vec<u32> = (0..snap.pods.len() as PodId)
+            .map(|p| snap.parts_class(p))
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(
+            all,
+            (0..snap.parts_classes() as u32).collect::<Vec<_>>(),
+            "dense"
+        );
+        assert!(snap.parts_classes() >= 4);
     }
 }

@@ -304,6 +304,18 @@ impl Snapshot {
             .filter(|&p| !self.evicted[p as usize])
     }
 
+    /// The pod's parts class: pods with one class have the same owner references, images and
+    /// namespace (they share them), so what a plugin derives from those alone can be computed
+    /// once per class. Classes are dense, `0..`[`Self::parts_classes`].
+    pub fn parts_class(&self, pod: PodId) -> u32 {
+        self.index.parts_class[pod as usize]
+    }
+
+    /// How many parts classes there are (see [`Self::parts_class`]).
+    pub fn parts_classes(&self) -> usize {
+        self.index.parts_classes as usize
+    }
+
     /// Ids of all pods not evicted in this cycle.
     pub fn live_pods(&self) -> impl Iterator<Item = PodId> + '_ {
         (0..self.pods.len() as PodId).filter(|&p| !self.evicted[p as usize])

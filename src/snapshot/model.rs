@@ -146,67 +146,73 @@ pub enum Volume {
 }
 
 /// A pod as the engine sees it.
+///
+/// `repr(C)`, with the fields every plugin reads for every pod first (phase, node, priority,
+/// namespace, labels, owners, images, then the evictor's uid, annotations and deletion
+/// timestamp): a pass over 150,000 pods then touches one or two cache lines per pod instead of
+/// four or five spread over the whole struct (the compiler's own order put `phase` last).
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct Pod {
-    /// `metadata.uid` (empty when absent: such a pod is never evicted).
-    pub uid: String,
-    /// `metadata.name`.
-    pub name: String,
-    /// `metadata.namespace` (interned).
-    pub namespace: Arc<str>,
-    /// `spec.nodeName`.
-    pub node_name: Option<String>,
-    /// The node in the snapshot, if `node_name` names a known node.
-    pub node: Option<NodeId>,
-    /// `metadata.labels` (shared between pods of one owner when equal).
-    pub labels: Arc<BTreeMap<String, String>>,
-    /// The annotations the engine reads (descheduler, mirror/static, ours); others are dropped.
-    pub annotations: BTreeMap<String, String>,
-    /// `metadata.ownerReferences` (shared between pods of one owner).
-    pub owners: Arc<[OwnerRef]>,
-    /// `metadata.creationTimestamp`.
-    pub creation_timestamp: Option<Timestamp>,
-    /// `metadata.deletionTimestamp` (set: the pod is terminating).
-    pub deletion_timestamp: Option<Timestamp>,
-    /// `spec.priority`.
-    pub priority: Option<i32>,
-    /// `spec.priorityClassName`.
-    pub priority_class_name: Option<String>,
     /// `status.phase`.
     pub phase: PodPhase,
-    /// `status.reason`.
-    pub reason: Option<CompactString>,
-    /// `status.startTime`.
-    pub start_time: Option<Timestamp>,
-    /// `status.conditions` (shared between pods of one owner when equal).
-    pub conditions: Arc<[Condition]>,
+    /// QoS class (`status.qosClass`, else computed).
+    pub qos: QosClass,
+    /// `spec.resourceClaims` is non-empty (DRA).
+    pub has_resource_claims: bool,
+    /// The node in the snapshot, if `node_name` names a known node.
+    pub node: Option<NodeId>,
+    /// `spec.priority`.
+    pub priority: Option<i32>,
+    /// `metadata.namespace` (interned).
+    pub namespace: Arc<str>,
+    /// `metadata.labels` (shared between pods of one owner when equal).
+    pub labels: Arc<BTreeMap<String, String>>,
+    /// `metadata.ownerReferences` (shared between pods of one owner).
+    pub owners: Arc<[OwnerRef]>,
     /// Container images, in `spec.containers` order (shared between pods of one owner).
     pub images: Arc<[String]>,
+    /// `metadata.uid` (empty when absent: such a pod is never evicted).
+    pub uid: String,
+    /// The annotations the engine reads (descheduler, mirror/static, ours); others are dropped.
+    pub annotations: BTreeMap<String, String>,
+    /// `metadata.deletionTimestamp` (set: the pod is terminating).
+    pub deletion_timestamp: Option<Timestamp>,
+    /// `spec.tolerations` (shared between pods of one owner when equal).
+    pub tolerations: Arc<[Toleration]>,
+    /// `spec.nodeSelector` (shared between pods of one owner when equal).
+    pub node_selector: Arc<BTreeMap<String, String>>,
     /// `status.containerStatuses` (shared between pods of one owner when equal).
     pub container_states: Arc<[ContainerState]>,
+    /// `spec.topologySpreadConstraints` (shared between pods of one owner when equal).
+    pub topology_spread_constraints: Arc<[TopologySpreadConstraint]>,
+    /// `spec.affinity` (shared between pods of one owner when equal).
+    pub affinity: Option<Arc<Affinity>>,
+    /// `spec.volumes`, reduced.
+    pub volumes: Vec<Volume>,
+    /// Effective requests as the scheduler computes them (init/sidecar rules plus overhead).
+    pub requests: Resources,
+    /// `status.conditions` (shared between pods of one owner when equal).
+    pub conditions: Arc<[Condition]>,
+    /// `status.startTime`.
+    pub start_time: Option<Timestamp>,
+    /// `metadata.creationTimestamp`.
+    pub creation_timestamp: Option<Timestamp>,
+    /// `metadata.name`.
+    pub name: String,
+    /// `spec.nodeName`.
+    pub node_name: Option<String>,
+    /// `spec.priorityClassName`.
+    pub priority_class_name: Option<String>,
+    /// `status.reason`.
+    pub reason: Option<CompactString>,
     /// `status.initContainerStatuses` (shared between pods of one owner when equal).
     pub init_container_states: Arc<[ContainerState]>,
     /// `status.ephemeralContainerStatuses` (shared between pods of one owner when equal).
     pub ephemeral_container_states: Arc<[ContainerState]>,
-    /// Effective requests as the scheduler computes them (init/sidecar rules plus overhead).
-    pub requests: Resources,
-    /// QoS class (`status.qosClass`, else computed).
-    pub qos: QosClass,
-    /// `spec.nodeSelector` (shared between pods of one owner when equal).
-    pub node_selector: Arc<BTreeMap<String, String>>,
-    /// `spec.affinity` (shared between pods of one owner when equal).
-    pub affinity: Option<Arc<Affinity>>,
-    /// `spec.tolerations` (shared between pods of one owner when equal).
-    pub tolerations: Arc<[Toleration]>,
-    /// `spec.topologySpreadConstraints` (shared between pods of one owner when equal).
-    pub topology_spread_constraints: Arc<[TopologySpreadConstraint]>,
-    /// `spec.volumes`, reduced.
-    pub volumes: Vec<Volume>,
     /// The name of the first local-storage (hostPath or emptyDir) volume, for explanations
     /// (shared between pods of one owner when equal; `None` without one or when it has no name).
     pub local_storage_volume: Option<Arc<str>>,
-    /// `spec.resourceClaims` is non-empty (DRA).
-    pub has_resource_claims: bool,
 }
 
 /// A HorizontalPodAutoscaler reduced to the one fact the guard's rule B reads: the Deployment it

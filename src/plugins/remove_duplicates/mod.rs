@@ -66,18 +66,6 @@ struct Group {
     duplicates: Vec<(NodeId, Vec<PodId>)>,
 }
 
-/// The allocation addresses of a pod's owner list, image list and namespace: pods of one owner
-/// share them, and so their duplicate and owner keys.
-type MemoKey = (usize, usize, usize);
-
-fn memo_key(pod: &Pod) -> MemoKey {
-    (
-        Arc::as_ptr(&pod.owners) as *const () as usize,
-        Arc::as_ptr(&pod.images) as *const () as usize,
-        Arc::as_ptr(&pod.namespace) as *const () as usize,
-    )
-}
-
 /// A pod that passed the cheap checks (owners, namespace, excluded kinds).
 struct Candidate {
     pod: PodId,
@@ -236,8 +224,9 @@ impl BalancePlugin for RemoveDuplicates {
         let mut candidates: Vec<Candidate> = Vec::new();
         let mut group_ids: Vec<u32> = Vec::new();
         let mut images: Vec<&str> = Vec::new();
-        // Memo key → (duplicate key, group ids range).
-        let mut memo: FxMap<MemoKey, (u32, u32, u32)> = FxMap::default();
+        // Per parts class (pods sharing owners, images and namespace): (duplicate key, group
+        // ids range), once known.
+        let mut memo: Vec<Option<(u32, u32, u32)>> = vec![None; snapshot.parts_classes()];
 
         // Pass 1: the cheap checks; find the owner keys with co-located duplicates. The evictor's
         // filters can only remove pods, so an owner key not found here cannot have duplicates
@@ -246,7 +235,7 @@ impl BalancePlugin for RemoveDuplicates {
         // The checks read each pod and run on several threads; ids are then given on this thread
         // in node order, so they come out as one sequential pass would give them.
         let indexed: Vec<(u32, NodeId)> = (0u32..).zip(nodes.iter().copied()).collect();
-        let checked: Vec<Vec<(u32, PodId, MemoKey)>> = parallel::map_chunks(
+        let checked: Vec<Vec<(u32, PodId)>> = parallel::map_chunks(
             &indexed,
             |&(_, n)| snapshot.pods_on_node_upper_bound(n),
             parallel::MIN_PARALLEL_WEIGHT,
@@ -261,17 +250,19 @@ impl BalancePlugin for RemoveDuplicates {
                             && !pod.owners.iter().any(|o| excluded_kinds.contains(&o.kind))
                             && allows_namespace(&self.args.namespaces, &pod.namespace)
                         {
-                            out.push((ni, p, memo_key(pod)));
+                            out.push((ni, p));
                         }
                     }
                 }
                 out
             },
         );
-        for (ni, p, memo_key) in checked.into_iter().flatten() {
+        candidates.reserve_exact(checked.iter().map(Vec::len).sum());
+        for (ni, p) in checked.into_iter().flatten() {
             // Pods of one owner share their owner and image lists: their keys are computed once,
             // for the first of them (same ids, in the same first-seen order).
-            let (dup, range) = if let Some(&(dup, start, end)) = memo.get(&memo_key) {
+            let class = snapshot.parts_class(p) as usize;
+            let (dup, range) = if let Some((dup, start, end)) = memo[class] {
                 (dup, start..end)
             } else {
                 let pod = snapshot.pod(p);
@@ -319,7 +310,7 @@ impl BalancePlugin for RemoveDuplicates {
                     last_node.push(u32::MAX);
                 }
                 let range = first..group_ids.len() as u32;
-                memo.insert(memo_key, (dup, range.start, range.end));
+                memo[class] = Some((dup, range.start, range.end));
                 (dup, range)
             };
             if last_node[dup as usize] == ni {
