@@ -10,7 +10,12 @@
 //! ([`SharedList`]): taking a snapshot copies no pod and no pointer per pod, only merges the
 //! watch events since the last one. A pod changed by a watch event while a cycle runs gets a new
 //! `Arc`; the cycle keeps the old one. What a snapshot still builds per cycle are its pod
-//! indexes (one pass over the pods, see `snapshot::index`).
+//! indexes (one scan over the pods, in parts on several threads, see `snapshot::index`).
+//!
+//! Pods converted off the lock (a list's batches, each with a builder of its own) are given the
+//! state's namespace `Arc`s as they are put in, so every pod of a namespace shares one — the
+//! pods that watch events bring later get the state's, and the snapshot's parts classes and
+//! the plugins' per-owner work depend on pods of one owner sharing their parts.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
@@ -373,10 +378,22 @@ impl ClusterState {
         let mut guard = self.lock();
         let g = &mut *guard;
         let notify = g.synced[Kind::Node.index()] && self.node_changes.is_some();
-        for c in batch.objects {
+        g.conv.adopt_shared(batch.conv);
+        let mut objects = batch.objects;
+        if batch.kind == Kind::Pod {
+            // The batch interned its own namespace `Arc`s; pods that watch events bring later
+            // get the state's, and the pods of one namespace must share one.
+            for pod in objects
+                .iter_mut()
+                .filter_map(|c| c.parts.as_mut().ok())
+                .flat_map(|p| p.pods.iter_mut())
+            {
+                g.conv.share_namespace(pod);
+            }
+        }
+        for c in objects {
             put(g, batch.kind, c, notify.then_some(&mut changes));
         }
-        g.conv.adopt_shared(batch.conv);
         drop(guard);
         self.send_changes(changes);
     }

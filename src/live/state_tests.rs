@@ -501,7 +501,21 @@ fn a_list_converted_in_batches_shares_its_parts_with_later_events() {
             Arc::ptr_eq(&owners(x), &owners(y)),
             "owners of pods {x} and {y}"
         );
+        assert_eq!(
+            snap.parts_class(x as u32),
+            snap.parts_class(y as u32),
+            "parts class of pods {x} and {y}"
+        );
     }
+    // Each batch interned the namespace itself; in the state every pod of it shares one `Arc`
+    // (else the pods an event brings would not share a parts class with the listed ones).
+    for i in 1..5 {
+        assert!(
+            Arc::ptr_eq(&snap.pods[0].namespace, &snap.pods[i].namespace),
+            "namespace of pods 0 and {i}"
+        );
+    }
+    assert_eq!(snap.parts_classes(), 2, "one class per owner");
     assert!(
         snap.warnings
             .iter()

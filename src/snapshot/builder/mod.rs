@@ -310,6 +310,18 @@ impl SnapshotBuilder {
         self.shared.extend(other.shared);
     }
 
+    /// Gives `pod` this builder's interned namespace when it has one of that name and the pod
+    /// holds another `Arc` (a pod converted by another builder, e.g. a list batch's): pods of
+    /// one namespace then share one `Arc`, which the snapshot's indexes and the plugins compare
+    /// by address. A pod not shared yet is changed in place.
+    pub fn share_namespace(&self, pod: &mut Arc<Pod>) {
+        if let Some(interned) = self.interned_ns.get(&*pod.namespace)
+            && !Arc::ptr_eq(interned, &pod.namespace)
+        {
+            Arc::make_mut(pod).namespace = interned.clone();
+        }
+    }
+
     /// Forgets the shared per-owner parts (after a relist, so owners that are gone do not keep
     /// their entries).
     pub fn forget_shared(&mut self) {
