@@ -1,5 +1,6 @@
-//! The snapshot's pod indexes (pods by node, by namespace, by owner), built in one pass over the
-//! pods in their order.
+//! The snapshot's pod indexes (pods by node, by namespace, by owner), built by scanning
+//! contiguous parts of the pods on several threads and putting the parts together in pod order
+//! (the result is exactly one scan's).
 //!
 //! Each index is a bucket list ([`Buckets`]): one flat array of pod ids grouped by bucket, in pod
 //! order within a bucket, so building it allocates a few arrays rather than one list per node or
@@ -14,7 +15,7 @@ use super::consistency::{Found, InconsistencyKind};
 use super::model::{NodeId, OwnerRef, Pod, PodId};
 
 /// Pod ids grouped by bucket (a node, a namespace, an owner), in pod order within a bucket.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(super) struct Buckets {
     /// Bucket `b` holds `ids[starts[b]..starts[b + 1]]`.
     starts: Vec<u32>,
@@ -89,13 +90,209 @@ pub(super) enum NodesOf<'a> {
     Stored,
 }
 
+/// Below this many pods the indexes are built on one thread (splitting costs more).
+const MIN_PODS_PER_PART: usize = if cfg!(test) { 1 } else { 20_000 };
+
 /// Builds the indexes of `pods` on `nodes` nodes, noting pods bound to an unknown node in
 /// `found`. With [`NodesOf::Lookup`], also returns each pod's node id.
+///
+/// Contiguous parts of the pods are scanned on several threads (a cycle of a live cluster state
+/// rebuilds the indexes, so this is on every cycle's path), then put together in pod order; the
+/// result is exactly what one scan gives.
 pub(super) fn build(
     pods: &[Arc<Pod>],
     nodes: usize,
     nodes_of: NodesOf<'_>,
     found: &mut Found,
+) -> (PodIndex, Option<Vec<Option<NodeId>>>) {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    build_in(pods, nodes, nodes_of, found, threads)
+}
+
+/// [`build`] on at most `threads` threads.
+fn build_in(
+    pods: &[Arc<Pod>],
+    nodes: usize,
+    nodes_of: NodesOf<'_>,
+    found: &mut Found,
+    threads: usize,
+) -> (PodIndex, Option<Vec<Option<NodeId>>>) {
+    let parts = threads.min(pods.len() / MIN_PODS_PER_PART).max(1);
+    let size = pods.len().div_ceil(parts).max(1);
+    let scans: Vec<Scan<'_>> = if parts == 1 {
+        vec![Scan::of(pods, 0, &nodes_of)]
+    } else {
+        std::thread::scope(|scope| {
+            let nodes_of = &nodes_of;
+            let running: Vec<_> = pods
+                .chunks(size)
+                .enumerate()
+                .skip(1)
+                .map(|(i, part)| scope.spawn(move || Scan::of(part, i * size, nodes_of)))
+                .collect();
+            let mut scans = vec![Scan::of(&pods[..size.min(pods.len())], 0, nodes_of)];
+            for r in running {
+                match r.join() {
+                    Ok(scan) => scans.push(scan),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            scans
+        })
+    };
+    assemble(pods, nodes, nodes_of, found, scans)
+}
+
+/// What one scan of contiguous pods found, with namespaces, owners and parts classes numbered
+/// in the order this scan first saw them (renumbered when the scans are put together).
+#[derive(Default)]
+struct Scan<'a> {
+    node_ids: Vec<Option<NodeId>>,
+    /// `(node, pod)` for the pods on a node id (not checked against the node count yet).
+    node_pairs: Vec<(u32, PodId)>,
+    ns_pairs: Vec<(u32, PodId)>,
+    ns_names: Vec<&'a Arc<str>>,
+    owner_pairs: Vec<(u32, PodId)>,
+    owner_uids: Vec<&'a str>,
+    parts_class: Vec<u32>,
+    class_keys: Vec<PartsKey>,
+    /// Pods bound to a node the snapshot does not have.
+    unknown_node: Vec<PodId>,
+}
+
+impl<'a> Scan<'a> {
+    /// Scans `pods`, the first of which has id `first`.
+    fn of(pods: &'a [Arc<Pod>], first: usize, nodes_of: &NodesOf<'_>) -> Self {
+        let mut s = Scan {
+            node_pairs: Vec::with_capacity(pods.len()),
+            ns_pairs: Vec::with_capacity(pods.len()),
+            owner_pairs: Vec::with_capacity(pods.len()),
+            parts_class: Vec::with_capacity(pods.len()),
+            ..Default::default()
+        };
+        if let NodesOf::Lookup(_) = nodes_of {
+            s.node_ids.reserve_exact(pods.len());
+        }
+        let mut namespaces: FastMap<&str, u32> = FastMap::default();
+        let mut owners: FastMap<&str, u32> = FastMap::default();
+        let mut classes: FastMap<PartsKey, u32> = FastMap::default();
+        let mut last_ns: Option<(&Arc<str>, u32)> = None;
+        let mut last_owners: Option<&Arc<[OwnerRef]>> = None;
+        let mut owner_slots: Vec<u32> = Vec::new();
+        let mut last_class: Option<(PartsKey, u32)> = None;
+        for (i, pod) in pods.iter().enumerate() {
+            let id = (first + i) as PodId;
+            let node = match nodes_of {
+                NodesOf::Lookup(map) => {
+                    let node = pod
+                        .node_name
+                        .as_deref()
+                        .and_then(|name| map.get(name).copied());
+                    s.node_ids.push(node);
+                    node
+                }
+                NodesOf::Stored => pod.node,
+            };
+            match node {
+                Some(n) => s.node_pairs.push((n, id)),
+                None if pod.node_name.is_some() => s.unknown_node.push(id),
+                None => {}
+            }
+            let ns = match last_ns {
+                Some((a, slot)) if Arc::ptr_eq(a, &pod.namespace) => slot,
+                _ => {
+                    let next = s.ns_names.len() as u32;
+                    let slot = *namespaces.entry(&pod.namespace[..]).or_insert(next);
+                    if slot == next {
+                        s.ns_names.push(&pod.namespace);
+                    }
+                    last_ns = Some((&pod.namespace, slot));
+                    slot
+                }
+            };
+            s.ns_pairs.push((ns, id));
+            if !last_owners.is_some_and(|a| Arc::ptr_eq(a, &pod.owners)) {
+                owner_slots.clear();
+                for o in pod.owners.iter() {
+                    let next = s.owner_uids.len() as u32;
+                    let slot = *owners.entry(o.uid.as_str()).or_insert(next);
+                    if slot == next {
+                        s.owner_uids.push(o.uid.as_str());
+                    }
+                    owner_slots.push(slot);
+                }
+                last_owners = Some(&pod.owners);
+            }
+            s.owner_pairs
+                .extend(owner_slots.iter().map(|&slot| (slot, id)));
+            // Consecutive pods (in key order) are mostly of one owner: the map is read on a
+            // change.
+            let key = parts_key(pod);
+            let class = match last_class {
+                Some((k, c)) if k == key => c,
+                _ => {
+                    let next = s.class_keys.len() as u32;
+                    let c = *classes.entry(key).or_insert(next);
+                    if c == next {
+                        s.class_keys.push(key);
+                    }
+                    last_class = Some((key, c));
+                    c
+                }
+            };
+            s.parts_class.push(class);
+        }
+        s
+    }
+}
+
+/// Numbers keys across scans: each scan's keys, in the order it first saw them, get the number
+/// an earlier scan gave them or the next free one — the numbers one scan of all pods gives.
+struct Numbering<K> {
+    slots: FastMap<K, u32>,
+    keys: Vec<K>,
+}
+
+impl<K: std::hash::Hash + Eq + Copy> Numbering<K> {
+    fn new() -> Self {
+        Numbering {
+            slots: FastMap::default(),
+            keys: Vec::new(),
+        }
+    }
+
+    /// The global numbers of a scan's keys (by the scan's own number).
+    fn renumber(&mut self, scan_keys: &[K]) -> Vec<u32> {
+        scan_keys
+            .iter()
+            .map(|&k| {
+                let next = self.keys.len() as u32;
+                let slot = *self.slots.entry(k).or_insert(next);
+                if slot == next {
+                    self.keys.push(k);
+                }
+                slot
+            })
+            .collect()
+    }
+}
+
+/// Renumbers the slots of `pairs` by `to` (unless `to` is the identity) and appends them.
+fn append_renumbered(out: &mut Vec<(u32, PodId)>, pairs: &[(u32, PodId)], to: &[u32]) {
+    if to.iter().enumerate().all(|(i, &t)| t == i as u32) {
+        out.extend_from_slice(pairs);
+    } else {
+        out.extend(pairs.iter().map(|&(slot, id)| (to[slot as usize], id)));
+    }
+}
+
+/// Puts the scans (of consecutive parts of `pods`, in order) together into the indexes.
+fn assemble(
+    pods: &[Arc<Pod>],
+    nodes: usize,
+    nodes_of: NodesOf<'_>,
+    found: &mut Found,
+    scans: Vec<Scan<'_>>,
 ) -> (PodIndex, Option<Vec<Option<NodeId>>>) {
     let mut node_ids = match nodes_of {
         NodesOf::Lookup(_) => Some(Vec::with_capacity(pods.len())),
@@ -103,75 +300,45 @@ pub(super) fn build(
     };
     let mut node_pairs = Vec::with_capacity(pods.len());
     let mut ns_pairs = Vec::with_capacity(pods.len());
-    let mut owner_pairs = Vec::with_capacity(pods.len());
-    let mut namespaces: FastMap<&str, u32> = FastMap::default();
-    let mut ns_names: Vec<Arc<str>> = Vec::new();
-    let mut owners: FastMap<&str, u32> = FastMap::default();
-    let mut last_ns: Option<(&Arc<str>, u32)> = None;
-    let mut last_owners: Option<&Arc<[OwnerRef]>> = None;
-    let mut owner_slots: Vec<u32> = Vec::new();
+    let mut owner_pairs = Vec::with_capacity(scans.iter().map(|s| s.owner_pairs.len()).sum());
     let mut parts_class = Vec::with_capacity(pods.len());
-    let mut classes: FastMap<PartsKey, u32> = FastMap::default();
-    let mut last_class: Option<(PartsKey, u32)> = None;
-    for (i, pod) in pods.iter().enumerate() {
-        let id = i as PodId;
-        let node = match &nodes_of {
-            NodesOf::Lookup(map) => pod
-                .node_name
-                .as_deref()
-                .and_then(|name| map.get(name).copied()),
-            NodesOf::Stored => pod.node,
-        };
+    let mut namespaces: Numbering<&str> = Numbering::new();
+    let mut ns_names: Vec<Arc<str>> = Vec::new();
+    let mut owners: Numbering<&str> = Numbering::new();
+    let mut classes: Numbering<PartsKey> = Numbering::new();
+    for scan in &scans {
         if let Some(ids) = node_ids.as_mut() {
-            ids.push(node);
+            ids.extend_from_slice(&scan.node_ids);
         }
-        match node {
-            Some(n) if (n as usize) < nodes => node_pairs.push((n, id)),
-            Some(_) => {}
-            None => {
-                // A pod on an unknown node stays on none (never evicted), and is reported.
-                if let Some(name) = &pod.node_name {
-                    found.note(InconsistencyKind::PodOnUnknownNode, || {
-                        format!("{}/{} on {name}", pod.namespace, pod.name)
-                    });
-                }
+        for &(n, id) in &scan.node_pairs {
+            if (n as usize) < nodes {
+                node_pairs.push((n, id));
             }
         }
-        let ns = match last_ns {
-            Some((a, slot)) if Arc::ptr_eq(a, &pod.namespace) => slot,
-            _ => {
-                let next = ns_names.len() as u32;
-                let slot = *namespaces.entry(&pod.namespace[..]).or_insert(next);
-                if slot == next {
-                    ns_names.push(pod.namespace.clone());
-                }
-                last_ns = Some((&pod.namespace, slot));
-                slot
+        for &id in &scan.unknown_node {
+            // A pod on an unknown node stays on none (never evicted), and is reported.
+            let pod = &pods[id as usize];
+            if let Some(name) = &pod.node_name {
+                found.note(InconsistencyKind::PodOnUnknownNode, || {
+                    format!("{}/{} on {name}", pod.namespace, pod.name)
+                });
             }
-        };
-        ns_pairs.push((ns, id));
-        if !last_owners.is_some_and(|a| Arc::ptr_eq(a, &pod.owners)) {
-            owner_slots.clear();
-            for o in pod.owners.iter() {
-                let next = owners.len() as u32;
-                owner_slots.push(*owners.entry(o.uid.as_str()).or_insert(next));
-            }
-            last_owners = Some(&pod.owners);
         }
-        owner_pairs.extend(owner_slots.iter().map(|&slot| (slot, id)));
-        // Consecutive pods (in key order) are mostly of one owner: the map is read on a change.
-        let key = parts_key(pod);
-        let class = match last_class {
-            Some((k, c)) if k == key => c,
-            _ => {
-                let next = classes.len() as u32;
-                let c = *classes.entry(key).or_insert(next);
-                last_class = Some((key, c));
-                c
+        let names: Vec<&str> = scan.ns_names.iter().map(|a| &a[..]).collect();
+        let ns_to = namespaces.renumber(&names);
+        for (&slot, a) in ns_to.iter().zip(&scan.ns_names) {
+            // A slot not given before is the next one.
+            if slot as usize == ns_names.len() {
+                ns_names.push(Arc::clone(a));
             }
-        };
-        parts_class.push(class);
+        }
+        append_renumbered(&mut ns_pairs, &scan.ns_pairs, &ns_to);
+        let owner_to = owners.renumber(&scan.owner_uids);
+        append_renumbered(&mut owner_pairs, &scan.owner_pairs, &owner_to);
+        let class_to = classes.renumber(&scan.class_keys);
+        parts_class.extend(scan.parts_class.iter().map(|&c| class_to[c as usize]));
     }
+    drop(scans);
     let index = PodIndex {
         by_node: Buckets::from_pairs(nodes, &node_pairs),
         by_namespace: Buckets::from_pairs(ns_names.len(), &ns_pairs),
@@ -180,13 +347,14 @@ pub(super) fn build(
             .enumerate()
             .map(|(i, ns)| (ns, i as u32))
             .collect(),
-        by_owner: Buckets::from_pairs(owners.len(), &owner_pairs),
+        by_owner: Buckets::from_pairs(owners.keys.len(), &owner_pairs),
         owners: owners
+            .slots
             .into_iter()
             .map(|(uid, slot)| (uid.to_string(), slot))
             .collect(),
         parts_class,
-        parts_classes: classes.len() as u32,
+        parts_classes: classes.keys.len() as u32,
     };
     (index, node_ids)
 }
@@ -223,6 +391,72 @@ mod tests {
         assert_eq!(b.get(1), [] as [PodId; 0]);
         assert_eq!(b.get(2), [0, 2]);
         assert_eq!(b.get(3), [] as [PodId; 0], "an unknown bucket is empty");
+    }
+
+    /// Scanning parts of the pods on several threads gives exactly the indexes of one scan:
+    /// the same buckets, the same namespace, owner and class numbers (first seen in pod order),
+    /// the same node ids, and the same pods on unknown nodes reported.
+    #[test]
+    fn indexes_built_in_parts_equal_one_scan() {
+        let mut items =
+            vec![r#"{"kind":"Node","apiVersion":"v1","metadata":{"name":"n1"}}"#.to_string()];
+        for i in 0..40 {
+            let ns = ["a", "b", "c"][i % 3];
+            let owner = format!("o{}", i % 7);
+            let node = if i % 11 == 0 { "gone" } else { "n1" };
+            items.push(format!(
+                r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"p{i}","namespace":"{ns}","uid":"u{i}",
+                   "ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"{owner}","uid":"rs-{owner}","controller":true}},
+                                      {{"apiVersion":"v1","kind":"Thing","name":"t","uid":"t-{}"}}]}},
+                   "spec":{{"nodeName":"{node}","containers":[{{"name":"c","image":"img{}"}}]}},"status":{{"phase":"Running"}}}}"#,
+                i % 2,
+                i % 4
+            ));
+        }
+        let list = format!(
+            r#"{{"kind":"List","apiVersion":"v1","items":[{}]}}"#,
+            items.join(",")
+        );
+        let snap = crate::snapshot::load::load_bytes(list.as_bytes()).expect("test snapshot");
+        let names: FastMap<&str, NodeId> = [("n1", 0)].into_iter().collect();
+        let one_scan = {
+            let mut found = Found::from(Vec::new());
+            let built = build_in(&snap.pods, 1, NodesOf::Lookup(&names), &mut found, 1);
+            (built, found.sorted())
+        };
+        for threads in [2, 3, 4] {
+            let mut found = Found::from(Vec::new());
+            let (index, ids) =
+                build_in(&snap.pods, 1, NodesOf::Lookup(&names), &mut found, threads);
+            let ((want, want_ids), want_found) = &one_scan;
+            assert_eq!(&ids, want_ids, "{threads} threads: node ids");
+            assert_eq!(index.by_node, want.by_node, "{threads} threads");
+            assert_eq!(index.by_namespace, want.by_namespace, "{threads} threads");
+            assert_eq!(index.namespaces, want.namespaces, "{threads} threads");
+            assert_eq!(index.by_owner, want.by_owner, "{threads} threads");
+            assert_eq!(index.owners, want.owners, "{threads} threads");
+            assert_eq!(index.parts_class, want.parts_class, "{threads} threads");
+            assert_eq!(index.parts_classes, want.parts_classes, "{threads} threads");
+            assert_eq!(
+                format!("{:?}", found.sorted()),
+                format!("{want_found:?}"),
+                "{threads} threads: pods on unknown nodes"
+            );
+        }
+        let ((want, _), want_found) = &one_scan;
+        assert_eq!(
+            want.owned_by("rs-o3").len(),
+            6,
+            "pods 3, 10, 17, 24, 31, 38"
+        );
+        assert_eq!(want.in_namespace("b").len(), 13);
+        assert_eq!(
+            want.on_node(0).len(),
+            36,
+            "four pods are on the unknown node"
+        );
+        assert_eq!(want_found.len(), 1);
+        assert_eq!(want_found[0].count, 4);
     }
 
     /// Pods sharing their owner references, images and namespace (the pods of one owner, as
