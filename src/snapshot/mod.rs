@@ -295,6 +295,11 @@ impl Snapshot {
             .filter(|&p| !self.evicted[p as usize])
     }
 
+    /// The namespaces that hold pods (evicted or not), in no particular order.
+    pub fn pod_namespaces(&self) -> impl Iterator<Item = &str> + '_ {
+        self.index.namespaces.keys().map(|ns| &ns[..])
+    }
+
     /// Ids of the pods with an owner reference to `owner_uid` (not evicted in this cycle).
     pub fn pods_owned_by(&self, owner_uid: &str) -> impl Iterator<Item = PodId> + '_ {
         self.index

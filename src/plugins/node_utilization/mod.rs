@@ -123,8 +123,11 @@ pub fn occupies(pod: &Pod) -> bool {
 }
 
 impl Usage {
-    /// Sums the requests of the pods on each of `nodes`.
-    /// Nodes are summed on several threads (rows come back in node order).
+    /// Sums the requests of the pods on each of `nodes` that occupy resources ([`occupies`]).
+    /// The sums are the snapshot's per-node usage ([`Snapshot::node_usage`]), computed once per
+    /// node and cycle for every plugin until a pod on the node is evicted (LowNodeUtilization
+    /// and HighNodeUtilization in one cycle read every pod once). Nodes are read on several
+    /// threads (rows come back in node order).
     pub fn compute(snapshot: &Snapshot, nodes: &[NodeId], resources: Vec<Tracked>) -> Self {
         let r = resources.len();
         let parts = parallel::map_chunks(
@@ -136,14 +139,12 @@ impl Usage {
                 let mut capacity = Vec::with_capacity(chunk.len() * r);
                 for (i, &n) in chunk.iter().enumerate() {
                     let row = &mut used[i * r..(i + 1) * r];
-                    for p in snapshot.pods_on_node(n) {
-                        let pod = snapshot.pod(p);
-                        if !occupies(pod) {
-                            continue;
-                        }
-                        for (slot, res) in row.iter_mut().zip(&resources) {
-                            *slot = slot.saturating_add(res.request(&pod.requests));
-                        }
+                    let usage = snapshot.node_usage(n);
+                    for (slot, res) in row.iter_mut().zip(&resources) {
+                        *slot = match res {
+                            Tracked::Pods => usage.pods,
+                            _ => res.request(&usage.requested),
+                        };
                     }
                     let node = snapshot.node(n);
                     capacity.extend(resources.iter().map(|res| res.capacity(node)));

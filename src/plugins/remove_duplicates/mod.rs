@@ -215,18 +215,23 @@ impl BalancePlugin for RemoveDuplicates {
     fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let snapshot = h.snapshot;
         let excluded_kinds = &self.args.exclude_owner_kinds;
+        // Keys are made once per parts class: a class has one owner key per owner reference
+        // (usually one) and one duplicate key, so the maps are sized for that from the start.
+        let classes = snapshot.parts_classes();
         let mut image_ids: FxMap<Vec<&str>, u32> = FxMap::default();
-        let mut group_of: FxMap<OwnerKey<'_>, u32> = FxMap::default();
-        let mut groups: Vec<Group> = Vec::new();
-        let mut dup_ids: FxMap<DupKey<'_>, u32> = FxMap::default();
+        let mut group_of: FxMap<OwnerKey<'_>, u32> =
+            FxMap::with_capacity_and_hasher(classes, Default::default());
+        let mut groups: Vec<Group> = Vec::with_capacity(classes);
+        let mut dup_ids: FxMap<DupKey<'_>, u32> =
+            FxMap::with_capacity_and_hasher(classes, Default::default());
         // Per duplicate key: the last node (index into `nodes`) it was seen on, for each pass.
-        let mut last_node: Vec<u32> = Vec::new();
+        let mut last_node: Vec<u32> = Vec::with_capacity(classes);
         let mut candidates: Vec<Candidate> = Vec::new();
-        let mut group_ids: Vec<u32> = Vec::new();
+        let mut group_ids: Vec<u32> = Vec::with_capacity(classes);
         let mut images: Vec<&str> = Vec::new();
         // Per parts class (pods sharing owners, images and namespace): (duplicate key, group
         // ids range), once known.
-        let mut memo: Vec<Option<(u32, u32, u32)>> = vec![None; snapshot.parts_classes()];
+        let mut memo: Vec<Option<(u32, u32, u32)>> = vec![None; classes];
 
         // Pass 1: the cheap checks; find the owner keys with co-located duplicates. The evictor's
         // filters can only remove pods, so an owner key not found here cannot have duplicates

@@ -30,6 +30,7 @@ use crate::framework::parallel;
 use crate::framework::registry::ExtensionPoint;
 use crate::framework::{BalancePlugin, Handle, PluginFactory};
 use crate::scheduling::{affinity, fit, selector, taints};
+use crate::snapshot::model::PodPhase;
 use crate::snapshot::{Node, NodeId, Pod, PodId, Snapshot};
 
 mod args;
@@ -399,6 +400,51 @@ fn skew_reason(
 }
 
 impl RemovePodsViolatingTopologySpreadConstraint {
+    /// The plugin's run when the total limit is already reached: namespaces in name order, each
+    /// listed (as the full run lists it: its pods on `nodes`, in node order, that pass the
+    /// filters) and balanced only until the first eviction attempt, which the limit refuses.
+    fn balance_up_to_first_attempt(
+        &self,
+        h: &mut Handle<'_>,
+        nodes: &[NodeId],
+        node_limited: &mut HashSet<NodeId>,
+    ) {
+        let s = h.snapshot;
+        // Each node's position in `nodes` (MAX: not one of them).
+        let mut position = vec![u32::MAX; s.nodes.len()];
+        for (i, &n) in nodes.iter().enumerate() {
+            if let Some(slot) = position.get_mut(n as usize) {
+                *slot = (*slot).min(i as u32);
+            }
+        }
+        let mut namespaces: Vec<&str> = s.pod_namespaces().collect();
+        namespaces.sort_unstable();
+        for ns in namespaces {
+            let view = h.filter_view();
+            let mut listed: Vec<(u32, PodId)> = s
+                .pods_in_namespace(ns)
+                .filter_map(|p| {
+                    let pod = s.pod(p);
+                    let at = *position.get(pod.node? as usize)?;
+                    (at != u32::MAX
+                        && !matches!(pod.phase, PodPhase::Succeeded | PodPhase::Failed)
+                        && self.filter.matches(pod)
+                        && view.filter(p))
+                    .then_some((at, p))
+                })
+                .collect();
+            if listed.is_empty() {
+                continue;
+            }
+            listed.sort_unstable();
+            let pods: Vec<PodId> = listed.into_iter().map(|(_, p)| p).collect();
+            let chosen = self.choose(s, nodes, &[(ns, pods)]);
+            if let Stop::Plugin = self.evict_chosen(h, chosen, node_limited) {
+                return;
+            }
+        }
+    }
+
     /// The pods to evict (in choice order) to balance the constraints of `namespaces`' pods.
     fn choose<'s>(
         &self,
@@ -503,6 +549,14 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
 
     fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let s = h.snapshot;
+        let mut node_limited: HashSet<NodeId> = HashSet::default();
+        if h.total_limit_reached() {
+            // Every attempt is refused by the total limit: only the first is recorded, so the
+            // namespaces are listed and balanced one by one up to it instead of all of them
+            // ahead.
+            self.balance_up_to_first_attempt(h, nodes, &mut node_limited);
+            return;
+        }
         // The listed pods by namespace, in node order (chunks of nodes on several threads,
         // appended in node order).
         let view = h.filter_view();
@@ -531,18 +585,6 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
         // they are analysed in parallel; the chosen pods are concatenated in namespace order,
         // exactly as one thread would have chosen them.
         let by_namespace: Vec<(&str, Vec<PodId>)> = by_namespace.into_iter().collect();
-        let mut node_limited: HashSet<NodeId> = HashSet::default();
-        if h.total_limit_reached() {
-            // Every attempt is refused by the total limit: only the first is recorded, so the
-            // namespaces are balanced one by one up to it instead of all of them ahead.
-            for ns in by_namespace.chunks(1) {
-                let chosen = self.choose(s, nodes, ns);
-                if let Stop::Plugin = self.evict_chosen(h, chosen, &mut node_limited) {
-                    return;
-                }
-            }
-            return;
-        }
         let chosen: Vec<(PodId, Arc<EvictionReason>)> = parallel::map_chunks(
             &by_namespace,
             |(_, pods)| pods.len(),

@@ -728,3 +728,62 @@ fn args_are_strict_validated_and_defaulted() {
         }
     }
 }
+
+/// With the total limit reached before the plugin runs, namespaces are listed and balanced one
+/// at a time up to the first attempt: the refusal recorded is of the pod a run without the limit
+/// tries first, on a cluster with several namespaces.
+#[test]
+fn total_limit_already_reached_records_the_first_attempt_of_a_full_run() {
+    let plugin = || -> Box<dyn crate::framework::BalancePlugin> {
+        Box::new(
+            RemovePodsViolatingTopologySpreadConstraint::new(
+                crate::framework::args::decode(
+                    &json!({"constraints": ["DoNotSchedule", "ScheduleAnyway"]}),
+                )
+                .expect("args"),
+            )
+            .expect("plugin"),
+        )
+    };
+    let profile = || Profile {
+        name: "p".into(),
+        evictor: Box::new(DefaultEvictor::default()),
+        deschedule: vec![],
+        balance: vec![plugin()],
+    };
+    let run = |max_total| {
+        let mut s = crate::testing::synthetic_snapshot(60, 2_000, 11);
+        crate::framework::cycle::run_cycle(
+            &[profile()],
+            &CycleConfig {
+                max_total,
+                ..Default::default()
+            },
+            &mut s,
+            crate::testing::now(),
+            Box::new(crate::evictor::planner::PlanBackend::new()),
+        )
+        .0
+    };
+    let full = run(None);
+    let first = full
+        .records
+        .first()
+        .expect("the synthetic cluster has skewed spreads");
+    let limited = run(Some(0));
+    assert!(limited.records.is_empty());
+    assert_eq!(limited.limit_hits.len(), 1, "{:?}", limited.limit_hits);
+    let hit = &limited.limit_hits[0];
+    let s = crate::testing::synthetic_snapshot(60, 2_000, 11);
+    let first_pod = s.pod(first.pod);
+    assert_eq!(
+        (&*hit.namespace, hit.name.as_str()),
+        (&*first_pod.namespace, first_pod.name.as_str())
+    );
+    let namespaces: std::collections::BTreeSet<&str> = full
+        .records
+        .iter()
+        .map(|r| &*s.pod(r.pod).namespace)
+        .collect();
+    assert!(namespaces.len() >= 2, "several namespaces evicted from");
+}
