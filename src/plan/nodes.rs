@@ -10,7 +10,6 @@ use serde::Serialize;
 
 use crate::evictor::NodeUsageReport;
 use crate::evictor::usage::NodeClass;
-use crate::snapshot::model::PodPhase;
 use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
 /// Usage of one node at one moment.
@@ -56,7 +55,7 @@ pub struct NodeUsageTable {
 }
 
 fn occupies(pod: &Pod) -> bool {
-    !matches!(pod.phase, PodPhase::Succeeded | PodPhase::Failed)
+    !pod.is_terminal()
 }
 
 /// What a pod uses of resource `name` (a pod uses one `pods`; `MetricResource` is not a request).

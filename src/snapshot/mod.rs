@@ -379,12 +379,8 @@ impl Snapshot {
 
     /// Ids of the non-terminal (not Succeeded/Failed) pods on `node`, not evicted in this cycle.
     pub fn active_pods_on_node(&self, node: NodeId) -> impl Iterator<Item = PodId> + '_ {
-        self.pods_on_node(node).filter(|&p| {
-            !matches!(
-                self.pod(p).phase,
-                model::PodPhase::Succeeded | model::PodPhase::Failed
-            )
-        })
+        self.pods_on_node(node)
+            .filter(|&p| !self.pod(p).is_terminal())
     }
 
     fn compute_usage(&self, node: NodeId) -> NodeUsage {

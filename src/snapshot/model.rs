@@ -249,6 +249,12 @@ pub fn keep_annotation(key: &str) -> bool {
 }
 
 impl Pod {
+    /// Whether the pod has ended (Succeeded or Failed): it no longer holds resources on its
+    /// node (upstream `ListPodsOnANode` leaves such pods out).
+    pub fn is_terminal(&self) -> bool {
+        matches!(self.phase, PodPhase::Succeeded | PodPhase::Failed)
+    }
+
     /// `namespace/name`.
     pub fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)

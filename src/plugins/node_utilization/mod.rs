@@ -18,7 +18,6 @@ use crate::framework::Handle;
 use crate::framework::parallel;
 use crate::framework::sort::priority_low_to_high;
 use crate::scheduling::taints;
-use crate::snapshot::model::PodPhase;
 use crate::snapshot::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
 use crate::snapshot::{Node, NodeId, Pod, PodId, Resources, Snapshot};
 
@@ -119,7 +118,7 @@ pub struct Usage {
 
 /// Whether a pod occupies resources on its node (Succeeded and Failed pods do not).
 pub fn occupies(pod: &Pod) -> bool {
-    !matches!(pod.phase, PodPhase::Succeeded | PodPhase::Failed)
+    !pod.is_terminal()
 }
 
 impl Usage {

@@ -30,7 +30,6 @@ use crate::framework::parallel;
 use crate::framework::registry::ExtensionPoint;
 use crate::framework::{BalancePlugin, Handle, PluginFactory};
 use crate::scheduling::{affinity, fit, selector, taints};
-use crate::snapshot::model::PodPhase;
 use crate::snapshot::{Node, NodeId, Pod, PodId, Snapshot};
 
 mod args;
@@ -400,6 +399,17 @@ fn skew_reason(
 }
 
 impl RemovePodsViolatingTopologySpreadConstraint {
+    /// Whether a non-terminal pod on one of the plugin's nodes is considered: the plugin's
+    /// namespaces / labelSelector and the evictor's filter pass it.
+    fn listed(
+        &self,
+        s: &Snapshot,
+        view: &crate::framework::handle::FilterView<'_>,
+        p: PodId,
+    ) -> bool {
+        self.filter.matches(s.pod(p)) && view.filter(p)
+    }
+
     /// The plugin's run when the total limit is already reached: namespaces in name order, each
     /// listed (as the full run lists it: its pods on `nodes`, in node order, that pass the
     /// filters) and balanced only until the first eviction attempt, which the limit refuses.
@@ -426,11 +436,8 @@ impl RemovePodsViolatingTopologySpreadConstraint {
                 .filter_map(|p| {
                     let pod = s.pod(p);
                     let at = *position.get(pod.node? as usize)?;
-                    (at != u32::MAX
-                        && !matches!(pod.phase, PodPhase::Succeeded | PodPhase::Failed)
-                        && self.filter.matches(pod)
-                        && view.filter(p))
-                    .then_some((at, p))
+                    (at != u32::MAX && !pod.is_terminal() && self.listed(s, &view, p))
+                        .then_some((at, p))
                 })
                 .collect();
             if listed.is_empty() {
@@ -569,7 +576,7 @@ impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
                 let mut part: BTreeMap<&str, Vec<PodId>> = BTreeMap::new();
                 for &n in chunk {
                     for p in s.active_pods_on_node(n) {
-                        if self.filter.matches(s.pod(p)) && view.filter(p) {
+                        if self.listed(s, &view, p) {
                             part.entry(&s.pod(p).namespace).or_default().push(p);
                         }
                     }
