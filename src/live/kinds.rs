@@ -228,10 +228,11 @@ impl ConvertedBatch {
     /// Converts `raws` (objects of `kind` as JSON) with a builder of their own.
     pub fn convert<'a>(kind: Kind, raws: impl IntoIterator<Item = &'a str>) -> Self {
         let mut conv = SnapshotBuilder::new();
-        let objects = raws
-            .into_iter()
-            .map(|raw| convert_one(kind, raw, &mut conv))
-            .collect();
+        let raws = raws.into_iter();
+        // Sized up front: a `Converted` is large, and growing the list copies every one.
+        let (least, most) = raws.size_hint();
+        let mut objects = Vec::with_capacity(most.unwrap_or(least));
+        objects.extend(raws.map(|raw| convert_one(kind, raw, &mut conv)));
         ConvertedBatch {
             kind,
             objects,

@@ -232,21 +232,17 @@ impl PodStore {
     /// of the nodes after them). Pods whose id does not change are not touched.
     pub(super) fn renumber_nodes(&mut self, node_id: impl Fn(&str) -> Option<NodeId>) {
         self.merge(&node_id);
-        let wrong: Vec<usize> = self
-            .pods
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.node != p.node_name.as_deref().and_then(&node_id))
-            .map(|(i, _)| i)
-            .collect();
-        if wrong.is_empty() {
+        let wrong = |p: &Arc<Pod>| p.node != p.node_name.as_deref().and_then(&node_id);
+        // Found before the list is written to, so that a list shared with a snapshot is not
+        // copied when every pod is right.
+        let Some(first) = self.pods.iter().position(wrong) else {
             return;
-        }
-        let pods = &mut *self.pods;
-        for i in wrong {
-            let pod = &mut pods[i];
-            let node = pod.node_name.as_deref().and_then(&node_id);
-            Arc::make_mut(pod).node = node;
+        };
+        for pod in self.pods[first..].iter_mut() {
+            if wrong(pod) {
+                let node = pod.node_name.as_deref().and_then(&node_id);
+                Arc::make_mut(pod).node = node;
+            }
         }
     }
 

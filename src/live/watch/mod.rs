@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::{AsyncBufReadExt, StreamExt};
 use kube::Client;
 use kube::api::{ListParams, WatchParams};
 use serde::Deserialize;
@@ -28,6 +27,10 @@ use tokio::task::JoinHandle;
 
 use super::kinds::{self, Kind};
 use super::state::ClusterState;
+
+mod batch;
+
+use batch::{Batch, Line};
 
 /// Tuning of the list+watch tasks.
 #[derive(Debug, Clone, Copy)]
@@ -306,103 +309,6 @@ async fn list(
     })
 }
 
-/// Where the object is in an ADDED event line written as kube-apiserver writes it
-/// (`{"type":"ADDED","object":{…}}`), found without parsing the line: the object is parsed once,
-/// by its converter (which rejects it if it is not valid JSON). None for any other line.
-fn added_object(line: &str) -> Option<std::ops::Range<usize>> {
-    const HEAD: &str = r#"{"type":"ADDED","object":{"#;
-    let line = line.trim_end();
-    (line.starts_with(HEAD) && line.ends_with("}}")).then(|| HEAD.len() - 1..line.len() - 1)
-}
-
-/// Listed objects waiting to be converted: each event line and its object's byte range. A full
-/// batch is converted on a blocking thread of its own while the stream goes on being read, by a
-/// builder of its own, so batches convert in parallel (up to [`in_flight`] at a time); each
-/// then waits for the batch before it to be in the state and puts its objects in (in order,
-/// one lock per batch). The state takes over what the batch's builder shares between objects.
-struct Batch {
-    lines: Vec<(String, std::ops::Range<usize>)>,
-    /// The batches handed over and not yet known to be in the state, oldest first.
-    converting: std::collections::VecDeque<tokio::task::JoinHandle<()>>,
-    /// Signalled (or dropped) once the last batch handed over is in the state.
-    last_in: Option<std::sync::mpsc::Receiver<()>>,
-    /// How many batches may convert at once ([`in_flight`]).
-    in_flight: usize,
-}
-
-/// Objects per batch (a page's worth).
-const BATCH: usize = 500;
-
-/// How many batches convert at once: one per core (at least two: reading the stream takes
-/// a thread too, but waits most of the time), at most four.
-fn in_flight() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4))
-}
-
-impl Batch {
-    fn new() -> Self {
-        Batch {
-            lines: Vec::with_capacity(BATCH),
-            converting: Default::default(),
-            last_in: None,
-            in_flight: in_flight(),
-        }
-    }
-
-    /// Starts converting the waiting objects; waits while too many batches are in flight.
-    async fn flush(&mut self, kind: Kind, state: &Arc<ClusterState>) {
-        if self.lines.is_empty() {
-            return;
-        }
-        let lines = std::mem::replace(&mut self.lines, Vec::with_capacity(BATCH));
-        let state = Arc::clone(state);
-        let before = self.last_in.take();
-        let (done, last_in) = std::sync::mpsc::sync_channel(1);
-        self.last_in = Some(last_in);
-        self.converting
-            .push_back(tokio::task::spawn_blocking(move || {
-                let batch = kinds::ConvertedBatch::convert(
-                    kind,
-                    lines.iter().filter_map(|(l, r)| l.get(r.clone())),
-                );
-                drop(lines);
-                // In order: after the batch before is in (or its thread ended: then its panic
-                // reaches the reader through its handle).
-                if let Some(before) = before {
-                    let _ = before.recv();
-                }
-                state.upsert_converted(batch);
-                let _ = done.send(());
-            }));
-        while self.converting.len() > self.in_flight {
-            self.settle_oldest().await;
-        }
-    }
-
-    async fn settle_oldest(&mut self) {
-        if let Some(running) = self.converting.pop_front()
-            && let Err(e) = running.await
-            && e.is_panic()
-        {
-            std::panic::resume_unwind(e.into_panic());
-        }
-    }
-
-    /// Waits until every batch handed over is in the state.
-    async fn settle(&mut self) {
-        while !self.converting.is_empty() {
-            self.settle_oldest().await;
-        }
-        self.last_in = None;
-    }
-
-    /// Converts everything waiting and waits for it: the state then holds every object read.
-    async fn finish(&mut self, kind: Kind, state: &Arc<ClusterState>) {
-        self.flush(kind, state).await;
-        self.settle().await;
-    }
-}
-
 /// Watches `kind` into `state`. With `version` None this is a streaming list: the ADDED events
 /// up to the BOOKMARK annotated `k8s.io/initial-events-end` are the list (converted in batches,
 /// objects they do not name are dropped), the bookmark's resourceVersion is where the watch
@@ -457,11 +363,13 @@ async fn watch_into(
         state.watch_established(kind);
     }
     let mut items = 0usize;
-    let mut lines = body.lines();
+    let mut body = body;
     loop {
         let next = if listing {
             // A server that ignores `sendInitialEvents` never sends the end marker.
-            match tokio::time::timeout(cfg.watch_list_silence, lines.next()).await {
+            match tokio::time::timeout(cfg.watch_list_silence, batch.read_line(&mut body, true))
+                .await
+            {
                 Ok(n) => n,
                 Err(_) => {
                     return Err(Failure::NoWatchList(format!(
@@ -471,31 +379,29 @@ async fn watch_into(
                 }
             }
         } else {
-            lines.next().await
+            batch.read_line(&mut body, false).await
         };
-        let Some(line) = next else { break };
-        let line = line.map_err(|e| Failure::Other(format!("watch stream: {e}")))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        if listing && let Some(range) = added_object(&line) {
-            batch.lines.push((line, range));
-            items += 1;
-            if batch.lines.len() >= BATCH {
-                batch.flush(kind, state).await;
+        let line = match next.map_err(|e| Failure::Other(format!("watch stream: {e}")))? {
+            Line::End => break,
+            Line::Blank => continue,
+            Line::Added => {
+                items += 1;
+                if batch.is_full() {
+                    batch.flush(kind, state).await;
+                }
+                continue;
             }
-            continue;
-        }
+            Line::Other(line) => line,
+        };
         let ev: Event = serde_json::from_str(&line)
             .map_err(|e| Failure::Other(format!("a watch event is not valid: {e}")))?;
         let raw = ev.object.get();
         if listing && ev.type_ == "ADDED" {
             // `raw` lies inside `line`; keep the line and where the object is in it.
             let at = raw.as_ptr() as usize - line.as_ptr() as usize;
-            let range = at..at + raw.len();
-            batch.lines.push((line, range));
+            batch.push(&line, at..at + raw.len());
             items += 1;
-            if batch.lines.len() >= BATCH {
+            if batch.is_full() {
                 batch.flush(kind, state).await;
             }
             continue;
@@ -644,26 +550,6 @@ async fn run_kind(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn added_object_is_found_only_in_added_lines_as_kube_apiserver_writes_them() {
-        let line = r#"{"type":"ADDED","object":{"metadata":{"name":"a"}}}"#;
-        let r = added_object(line).unwrap();
-        assert_eq!(&line[r], r#"{"metadata":{"name":"a"}}"#);
-        let crlf = format!("{line}\r\n");
-        assert_eq!(
-            &crlf[added_object(&crlf).unwrap()],
-            r#"{"metadata":{"name":"a"}}"#
-        );
-        for other in [
-            r#"{"type":"MODIFIED","object":{"metadata":{"name":"a"}}}"#,
-            r#"{"object":{"metadata":{"name":"a"}},"type":"ADDED"}"#,
-            r#"{"type":"ADDED","object":{"metadata":{"name":"a"}},"x":1}"#,
-            r#"{"type":"BOOKMARK","object":{"metadata":{}}}"#,
-        ] {
-            assert_eq!(added_object(other), None, "{other}");
-        }
-    }
 
     #[test]
     fn only_the_annotated_bookmark_ends_the_initial_events() {
