@@ -202,8 +202,9 @@ pub struct Pod {
     pub name: String,
     /// `spec.nodeName`.
     pub node_name: Option<String>,
-    /// `spec.priorityClassName`.
-    pub priority_class_name: Option<String>,
+    /// `spec.priorityClassName` (an `Arc` rather than a `String`: it keeps `Arc<Pod>` within
+    /// 512 bytes, one allocator size class below 640).
+    pub priority_class_name: Option<Arc<str>>,
     /// `status.reason`.
     pub reason: Option<CompactString>,
     /// `status.initContainerStatuses` (shared between pods of one owner when equal).
@@ -349,5 +350,18 @@ impl Pod {
             } else {
                 0
             }
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::Pod;
+
+    #[test]
+    fn a_shared_pod_fits_the_512_byte_size_class() {
+        // `Arc<Pod>` is the pod count's largest allocation: its two counters and the pod must
+        // fit jemalloc's 512-byte class, or every pod takes 640 bytes (a fifth more RSS).
+        let arc_inner = 2 * std::mem::size_of::<usize>() + std::mem::size_of::<Pod>();
+        assert!(arc_inner <= 512, "Arc<Pod> allocates {arc_inner} bytes");
     }
 }

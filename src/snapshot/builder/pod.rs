@@ -280,7 +280,7 @@ impl SnapshotBuilder {
                 .priority_class_name
                 .as_deref()
                 .filter(|s| !s.is_empty())
-                .map(str::to_string),
+                .map(Arc::from),
             phase: PodPhase::parse(status.phase.as_deref()),
             reason: status.reason.as_deref().map(Into::into),
             start_time: parse_time(&status.start_time, || "status.startTime".into())?,
