@@ -26,6 +26,8 @@ use crate::snapshot::{ObjectKey, Pod, PodId, Snapshot};
 use crate::workload::facts::{OwnerFacts, PodPhase as GuardPhase};
 use crate::workload::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
 
+use super::uid_index::UidIndex;
+
 /// The guard's opt-out annotation and value (see [`crate::workload::annotations`]).
 use crate::workload::annotations::{OPT_OUT, OPT_OUT_VALUE};
 
@@ -110,10 +112,10 @@ struct GuardState {
     config: GuardConfig,
     now: Timestamp,
     /// The snapshot's ReplicaSets and Deployments by uid (indexes into its lists).
-    rs_by_uid: HashMap<String, usize>,
-    deploy_by_uid: HashMap<String, usize>,
-    /// The ReplicaSets (uids) of each Deployment (by uid).
-    rs_of_deploy: HashMap<String, Vec<String>>,
+    rs_by_uid: UidIndex,
+    deploy_by_uid: UidIndex,
+    /// The ReplicaSets owned by a Deployment, by the owner's uid.
+    rs_by_deploy_uid: UidIndex,
     /// Every budget, in snapshot order.
     pdbs: Vec<PdbFacts>,
     pdb_index: HashMap<String, NamespacePdbs>,
@@ -141,9 +143,11 @@ struct Member {
 /// The pods of the Deployment whose ReplicaSets are `rs_uids` that the snapshot has not evicted.
 /// Evictions only accumulate during a cycle (a new cycle gets a new verdict function), so a pod
 /// left out here stays out.
-fn deployment_members(snapshot: &Snapshot, rs_uids: &[String]) -> Vec<Member> {
+fn deployment_members<'a>(
+    snapshot: &Snapshot,
+    rs_uids: impl Iterator<Item = &'a str>,
+) -> Vec<Member> {
     rs_uids
-        .iter()
         .flat_map(|rs_uid| snapshot.pods_owned_by(rs_uid))
         .map(|id| {
             let p = snapshot.pod(id);
@@ -155,6 +159,14 @@ fn deployment_members(snapshot: &Snapshot, rs_uids: &[String]) -> Vec<Member> {
             }
         })
         .collect()
+}
+
+/// The uid of the Deployment that owns ReplicaSet `r`, if one does.
+fn deployment_owner_uid(r: &ReplicaSetFacts) -> Option<&str> {
+    r.owner
+        .as_ref()
+        .filter(|o| o.kind == "Deployment")
+        .map(|o| o.uid.as_str())
 }
 
 /// Rule A's census of `members` now, leaving out the evicted pod (by name, as
@@ -239,27 +251,23 @@ impl GuardState {
                 ..config
             },
             now,
-            rs_by_uid: snapshot
-                .replica_sets
-                .iter()
-                .enumerate()
-                .map(|(i, r)| (r.uid.clone(), i))
-                .collect(),
-            rs_of_deploy: {
-                let mut m: HashMap<String, Vec<String>> = HashMap::default();
-                for r in &snapshot.replica_sets {
-                    if let Some(o) = r.owner.as_ref().filter(|o| o.kind == "Deployment") {
-                        m.entry(o.uid.clone()).or_default().push(r.uid.clone());
-                    }
-                }
-                m
-            },
-            deploy_by_uid: snapshot
-                .deployments
-                .iter()
-                .enumerate()
-                .map(|(i, d)| (d.uid.clone(), i))
-                .collect(),
+            rs_by_uid: UidIndex::new(
+                snapshot
+                    .replica_sets
+                    .iter()
+                    .map(|r| r.uid.as_str())
+                    .zip(0..),
+            ),
+            rs_by_deploy_uid: UidIndex::new(
+                snapshot
+                    .replica_sets
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, r)| Some((deployment_owner_uid(r)?, i))),
+            ),
+            deploy_by_uid: UidIndex::new(
+                snapshot.deployments.iter().map(|d| d.uid.as_str()).zip(0..),
+            ),
             pdbs,
             pdb_index,
             hpa_of_deploy: {
@@ -304,13 +312,20 @@ impl GuardState {
             .owner
             .as_ref()
             .filter(|o| o.kind == "ReplicaSet")
-            .and_then(|o| self.rs_by_uid.get(&o.uid))
-            .map(|&i| &snapshot.replica_sets[i]);
+            .and_then(|o| {
+                self.rs_by_uid.last(&o.uid, |i| {
+                    snapshot.replica_sets.get(i).map(|r| r.uid.as_str())
+                })
+            })
+            .map(|i| &snapshot.replica_sets[i]);
         let deployment_index: Option<usize> = rs
             .and_then(|r| r.owner.as_ref())
             .filter(|o| o.kind == "Deployment")
-            .and_then(|o| self.deploy_by_uid.get(&o.uid))
-            .copied();
+            .and_then(|o| {
+                self.deploy_by_uid.last(&o.uid, |i| {
+                    snapshot.deployments.get(i).map(|d| d.uid.as_str())
+                })
+            });
         let deployment: Option<&DeploymentFacts> =
             deployment_index.map(|i| &snapshot.deployments[i]);
         let pvcs: Vec<PvcFacts> = facts_pod
@@ -333,10 +348,15 @@ impl GuardState {
             .unwrap_or_default();
         let pdb_refs: Vec<&PdbFacts> = candidates.iter().map(|&i| &self.pdbs[i]).collect();
         let census = deployment_index.map(|i| {
-            let rs_of_deploy = &self.rs_of_deploy;
+            let rs_by_deploy_uid = &self.rs_by_deploy_uid;
             let members = self.members_of_deploy.entry(i).or_insert_with(|| {
-                let rs_uids = rs_of_deploy.get(&snapshot.deployments[i].uid);
-                deployment_members(snapshot, rs_uids.map_or(&[][..], Vec::as_slice))
+                let owned = rs_by_deploy_uid.find(&snapshot.deployments[i].uid, |r| {
+                    snapshot.replica_sets.get(r).and_then(deployment_owner_uid)
+                });
+                deployment_members(
+                    snapshot,
+                    owned.map(|r| snapshot.replica_sets[r].uid.as_str()),
+                )
             });
             members_census(snapshot, members, &facts_pod.name)
         });
@@ -451,7 +471,7 @@ mod tests {
                 .collect()
         };
         let members: Vec<Vec<Member>> = (0..snap.deployments.len())
-            .map(|d| deployment_members(&snap, &rs_of(&snap, d)))
+            .map(|d| deployment_members(&snap, rs_of(&snap, d).iter().map(String::as_str)))
             .collect();
         let cordoned = members.iter().flatten().filter(|m| m.cordoned).count();
         assert!(cordoned > 0, "some pods sit on cordoned nodes");

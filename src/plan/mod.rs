@@ -7,6 +7,7 @@ pub mod html;
 pub mod measured;
 pub mod nodes;
 pub mod render;
+mod uid_index;
 
 use std::collections::BTreeMap;
 
