@@ -232,15 +232,15 @@ impl PodStore {
     /// of the nodes after them). Pods whose id does not change are not touched.
     pub(super) fn renumber_nodes(&mut self, node_id: impl Fn(&str) -> Option<NodeId>) {
         self.merge(&node_id);
-        let wrong = |p: &Arc<Pod>| p.node != p.node_name.as_deref().and_then(&node_id);
+        let id_of = |p: &Arc<Pod>| p.node_name.as_deref().and_then(&node_id);
         // Found before the list is written to, so that a list shared with a snapshot is not
         // copied when every pod is right.
-        let Some(first) = self.pods.iter().position(wrong) else {
+        let Some(first) = self.pods.iter().position(|p| p.node != id_of(p)) else {
             return;
         };
         for pod in self.pods[first..].iter_mut() {
-            if wrong(pod) {
-                let node = pod.node_name.as_deref().and_then(&node_id);
+            let node = id_of(pod);
+            if pod.node != node {
                 Arc::make_mut(pod).node = node;
             }
         }
