@@ -149,14 +149,46 @@ fn wait_polling(child: &mut Child, started: Instant) -> (Duration, u64) {
     }
 }
 
-/// One once run of a build: its bar (initial list + 1 s), wall, peak RSS and first cycle.
+/// One once run of a build: its bar (initial list + 1 s), wall, peak RSS, CPU and first cycle.
 struct OnceRun {
     label: &'static str,
     round: usize,
     bar: f64,
     wall: Duration,
     peak: u64,
+    cpu: ChildCpu,
     first: Option<CycleLine>,
+}
+
+/// CPU seconds of this process's waited-for children, in user and in kernel mode.
+#[derive(Debug, Clone, Copy, Default)]
+struct ChildCpu {
+    user: f64,
+    sys: f64,
+}
+
+impl ChildCpu {
+    /// So far (`getrusage(RUSAGE_CHILDREN)`: children count once waited for).
+    fn now() -> Self {
+        // SAFETY: rusage is plain integers, for which all zeros is a valid value.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `u` is a valid, writable rusage; getrusage only writes it.
+        if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) } != 0 {
+            return ChildCpu::default();
+        }
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        ChildCpu {
+            user: secs(u.ru_utime),
+            sys: secs(u.ru_stime),
+        }
+    }
+
+    fn since(self, before: ChildCpu) -> ChildCpu {
+        ChildCpu {
+            user: self.user - before.user,
+            sys: self.sys - before.sys,
+        }
+    }
 }
 
 impl OnceRun {
@@ -477,15 +509,27 @@ fn main() {
     let builds: Vec<(&str, PathBuf)> = std::iter::once(("this build", bin.clone()))
         .chain(compare.map(|c| ("compared build", c)))
         .collect();
+    // `RUN_SCALE_ONCE_PAUSE=secs`: a pause before each run after the first (on a VM whose
+    // balloon reports free pages to the host, memory left free that long is no longer backed, as
+    // before the first run).
+    let pause = std::env::var("RUN_SCALE_ONCE_PAUSE")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(Duration::from_secs_f64);
     let mut runs: Vec<OnceRun> = Vec::new();
     for round in 0..once_runs {
         for (label, build) in &builds {
+            if let (Some(p), false) = (pause, runs.is_empty()) {
+                std::thread::sleep(p);
+            }
             let list_s = if runs.is_empty() {
                 list_s
             } else {
                 let client = rt.block_on(bare_client(&sim));
                 list_s.min(rt.block_on(streaming_list_seconds(&client)))
             };
+            let cpu_before = ChildCpu::now();
             let started = Instant::now();
             let (mut child, rx) = spawn(build, &common("0"));
             let (wall, peak) = wait_polling(&mut child, started);
@@ -495,15 +539,16 @@ fn main() {
                 bar: list_s + 1.0,
                 wall,
                 peak,
+                cpu: ChildCpu::now().since(cpu_before),
                 first: rx.try_iter().next(),
             });
         }
     }
     println!("\n## once, dry-run\n");
     println!(
-        "| program | wall s | first cycle done s (bar) | snapshot s | cycle s | peak RSS MiB | evicted |"
+        "| program | wall s | first cycle done s (bar) | snapshot s | cycle s | peak RSS MiB | evicted | CPU user / kernel s |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     for r in &runs {
         let name = if runs.len() > 1 {
             format!("kube-descheduler run, {} #{}", r.label, r.round + 1)
@@ -512,19 +557,23 @@ fn main() {
         };
         match &r.first {
             Some(c) => println!(
-                "| {name} | {:.2} | {:.2} ({:.2}) | {:.3} | {:.3} | {:.0} | {} |",
+                "| {name} | {:.2} | {:.2} ({:.2}) | {:.3} | {:.3} | {:.0} | {} | {:.2} / {:.2} |",
                 r.wall.as_secs_f64(),
                 c.at.as_secs_f64(),
                 r.bar,
                 c.snapshot_seconds,
                 c.cycle_seconds,
                 mib(r.peak),
-                c.evicted
+                c.evicted,
+                r.cpu.user,
+                r.cpu.sys
             ),
             None => println!(
-                "| {name} | {:.2} | no cycle logged | | | {:.0} | |",
+                "| {name} | {:.2} | no cycle logged | | | {:.0} | | {:.2} / {:.2} |",
                 r.wall.as_secs_f64(),
-                mib(r.peak)
+                mib(r.peak),
+                r.cpu.user,
+                r.cpu.sys
             ),
         }
     }

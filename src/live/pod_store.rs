@@ -66,19 +66,36 @@ fn uid_hash(uid: &str) -> u64 {
 
 impl PodStore {
     /// Adds or replaces a pod. A pod that sorts after every pod held, with no change waiting and
-    /// no snapshot holding the list (a list's pods arrive in key order), is appended at once and
-    /// keeps [`Pod::node`] unset: then `true` is returned, and the node ids must be set again
+    /// no snapshot holding the list (a list's pods arrive in key order), is appended at once.
+    /// With `node_ids` (the current node ids by name) it gets its node id then; without, it keeps
+    /// [`Pod::node`] unset and `true` is returned: the node ids must be set again
     /// ([`Self::renumber_nodes`]) before a snapshot. Other pods wait for [`Self::merge`].
-    pub(super) fn upsert(&mut self, pod: Arc<Pod>, own_grace: bool) -> bool {
+    pub(super) fn upsert(
+        &mut self,
+        mut pod: Arc<Pod>,
+        own_grace: bool,
+        node_ids: Option<&FxHashMap<String, NodeId>>,
+    ) -> bool {
         let after_all = self
             .pods
             .last()
             .is_none_or(|last| cmp_pods(last, &pod) == Ordering::Less);
         if after_all && self.pending.is_empty() && self.pods.is_unique() {
+            let unset = match node_ids {
+                Some(ids) => {
+                    let node = pod.node_name.as_deref().and_then(|n| ids.get(n).copied());
+                    if pod.node != node {
+                        // A converted pod is not shared yet: this writes in place.
+                        Arc::make_mut(&mut pod).node = node;
+                    }
+                    false
+                }
+                None => true,
+            };
             self.count_uid(&pod.uid, true);
             self.pods.push(pod);
             self.own_grace.push(own_grace);
-            return true;
+            return unset;
         }
         let key = super::kinds::key(&pod.namespace, &pod.name);
         self.pending.insert(key, Some((pod, own_grace)));

@@ -340,6 +340,11 @@ impl ClusterState {
         g.last_error[i] = None;
         g.broken[i] = false;
         g.lists[i] += 1;
+        if kind == Kind::Node {
+            // Numbers the nodes now, so that pods listed from here on take their node ids as
+            // they are appended.
+            g.settle_pods();
+        }
         let first = !g.synced[i];
         g.synced[i] = true;
         let n = g.synced.iter().filter(|s| **s).count();
@@ -608,12 +613,23 @@ fn insert(
         keys.push(n.name.clone());
         g.insert_node(n);
     }
-    for pod in parts.pods {
-        if pod_keys {
-            keys.push(kinds::key(&pod.namespace, &pod.name));
-        }
-        if g.pods.upsert(pod, own_grace) {
-            g.renumber = true;
+    if !parts.pods.is_empty() {
+        // While the node ids are current, appended pods take theirs at once (no renumbering
+        // pass over every pod before the first snapshot).
+        let Inner {
+            node_view,
+            pods,
+            renumber,
+            ..
+        } = &mut *g;
+        let ids = node_view.as_ref().filter(|_| !*renumber).map(|v| &v.ids);
+        for pod in parts.pods {
+            if pod_keys {
+                keys.push(kinds::key(&pod.namespace, &pod.name));
+            }
+            if pods.upsert(pod, own_grace, ids) {
+                *renumber = true;
+            }
         }
     }
     if g.pods.many_pending() {

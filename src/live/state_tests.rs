@@ -525,3 +525,47 @@ fn a_list_converted_in_batches_shares_its_parts_with_later_events() {
     );
     assert_eq!(snap.pods_on_node(0).count(), 5);
 }
+
+/// Pods listed after their nodes take their node ids as they are appended, so the first
+/// snapshot renumbers nothing; a node that joins later still renumbers every pod.
+#[test]
+fn pods_listed_after_their_nodes_take_their_node_ids_as_they_arrive() {
+    let state = ClusterState::new(None);
+    let nodes = [
+        node("n1", true, false, json!([])),
+        node("n2", true, false, json!([])),
+    ];
+    list(&state, Kind::Node, &[nodes[0].as_str(), nodes[1].as_str()]);
+    state.begin_list(Kind::Pod);
+    let listed = [
+        pod("ns", "a", "n1", "x"),
+        pod("ns", "b", "n2", "x"),
+        pod("ns", "c", "unknown", "x"),
+    ];
+    state.upsert(Kind::Pod, listed.iter().map(String::as_str));
+    {
+        let g = state.lock();
+        assert!(!g.renumber, "no renumbering pending");
+        let ids: Vec<Option<NodeId>> = g.pods.shared().iter().map(|p| p.node).collect();
+        assert_eq!(ids, [Some(0), Some(1), None]);
+    }
+    state.end_list(Kind::Pod);
+    let on = |snap: &Snapshot, n: NodeId| -> Vec<String> {
+        snap.pods_on_node(n)
+            .map(|p| snap.pods[p as usize].key())
+            .collect()
+    };
+    let snap = state.snapshot();
+    assert_eq!(on(&snap, 0), ["ns/a"]);
+    assert_eq!(on(&snap, 1), ["ns/b"]);
+    drop(snap);
+
+    // n0 sorts first: every node id moves, and the pods appended after it wait for the merge.
+    state.upsert(Kind::Node, [node("n0", true, false, json!([])).as_str()]);
+    state.upsert(Kind::Pod, [pod("ns", "d", "n0", "x").as_str()]);
+    assert!(state.lock().renumber, "the node ids changed");
+    let snap = state.snapshot();
+    assert_eq!(on(&snap, 0), ["ns/d"]);
+    assert_eq!(on(&snap, 1), ["ns/a"]);
+    assert_eq!(on(&snap, 2), ["ns/b"]);
+}
