@@ -128,66 +128,64 @@ fn typed<'a, T: Deserialize<'a>>(raw: &'a str) -> Result<T, String> {
 }
 
 /// Converts one object of `kind` (its JSON text) into `conv`, which keeps the parts shared
-/// between objects; take the result out with [`SnapshotBuilder::take_parts`].
-pub fn convert(kind: Kind, raw: &str, conv: &mut SnapshotBuilder) -> Result<(), String> {
+/// between objects; take the result out with [`SnapshotBuilder::take_parts`]. `Ok(true)`: a pod
+/// that sets its own `spec.terminationGracePeriodSeconds` (then an eviction does not override
+/// it with the policy's grace period).
+pub fn convert(kind: Kind, raw: &str, conv: &mut SnapshotBuilder) -> Result<bool, String> {
     match kind {
         Kind::Node => conv
             .add_node(&typed::<core::Node>(raw)?)
+            .map(|()| false)
             .map_err(|e| e.to_string()),
         Kind::Pod => {
             let mut view = PodView::default();
             if !view.fill_from_json(raw) {
                 view = typed::<PodView>(raw)?;
             }
-            conv.add_pod_view(&view).map_err(|e| e.to_string())
+            conv.add_pod_view(&view)
+                .map(|()| view.spec.sets_grace_period)
+                .map_err(|e| e.to_string())
         }
         Kind::Namespace => {
             conv.add_namespace(&typed::<core::Namespace>(raw)?);
-            Ok(())
+            Ok(false)
         }
         Kind::PodDisruptionBudget => {
             conv.add_pdb_owned(typed::<PodDisruptionBudget>(raw)?);
-            Ok(())
+            Ok(false)
         }
         Kind::PriorityClass => {
             conv.add_priority_class(&typed::<PriorityClass>(raw)?);
-            Ok(())
+            Ok(false)
         }
         Kind::PersistentVolumeClaim => {
             conv.add_pvc(&typed::<core::PersistentVolumeClaim>(raw)?);
-            Ok(())
+            Ok(false)
         }
         Kind::ReplicaSet => {
             conv.add_replica_set_facts(workloads::replica_set_facts(raw)?);
-            Ok(())
+            Ok(false)
         }
         Kind::Deployment => {
             conv.add_deployment_facts(workloads::deployment_facts(raw)?);
-            Ok(())
+            Ok(false)
         }
         Kind::StatefulSet => {
             conv.add_stateful_set_owned(typed::<StatefulSet>(raw)?);
-            Ok(())
+            Ok(false)
         }
         Kind::Job => {
             conv.add_job_owned(typed::<Job>(raw)?);
-            Ok(())
+            Ok(false)
         }
         Kind::HorizontalPodAutoscaler => {
             // An autoscaler of anything but a Deployment converts to nothing.
             if let Some(t) = autoscalers::hpa_target(raw)? {
                 conv.add_hpa_target(t);
             }
-            Ok(())
+            Ok(false)
         }
     }
-}
-
-/// Whether a pod's JSON sets its own `spec.terminationGracePeriodSeconds` (then an eviction does
-/// not override it with the policy's grace period). Pods have no nested pod specs, so the key can
-/// only be that field.
-pub fn pod_sets_grace(raw: &str) -> bool {
-    raw.contains("\"terminationGracePeriodSeconds\"")
 }
 
 /// One object converted into compact parts, ready to be put into the cluster state.
@@ -197,19 +195,21 @@ pub struct Converted {
     /// The object's key where it is needed without the parts: an object that could not be
     /// converted, and an autoscaler (whose target may have changed to something not kept).
     pub key: Option<String>,
-    /// A pod that sets its own termination grace period ([`pod_sets_grace`]).
+    /// A pod that sets its own termination grace period (see [`convert`]).
     pub own_grace: bool,
 }
 
 /// Converts one object of `kind` with `conv` (which keeps what objects share).
 pub fn convert_one(kind: Kind, raw: &str, conv: &mut SnapshotBuilder) -> Converted {
-    let parts = convert(kind, raw, conv).map(|()| conv.take_parts());
+    let converted = convert(kind, raw, conv);
+    let own_grace = converted == Ok(true);
+    let parts = converted.map(|_| conv.take_parts());
     let key = (parts.is_err() || kind == Kind::HorizontalPodAutoscaler)
         .then(|| key_of_json(raw).unwrap_or_else(|_| "<unnamed>".into()));
     Converted {
         parts,
         key,
-        own_grace: kind == Kind::Pod && pod_sets_grace(raw),
+        own_grace,
     }
 }
 

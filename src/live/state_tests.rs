@@ -569,3 +569,40 @@ fn pods_listed_after_their_nodes_take_their_node_ids_as_they_arrive() {
     assert_eq!(on(&snap, 1), ["ns/a"]);
     assert_eq!(on(&snap, 2), ["ns/b"]);
 }
+
+/// Whether a pod sets its own termination grace period (an eviction then keeps it) is read
+/// from its spec: a value or `null` sets it; the same name elsewhere does not.
+#[test]
+fn a_pods_own_grace_period_is_read_from_its_spec() {
+    let state = with_ready_node("n1");
+    let with = |name: &str, spec_extra: serde_json::Value, annotations: serde_json::Value| {
+        let mut p: serde_json::Value = serde_json::from_str(&pod("ns", name, "n1", "x")).unwrap();
+        for (k, v) in spec_extra.as_object().unwrap() {
+            p["spec"][k] = v.clone();
+        }
+        p["metadata"]["annotations"] = annotations;
+        p.to_string()
+    };
+    let pods = [
+        with("a", json!({"terminationGracePeriodSeconds": 5}), json!({})),
+        with(
+            "b",
+            json!({"terminationGracePeriodSeconds": null}),
+            json!({}),
+        ),
+        with(
+            "c",
+            json!({}),
+            json!({"terminationGracePeriodSeconds": "5"}),
+        ),
+    ];
+    list(
+        &state,
+        Kind::Pod,
+        &pods.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert_eq!(state.pod_sets_grace("ns", "a"), Some(true));
+    assert_eq!(state.pod_sets_grace("ns", "b"), Some(true));
+    assert_eq!(state.pod_sets_grace("ns", "c"), Some(false));
+    assert_eq!(state.pod_sets_grace("ns", "d"), None);
+}

@@ -271,6 +271,19 @@ pub struct SpecView<'a> {
     /// resourceClaims is non-empty.
     #[serde(default, deserialize_with = "non_empty_list")]
     pub resource_claims: bool,
+    /// terminationGracePeriodSeconds is present (even `null`): the pod sets its own grace
+    /// period, which an eviction does not override with the policy's.
+    #[serde(
+        default,
+        rename = "terminationGracePeriodSeconds",
+        deserialize_with = "key_present"
+    )]
+    pub sets_grace_period: bool,
+}
+
+/// The key is there, whatever its value (`null` too).
+fn key_present<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    IgnoredAny::deserialize(d).map(|_| true)
 }
 
 fn non_empty_list<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
@@ -509,6 +522,7 @@ impl<'a> PodView<'a> {
                 })
                 .collect(),
             resource_claims: s.resource_claims.as_ref().is_some_and(|c| !c.is_empty()),
+            sets_grace_period: s.termination_grace_period_seconds.is_some(),
         });
         let status = p.status.as_ref().map(|s| StatusView {
             phase: b(&s.phase),

@@ -275,6 +275,11 @@ impl<'a> Reader<'a> {
                     })?;
                     s.resource_claims = claims.is_some() && count > 0;
                 }
+                "terminationGracePeriodSeconds" => {
+                    seen.first(12)?;
+                    s.sets_grace_period = true;
+                    p.skip(0)?;
+                }
                 _ => p.skip(0)?,
             }
             Some(())
@@ -466,6 +471,27 @@ mod tests {
         "ephemeralContainerStatuses":[]}}"#;
 
     #[test]
+    fn a_grace_period_counts_as_set_only_in_the_spec_and_whatever_its_value() {
+        let sets = |text: &str| {
+            assert!(agrees(text), "{text}");
+            pod_view(text).unwrap().spec.sets_grace_period
+        };
+        assert!(sets(r#"{"spec":{"terminationGracePeriodSeconds":45}}"#));
+        assert!(sets(r#"{"spec":{"terminationGracePeriodSeconds":null}}"#));
+        assert!(!sets(r#"{"spec":{"nodeName":"n1"}}"#));
+        assert!(!sets(
+            r#"{"metadata":{"annotations":{"terminationGracePeriodSeconds":"5"}},"status":{"terminationGracePeriodSeconds":5}}"#
+        ));
+        // Twice: serde rejects the repeated field, so the fast path must give up.
+        assert!(
+            pod_view(
+                r#"{"spec":{"terminationGracePeriodSeconds":1,"terminationGracePeriodSeconds":2}}"#
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
     fn decodes_every_field_as_serde_does() {
         assert!(agrees(FULL), "the full pod takes the fast path");
         let v = pod_view(FULL).unwrap();
@@ -475,8 +501,11 @@ mod tests {
         assert_eq!(v.spec.volumes.len(), 5);
         assert!(v.spec.volumes[0].host_path && !v.spec.volumes[4].host_path);
         assert_eq!(v.status.container_statuses[0].restart_count, 3);
+        assert!(!v.spec.sets_grace_period);
         for text in [
             "{}",
+            r#"{"spec":{"terminationGracePeriodSeconds":45}}"#,
+            r#"{"spec":{"terminationGracePeriodSeconds":null}}"#,
             r#"{"metadata":{"labels":null,"ownerReferences":null},"spec":{"resourceClaims":[]}}"#,
             r#"{"spec":{"priority":null,"affinity":null,"tolerations":null,"resourceClaims":null}}"#,
             r#"{"status":{"containerStatuses":[{"restartCount":0,"lastState":{"terminated":null}}]}}"#,
