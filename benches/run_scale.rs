@@ -3,9 +3,10 @@
 //! (default 5,000 nodes / 150,000 pods; `RUN_SCALE_SIZE=500x15000` for another size).
 //!
 //! 1. once, dry-run (`--descheduling-interval 0`): wall, time to the first cycle's end, cycle
-//!    time, peak RSS (VmHWM of the child, polled from /proc); `RUN_SCALE_ONCE_RUNS=N` makes it N
-//!    times, and `RUN_SCALE_COMPARE_BIN=/path/to/kube-descheduler` alternates them with another
-//!    build (an A/B of a change; `RUN_SCALE_CYCLES=0` then skips the steady state);
+//!    time, peak RSS (VmHWM of the child, polled from /proc), CPU (user / kernel);
+//!    `RUN_SCALE_ONCE_RUNS=N` makes it N times, `RUN_SCALE_COMPARE_BIN=/path/to/kube-descheduler`
+//!    alternates them with another build (an A/B of a change; `RUN_SCALE_CYCLES=0` then skips
+//!    the steady state), and `RUN_SCALE_ONCE_PAUSE=secs` pauses before each run after the first;
 //! 2. steady state: `--descheduling-interval 1s` for 30 cycles (`RUN_SCALE_CYCLES`) while a driver
 //!    changes 1 % of the pods per second (status flips, new pods, deletions): cycle time p50/p99
 //!    and RSS after each cycle.
