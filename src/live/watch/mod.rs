@@ -125,13 +125,13 @@ pub fn start(client: &Client, state: Arc<ClusterState>, cfg: WatchConfig) -> Wat
         tasks: Kind::ALL
             .iter()
             .map(|&kind| {
-                tokio::spawn(run_kind(
-                    client.clone(),
+                tokio::spawn(run_kind(Feed {
+                    client: client.clone(),
                     kind,
-                    state.clone(),
+                    state: state.clone(),
                     cfg,
-                    protocols.clone(),
-                ))
+                    protocols: protocols.clone(),
+                }))
             })
             .collect(),
         protocols,
@@ -245,15 +245,20 @@ async fn fetch_page(
     client.request_text(req).await.map_err(|e| e.to_string())
 }
 
+/// What the list and watch of one kind work with.
+struct Feed {
+    client: Client,
+    kind: Kind,
+    state: Arc<ClusterState>,
+    cfg: WatchConfig,
+    protocols: Arc<Protocols>,
+}
+
 /// Lists `kind` in pages into `state`; returns the resourceVersion to watch from (the first
 /// page's: kube-apiserver serves every page at it, so events after it are all seen).
-async fn list(
-    client: &Client,
-    kind: Kind,
-    state: &ClusterState,
-    cfg: &WatchConfig,
-    protocols: &Protocols,
-) -> Result<String, String> {
+async fn list(feed: &Feed) -> Result<String, String> {
+    let (client, kind, state) = (&feed.client, feed.kind, &*feed.state);
+    let (cfg, protocols) = (&feed.cfg, &*feed.protocols);
     let started = Instant::now();
     let (mut waiting, mut pages, mut items) = (Duration::ZERO, 0u32, 0usize);
     tracing::debug!(kind = kind.resource(), "paginated list started");
@@ -313,16 +318,9 @@ async fn list(
 /// up to the BOOKMARK annotated `k8s.io/initial-events-end` are the list (converted in batches,
 /// objects they do not name are dropped), the bookmark's resourceVersion is where the watch
 /// stands, and the same stream goes on as the watch. `version` advances as events arrive.
-async fn watch(
-    client: &Client,
-    kind: Kind,
-    state: &Arc<ClusterState>,
-    cfg: &WatchConfig,
-    protocols: &Protocols,
-    version: &mut Option<String>,
-) -> Result<WatchEnd, Failure> {
+async fn watch(feed: &Feed, version: &mut Option<String>) -> Result<WatchEnd, Failure> {
     let mut batch = Batch::new();
-    let result = watch_into(client, kind, state, cfg, protocols, version, &mut batch).await;
+    let result = watch_into(feed, version, &mut batch).await;
     // Nothing read may be converted after the caller goes on (e.g. to a relist).
     batch.settle().await;
     result
@@ -330,14 +328,17 @@ async fn watch(
 
 /// [`watch`]'s loop; listed objects wait in `batch`.
 async fn watch_into(
-    client: &Client,
-    kind: Kind,
-    state: &Arc<ClusterState>,
-    cfg: &WatchConfig,
-    protocols: &Protocols,
+    feed: &Feed,
     version: &mut Option<String>,
     batch: &mut Batch,
 ) -> Result<WatchEnd, Failure> {
+    let &Feed {
+        ref client,
+        kind,
+        ref state,
+        ref cfg,
+        ref protocols,
+    } = feed;
     let mut listing = version.is_none();
     let req = if listing {
         let wp = WatchParams::streaming_lists().timeout(cfg.watch_timeout_seconds);
@@ -476,13 +477,13 @@ async fn watch_into(
 }
 
 /// Lists and watches `kind` until aborted.
-async fn run_kind(
-    client: Client,
-    kind: Kind,
-    state: Arc<ClusterState>,
-    cfg: WatchConfig,
-    protocols: Arc<Protocols>,
-) {
+async fn run_kind(feed: Feed) {
+    let &Feed {
+        kind,
+        ref state,
+        ref cfg,
+        ..
+    } = &feed;
     let mut delay = cfg.backoff_initial;
     let mut version: Option<String> = None;
     let mut watch_list = cfg.watch_list;
@@ -490,7 +491,7 @@ async fn run_kind(
         let started = tokio::time::Instant::now();
         let listing = version.is_none();
         let result = if listing && !watch_list {
-            list(&client, kind, &state, &cfg, &protocols)
+            list(&feed)
                 .await
                 .map(|v| {
                     version = Some(v);
@@ -498,7 +499,7 @@ async fn run_kind(
                 })
                 .map_err(Failure::Other)
         } else {
-            let r = watch(&client, kind, &state, &cfg, &protocols, &mut version).await;
+            let r = watch(&feed, &mut version).await;
             if listing && version.is_some() {
                 delay = cfg.backoff_initial;
             }
