@@ -239,7 +239,7 @@ pub fn prepare(policy: &Policy, snapshot: &Snapshot, now: Timestamp, pods: &[Str
                     Some(pod),
                     PodExplanation {
                         pod: key.clone(),
-                        node: p.node_name.clone().unwrap_or_default(),
+                        node: p.node_name.as_deref().unwrap_or_default().to_string(),
                         not_found: None,
                         pdbs: pdbs_of(snapshot, pod),
                         profiles,

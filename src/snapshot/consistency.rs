@@ -135,7 +135,7 @@ pub fn resolve(nodes: &mut [Node], pods: &mut Vec<Arc<Pod>>) -> Vec<Inconsistenc
         nodes.iter().map(|n| n.name.as_str()).collect();
     for p in pods.iter() {
         if let Some(node) = &p.node_name
-            && !node_names.contains(node.as_str())
+            && !node_names.contains(&**node)
         {
             found.note(InconsistencyKind::PodOnUnknownNode, || {
                 format!("{}/{} on {node}", p.namespace, p.name)

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1 as core;
 
-use super::requests::{compute_qos, pod_requests};
+use super::requests::RequestsMemo;
 use super::{ConvertError, SnapshotBuilder};
 use crate::snapshot::model::*;
 use crate::snapshot::view::{ConditionView, ContainerStatusView, PodView};
@@ -29,6 +29,7 @@ pub(super) struct SharedParts {
     init_container_states: Arc<[ContainerState]>,
     ephemeral_container_states: Arc<[ContainerState]>,
     local_storage_volume: Option<Arc<str>>,
+    requests: RequestsMemo,
 }
 
 impl SharedParts {
@@ -128,13 +129,6 @@ impl SnapshotBuilder {
         let namespace = self.intern(meta.namespace.as_deref().unwrap_or("default"));
         let spec = &p.spec;
         let status = &p.status;
-        let requests = pod_requests(spec)?;
-        let qos = match status.qos_class.as_deref() {
-            Some("BestEffort") => QosClass::BestEffort,
-            Some("Guaranteed") => QosClass::Guaranteed,
-            Some("Burstable") => QosClass::Burstable,
-            _ => compute_qos(spec),
-        };
         let volumes = spec
             .volumes
             .iter()
@@ -163,6 +157,13 @@ impl SnapshotBuilder {
             Some(c) => c,
             None => self.shared.entry(key.to_string()).or_default(),
         };
+        let stated_qos = match status.qos_class.as_deref() {
+            Some("BestEffort") => Some(QosClass::BestEffort),
+            Some("Guaranteed") => Some(QosClass::Guaranteed),
+            Some("Burstable") => Some(QosClass::Burstable),
+            _ => None,
+        };
+        let (requests, qos) = cache.requests.requests_and_qos(spec, stated_qos)?;
         let owners_equal = cache.owners.len() == owner_views.len()
             && cache.owners.iter().zip(owner_views).all(|(a, b)| {
                 a.uid == b.uid
@@ -258,7 +259,7 @@ impl SnapshotBuilder {
                 .node_name
                 .as_deref()
                 .filter(|n| !n.is_empty())
-                .map(str::to_string),
+                .map(Box::from),
             node: None,
             labels: cache.labels.clone(),
             annotations: meta
