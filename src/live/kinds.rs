@@ -188,38 +188,65 @@ pub fn convert(kind: Kind, raw: &str, conv: &mut SnapshotBuilder) -> Result<bool
     }
 }
 
-/// One object converted into compact parts, ready to be put into the cluster state.
+/// Objects of one kind converted into compact parts, ready to be put into the cluster state
+/// together (one pass, under one lock).
 pub struct Converted {
-    /// The object's parts, or why it could not be converted.
-    pub parts: Result<Parts, String>,
-    /// The object's key where it is needed without the parts: an object that could not be
-    /// converted, and an autoscaler (whose target may have changed to something not kept).
-    pub key: Option<String>,
-    /// A pod that sets its own termination grace period (see [`convert`]).
-    pub own_grace: bool,
+    /// The kind of every object.
+    pub kind: Kind,
+    /// Every object that converted, in the order given.
+    pub parts: Parts,
+    /// For each pod of `parts.pods`, in order: whether it sets its own termination grace
+    /// period (see [`convert`]).
+    pub own_grace: Vec<bool>,
+    /// The objects that could not be converted: their keys and why.
+    pub failed: Vec<(String, String)>,
+    /// The keys of the autoscalers that converted (also those that converted to nothing: an
+    /// autoscaler whose target changed to something not kept must not keep its old target).
+    pub autoscaler_keys: Vec<String>,
 }
 
-/// Converts one object of `kind` with `conv` (which keeps what objects share).
-pub fn convert_one(kind: Kind, raw: &str, conv: &mut SnapshotBuilder) -> Converted {
-    let converted = convert(kind, raw, conv);
-    let own_grace = converted == Ok(true);
-    let parts = converted.map(|_| conv.take_parts());
-    let key = (parts.is_err() || kind == Kind::HorizontalPodAutoscaler)
-        .then(|| key_of_json(raw).unwrap_or_else(|_| "<unnamed>".into()));
+/// Converts `raws` (objects of `kind` as JSON) with `conv` (which keeps what objects share).
+/// The parts are taken out of `conv` once, for all objects: a list's pods cost no collection
+/// of their own each.
+pub fn convert_all<'a>(
+    kind: Kind,
+    raws: impl IntoIterator<Item = &'a str>,
+    conv: &mut SnapshotBuilder,
+) -> Converted {
+    let raws = raws.into_iter();
+    let mut own_grace = Vec::new();
+    if kind == Kind::Pod {
+        own_grace.reserve(raws.size_hint().0);
+    }
+    let mut failed = Vec::new();
+    let mut autoscaler_keys = Vec::new();
+    let key_or_unnamed = |raw: &str| key_of_json(raw).unwrap_or_else(|_| "<unnamed>".into());
+    for raw in raws {
+        match convert(kind, raw, conv) {
+            Ok(grace) => {
+                if kind == Kind::Pod {
+                    own_grace.push(grace);
+                } else if kind == Kind::HorizontalPodAutoscaler {
+                    autoscaler_keys.push(key_or_unnamed(raw));
+                }
+            }
+            Err(e) => failed.push((key_or_unnamed(raw), e)),
+        }
+    }
     Converted {
-        parts,
-        key,
+        kind,
+        parts: conv.take_parts(),
         own_grace,
+        failed,
+        autoscaler_keys,
     }
 }
 
 /// Objects of one kind converted by a builder of their own (off the state's lock, in parallel
 /// with other batches); the builder comes along so the state takes over what it shares.
 pub struct ConvertedBatch {
-    /// The kind of every object.
-    pub kind: Kind,
-    /// The objects, in the order given.
-    pub objects: Vec<Converted>,
+    /// The objects.
+    pub converted: Converted,
     /// The builder that converted them.
     pub conv: SnapshotBuilder,
 }
@@ -228,15 +255,7 @@ impl ConvertedBatch {
     /// Converts `raws` (objects of `kind` as JSON) with a builder of their own.
     pub fn convert<'a>(kind: Kind, raws: impl IntoIterator<Item = &'a str>) -> Self {
         let mut conv = SnapshotBuilder::new();
-        let raws = raws.into_iter();
-        // Sized up front: a `Converted` is large, and growing the list copies every one.
-        let (least, most) = raws.size_hint();
-        let mut objects = Vec::with_capacity(most.unwrap_or(least));
-        objects.extend(raws.map(|raw| convert_one(kind, raw, &mut conv)));
-        ConvertedBatch {
-            kind,
-            objects,
-            conv,
-        }
+        let converted = convert_all(kind, raws, &mut conv);
+        ConvertedBatch { converted, conv }
     }
 }

@@ -366,10 +366,8 @@ impl ClusterState {
         let mut guard = self.lock();
         let g = &mut *guard;
         let notify = g.synced[Kind::Node.index()] && self.node_changes.is_some();
-        for raw in raws {
-            let c = kinds::convert_one(kind, raw, &mut g.conv);
-            put(g, kind, c, notify.then_some(&mut changes));
-        }
+        let c = kinds::convert_all(kind, raws, &mut g.conv);
+        put(g, c, notify.then_some(&mut changes));
         drop(guard);
         self.send_changes(changes);
     }
@@ -384,21 +382,13 @@ impl ClusterState {
         let g = &mut *guard;
         let notify = g.synced[Kind::Node.index()] && self.node_changes.is_some();
         g.conv.adopt_shared(batch.conv);
-        let mut objects = batch.objects;
-        if batch.kind == Kind::Pod {
-            // The batch interned its own namespace `Arc`s; pods that watch events bring later
-            // get the state's, and the pods of one namespace must share one.
-            for pod in objects
-                .iter_mut()
-                .filter_map(|c| c.parts.as_mut().ok())
-                .flat_map(|p| p.pods.iter_mut())
-            {
-                g.conv.share_namespace(pod);
-            }
+        let mut converted = batch.converted;
+        // The batch interned its own namespace `Arc`s; pods that watch events bring later get
+        // the state's, and the pods of one namespace must share one.
+        for pod in &mut converted.parts.pods {
+            g.conv.share_namespace(pod);
         }
-        for c in objects {
-            put(g, batch.kind, c, notify.then_some(&mut changes));
-        }
+        put(g, converted, notify.then_some(&mut changes));
         drop(guard);
         self.send_changes(changes);
     }
@@ -560,33 +550,27 @@ impl ClusterState {
     }
 }
 
-/// Puts one converted object of `kind` into the state (or records why it could not be
-/// converted). Node transitions are pushed to `changes`.
-fn put(g: &mut Inner, kind: Kind, c: kinds::Converted, changes: Option<&mut Vec<NodeChange>>) {
-    let parts = match c.parts {
-        Ok(parts) => parts,
-        Err(e) => {
-            let key = c.key.unwrap_or_else(|| "<unnamed>".into());
-            tracing::warn!(kind = kind.resource(), object = %key, error = %e, "object left out of the cluster state");
-            if let Some(Some(seen)) = g.relisting.get_mut(&kind) {
-                seen.insert(key.clone());
-            }
-            g.rejected.insert(
-                (kind.index(), key.clone()),
-                format!("{} {key}: {e}", kind.resource()),
-            );
-            return;
+/// Puts converted objects into the state (and records why those that could not be converted
+/// were not). Node transitions are pushed to `changes`.
+fn put(g: &mut Inner, c: kinds::Converted, changes: Option<&mut Vec<NodeChange>>) {
+    let kind = c.kind;
+    for (key, e) in c.failed {
+        tracing::warn!(kind = kind.resource(), object = %key, error = %e, "object left out of the cluster state");
+        if let Some(Some(seen)) = g.relisting.get_mut(&kind) {
+            seen.insert(key.clone());
         }
-    };
-    if kind == Kind::HorizontalPodAutoscaler
-        && let Some(key) = &c.key
-    {
+        g.rejected.insert(
+            (kind.index(), key.clone()),
+            format!("{} {key}: {e}", kind.resource()),
+        );
+    }
+    for key in &c.autoscaler_keys {
         // An autoscaler whose target changed to something other than a Deployment converts
         // to nothing: the old target must not stay.
         g.hpas.remove(key);
     }
     let want_keys = g.wants_keys(kind);
-    for key in insert(g, parts, c.own_grace, changes, want_keys) {
+    for key in insert(g, c.parts, &c.own_grace, changes, want_keys) {
         if let Some(Some(seen)) = g.relisting.get_mut(&kind) {
             seen.insert(key.clone());
         }
@@ -594,12 +578,13 @@ fn put(g: &mut Inner, kind: Kind, c: kinds::Converted, changes: Option<&mut Vec<
     }
 }
 
-/// Inserts converted parts; returns their keys (the pods' only with `pod_keys`). Node
-/// transitions are pushed to `changes`.
+/// Inserts converted parts (`own_grace`: for each pod, whether it sets its own grace period);
+/// returns their keys (the pods' only with `pod_keys`). Node transitions are pushed to
+/// `changes`.
 fn insert(
     g: &mut Inner,
     parts: Parts,
-    own_grace: bool,
+    own_grace: &[bool],
     mut changes: Option<&mut Vec<NodeChange>>,
     pod_keys: bool,
 ) -> Vec<String> {
@@ -623,10 +608,11 @@ fn insert(
             ..
         } = &mut *g;
         let ids = node_view.as_ref().filter(|_| !*renumber).map(|v| &v.ids);
-        for pod in parts.pods {
+        for (i, pod) in parts.pods.into_iter().enumerate() {
             if pod_keys {
                 keys.push(kinds::key(&pod.namespace, &pod.name));
             }
+            let own_grace = own_grace.get(i).copied().unwrap_or(false);
             if pods.upsert(pod, own_grace, ids) {
                 *renumber = true;
             }
