@@ -146,7 +146,7 @@ impl PdbIndex {
                 .unwrap_or_default(),
         });
         let matching: Vec<&PodDisruptionBudget> =
-            found.budgets.iter().map(|&i| &snapshot.pdbs[i]).collect();
+            found.budgets.iter().map(|&i| &*snapshot.pdbs[i]).collect();
         budget_verdict(p, &matching)
     }
 }

@@ -18,7 +18,7 @@
 //! the plugins' per-owner work depend on pods of one owner sharing their parts.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
@@ -36,10 +36,10 @@ use crate::snapshot::{
 use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 
 /// Objects of one kind by key, with their list in key order kept for snapshots to share
-/// (rebuilt on the first snapshot after a change).
+/// (rebuilt on the first snapshot after a change: a list of pointers, no object is copied).
 struct Kept<T> {
-    map: BTreeMap<String, T>,
-    list: Option<SharedList<T>>,
+    map: BTreeMap<String, Arc<T>>,
+    list: Option<SharedList<Arc<T>>>,
 }
 
 impl<T> Default for Kept<T> {
@@ -51,8 +51,8 @@ impl<T> Default for Kept<T> {
     }
 }
 
-impl<T: Clone> Kept<T> {
-    fn insert(&mut self, key: String, value: T) {
+impl<T> Kept<T> {
+    fn insert(&mut self, key: String, value: Arc<T>) {
         self.map.insert(key, value);
         self.list = None;
     }
@@ -71,7 +71,7 @@ impl<T: Clone> Kept<T> {
         }
     }
 
-    fn shared(&mut self) -> SharedList<T> {
+    fn shared(&mut self) -> SharedList<Arc<T>> {
         self.list
             .get_or_insert_with(|| self.map.values().cloned().collect())
             .clone()

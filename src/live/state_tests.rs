@@ -354,6 +354,43 @@ fn a_snapshot_shares_the_pod_list_until_a_pod_changes() {
     ));
 }
 
+fn replica_set(name: &str, ready: i32) -> String {
+    json!({
+        "kind": "ReplicaSet", "apiVersion": "apps/v1",
+        "metadata": {"name": name, "namespace": "ns", "uid": format!("rs-{name}")},
+        "spec": {"replicas": 1},
+        "status": {"replicas": 1, "readyReplicas": ready}
+    })
+    .to_string()
+}
+
+/// A change to one ReplicaSet gives the next snapshot a new list, but the ReplicaSets that did
+/// not change are the same objects in both snapshots, not copies (and so are the budgets and
+/// Deployments: the same kept list).
+#[test]
+fn a_changed_replica_set_leaves_the_others_shared_with_older_snapshots() {
+    let state = with_ready_node("n1");
+    let (a, b) = (replica_set("a", 1), replica_set("b", 1));
+    list(&state, Kind::ReplicaSet, &[a.as_str(), b.as_str()]);
+    let first = state.snapshot();
+    state.upsert(Kind::ReplicaSet, [replica_set("b", 0).as_str()]);
+    let second = state.snapshot();
+    assert!(!crate::snapshot::SharedList::ptr_eq(
+        &first.replica_sets,
+        &second.replica_sets
+    ));
+    assert!(Arc::ptr_eq(&first.replica_sets[0], &second.replica_sets[0]));
+    assert!(!Arc::ptr_eq(
+        &first.replica_sets[1],
+        &second.replica_sets[1]
+    ));
+    assert_eq!(
+        (first.replica_sets[1].ready, second.replica_sets[1].ready),
+        (1, 0),
+        "the older snapshot keeps what it saw"
+    );
+}
+
 /// Many events between snapshots, in any order: each snapshot holds exactly the pods a plain map
 /// of the same events holds, in key order, with indexes that agree with the pods.
 #[test]

@@ -317,7 +317,7 @@ impl GuardState {
                     snapshot.replica_sets.get(i).map(|r| r.uid.as_str())
                 })
             })
-            .map(|i| &snapshot.replica_sets[i]);
+            .map(|i| &*snapshot.replica_sets[i]);
         let deployment_index: Option<usize> = rs
             .and_then(|r| r.owner.as_ref())
             .filter(|o| o.kind == "Deployment")
@@ -327,7 +327,7 @@ impl GuardState {
                 })
             });
         let deployment: Option<&DeploymentFacts> =
-            deployment_index.map(|i| &snapshot.deployments[i]);
+            deployment_index.map(|i| &*snapshot.deployments[i]);
         let pvcs: Vec<PvcFacts> = facts_pod
             .claims
             .iter()
@@ -351,7 +351,10 @@ impl GuardState {
             let rs_by_deploy_uid = &self.rs_by_deploy_uid;
             let members = self.members_of_deploy.entry(i).or_insert_with(|| {
                 let owned = rs_by_deploy_uid.find(&snapshot.deployments[i].uid, |r| {
-                    snapshot.replica_sets.get(r).and_then(deployment_owner_uid)
+                    snapshot
+                        .replica_sets
+                        .get(r)
+                        .and_then(|r| deployment_owner_uid(r))
                 });
                 deployment_members(
                     snapshot,

@@ -91,11 +91,11 @@ pub struct Snapshot {
     /// PriorityClass values by name.
     pub priority_classes: HashMap<String, i32>,
     /// PodDisruptionBudgets.
-    pub pdbs: SharedList<PodDisruptionBudget>,
+    pub pdbs: SharedList<Arc<PodDisruptionBudget>>,
     /// ReplicaSets, as the facts the eviction guard reads.
-    pub replica_sets: SharedList<ReplicaSetFacts>,
+    pub replica_sets: SharedList<Arc<ReplicaSetFacts>>,
     /// Deployments, as the facts the eviction guard reads.
-    pub deployments: SharedList<DeploymentFacts>,
+    pub deployments: SharedList<Arc<DeploymentFacts>>,
     /// StatefulSets (template specs dropped).
     pub stateful_sets: Vec<StatefulSet>,
     /// Jobs (template specs dropped).
@@ -401,9 +401,9 @@ pub struct SharedParts {
     /// Pods, in pod id order.
     pub pods: SharedList<Arc<Pod>>,
     /// PodDisruptionBudgets.
-    pub pdbs: SharedList<PodDisruptionBudget>,
+    pub pdbs: SharedList<Arc<PodDisruptionBudget>>,
     /// ReplicaSet facts.
-    pub replica_sets: SharedList<ReplicaSetFacts>,
+    pub replica_sets: SharedList<Arc<ReplicaSetFacts>>,
     /// Deployment facts.
-    pub deployments: SharedList<DeploymentFacts>,
+    pub deployments: SharedList<Arc<DeploymentFacts>>,
 }

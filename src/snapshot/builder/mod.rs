@@ -43,9 +43,9 @@ pub struct SnapshotBuilder {
     hpas: Vec<HpaTarget>,
     interned_ns: FastMap<String, Arc<str>>,
     priority_classes: HashMap<String, i32>,
-    pdbs: Vec<PodDisruptionBudget>,
-    replica_sets: Vec<ReplicaSetFacts>,
-    deployments: Vec<DeploymentFacts>,
+    pdbs: Vec<Arc<PodDisruptionBudget>>,
+    replica_sets: Vec<Arc<ReplicaSetFacts>>,
+    deployments: Vec<Arc<DeploymentFacts>>,
     stateful_sets: Vec<StatefulSet>,
     jobs: Vec<Job>,
     pvcs: HashMap<ObjectKey, PvcInfo>,
@@ -150,30 +150,31 @@ impl SnapshotBuilder {
     /// [`Self::add_pdb`] without copying the object.
     pub fn add_pdb_owned(&mut self, mut pdb: PodDisruptionBudget) {
         pdb.metadata.managed_fields = None;
-        self.pdbs.push(pdb);
+        self.pdbs.push(Arc::new(pdb));
     }
 
     /// Adds a ReplicaSet as the facts the guard reads (its template, labels and status details
     /// are not kept: a full ReplicaSet object takes kilobytes even without its pod template).
     pub fn add_replica_set(&mut self, rs: &ReplicaSet) {
         self.replica_sets
-            .push(ReplicaSetFacts::from_replica_set(rs));
+            .push(Arc::new(ReplicaSetFacts::from_replica_set(rs)));
     }
 
     /// Adds a ReplicaSet's facts (see [`super::workloads`]).
     pub fn add_replica_set_facts(&mut self, facts: ReplicaSetFacts) {
-        self.replica_sets.push(facts);
+        self.replica_sets.push(Arc::new(facts));
     }
 
     /// Adds a Deployment's facts (see [`super::workloads`]).
     pub fn add_deployment_facts(&mut self, facts: DeploymentFacts) {
-        self.deployments.push(facts);
+        self.deployments.push(Arc::new(facts));
     }
 
     /// Adds a Deployment as the facts the guard reads (strategy, replica counts, rollout state,
     /// our restart record).
     pub fn add_deployment(&mut self, d: &Deployment) {
-        self.deployments.push(DeploymentFacts::from_deployment(d));
+        self.deployments
+            .push(Arc::new(DeploymentFacts::from_deployment(d)));
     }
 
     /// Adds a StatefulSet (its pod template spec and claim templates are dropped).
@@ -370,11 +371,11 @@ pub struct Parts {
     /// PriorityClass values by name.
     pub priority_classes: HashMap<String, i32>,
     /// PodDisruptionBudgets (managed fields dropped).
-    pub pdbs: Vec<PodDisruptionBudget>,
+    pub pdbs: Vec<Arc<PodDisruptionBudget>>,
     /// ReplicaSet facts.
-    pub replica_sets: Vec<ReplicaSetFacts>,
+    pub replica_sets: Vec<Arc<ReplicaSetFacts>>,
     /// Deployment facts.
-    pub deployments: Vec<DeploymentFacts>,
+    pub deployments: Vec<Arc<DeploymentFacts>>,
     /// StatefulSets (template specs dropped).
     pub stateful_sets: Vec<StatefulSet>,
     /// Jobs (template specs dropped).
