@@ -211,6 +211,54 @@ pub fn write_cluster(shape: Shape, out: &mut impl Write) -> std::io::Result<()> 
     Ok(())
 }
 
+/// A Node as kube-apiserver serves it from a real cluster, with `images` images (two names
+/// each), managed fields, annotations, addresses and node info: most of its text is what the
+/// engine never reads. Tainted `NoSchedule` and cordoned.
+pub fn served_node(name: &str, images: usize) -> Value {
+    let images: Vec<_> = (0..images)
+        .map(|i| {
+            json!({"names": [format!("registry.example.com/team/app-{i}@sha256:{i:064}"),
+                                  format!("registry.example.com/team/app-{i}:v{i}")],
+                         "sizeBytes": 123_456_789 + i})
+        })
+        .collect();
+    json!({
+        "kind": "Node", "apiVersion": "v1",
+        "metadata": {
+            "name": name, "uid": format!("uid-{name}"), "resourceVersion": "42",
+            "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": "a",
+                       "kubernetes.io/os": "linux", "node.kubernetes.io/instance-type": "m5.2xlarge"},
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0",
+                            "volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+            "managedFields": [{"manager": "kubelet", "operation": "Update", "apiVersion": "v1",
+                               "time": "2026-11-27T00:00:00Z", "fieldsType": "FieldsV1",
+                               "fieldsV1": {"f:status": {"f:conditions": {}, "f:images": {}}}}]
+        },
+        "spec": {"podCIDR": "10.0.1.0/24", "providerID": "aws:///eu-west-1a/i-0123",
+                 "taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}],
+                 "unschedulable": true},
+        "status": {
+            "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"},
+            "allocatable": {"cpu": "7800m", "memory": "30Gi", "pods": "110", "ephemeral-storage": "95Gi"},
+            "conditions": [
+                {"type": "MemoryPressure", "status": "False", "reason": "KubeletHasSufficientMemory",
+                 "lastHeartbeatTime": "2026-11-27T00:00:00Z", "lastTransitionTime": "2026-11-01T00:00:00Z"},
+                {"type": "DiskPressure", "status": "False", "reason": "KubeletHasNoDiskPressure"},
+                {"type": "PIDPressure", "status": "False", "reason": "KubeletHasSufficientPID"},
+                {"type": "Ready", "status": "True", "reason": "KubeletReady",
+                 "message": "kubelet is posting ready status"}
+            ],
+            "addresses": [{"type": "InternalIP", "address": "10.0.1.5"}, {"type": "Hostname", "address": name}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {"machineID": "m", "systemUUID": "s", "bootID": "b", "kernelVersion": "6.1",
+                         "osImage": "Linux", "containerRuntimeVersion": "containerd://1.7",
+                         "kubeletVersion": "v1.32.0", "kubeProxyVersion": "v1.32.0",
+                         "operatingSystem": "linux", "architecture": "amd64"},
+            "images": images
+        }
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 fn pod_json(
     name: &str,

@@ -10,7 +10,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use serde::Deserialize;
 
 use crate::snapshot::view::PodView;
-use crate::snapshot::{Parts, SnapshotBuilder, autoscalers, workloads};
+use crate::snapshot::{Parts, SnapshotBuilder, autoscalers, nodes, workloads};
 
 /// A kind `run` lists and watches (cluster-wide).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -134,7 +134,7 @@ fn typed<'a, T: Deserialize<'a>>(raw: &'a str) -> Result<T, String> {
 pub fn convert(kind: Kind, raw: &str, conv: &mut SnapshotBuilder) -> Result<bool, String> {
     match kind {
         Kind::Node => conv
-            .add_node(&typed::<core::Node>(raw)?)
+            .add_node(&nodes::lean_node(raw)?)
             .map(|()| false)
             .map_err(|e| e.to_string()),
         Kind::Pod => {

@@ -136,7 +136,7 @@ fn add_json_object_of_kind(
     use k8s_openapi::api::{apps::v1 as apps, batch::v1 as batch, core::v1 as core};
     match kind {
         "Node" => b
-            .add_node(&typed!(core::Node))
+            .add_node(&super::nodes::lean_node(raw).map_err(ctx)?)
             .map_err(|e| ctx(e.to_string()))?,
         "Pod" => {
             let mut view = super::view::PodView::default();

@@ -15,6 +15,7 @@ mod index;
 mod json;
 pub mod load;
 pub mod model;
+pub mod nodes;
 pub mod resources;
 pub mod shared;
 pub mod stream;
