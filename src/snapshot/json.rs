@@ -15,6 +15,16 @@ pub(super) fn decode_json<'a, T: Deserialize<'a>>(raw: &'a str) -> Result<T, Str
     })
 }
 
+/// A status condition as the lean decoders read it (Deployments, Nodes). Like k8s-openapi, an
+/// absent or null required field decodes as empty.
+#[derive(Deserialize)]
+pub(super) struct LeanCondition {
+    #[serde(rename = "type")]
+    pub(super) type_: Option<String>,
+    pub(super) status: Option<String>,
+    pub(super) reason: Option<String>,
+}
+
 /// Finds the value of the top-level `"kind"` key of a JSON object without parsing the rest
 /// (kubectl prints `apiVersion` and `kind` first, so this usually stops after a few bytes).
 pub(super) fn peek_kind(raw: &str) -> Option<&str> {

@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 
-use super::json::decode_json as decode;
+use super::json::{LeanCondition, decode_json as decode};
 
 #[derive(Deserialize)]
 struct LeanNode {
@@ -39,15 +39,7 @@ struct SpecFields {
 struct StatusFields {
     allocatable: Option<BTreeMap<String, Quantity>>,
     capacity: Option<BTreeMap<String, Quantity>>,
-    conditions: Option<Vec<ConditionFields>>,
-}
-
-/// A node condition. Like k8s-openapi, an absent or null required field decodes as empty.
-#[derive(Deserialize)]
-struct ConditionFields {
-    #[serde(rename = "type")]
-    type_: Option<String>,
-    status: Option<String>,
+    conditions: Option<Vec<LeanCondition>>,
 }
 
 /// Decodes a Node from its JSON, keeping only the fields the engine reads (see the module docs).

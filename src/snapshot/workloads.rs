@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde::Deserialize;
 
-use super::json::decode_json as decode;
+use super::json::{LeanCondition, decode_json as decode};
 use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 
 /// The metadata fields the facts read.
@@ -122,16 +122,7 @@ struct DeploymentStatusFields {
     updated_replicas: Option<i32>,
     ready_replicas: Option<i32>,
     available_replicas: Option<i32>,
-    conditions: Option<Vec<ConditionFields>>,
-}
-
-/// A Deployment condition.
-#[derive(Deserialize)]
-struct ConditionFields {
-    #[serde(rename = "type")]
-    type_: Option<String>,
-    status: Option<String>,
-    reason: Option<String>,
+    conditions: Option<Vec<LeanCondition>>,
 }
 
 /// Decodes a ReplicaSet's facts from its JSON.
