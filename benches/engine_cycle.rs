@@ -1,0 +1,135 @@
+//! Benchmark: the descheduling cycle alone, repeated on one loaded snapshot — what a steady `run`
+//! cycle costs after its snapshot is taken, without a process, a file or a cluster around it.
+//! Loads the synthetic 5,000-node / 150,000-pod cluster (seed 42, as `plan_scale` and `run_scale`)
+//! once, then runs the `run_scale` policy (all ten plugins, 5 evictions per node, 2,000 in total)
+//! with the guard's dry-run verdict as `run --dry-run` does, `ENGINE_CYCLE_RUNS` times (default
+//! 15; evictions are forgotten between runs). Prints the cycle's and each plugin's median and
+//! fastest wall time. Run: `cargo bench --bench engine_cycle`; `ENGINE_CYCLE_SIZE=500x15000`
+//! chooses another size.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use kube_descheduler::evictor::planner::PlanBackend;
+use kube_descheduler::framework::cycle::run_cycle;
+use kube_descheduler::synth::{Shape, write_cluster};
+
+/// The binary's allocator (see `src/main.rs`), so the cycle allocates as `run` does.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+fn fail(msg: String) -> ! {
+    eprintln!("engine_cycle: {msg}");
+    std::process::exit(1);
+}
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+fn main() {
+    let (nodes, pods) = std::env::var("ENGINE_CYCLE_SIZE")
+        .ok()
+        .and_then(|s| {
+            let (n, p) = s.split_once('x')?;
+            Some((n.trim().parse().ok()?, p.trim().parse().ok()?))
+        })
+        .unwrap_or((5000usize, 150_000usize));
+    let runs: usize = std::env::var("ENGINE_CYCLE_RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(15)
+        .max(1);
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("target").join("bench-data");
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        fail(format!("cannot create {}: {e}", dir.display()));
+    }
+    let file = dir.join(format!("cluster-{nodes}-{pods}.json"));
+    if !file.exists() {
+        let mut out = match std::fs::File::create(&file) {
+            Ok(f) => std::io::BufWriter::new(f),
+            Err(e) => fail(format!("cannot write {}: {e}", file.display())),
+        };
+        let shape = Shape {
+            nodes,
+            pods,
+            seed: 42,
+        };
+        if let Err(e) = write_cluster(shape, &mut out) {
+            fail(format!("generating {}: {e}", file.display()));
+        }
+    }
+    // The run_scale policy: all ten plugins with the limits.
+    let policy_text = std::fs::read_to_string(root.join("benches/all-plugins-policy.yaml"))
+        .unwrap_or_else(|e| fail(format!("policy: {e}")))
+        .replace(
+            "maxNoOfPodsToEvictPerNode: 10",
+            "maxNoOfPodsToEvictPerNode: 5\nmaxNoOfPodsToEvictTotal: 2000",
+        );
+    let policy = kube_descheduler::policy::load_str(&policy_text)
+        .unwrap_or_else(|e| fail(format!("policy: {}", e.0)));
+    let mut snapshot = kube_descheduler::snapshot::load::load_file(&file)
+        .unwrap_or_else(|e| fail(format!("{}: {e}", file.display())));
+    let now: jiff::Timestamp = "2026-02-01T00:00:00Z"
+        .parse()
+        .unwrap_or_else(|e| fail(format!("now: {e}")));
+
+    let mut cycles = Vec::with_capacity(runs);
+    let mut plugins: BTreeMap<(usize, String), Vec<Duration>> = BTreeMap::new();
+    let mut attempts = None;
+    for _ in 0..runs {
+        snapshot.reset_evictions();
+        let started = Instant::now();
+        let verdict = kube_descheduler::live::dry_run::api_and_guard_verdict(
+            &snapshot,
+            now,
+            kube_descheduler::guard::GuardConfig::default(),
+        );
+        let (report, _) = run_cycle(
+            &policy.profiles,
+            &policy.cycle,
+            &mut snapshot,
+            now,
+            Box::new(PlanBackend::with_verdict(verdict)),
+        );
+        cycles.push(started.elapsed());
+        let n = report.records.len();
+        if attempts.is_some_and(|a| a != n) {
+            fail(format!(
+                "a repeated cycle made {n} attempts, the first {attempts:?}"
+            ));
+        }
+        attempts = Some(n);
+        for (i, t) in report.timings.iter().enumerate() {
+            plugins
+                .entry((i, format!("{}/{}", t.profile, t.plugin)))
+                .or_default()
+                .push(t.duration);
+        }
+    }
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "{nodes} nodes, {pods} pods, {runs} cycles, {} eviction attempts each",
+        attempts.unwrap_or(0)
+    );
+    println!("| stage | median ms | fastest ms |");
+    println!("|---|---:|---:|");
+    for ((_, name), mut times) in plugins {
+        let fastest = times.iter().min().copied().unwrap_or_default();
+        println!(
+            "| {name} | {:.1} | {:.1} |",
+            ms(median(&mut times)),
+            ms(fastest)
+        );
+    }
+    let fastest = cycles.iter().min().copied().unwrap_or_default();
+    println!(
+        "| cycle (guard setup + plugins) | {:.1} | {:.1} |",
+        ms(median(&mut cycles)),
+        ms(fastest)
+    );
+}
