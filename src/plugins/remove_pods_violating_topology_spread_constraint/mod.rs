@@ -194,6 +194,20 @@ struct Domain<'s> {
     pods: Vec<PodId>,
 }
 
+/// The addresses of the shared parts of a pod that [`Constraint::unselected`] reads: pods with
+/// equal addresses get equal constraints.
+type ConstraintParts = [usize; 5];
+
+fn constraint_parts(p: &Pod) -> ConstraintParts {
+    [
+        Arc::as_ptr(&p.topology_spread_constraints) as *const () as usize,
+        Arc::as_ptr(&p.labels) as usize,
+        Arc::as_ptr(&p.node_selector) as usize,
+        p.affinity.as_ref().map_or(0, |a| Arc::as_ptr(a) as usize),
+        Arc::as_ptr(&p.tolerations) as *const () as usize,
+    ]
+}
+
 fn has_selector_or_affinity(p: &Pod) -> bool {
     !p.node_selector.is_empty()
         || p.affinity
@@ -251,7 +265,7 @@ impl<'s> Run<'s, '_> {
             }
         }
         let mut sum = 0usize;
-        for &p in pods {
+        for p in s.prefetched(pods) {
             let pod = s.pod(p);
             if pod.is_terminating() || !c.counts(pod) {
                 continue;
@@ -471,8 +485,15 @@ impl RemovePodsViolatingTopologySpreadConstraint {
             // De-duplicated by deep equality, in first-seen order (hash buckets, then `==`).
             let mut buckets: HashMap<u64, Vec<usize>> = HashMap::default();
             let mut constraints: Vec<Constraint<'_>> = Vec::new();
-            for &p in pods {
+            // Pods that share every part a constraint is made from (pods of one owner) declare
+            // equal constraints: only the first of them is looked at.
+            let mut seen: HashSet<ConstraintParts> = HashSet::default();
+            for p in s.prefetched(pods) {
                 let pod = s.pod(p);
+                if pod.topology_spread_constraints.is_empty() || !seen.insert(constraint_parts(pod))
+                {
+                    continue;
+                }
                 for c in pod.topology_spread_constraints.iter() {
                     if !self.constraints.contains(&c.when_unsatisfiable) {
                         continue;
@@ -506,7 +527,7 @@ impl RemovePodsViolatingTopologySpreadConstraint {
                     .collect();
                 keys.sort_unstable();
                 keys.dedup();
-                for &p in pods {
+                for p in s.prefetched(pods) {
                     let labels = &s.pod(p).labels;
                     for &key in &keys {
                         if let Some((k, v)) = labels.get_key_value(key) {
