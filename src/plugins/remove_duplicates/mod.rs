@@ -19,6 +19,7 @@ use crate::scheduling::{affinity, taints};
 use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
 mod args;
+mod keys;
 pub use args::RemoveDuplicatesArgs;
 use args::build;
 
@@ -43,18 +44,9 @@ pub fn factory() -> PluginFactory {
 /// Per-pod maps keyed by cluster data: FxHash is several times faster than SipHash here.
 type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
-/// Namespace, owner kind, owner name and the id of the pod's sorted image list.
-type OwnerKey<'a> = (&'a str, &'a str, &'a str, u32);
-
-/// What makes two pods on a node duplicates: the same namespace, owners and images. (Upstream
-/// compares the sorted `namespace/kind/name/image` strings of every owner × image.)
-#[derive(Debug, PartialEq, Eq, Hash)]
-enum DupKey<'a> {
-    /// One owner: its owner key (group index) says it all.
-    Single(u32),
-    /// Several owners: the namespace and the sorted (kind, name, image) triples.
-    Multi(&'a str, Vec<(&'a str, &'a str, &'a str)>),
-}
+/// Making one class's keys costs about as much as this many pods' cheap checks (a weight for
+/// [`parallel::map_chunks`]).
+const CLASS_WEIGHT: usize = 8;
 
 /// Pods of one owner key: how many there are and the duplicates found on each node.
 #[derive(Debug, Default)]
@@ -215,30 +207,16 @@ impl BalancePlugin for RemoveDuplicates {
     fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let snapshot = h.snapshot;
         let excluded_kinds = &self.args.exclude_owner_kinds;
-        // Keys are made once per parts class: a class has one owner key per owner reference
-        // (usually one) and one duplicate key, so the maps are sized for that from the start.
         let classes = snapshot.parts_classes();
-        let mut image_ids: FxMap<Vec<&str>, u32> = FxMap::default();
-        let mut group_of: FxMap<OwnerKey<'_>, u32> =
-            FxMap::with_capacity_and_hasher(classes, Default::default());
-        let mut groups: Vec<Group> = Vec::with_capacity(classes);
-        let mut dup_ids: FxMap<DupKey<'_>, u32> =
-            FxMap::with_capacity_and_hasher(classes, Default::default());
-        // Per duplicate key: the last node (index into `nodes`) it was seen on, for each pass.
-        let mut last_node: Vec<u32> = Vec::with_capacity(classes);
         let mut candidates: Vec<Candidate> = Vec::new();
-        let mut group_ids: Vec<u32> = Vec::with_capacity(classes);
-        let mut images: Vec<&str> = Vec::new();
-        // Per parts class (pods sharing owners, images and namespace): (duplicate key, group
-        // ids range), once known.
-        let mut memo: Vec<Option<(u32, u32, u32)>> = vec![None; classes];
 
         // Pass 1: the cheap checks; find the owner keys with co-located duplicates. The evictor's
         // filters can only remove pods, so an owner key not found here cannot have duplicates
         // and they are run in pass 2 for the pods of the others only.
         //
-        // The checks read each pod and run on several threads; ids are then given on this thread
-        // in node order, so they come out as one sequential pass would give them.
+        // The checks read each pod and run on several threads, and so do the keys, made once
+        // per parts class (pods sharing owners, images and namespace); ids are then given on
+        // this thread in node order, so they come out as one sequential pass would give them.
         let indexed: Vec<(u32, NodeId)> = (0u32..).zip(nodes.iter().copied()).collect();
         let checked: Vec<Vec<(u32, PodId)>> = parallel::map_chunks(
             &indexed,
@@ -262,74 +240,51 @@ impl BalancePlugin for RemoveDuplicates {
                 out
             },
         );
+        // The classes in the order their first candidate comes, with that candidate.
+        let mut slot_of_class = vec![u32::MAX; classes];
+        let mut first_pods: Vec<PodId> = Vec::new();
+        for &(_, p) in checked.iter().flatten() {
+            let slot = &mut slot_of_class[snapshot.parts_class(p) as usize];
+            if *slot == u32::MAX {
+                *slot = first_pods.len() as u32;
+                first_pods.push(p);
+            }
+        }
+        let keys: Vec<keys::ClassKeys<'_>> = parallel::map_chunks(
+            &first_pods,
+            |_| CLASS_WEIGHT,
+            parallel::MIN_PARALLEL_WEIGHT,
+            |chunk| {
+                snapshot
+                    .prefetched(chunk)
+                    .map(|p| keys::ClassKeys::of(snapshot.pod(p)))
+                    .collect::<Vec<_>>()
+            },
+        )
+        .into_iter()
+        .flatten()
+        .collect();
+        let numbered = keys::number(&keys);
+        drop(keys);
+        let group_ids = numbered.group_ids;
+        let mut groups: Vec<Group> = (0..numbered.groups).map(|_| Group::default()).collect();
+        // Per duplicate key: the last node (index into `nodes`) it was seen on, for each pass.
+        let mut last_node: Vec<u32> = vec![u32::MAX; numbered.dups];
         candidates.reserve_exact(checked.iter().map(Vec::len).sum());
         for (ni, p) in checked.into_iter().flatten() {
-            // Pods of one owner share their owner and image lists: their keys are computed once,
-            // for the first of them (same ids, in the same first-seen order).
-            let class = snapshot.parts_class(p) as usize;
-            let (dup, range) = if let Some((dup, start, end)) = memo[class] {
-                (dup, start..end)
-            } else {
-                let pod = snapshot.pod(p);
-                images.clear();
-                images.extend(pod.images.iter().map(String::as_str));
-                images.sort_unstable();
-                let next_id = image_ids.len() as u32;
-                let images_id = match image_ids.get(images.as_slice()) {
-                    Some(&id) => id,
-                    None => {
-                        image_ids.insert(images.clone(), next_id);
-                        next_id
-                    }
-                };
-                let ns: &str = &pod.namespace;
-                let first = group_ids.len() as u32;
-                for o in pod.owners.iter() {
-                    let next = groups.len() as u32;
-                    let g = *group_of
-                        .entry((ns, o.kind.as_str(), o.name.as_str(), images_id))
-                        .or_insert(next);
-                    if g == next {
-                        groups.push(Group::default());
-                    }
-                    group_ids.push(g);
-                }
-                let dup_key = if pod.owners.len() == 1 {
-                    DupKey::Single(group_ids[first as usize])
-                } else {
-                    let mut triples: Vec<_> = pod
-                        .owners
-                        .iter()
-                        .flat_map(|o| {
-                            images
-                                .iter()
-                                .map(|&img| (o.kind.as_str(), o.name.as_str(), img))
-                        })
-                        .collect();
-                    triples.sort_unstable();
-                    DupKey::Multi(ns, triples)
-                };
-                let next = dup_ids.len() as u32;
-                let dup = *dup_ids.entry(dup_key).or_insert(next);
-                if dup == next {
-                    last_node.push(u32::MAX);
-                }
-                let range = first..group_ids.len() as u32;
-                memo[class] = Some((dup, range.start, range.end));
-                (dup, range)
-            };
-            if last_node[dup as usize] == ni {
-                for &g in &group_ids[range.start as usize..range.end as usize] {
+            let ids = numbered.classes[slot_of_class[snapshot.parts_class(p) as usize] as usize];
+            if last_node[ids.dup as usize] == ni {
+                for &g in &group_ids[ids.groups_start as usize..ids.groups_end as usize] {
                     groups[g as usize].hot = true;
                 }
             } else {
-                last_node[dup as usize] = ni;
+                last_node[ids.dup as usize] = ni;
             }
             candidates.push(Candidate {
                 pod: p,
                 node: ni,
-                dup,
-                groups: range,
+                dup: ids.dup,
+                groups: ids.groups(),
             });
         }
 
