@@ -101,8 +101,8 @@ impl<'s> ClassKeys<'s> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct ClassIds {
     pub dup: u32,
-    pub groups_start: u32,
-    pub groups_end: u32,
+    groups_start: u32,
+    groups_end: u32,
 }
 
 impl ClassIds {
@@ -123,6 +123,13 @@ pub(super) struct Numbered {
     pub groups: usize,
     /// How many duplicate keys there are.
     pub dups: usize,
+}
+
+impl Numbered {
+    /// The group ids of the class with these ids.
+    pub(super) fn groups_of(&self, ids: &ClassIds) -> &[u32] {
+        &self.group_ids[ids.groups_start as usize..ids.groups_end as usize]
+    }
 }
 
 /// Numbers owner keys (groups) and duplicate keys in the order `keys` first holds them.
@@ -217,7 +224,7 @@ mod tests {
         let groups: Vec<&[u32]> = numbered
             .classes
             .iter()
-            .map(|c| &numbered.group_ids[c.groups_start as usize..c.groups_end as usize])
+            .map(|c| numbered.groups_of(c))
             .collect();
         assert_eq!(
             groups,

@@ -266,7 +266,6 @@ impl BalancePlugin for RemoveDuplicates {
         .collect();
         let numbered = keys::number(&keys);
         drop(keys);
-        let group_ids = numbered.group_ids;
         let mut groups: Vec<Group> = (0..numbered.groups).map(|_| Group::default()).collect();
         // Per duplicate key: the last node (index into `nodes`) it was seen on, for each pass.
         let mut last_node: Vec<u32> = vec![u32::MAX; numbered.dups];
@@ -274,7 +273,7 @@ impl BalancePlugin for RemoveDuplicates {
         for (ni, p) in checked.into_iter().flatten() {
             let ids = numbered.classes[slot_of_class[snapshot.parts_class(p) as usize] as usize];
             if last_node[ids.dup as usize] == ni {
-                for &g in &group_ids[ids.groups_start as usize..ids.groups_end as usize] {
+                for &g in numbered.groups_of(&ids) {
                     groups[g as usize].hot = true;
                 }
             } else {
@@ -287,6 +286,7 @@ impl BalancePlugin for RemoveDuplicates {
                 groups: ids.groups(),
             });
         }
+        let group_ids = numbered.group_ids;
 
         if h.total_limit_reached() {
             balance_lazily(h, nodes, &candidates, &mut groups, &group_ids);
