@@ -1,7 +1,7 @@
 //! A short fuzz run of every target (seconds): structured and mutated inputs to each decoder
 //! and parser that reads outside data must never panic, and every target must accept some of
 //! its inputs (so the generators reach past the first check). The long run is
-//! `cargo bench --bench fuzz` (see the README).
+//! `cargo bench --bench fuzz` (see docs/limits-and-failures.md, "Fuzzing").
 
 mod fuzz_common;
 

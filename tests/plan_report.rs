@@ -253,7 +253,7 @@ fn the_report_in_a_real_browser_counts_filters_and_sorts_like_the_json() {
             .collect();
         assert_eq!(shown_rows(&b).await, want);
 
-        // PLAN_REPORT_SCREENSHOT=docs/plan-report.png refreshes the README's screenshot.
+        // PLAN_REPORT_SCREENSHOT=docs/plan-report.png refreshes the screenshot in docs/plan.md.
         if let Some(path) = std::env::var_os("PLAN_REPORT_SCREENSHOT") {
             b.resize(1400, 1500).await.expect("resize");
             b.goto(&url(&report, "")).await.expect("open the report");
