@@ -5,6 +5,7 @@
 //! [`SimHandle::update_config`] and the fault-injection methods.
 pub mod admission;
 pub mod auth;
+pub mod cli;
 pub mod clock;
 pub mod controllers;
 pub mod crds;
