@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 /// Time a documented block may take (kube-sim's start and a few commands need a few seconds).
 const BLOCK_TIMEOUT: Duration = Duration::from_secs(45);
 
+/// A case of this test: `Ok` or what went wrong.
+type Case = fn() -> Result<(), String>;
+
 fn main() -> ExitCode {
     let argv0 = std::env::args_os().next().unwrap_or_default();
     if Path::new(&argv0)
@@ -32,7 +35,7 @@ fn main() -> ExitCode {
         .filter(|a| !a.starts_with('-'))
         .collect();
     let list_only = std::env::args().any(|a| a == "--list");
-    let cases: &[(&str, fn() -> Result<(), String>)] = &[
+    let cases: &[(&str, Case)] = &[
         (
             "parse_finds_blocks_lines_and_tags",
             parse_finds_blocks_lines_and_tags,

@@ -59,52 +59,71 @@ impl Block {
     }
 }
 
+/// A fence being read: opening line, fence character and length, indentation, info string,
+/// lines so far.
+struct OpenFence<'a> {
+    start: usize,
+    ch: char,
+    len: usize,
+    indent: usize,
+    info: String,
+    lines: Vec<&'a str>,
+}
+
 /// Parses the fenced code blocks (backticks or tildes, three or more, any indentation) of one
 /// Markdown text. An unclosed fence is an error (CommonMark would run it to the end of the file,
 /// which hides every later block).
 pub fn parse_blocks(file: &Path, text: &str) -> Result<Vec<Block>, String> {
     let mut blocks = Vec::new();
-    let mut open: Option<(usize, char, usize, usize, String, Vec<&str>)> = None;
+    let mut open: Option<OpenFence> = None;
     for (i, line) in text.lines().enumerate() {
         let indent = line.len() - line.trim_start().len();
         let trimmed = line.trim_start();
         let fence_char = trimmed.chars().next().filter(|c| *c == '`' || *c == '~');
         let run = fence_char.map_or(0, |c| trimmed.chars().take_while(|x| *x == c).count());
-        match &mut open {
+        match open.take() {
             None => {
-                if let Some(c) = fence_char.filter(|_| run >= 3) {
-                    let info = trimmed[run..].trim().to_string();
-                    open = Some((i + 1, c, run, indent, info, Vec::new()));
+                if let Some(ch) = fence_char.filter(|_| run >= 3) {
+                    open = Some(OpenFence {
+                        start: i + 1,
+                        ch,
+                        len: run,
+                        indent,
+                        info: trimmed[run..].trim().to_string(),
+                        lines: Vec::new(),
+                    });
                 }
             }
-            Some((start, c, len, ind, info, lines)) => {
+            Some(mut f) => {
                 let closes =
-                    fence_char == Some(*c) && run >= *len && trimmed[run..].trim().is_empty();
+                    fence_char == Some(f.ch) && run >= f.len && trimmed[run..].trim().is_empty();
                 if closes {
-                    let body: Vec<&str> = lines
+                    let body: Vec<&str> = f
+                        .lines
                         .iter()
                         .map(|l| {
-                            let strip = (l.len() - l.trim_start().len()).min(*ind);
+                            let strip = (l.len() - l.trim_start().len()).min(f.indent);
                             &l[strip..]
                         })
                         .collect();
                     blocks.push(Block {
                         file: file.to_path_buf(),
-                        line: *start,
-                        info: std::mem::take(info),
+                        line: f.start,
+                        info: f.info,
                         body: body.join("\n") + "\n",
                     });
-                    open = None;
                 } else {
-                    lines.push(line);
+                    f.lines.push(line);
+                    open = Some(f);
                 }
             }
         }
     }
     match open {
-        Some((start, ..)) => Err(format!(
-            "{}:{start}: code fence never closed",
-            file.display()
+        Some(f) => Err(format!(
+            "{}:{}: code fence never closed",
+            file.display(),
+            f.start
         )),
         None => Ok(blocks),
     }
@@ -126,10 +145,12 @@ pub fn markdown_files(root: &Path) -> Vec<PathBuf> {
             }
             if path.is_dir() {
                 walk(root, &path, out);
-            } else if name.ends_with(".md") {
-                if let Ok(rel) = path.strip_prefix(root) {
-                    out.push(rel.to_path_buf());
-                }
+            } else if let Some(rel) = name
+                .ends_with(".md")
+                .then(|| path.strip_prefix(root).ok())
+                .flatten()
+            {
+                out.push(rel.to_path_buf());
             }
         }
     }
