@@ -2,6 +2,9 @@
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+
+use kube_sim::controllers::scheduler::config::{self, SchedulerConfig};
 
 const LONG_ABOUT: &str = "\
 In-process Kubernetes API stand-in: the real REST protocol over HTTPS (kubectl and kube clients \
@@ -44,10 +47,27 @@ struct Args {
     /// `true` for a living cluster, `false` for a frozen one that only stores what clients write.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     controllers: bool,
+    /// The scheduler's `KubeSchedulerConfiguration` (kubescheduler.config.k8s.io/v1, YAML or
+    /// JSON): profiles by schedulerName, NodeResourcesFit scoringStrategy (LeastAllocated,
+    /// MostAllocated, RequestedToCapacityRatio), score plugin weights, disabled plugins. Without
+    /// it kube-sim scores "least allocated" over cpu and memory and serves `default-scheduler`.
+    #[arg(long, value_name = "FILE")]
+    scheduler_config: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    // A configuration error exits 2 before anything starts.
+    let scheduler = match &args.scheduler_config {
+        Some(path) => match config::load_file(path) {
+            Ok(c) => Some(Arc::new(c)),
+            Err(e) => {
+                eprintln!("kube-sim: --scheduler-config {}", e.replace('\n', " "));
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -55,7 +75,7 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fail(format!("cannot start the async runtime: {e}")),
     };
-    match runtime.block_on(run(args)) {
+    match runtime.block_on(run(args, scheduler)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(e),
     }
@@ -68,7 +88,7 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::FAILURE
 }
 
-async fn run(args: Args) -> Result<(), String> {
+async fn run(args: Args, scheduler: Option<Arc<SchedulerConfig>>) -> Result<(), String> {
     kube_sim::tls::install_crypto_provider();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -83,6 +103,7 @@ async fn run(args: Args) -> Result<(), String> {
         ..Default::default()
     };
     opts.config.pod_start_delay_seconds = args.pod_start_delay;
+    opts.config.scheduler = scheduler;
     let sim = kube_sim::Sim::start(opts)
         .await
         .map_err(|e| match (&e, &args.snapshot) {
