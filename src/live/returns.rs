@@ -212,9 +212,12 @@ impl ReturnDetector {
             .collect();
         let now = Instant::now();
         let mut g = self.lock();
-        self.expire(&mut g, now);
         if !g.owners.contains_key(&*key) && g.owners.len() >= self.cap {
-            drop_oldest(&mut g, self.cap / 10);
+            self.expire(&mut g, now);
+            if g.owners.len() >= self.cap {
+                drop_oldest(&mut g, self.cap / 10);
+            }
+            self.recount(&g);
         }
         let entry = g.owners.entry(key.into_owned()).or_insert_with(|| Entry {
             owner,
@@ -233,6 +236,7 @@ impl ReturnDetector {
             e.at = now;
             e.at_wall = Timestamp::now();
         } else {
+            self.watching.fetch_add(1, Ordering::Relaxed);
             entry.evictions.push(Eviction {
                 node: node.to_string(),
                 at: now,
@@ -243,9 +247,9 @@ impl ReturnDetector {
                 plugin: plugin.to_string(),
             });
         }
-        self.recount(&g);
     }
 
+    /// Sets the number of remembered evictions from the entries (after expiry or dropping).
     fn recount(&self, g: &Inner) {
         let n = g.owners.values().map(|e| e.evictions.len()).sum();
         self.watching.store(n, Ordering::Relaxed);
@@ -287,6 +291,7 @@ impl ReturnDetector {
                     .is_none_or(|c| e.at_wall.checked_sub(CLOCK_SLACK).is_ok_and(|t| c >= t))
         })?;
         let e = entry.evictions.swap_remove(i);
+        self.watching.fetch_sub(1, Ordering::Relaxed);
         let at = Timestamp::now();
         let until_wall = at.checked_add(self.window).unwrap_or(Timestamp::MAX);
         entry.backoffs.retain(|b| b.node != node);
@@ -307,7 +312,6 @@ impl ReturnDetector {
             at,
             until: until_wall,
         };
-        self.recount(&g);
         drop(g);
         tracing::warn!(owner = %ret.owner, node = %ret.node, pod = %ret.pod, evicted = %ret.evicted, strategy = %ret.plugin, profile = %ret.profile, until = %ret.until, "evicted pod's replacement was scheduled back onto the same node; backing off");
         if let Some(m) = &self.metrics {
