@@ -64,6 +64,7 @@ fn options(dry_run: bool) -> LiveOptions {
         cycle_on_events: None,
         metrics_max_age: kube_descheduler::usage::collector::DEFAULT_MAX_AGE,
         watch: Default::default(),
+        placement_return_window: Duration::ZERO,
     }
 }
 

@@ -112,6 +112,11 @@ pub struct RunArgs {
     /// duration, at least the 5s collection period).
     #[arg(long, default_value = "30s")]
     pub metrics_max_age: String,
+    /// How long an eviction is remembered to see whether its replacement is scheduled back
+    /// onto the node it was evicted from; after such a return the owner's pods are not evicted
+    /// from that node for as long again (Go duration; 0 turns the return detector off).
+    #[arg(long, default_value = "30m")]
+    pub placement_return_window: String,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub logging_format: LogFormat,
@@ -147,6 +152,8 @@ pub struct Resolved {
     pub metrics_max_age: Duration,
     /// Bounds on the secure port's clients.
     pub serve_limits: ServeLimits,
+    /// `--placement-return-window` (zero: off).
+    pub placement_return_window: Duration,
 }
 
 /// Validates the flags (configuration errors exit with code 2).
@@ -241,6 +248,8 @@ pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
             a.metrics_max_age
         )));
     }
+    let placement_return_window =
+        duration_flag("placement-return-window", &a.placement_return_window)?;
     let policy = a
         .policy_config_file
         .clone()
@@ -256,6 +265,7 @@ pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
         cycle_on_events,
         metrics_max_age,
         serve_limits: a.serve_limits.resolve()?,
+        placement_return_window,
     })
 }
 
@@ -318,6 +328,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         cycle_on_events: resolved.cycle_on_events,
         metrics_max_age: resolved.metrics_max_age,
         watch: Default::default(),
+        placement_return_window: resolved.placement_return_window,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -11,6 +11,7 @@ use super::cycle_loop::{CycleExec, Source};
 use super::dry_run::api_and_guard_verdict;
 use super::evictor::{ApiEvictor, ApiEvictorConfig, NOT_ATTEMPTED, not_attempted};
 use super::recent::RecentEvictions;
+use super::returns::BackoffBackend;
 use crate::evictor::planner::PlanBackend;
 use crate::evictor::{EvictOutcome, EvictionBackend};
 use crate::framework::cycle::{CycleReport, run_cycle};
@@ -65,6 +66,9 @@ impl LiveCycle {
         let snapshot_time = taken.elapsed();
         let live = matches!(self.mode, Mode::Live(_));
         if live {
+            if let Some(r) = self.recent.returns() {
+                r.expire_now();
+            }
             let pending = self.recent.apply(&mut snapshot);
             if !pending.is_empty() {
                 tracing::debug!(
@@ -96,7 +100,13 @@ impl LiveCycle {
                     verdict(s, p)
                 })))
             }
-            Mode::Live(cfg) => Box::new(ApiEvictor::new((**cfg).clone(), rt, stop)),
+            Mode::Live(cfg) => {
+                let api = Box::new(ApiEvictor::new((**cfg).clone(), rt, stop));
+                match self.recent.returns() {
+                    Some(r) => Box::new(BackoffBackend::new(api, r.clone())),
+                    None => api,
+                }
+            }
         };
         let (report, _) = run_cycle(
             &self.policy.profiles,
@@ -108,7 +118,8 @@ impl LiveCycle {
         if live {
             for r in &report.records {
                 if r.outcome == EvictOutcome::Evicted {
-                    self.recent.remember(&snapshot.pod(r.pod).uid);
+                    self.recent
+                        .remember_eviction(&snapshot, r.pod, &r.profile, &r.plugin);
                 }
             }
         }
@@ -139,6 +150,7 @@ impl LiveCycle {
         };
         let dry = matches!(self.mode, Mode::DryRun);
         let mut aborted = false;
+        let mut backoffs = 0;
         for r in &report.records {
             if not_attempted(&r.outcome) {
                 aborted = true;
@@ -147,7 +159,12 @@ impl LiveCycle {
             match &r.outcome {
                 EvictOutcome::Evicted => s.evicted += 1,
                 EvictOutcome::Deflected { .. } => s.deflected += 1,
-                EvictOutcome::Denied { .. } => s.skipped += 1,
+                EvictOutcome::Denied { reason } => {
+                    s.skipped += 1;
+                    if reason.starts_with(crate::serving::metrics::PLACEMENT_BACKOFF) {
+                        backoffs += 1;
+                    }
+                }
                 EvictOutcome::Failed { .. } => s.errors += 1,
             }
         }
@@ -173,6 +190,7 @@ impl LiveCycle {
             skipped = s.skipped,
             errors = s.errors,
             limit_refusals = report.limit_hits.len(),
+            placement_backoff = backoffs,
             nodes = report.nodes,
             duration_seconds = s.duration_seconds,
             snapshot_seconds = snapshot_time.as_secs_f64(),

@@ -74,7 +74,48 @@ impl EventSink {
             .await;
     }
 
-    async fn publish(&self, pod: &PodRef<'_>, type_: EventType, reason: &str, mut note: String) {
+    /// Warning `EvictedPodReturned` Event on the owner whose evicted pod's replacement was
+    /// scheduled back onto the node it was evicted from (action `PlacementBackoff`).
+    pub async fn returned(&self, r: &super::returns::Return) {
+        let reference = ObjectReference {
+            api_version: Some(r.owner.api_version.clone()),
+            kind: Some(r.owner.kind.clone()),
+            name: Some(r.owner.name.clone()),
+            namespace: Some(r.owner.namespace.clone()),
+            uid: Some(r.owner.uid.clone()).filter(|u| !u.is_empty()),
+            ..Default::default()
+        };
+        self.publish_on(
+            &reference,
+            EventType::Warning,
+            super::returns::EVENT_REASON,
+            "PlacementBackoff",
+            r.note(),
+        )
+        .await;
+    }
+
+    async fn publish(&self, pod: &PodRef<'_>, type_: EventType, reason: &str, note: String) {
+        let reference = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            name: Some(pod.name.into()),
+            namespace: Some(pod.namespace.into()),
+            uid: Some(pod.uid.into()),
+            ..Default::default()
+        };
+        self.publish_on(&reference, type_, reason, ACTION, note)
+            .await;
+    }
+
+    async fn publish_on(
+        &self,
+        reference: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        mut note: String,
+    ) {
         if note.len() > 1000 {
             let mut cut = 1000;
             while !note.is_char_boundary(cut) {
@@ -86,19 +127,11 @@ impl EventSink {
             type_,
             reason: reason.chars().take(128).collect(),
             note: Some(note),
-            action: ACTION.into(),
+            action: action.into(),
             secondary: None,
         };
-        let reference = ObjectReference {
-            api_version: Some("v1".into()),
-            kind: Some("Pod".into()),
-            name: Some(pod.name.into()),
-            namespace: Some(pod.namespace.into()),
-            uid: Some(pod.uid.into()),
-            ..Default::default()
-        };
-        if let Err(e) = self.recorder.publish(&ev, &reference).await {
-            tracing::warn!(pod = %format!("{}/{}", pod.namespace, pod.name), error = %e, "publishing event failed");
+        if let Err(e) = self.recorder.publish(&ev, reference).await {
+            tracing::warn!(object = %format!("{}/{}", reference.namespace.as_deref().unwrap_or_default(), reference.name.as_deref().unwrap_or_default()), error = %e, "publishing event failed");
         }
     }
 }

@@ -25,6 +25,7 @@ pub mod kinds;
 mod pod_store;
 pub mod ratelimit;
 pub mod recent;
+pub mod returns;
 pub mod run;
 pub mod server;
 pub mod state;

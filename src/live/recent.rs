@@ -4,19 +4,31 @@
 //! same pod twice; remembered pods are treated as already evicted instead.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::returns::ReturnDetector;
 use crate::snapshot::{PodId, Snapshot};
 
 /// How long a remembered eviction is trusted when the cache never catches up (a broken watch).
 pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
 
 /// Accepted evictions by pod UID, with when they were accepted.
-#[derive(Debug)]
 pub struct RecentEvictions {
     accepted: Mutex<HashMap<String, Instant>>,
     ttl: Duration,
+    /// The return detector told of every accepted eviction (None: off).
+    returns: Option<Arc<ReturnDetector>>,
+}
+
+impl std::fmt::Debug for RecentEvictions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecentEvictions")
+            .field("accepted", &self.len())
+            .field("ttl", &self.ttl)
+            .field("returns", &self.returns.is_some())
+            .finish()
+    }
 }
 
 impl Default for RecentEvictions {
@@ -31,6 +43,27 @@ impl RecentEvictions {
         RecentEvictions {
             accepted: Mutex::new(HashMap::new()),
             ttl,
+            returns: None,
+        }
+    }
+
+    /// The same, also remembering each eviction in `returns` ([`Self::remember_eviction`]).
+    pub fn with_returns(mut self, returns: Arc<ReturnDetector>) -> Self {
+        self.returns = Some(returns);
+        self
+    }
+
+    /// The return detector, when on.
+    pub fn returns(&self) -> Option<&Arc<ReturnDetector>> {
+        self.returns.as_ref()
+    }
+
+    /// Remembers the accepted eviction of `pod` by `plugin` of `profile` here and in the
+    /// return detector.
+    pub fn remember_eviction(&self, snapshot: &Snapshot, pod: PodId, profile: &str, plugin: &str) {
+        self.remember(&snapshot.pod(pod).uid);
+        if let Some(r) = &self.returns {
+            r.record(snapshot, pod, profile, plugin);
         }
     }
 

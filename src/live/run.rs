@@ -17,6 +17,8 @@ use super::events::EventSink;
 use super::evictor::ApiEvictorConfig;
 use super::http::{AppState, router};
 use super::ratelimit::RateLimiter;
+use super::recent::RecentEvictions;
+use super::returns::{Return, ReturnDetector};
 use super::server::{TlsSource, serve_https_with};
 use super::state::ClusterState;
 use super::watch::{self as lister, WatchConfig};
@@ -63,6 +65,10 @@ pub struct LiveOptions {
     pub metrics_max_age: Duration,
     /// List+watch tuning (page size, backoff).
     pub watch: WatchConfig,
+    /// `--placement-return-window`: how long an eviction is remembered to detect its
+    /// replacement scheduled back onto the same node, and how long the owner then backs off
+    /// from that node (zero: the return detector is off; it is always off in dry-run).
+    pub placement_return_window: Duration,
 }
 
 /// Builds the client `run` must use: kube's default client silently retries 429/503/504 up to 15
@@ -140,6 +146,23 @@ pub async fn run(
         None => (None, None),
     };
     let state = Arc::new(ClusterState::new(changes_tx));
+    let limiter = Arc::new(RateLimiter::new(opts.qps, opts.burst));
+    // Nothing is evicted in dry-run, so nothing can come back.
+    let returns = (!opts.dry_run && !opts.placement_return_window.is_zero()).then(|| {
+        let (tx, rx) = tokio::sync::mpsc::channel(RETURN_EVENTS_QUEUED);
+        tokio::spawn(publish_returns(
+            rx,
+            EventSink::new(client.clone()),
+            limiter.clone(),
+        ));
+        let d = Arc::new(ReturnDetector::new(
+            opts.placement_return_window,
+            metrics.clone(),
+            Some(tx),
+        ));
+        state.watch_returns(d.clone());
+        d
+    });
     let _watch_tasks = lister::start(&client, state.clone(), opts.watch);
     let one_shot = opts.interval.is_zero() && !opts.trigger;
     let sync = async {
@@ -200,7 +223,7 @@ pub async fn run(
     } else {
         Mode::Live(Box::new(ApiEvictorConfig {
             client: client.clone(),
-            limiter: Arc::new(RateLimiter::new(opts.qps, opts.burst)),
+            limiter,
             grace_period_seconds: opts.policy.grace_period_seconds,
             failure_events: opts.policy.eviction_failure_event_notification,
             events: Some(EventSink::new(client.clone())),
@@ -241,7 +264,10 @@ pub async fn run(
         snapshot: Arc::new(move || snap_state.snapshot()),
         mode,
         metrics,
-        recent: Arc::default(),
+        recent: Arc::new(match returns {
+            Some(r) => RecentEvictions::default().with_returns(r),
+            None => RecentEvictions::default(),
+        }),
     };
     let cfg = LoopConfig {
         interval: opts.interval,
@@ -264,6 +290,22 @@ pub async fn run(
         std::mem::forget(state);
     }
     Ok(())
+}
+
+/// Return Events waiting to be published at most (more are dropped, the returns still count).
+const RETURN_EVENTS_QUEUED: usize = 64;
+
+/// Publishes an `EvictedPodReturned` Event for each return the detector sends, within the
+/// client rate limit.
+async fn publish_returns(
+    mut rx: tokio::sync::mpsc::Receiver<Return>,
+    events: EventSink,
+    limiter: Arc<RateLimiter>,
+) {
+    while let Some(r) = rx.recv().await {
+        limiter.acquire().await;
+        events.returned(&r).await;
+    }
 }
 
 /// Keeps `/readyz` and `kube_descheduler_caches_synced` following the cluster state: false from

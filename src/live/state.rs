@@ -27,6 +27,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::kinds::{self, Kind};
 use super::pod_store::PodStore;
+use super::returns::ReturnDetector;
 use crate::snapshot::consistency::{self, Inconsistency};
 use crate::snapshot::model::HpaTarget;
 use crate::snapshot::shared::SharedList;
@@ -268,6 +269,8 @@ pub struct ClusterState {
     /// Whether every kind is synced and none is broken (what `/readyz` reports).
     in_sync_tx: watch::Sender<bool>,
     node_changes: Option<mpsc::Sender<NodeChange>>,
+    /// Shown every pod added or changed ([`Self::watch_returns`]).
+    returns: std::sync::OnceLock<Arc<ReturnDetector>>,
 }
 
 impl ClusterState {
@@ -280,6 +283,20 @@ impl ClusterState {
             synced_tx: watch::channel(0).0,
             in_sync_tx: watch::channel(false).0,
             node_changes,
+            returns: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Shows every pod added or changed from now on to `returns` (at most one detector).
+    pub fn watch_returns(&self, returns: Arc<ReturnDetector>) {
+        let _ = self.returns.set(returns);
+    }
+
+    fn observe_pods(&self, pods: &[Arc<crate::snapshot::Pod>]) {
+        if let Some(r) = self.returns.get() {
+            for p in pods {
+                r.observe(p);
+            }
         }
     }
 
@@ -367,6 +384,7 @@ impl ClusterState {
         let g = &mut *guard;
         let notify = g.synced[Kind::Node.index()] && self.node_changes.is_some();
         let c = kinds::convert_all(kind, raws, &mut g.conv);
+        self.observe_pods(&c.parts.pods);
         put(g, c, notify.then_some(&mut changes));
         drop(guard);
         self.send_changes(changes);
@@ -388,6 +406,7 @@ impl ClusterState {
         for pod in &mut converted.parts.pods {
             g.conv.share_namespace(pod);
         }
+        self.observe_pods(&converted.parts.pods);
         put(g, converted, notify.then_some(&mut changes));
         drop(guard);
         self.send_changes(changes);

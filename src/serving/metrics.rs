@@ -7,6 +7,9 @@
 //! `maximum number of evicted pods per node reached`),
 //! `descheduler_loop_duration_seconds`, `descheduler_strategy_duration_seconds{strategy,profile}`
 //! (upstream's buckets) and `descheduler_build_info`. Ours are prefixed `kube_descheduler_`.
+//! An eviction `run`'s return detector refused (the owner's last evicted pod was scheduled back
+//! onto the node) is counted with `result="placement backoff"`, and each such return in
+//! `kube_descheduler_placement_returns_total{profile,strategy,namespace}`.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -40,6 +43,21 @@ pub struct EvictedLabels {
     pub namespace: String,
     /// Node name.
     pub node: String,
+}
+
+/// The `result` of an eviction refused by `run`'s placement backoff, and the prefix of the
+/// refusal's reason text.
+pub const PLACEMENT_BACKOFF: &str = "placement backoff";
+
+/// Labels of `kube_descheduler_placement_returns_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PlacementLabels {
+    /// Profile of the eviction whose replacement came back.
+    pub profile: String,
+    /// Plugin of that eviction.
+    pub strategy: String,
+    /// The owner's namespace.
+    pub namespace: String,
 }
 
 /// Labels of `descheduler_strategy_duration_seconds`.
@@ -108,6 +126,8 @@ pub struct Metrics {
     pub caches_synced: Gauge,
     /// `kube_descheduler_dry_run` (1 in dry-run mode).
     pub dry_run: Gauge,
+    /// `kube_descheduler_placement_returns_total{profile,strategy,namespace}`.
+    pub placement_returns: Family<PlacementLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -198,8 +218,15 @@ impl Metrics {
             "1 when running with --dry-run (no eviction calls)",
             dry_run.clone(),
         );
+        let placement_returns = Family::<PlacementLabels, Counter>::default();
+        registry.register(
+            "kube_descheduler_placement_returns",
+            "Evicted pods whose replacement (a new pod of the same owner) was scheduled back onto the node they were evicted from, by the eviction's profile and strategy and the namespace",
+            placement_returns.clone(),
+        );
         Metrics {
             registry,
+            placement_returns,
             pods_evicted,
             loop_duration,
             strategy_duration,
@@ -218,6 +245,9 @@ impl Metrics {
         match outcome {
             EvictOutcome::Evicted => "success",
             EvictOutcome::Deflected { .. } => "deflected",
+            EvictOutcome::Denied { reason } if reason.starts_with(PLACEMENT_BACKOFF) => {
+                PLACEMENT_BACKOFF
+            }
             EvictOutcome::Denied { .. } => "skipped",
             EvictOutcome::Failed { .. } => "error",
         }
@@ -250,7 +280,7 @@ impl Metrics {
                 EvictOutcome::Deflected { .. } => {
                     self.deflected.inc();
                 }
-                EvictOutcome::Denied { .. } => {
+                EvictOutcome::Denied { ref reason } if !reason.starts_with(PLACEMENT_BACKOFF) => {
                     self.skipped.inc();
                 }
                 _ => {}

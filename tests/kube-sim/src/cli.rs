@@ -5,6 +5,9 @@ use clap::Parser;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+
+use crate::controllers::scheduler::config::{self, SchedulerConfig};
 
 const LONG_ABOUT: &str = "\
 In-process Kubernetes API stand-in: the real REST protocol over HTTPS (kubectl and kube clients \
@@ -47,6 +50,12 @@ struct Args {
     /// `true` for a living cluster, `false` for a frozen one that only stores what clients write.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     controllers: bool,
+    /// The scheduler's `KubeSchedulerConfiguration` (kubescheduler.config.k8s.io/v1, YAML or
+    /// JSON): profiles by schedulerName, NodeResourcesFit scoringStrategy (LeastAllocated,
+    /// MostAllocated, RequestedToCapacityRatio), score plugin weights, disabled plugins. Without
+    /// it kube-sim scores "least allocated" over cpu and memory and serves `default-scheduler`.
+    #[arg(long, value_name = "FILE")]
+    scheduler_config: Option<PathBuf>,
 }
 
 /// Runs `kube-sim` with these command-line arguments (the first is the program name), as the
@@ -57,6 +66,17 @@ where
     T: Into<OsString> + Clone,
 {
     let args = Args::parse_from(args);
+    // A configuration error exits 2 before anything starts.
+    let scheduler = match &args.scheduler_config {
+        Some(path) => match config::load_file(path) {
+            Ok(c) => Some(Arc::new(c)),
+            Err(e) => {
+                eprintln!("kube-sim: --scheduler-config {}", e.replace('\n', " "));
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -64,7 +84,7 @@ where
         Ok(rt) => rt,
         Err(e) => return fail(format!("cannot start the async runtime: {e}")),
     };
-    match runtime.block_on(run(args)) {
+    match runtime.block_on(run(args, scheduler)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(e),
     }
@@ -77,7 +97,7 @@ fn fail(msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::FAILURE
 }
 
-async fn run(args: Args) -> Result<(), String> {
+async fn run(args: Args, scheduler: Option<Arc<SchedulerConfig>>) -> Result<(), String> {
     crate::tls::install_crypto_provider();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -92,6 +112,7 @@ async fn run(args: Args) -> Result<(), String> {
         ..Default::default()
     };
     opts.config.pod_start_delay_seconds = args.pod_start_delay;
+    opts.config.scheduler = scheduler;
     let sim = crate::Sim::start(opts)
         .await
         .map_err(|e| match (&e, &args.snapshot) {

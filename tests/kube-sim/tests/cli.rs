@@ -188,3 +188,57 @@ fn an_unreadable_snapshot_is_one_line() {
     assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
     assert!(err.contains("nope.yaml"), "{err}");
 }
+
+#[test]
+fn a_bad_scheduler_config_exits_2_naming_the_field() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = write(
+        dir.path(),
+        "sched.yaml",
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - pluginConfig:
+      - name: NodeResourcesFit
+        args:
+          scoringStrategy: {type: Packed}
+",
+    );
+    let out = Command::new(BIN)
+        .args(["--kubeconfig-out", "/dev/null", "--scheduler-config"])
+        .arg(&cfg)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--scheduler-config")
+            && err.contains("sched.yaml")
+            && err.contains("profiles[0].pluginConfig[0].args.scoringStrategy.type: \"Packed\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_scheduler_config_serves_its_profiles_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snap = write(dir.path(), "pending.yaml", PENDING_POD);
+    // No profile serves `default-scheduler`: the pod stays unbound.
+    let cfg = write(
+        dir.path(),
+        "sched.yaml",
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+  - schedulerName: other
+",
+    );
+    let kc = dir.path().join("kc");
+    let _sim = start(&snap, &kc, &["--scheduler-config", &cfg.to_string_lossy()]);
+    let Some(node) = wait_node(&kc, Duration::from_secs(2), |n| !n.is_empty()) else {
+        eprintln!("kubectl not found; skipping");
+        return;
+    };
+    assert_eq!(node, "", "a pod no profile serves is left Pending");
+}

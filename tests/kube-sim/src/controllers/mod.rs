@@ -48,6 +48,9 @@ pub struct SimConfig {
     /// Nodes where every container crashes like a `crashing_images` one (a broken runtime or
     /// image registry on that node): pods placed there run but never become Ready.
     pub crashing_nodes: Vec<String>,
+    /// The scheduler's `KubeSchedulerConfiguration` (`None`: kube-sim's built-in scoring, "least
+    /// allocated" summed over cpu and memory, and only `default-scheduler` pods are served).
+    pub scheduler: Option<std::sync::Arc<scheduler::config::SchedulerConfig>>,
 }
 
 impl Default for SimConfig {
@@ -57,6 +60,7 @@ impl Default for SimConfig {
             crashing_images: Vec::new(),
             stopped_nodes: Vec::new(),
             crashing_nodes: Vec::new(),
+            scheduler: None,
         }
     }
 }

@@ -133,9 +133,6 @@ fn pod_entry(obj: &Value) -> Option<PodEntry> {
     let terminal = matches!(phase, "Succeeded" | "Failed");
     let terminating = pod.metadata.deletion_timestamp.is_some();
     let ready = crate::controllers::util::pod_is_ready(&pod);
-    let default_scheduler = spec
-        .and_then(|s| s.scheduler_name.as_deref())
-        .is_none_or(|s| s.is_empty() || s == "default-scheduler");
     let affinity = spec.and_then(|s| s.affinity.as_ref());
     let anti_terms: Vec<PodAffinityTerm> = affinity
         .and_then(|a| a.pod_anti_affinity.as_ref())
@@ -156,7 +153,8 @@ fn pod_entry(obj: &Value) -> Option<PodEntry> {
     own_terms.extend(peer_terms);
     Some(PodEntry {
         labels: pod.metadata.labels.clone().unwrap_or_default(),
-        pending: node.is_none() && !terminating && phase == "Pending" && default_scheduler,
+        // Whichever its schedulerName: the scheduler leaves pods no profile serves alone.
+        pending: node.is_none() && !terminating && phase == "Pending",
         unsettled: (node.is_some() || terminating) && !terminal && (!ready || terminating),
         usage: node
             .clone()

@@ -14,10 +14,22 @@
 //! binding is accounted for the rest of the tick. As kube-scheduler, a pod's search stops once
 //! it has found the adaptive `percentageOfNodesToScore` share of feasible nodes (see
 //! [`feasible_nodes_to_find`]); below 100 nodes every node is scored.
+//!
+//! With a `KubeSchedulerConfiguration` ([`SimConfig::scheduler`](super::SimConfig), see
+//! [`config`]) scoring is kube-scheduler's instead ([`score`]): the pod's profile (by
+//! `schedulerName`; pods no profile serves stay Pending untouched, as kube-scheduler ignores
+//! them) scores with NodeResourcesFit's strategy, NodeResourcesBalancedAllocation and
+//! TaintToleration at their weights, and its `percentageOfNodesToScore` applies. Ties are still
+//! broken by node name (kube-scheduler picks among them at random).
+
+pub mod config;
 
 mod affinity;
 mod filters;
 mod requests;
+pub mod score;
+#[cfg(test)]
+mod score_tests;
 #[cfg(test)]
 mod tests;
 
@@ -65,13 +77,23 @@ const BASE_PERCENT: usize = 50;
 /// `percentageOfNodesToScore` (50 % minus 1 % per 125 nodes, at least 5 %, at least 100
 /// nodes): every node up to 100 nodes, 500 of 5,000. Each pod's search starts where the
 /// previous one stopped, so bindings spread over the cluster as upstream's do.
+#[cfg(test)]
 fn feasible_nodes_to_find(all: usize) -> usize {
-    if all < MIN_FEASIBLE_NODES {
+    feasible_nodes_to_find_with(all, None)
+}
+
+/// [`feasible_nodes_to_find`] with a configured `percentageOfNodesToScore` (1–100), which
+/// replaces the adaptive one as in upstream's `numFeasibleNodesToFind`.
+fn feasible_nodes_to_find_with(all: usize, percentage: Option<u32>) -> usize {
+    if all < MIN_FEASIBLE_NODES || percentage.is_some_and(|p| p >= 100) {
         return all;
     }
-    let percent = BASE_PERCENT
-        .saturating_sub(all / 125)
-        .max(MIN_FEASIBLE_PERCENT);
+    let percent = match percentage {
+        Some(p) => p as usize,
+        None => BASE_PERCENT
+            .saturating_sub(all / 125)
+            .max(MIN_FEASIBLE_PERCENT),
+    };
     (all * percent / 100).max(MIN_FEASIBLE_NODES)
 }
 
@@ -124,6 +146,7 @@ pub fn reconcile_with(state: &ClusterState, base: &NodeUsage) -> Vec<Action> {
         placed.push((pod, node_name.to_string()));
     }
 
+    let sched_config = state.config.scheduler.as_deref();
     let mut pending: Vec<&Pod> = state
         .pods
         .iter()
@@ -131,10 +154,7 @@ pub fn reconcile_with(state: &ClusterState, base: &NodeUsage) -> Vec<Action> {
             assigned_node(p).is_none()
                 && p.metadata.deletion_timestamp.is_none()
                 && pod_phase(p) == "Pending"
-                && p.spec
-                    .as_ref()
-                    .and_then(|s| s.scheduler_name.as_deref())
-                    .is_none_or(|s| s.is_empty() || s == "default-scheduler")
+                && served(sched_config, p)
         })
         .collect();
     pending.sort_by(|a, b| {
@@ -152,9 +172,14 @@ pub fn reconcile_with(state: &ClusterState, base: &NodeUsage) -> Vec<Action> {
     });
 
     let mut out = Vec::new();
-    let to_find = feasible_nodes_to_find(infos.len());
     let mut start = 0;
     for pod in pending {
+        let profile = sched_config.and_then(|c| c.profiles.get(scheduler_name(pod)));
+        let to_find = feasible_nodes_to_find_with(
+            infos.len(),
+            profile.and_then(|p| p.percentage_of_nodes_to_score),
+        );
+        let mut feasible_nodes: Vec<usize> = Vec::new();
         let req = pod_requests(pod);
         let affinity = AffinityView::new(&nodes, pod, &placed);
         let mut failures: BTreeMap<String, usize> = BTreeMap::new();
@@ -171,6 +196,10 @@ pub fn reconcile_with(state: &ClusterState, base: &NodeUsage) -> Vec<Action> {
                     for r in reasons {
                         *failures.entry(r).or_default() += 1;
                     }
+                }
+                Ok(()) if profile.is_some() => {
+                    feasible += 1;
+                    feasible_nodes.push(idx);
                 }
                 Ok(()) => {
                     feasible += 1;
@@ -191,6 +220,9 @@ pub fn reconcile_with(state: &ClusterState, base: &NodeUsage) -> Vec<Action> {
         }
         if !infos.is_empty() {
             start = (start + processed) % infos.len();
+        }
+        if let Some(profile) = profile {
+            best = best_by_profile(profile, pod, &req, &infos, &feasible_nodes);
         }
         match best {
             Some((_, idx)) => {
@@ -230,6 +262,46 @@ pub fn reconcile_with(state: &ClusterState, base: &NodeUsage) -> Vec<Action> {
         }
     }
     out
+}
+
+/// The profile name serving `pod` (`default-scheduler` when unset).
+fn scheduler_name(pod: &Pod) -> &str {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.scheduler_name.as_deref())
+        .filter(|s| !s.is_empty())
+        .unwrap_or(config::DEFAULT_SCHEDULER)
+}
+
+/// Whether the scheduler serves `pod`: a profile of `config` has its `schedulerName` (without
+/// a configuration, only `default-scheduler`).
+fn served(config: Option<&config::SchedulerConfig>, pod: &Pod) -> bool {
+    let name = scheduler_name(pod);
+    match config {
+        Some(c) => c.profiles.contains_key(name),
+        None => name == config::DEFAULT_SCHEDULER,
+    }
+}
+
+/// The best of the `feasible` nodes under `profile` (highest total, then lowest name) and its
+/// score.
+fn best_by_profile(
+    profile: &config::Profile,
+    pod: &Pod,
+    req: &Resources,
+    infos: &[NodeInfo],
+    feasible: &[usize],
+) -> Option<(i128, usize)> {
+    let nodes: Vec<&NodeInfo> = feasible.iter().map(|&i| &infos[i]).collect();
+    let scores = score::profile_scores(profile, pod, req, &nodes);
+    feasible
+        .iter()
+        .zip(scores)
+        .max_by(|(a, sa), (b, sb)| {
+            sa.cmp(sb)
+                .then_with(|| name(&infos[**b].node.metadata).cmp(name(&infos[**a].node.metadata)))
+        })
+        .map(|(&i, s)| (i128::from(s), i))
 }
 
 fn assigned_node(pod: &Pod) -> Option<&str> {
