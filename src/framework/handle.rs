@@ -212,6 +212,7 @@ impl<'a> Handle<'a> {
             profile: self.profile,
             plugin: self.plugin,
             reason: &reason,
+            placement: self.evictor.placement(),
         };
         self.session.evict(self.snapshot, pod, &req)
     }
@@ -221,6 +222,12 @@ impl<'a> Handle<'a> {
         report.profile = self.profile.to_string();
         report.plugin = self.plugin;
         self.session.report_node_usage(report);
+    }
+
+    /// Tells the placement simulator this plugin is emptying `nodes` this cycle (a replacement
+    /// predicted onto one of them would be evicted again).
+    pub fn mark_emptying(&mut self, nodes: impl IntoIterator<Item = NodeId>) {
+        self.session.mark_emptying(nodes);
     }
 
     /// Whether `pod` was moved (evicted or deflected) earlier in this cycle.
