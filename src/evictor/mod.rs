@@ -92,8 +92,6 @@ pub struct EvictionRequest<'a> {
     pub plugin: &'a str,
     /// Why the plugin chose the pod (the plugin name when it gave no reason).
     pub reason: &'a Arc<EvictionReason>,
-    /// The profile's DefaultEvictor `placement` mode.
-    pub placement: PlacementMode,
 }
 
 /// Carries out an eviction: records it (planning), asks the guard, or calls the API (live).
@@ -254,6 +252,18 @@ impl EvictionSession {
         pod: PodId,
         req: &EvictionRequest<'_>,
     ) -> Result<EvictOutcome, EvictError> {
+        self.evict_placed(snapshot, pod, req, PlacementMode::Off)
+    }
+
+    /// [`EvictionSession::evict`] with the profile's DefaultEvictor `placement` mode: with
+    /// `Report`, the record carries the predicted landing node of the pod's replacement.
+    pub fn evict_placed(
+        &mut self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        req: &EvictionRequest<'_>,
+        placement: PlacementMode,
+    ) -> Result<EvictOutcome, EvictError> {
         if self.moved.contains(&pod) || snapshot.is_evicted(pod) {
             return Err(EvictError::AlreadyEvicted);
         }
@@ -273,7 +283,7 @@ impl EvictionSession {
             });
             return Err(limit.into());
         }
-        let (placement, target) = self.predict(snapshot, pod, req);
+        let (placement, target) = self.predict(snapshot, pod, req, placement);
         let outcome = self.backend.evict(snapshot, pod, req);
         if let Some(sim) = &mut self.simulator {
             if outcome.moves_pod() {
@@ -312,8 +322,9 @@ impl EvictionSession {
         snapshot: &Snapshot,
         pod: PodId,
         req: &EvictionRequest<'_>,
+        mode: PlacementMode,
     ) -> (Option<Arc<PlacementReport>>, Option<NodeId>) {
-        if req.placement == PlacementMode::Off {
+        if mode == PlacementMode::Off {
             return (None, None);
         }
         let scheduler = self.scheduler.clone();

@@ -212,9 +212,9 @@ impl<'a> Handle<'a> {
             profile: self.profile,
             plugin: self.plugin,
             reason: &reason,
-            placement: self.evictor.placement(),
         };
-        self.session.evict(self.snapshot, pod, &req)
+        self.session
+            .evict_placed(self.snapshot, pod, &req, self.evictor.placement())
     }
 
     /// Records how this node-usage plugin classified the nodes (profile and plugin are filled in).
