@@ -5,7 +5,7 @@
 //! with the guard's dry-run verdict as `run --dry-run` does, `ENGINE_CYCLE_RUNS` times (default
 //! 15; evictions are forgotten between runs). Prints the cycle's and each plugin's median and
 //! fastest wall time. Run: `cargo bench --bench engine_cycle`; `ENGINE_CYCLE_SIZE=500x15000`
-//! chooses another size.
+//! chooses another size; `ENGINE_CYCLE_PLACEMENT=Report` turns on placement predictions.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -70,6 +70,22 @@ fn main() {
             "maxNoOfPodsToEvictPerNode: 10",
             "maxNoOfPodsToEvictPerNode: 5\nmaxNoOfPodsToEvictTotal: 2000",
         );
+    // `ENGINE_CYCLE_PLACEMENT=Report` turns on the DefaultEvictor's `placement` in both profiles
+    // (issue #35; docs/placement.md).
+    let policy_text = match std::env::var("ENGINE_CYCLE_PLACEMENT") {
+        Ok(mode) if !mode.is_empty() => policy_text
+            .replace(
+                "nodeFit: true",
+                &format!("nodeFit: true\n          placement: {mode}"),
+            )
+            .replace(
+                "      - name: \"DefaultEvictor\"\n      - name: \"HighNodeUtilization\"",
+                &format!(
+                    "      - name: \"DefaultEvictor\"\n        args:\n          placement: {mode}\n      - name: \"HighNodeUtilization\""
+                ),
+            ),
+        _ => policy_text,
+    };
     let policy = kube_descheduler::policy::load_str(&policy_text)
         .unwrap_or_else(|e| fail(format!("policy: {}", e.0)));
     let mut snapshot = kube_descheduler::snapshot::load::load_file(&file)

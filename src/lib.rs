@@ -13,6 +13,7 @@
 //! - [`framework`]: plugin traits, registry, profiles and the descheduling cycle.
 //! - [`guard`]: the eviction guard's decision function and admission webhook.
 //! - [`evictor`]: eviction limits and the planning / live evictors.
+//! - [`placement`]: the placement simulator: where kube-scheduler would put an evicted pod's replacement.
 //! - [`scheduling`]: scheduler predicates shared by plugins and `nodeFit` (taints, affinity, fit).
 //! - [`restart`]: the rollout-restart actor that owns every Deployment write.
 //! - [`snapshot`]: the engine's lean, indexed view of a cluster (from a file or from watch caches).
@@ -33,6 +34,7 @@ pub mod framework;
 pub mod guard;
 pub mod leader;
 pub mod live;
+pub mod placement;
 pub mod plan;
 pub mod plugins;
 pub mod policy;

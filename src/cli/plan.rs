@@ -72,6 +72,11 @@ pub struct PlanArgs {
     /// File holding the bearer token for `--prometheus-url`.
     #[arg(long, value_name = "FILE", requires = "prometheus_url")]
     pub prometheus_token_file: Option<PathBuf>,
+    /// The cluster's kube-scheduler configuration (`KubeSchedulerConfiguration`,
+    /// kubescheduler.config.k8s.io/v1) for DefaultEvictor `placement` predictions. Default:
+    /// kube-scheduler's default profile.
+    #[arg(long, value_name = "FILE")]
+    pub scheduler_config: Option<PathBuf>,
     /// Log level verbosity (0-5).
     #[arg(short = 'v', default_value_t = 0)]
     pub verbosity: u8,
@@ -125,8 +130,11 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
     };
     let (policy_text, policy_name) =
         read_or_bundled(&args.policy, "examples/policy.yaml", EXAMPLE_POLICY)?;
-    let policy = policy::load_str(&policy_text)
+    let mut policy = policy::load_str(&policy_text)
         .map_err(|e| ConfigError::new(format!("policy {policy_name}: {}", e.0)))?;
+    if let Some(path) = &args.scheduler_config {
+        policy.cycle.scheduler = std::sync::Arc::new(crate::placement::config::load_file(path)?);
+    }
     let started = std::time::Instant::now();
     let mut snapshot = match &args.snapshot {
         Some(path) => snapshot::load::load_file(path)?,

@@ -30,6 +30,11 @@ pub struct RunArgs {
     /// File with descheduler policy configuration.
     #[arg(long)]
     pub policy_config_file: Option<PathBuf>,
+    /// The cluster's kube-scheduler configuration (`KubeSchedulerConfiguration`,
+    /// kubescheduler.config.k8s.io/v1) for DefaultEvictor `placement` predictions. Default:
+    /// kube-scheduler's default profile.
+    #[arg(long, value_name = "FILE")]
+    pub scheduler_config: Option<PathBuf>,
     /// Time interval between two consecutive descheduler executions (Go duration, e.g. 5m). 0 runs
     /// one cycle and exits (unless --enable-trigger-api).
     #[arg(long, default_value = "0s")]
@@ -296,7 +301,10 @@ pub async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let resolved = resolve(&args)?;
     logging::init(args.logging_format, args.v);
-    let policy = crate::policy::load_file(&resolved.policy)?;
+    let mut policy = crate::policy::load_file(&resolved.policy)?;
+    if let Some(path) = &args.scheduler_config {
+        policy.cycle.scheduler = std::sync::Arc::new(crate::placement::config::load_file(path)?);
+    }
     for w in &policy.warnings {
         tracing::warn!("policy: {w}");
     }

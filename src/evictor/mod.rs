@@ -10,6 +10,7 @@ use rustc_hash::FxHashSet as HashSet;
 
 use std::sync::Arc;
 
+use crate::placement::{PlacementMode, PlacementReport, SchedulerProfiles, Simulator};
 use crate::snapshot::{NodeId, PodId, Snapshot};
 pub use limits::{LimitError, Limits};
 pub use reason::{EvictionReason, ReasonDetail, ReasonValue};
@@ -162,6 +163,8 @@ pub struct EvictionRecord {
     pub reason: Arc<EvictionReason>,
     /// Outcome.
     pub outcome: EvictOutcome,
+    /// Where the replacement is predicted to land (`placement: Report`; `None` when Off).
+    pub placement: Option<Arc<PlacementReport>>,
 }
 
 /// Per-cycle eviction state: limits and their counters (shared by all profiles), the backend, and
@@ -175,6 +178,12 @@ pub struct EvictionSession {
     moved: HashSet<PodId>,
     names: SharedNames,
     usage_reports: Vec<NodeUsageReport>,
+    /// The placement simulator, made at the first eviction of a profile with placement on.
+    simulator: Option<Simulator>,
+    /// The scheduler profiles the simulator models.
+    scheduler: Arc<SchedulerProfiles>,
+    /// Nodes this cycle's node-usage plugins are emptying.
+    emptying: HashSet<NodeId>,
 }
 
 /// Shared copies of the strings records repeat: the last profile and plugin seen (a plugin's
@@ -220,7 +229,20 @@ impl EvictionSession {
             moved: HashSet::default(),
             names: SharedNames::default(),
             usage_reports: Vec::new(),
+            simulator: None,
+            scheduler: Arc::default(),
+            emptying: HashSet::default(),
         }
+    }
+
+    /// The scheduler configuration predictions use (default: kube-scheduler's default profile).
+    pub fn set_scheduler(&mut self, scheduler: Arc<SchedulerProfiles>) {
+        self.scheduler = scheduler;
+    }
+
+    /// Records that a node-usage plugin is emptying `nodes` this cycle.
+    pub fn mark_emptying(&mut self, nodes: impl IntoIterator<Item = NodeId>) {
+        self.emptying.extend(nodes);
     }
 
     /// Evicts `pod`: checks limits (total → node → namespace), calls the backend, records the result.
@@ -229,6 +251,18 @@ impl EvictionSession {
         snapshot: &Snapshot,
         pod: PodId,
         req: &EvictionRequest<'_>,
+    ) -> Result<EvictOutcome, EvictError> {
+        self.evict_placed(snapshot, pod, req, PlacementMode::Off)
+    }
+
+    /// [`EvictionSession::evict`] with the profile's DefaultEvictor `placement` mode: with
+    /// `Report`, the record carries the predicted landing node of the pod's replacement.
+    pub fn evict_placed(
+        &mut self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        req: &EvictionRequest<'_>,
+        placement: PlacementMode,
     ) -> Result<EvictOutcome, EvictError> {
         if self.moved.contains(&pod) || snapshot.is_evicted(pod) {
             return Err(EvictError::AlreadyEvicted);
@@ -249,7 +283,15 @@ impl EvictionSession {
             });
             return Err(limit.into());
         }
+        let (placement, target) = self.predict(snapshot, pod, req, placement);
         let outcome = self.backend.evict(snapshot, pod, req);
+        if let Some(sim) = &mut self.simulator {
+            if outcome.moves_pod() {
+                sim.commit(snapshot, pod, target);
+            } else {
+                sim.abandon(snapshot, pod);
+            }
+        }
         if outcome.moves_pod() {
             self.limits.count(p.node, &p.namespace);
             self.moved.insert(pod);
@@ -263,12 +305,37 @@ impl EvictionSession {
             plugin,
             reason: req.reason.clone(),
             outcome: outcome.clone(),
+            placement,
         });
         if outcome.moves_pod() {
             Ok(outcome)
         } else {
             Err(EvictError::NotEvicted(outcome))
         }
+    }
+
+    /// With placement on: the prediction for `pod`'s replacement (taking the pod off its node in
+    /// the simulator until the outcome is known) and its target node. Once the simulator exists,
+    /// every eviction updates it, whatever its profile's mode.
+    fn predict(
+        &mut self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        req: &EvictionRequest<'_>,
+        mode: PlacementMode,
+    ) -> (Option<Arc<PlacementReport>>, Option<NodeId>) {
+        if mode == PlacementMode::Off {
+            return (None, None);
+        }
+        let scheduler = self.scheduler.clone();
+        let moved = &self.moved;
+        let sim = self
+            .simulator
+            .get_or_insert_with(|| Simulator::new(snapshot, moved, scheduler));
+        let prediction = sim.evaluate(snapshot, pod);
+        let target = prediction.as_ref().ok().and_then(|p| p.best);
+        let report = crate::placement::judge(snapshot, pod, req.plugin, prediction, &self.emptying);
+        (Some(Arc::new(report)), target)
     }
 
     /// Whether `pod` was moved (evicted or deflected) in this session.

@@ -36,6 +36,8 @@ pub struct CycleConfig {
     pub max_per_namespace: Option<u32>,
     /// `maxNoOfPodsToEvictTotal`.
     pub max_total: Option<u32>,
+    /// The cluster's scheduler profiles (`--scheduler-config`), for placement predictions.
+    pub scheduler: std::sync::Arc<crate::placement::SchedulerProfiles>,
 }
 
 /// How long one plugin ran.
@@ -99,6 +101,7 @@ pub fn run_cycle(
         config.max_total,
     );
     let mut session = EvictionSession::new(limits, backend);
+    session.set_scheduler(config.scheduler.clone());
     if nodes.len() <= 1 {
         report.skipped = Some(format!(
             "the cluster has {} Ready node(s) matching the node selector; at least 2 are needed, so evicting would only disrupt",

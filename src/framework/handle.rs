@@ -213,7 +213,8 @@ impl<'a> Handle<'a> {
             plugin: self.plugin,
             reason: &reason,
         };
-        self.session.evict(self.snapshot, pod, &req)
+        self.session
+            .evict_placed(self.snapshot, pod, &req, self.evictor.placement())
     }
 
     /// Records how this node-usage plugin classified the nodes (profile and plugin are filled in).
@@ -221,6 +222,12 @@ impl<'a> Handle<'a> {
         report.profile = self.profile.to_string();
         report.plugin = self.plugin;
         self.session.report_node_usage(report);
+    }
+
+    /// Tells the placement simulator this plugin is emptying `nodes` this cycle (a replacement
+    /// predicted onto one of them would be evicted again).
+    pub fn mark_emptying(&mut self, nodes: impl IntoIterator<Item = NodeId>) {
+        self.session.mark_emptying(nodes);
     }
 
     /// Whether `pod` was moved (evicted or deflected) earlier in this cycle.

@@ -40,6 +40,10 @@ pub trait EvictorPlugin: Send + Sync {
     fn filter_reads_evictions(&self) -> bool;
     /// The nodes `nodeFit` considers this cycle (empty when `nodeFit` is off).
     fn fit_candidates(&self, snapshot: &Snapshot) -> Vec<NodeId>;
+    /// The DefaultEvictor's `placement` mode (Off unless the evictor says otherwise).
+    fn placement(&self) -> crate::placement::PlacementMode {
+        crate::placement::PlacementMode::Off
+    }
     /// The concrete evictor, for callers that know its type (e.g. to read its args).
     fn as_any(&self) -> &dyn std::any::Any;
 }

@@ -129,6 +129,7 @@ mod tests {
 
     fn record(i: usize, plugin: &str, outcome: EvictOutcome) -> EvictionRecord {
         EvictionRecord {
+            placement: None,
             pod: i as u32,
             namespace: "ns".into(),
             name: format!("p{i}"),

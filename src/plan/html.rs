@@ -232,6 +232,7 @@ mod tests {
             reason: std::sync::Arc::new(crate::evictor::EvictionReason::plugin("X")),
             outcome: "evicted",
             message: None,
+            placement: None,
         });
         let mut out = Vec::new();
         write_html(&plan, &mut out).expect("write");

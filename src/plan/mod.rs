@@ -50,6 +50,19 @@ pub struct PlannedEviction {
     pub outcome: &'static str,
     /// The guard's message for deflected / denied evictions.
     pub message: Option<String>,
+    /// Where the replacement is predicted to land (DefaultEvictor `placement: Report`).
+    pub placement: Option<Arc<crate::placement::PlacementReport>>,
+}
+
+/// A scored node as JSON: `{"node", "score", "plugins": {name: weighted score}}`.
+fn scored_json(s: &crate::placement::ScoredNode) -> serde_json::Value {
+    let plugins: serde_json::Map<String, serde_json::Value> = s
+        .score
+        .plugins
+        .iter()
+        .map(|(p, v)| (p.to_string(), serde_json::Value::from(*v)))
+        .collect();
+    serde_json::json!({"node": s.node, "score": s.score.total, "plugins": plugins})
 }
 
 impl Serialize for PlannedEviction {
@@ -67,6 +80,27 @@ impl Serialize for PlannedEviction {
         m.serialize_entry("outcome", self.outcome)?;
         if let Some(msg) = &self.message {
             m.serialize_entry("message", msg)?;
+        }
+        // Optional fields (issue #35), present only with `placement: Report`.
+        if let Some(p) = &self.placement {
+            m.serialize_entry("predictedNode", &p.predicted_node)?;
+            m.serialize_entry("predictedTies", &p.ties)?;
+            m.serialize_entry("predictedScore", &p.best.as_ref().map(scored_json))?;
+            m.serialize_entry("currentNodeScore", &p.current.as_ref().map(scored_json))?;
+            if let Some(f) = p.current_filtered {
+                m.serialize_entry("currentNodeFilteredBy", f)?;
+            }
+            m.serialize_entry("feasibleNodes", &p.feasible)?;
+            m.serialize_entry("mayReturn", &p.may_return)?;
+            if let Some(why) = &p.not_predicted {
+                m.serialize_entry("notPredicted", why)?;
+            }
+            if let Some(r) = &p.refusal {
+                m.serialize_entry(
+                    "placementVerdict",
+                    &serde_json::json!({"code": r.code.as_str(), "message": r.message}),
+                )?;
+            }
         }
         m.end()
     }
@@ -202,6 +236,7 @@ pub fn make_plan(
                 count(&mut by_node, &r.node);
             }
             let outcome = r.outcome.as_str();
+            let placement = r.placement.clone();
             let message = match r.outcome {
                 EvictOutcome::Evicted => None,
                 EvictOutcome::Deflected { message } => Some(message),
@@ -217,6 +252,7 @@ pub fn make_plan(
                 reason: r.reason,
                 outcome,
                 message,
+                placement,
             }
         })
         .collect();

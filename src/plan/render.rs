@@ -135,9 +135,15 @@ fn evictions_table(plan: &Plan) -> String {
                     e.profile.to_string(),
                     e.plugin.to_string(),
                     e.outcome.to_string(),
-                    match &e.message {
-                        Some(m) => format!("{} ({m})", e.reason.text),
-                        None => e.reason.text.clone(),
+                    {
+                        let text = match &e.message {
+                            Some(m) => format!("{} ({m})", e.reason.text),
+                            None => e.reason.text.clone(),
+                        };
+                        match &e.placement {
+                            Some(p) => format!("{text} [placement {}]", p.summary()),
+                            None => text,
+                        }
                     },
                 ]
             })

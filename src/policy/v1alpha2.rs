@@ -220,6 +220,7 @@ pub fn build(value: &serde_json::Value, mut warnings: Vec<String>) -> Result<Pol
             max_per_node: wire.max_no_of_pods_to_evict_per_node,
             max_per_namespace: wire.max_no_of_pods_to_evict_per_namespace,
             max_total: wire.max_no_of_pods_to_evict_total,
+            scheduler: Default::default(),
         },
         grace_period_seconds: wire.grace_period_seconds,
         eviction_failure_event_notification: wire

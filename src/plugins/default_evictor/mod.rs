@@ -394,6 +394,10 @@ impl DefaultEvictor {
 }
 
 impl EvictorPlugin for DefaultEvictor {
+    fn placement(&self) -> crate::placement::PlacementMode {
+        self.args.placement
+    }
+
     fn filter(&self, snapshot: &Snapshot, pod: PodId, now: Timestamp) -> bool {
         DefaultEvictor::filter(self, snapshot, pod, now)
     }

@@ -113,6 +113,7 @@ impl BalancePlugin for HighNodeUtilization {
         {
             return;
         }
+        h.mark_emptying(low.iter().filter_map(|&i| usage.nodes.get(i).copied()));
         sort_rows_by_usage(&usage, &mut low, true);
         let excluded = a
             .evictable_namespaces

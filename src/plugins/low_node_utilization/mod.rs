@@ -191,6 +191,7 @@ impl BalancePlugin for LowNodeUtilization {
         {
             return;
         }
+        h.mark_emptying(high.iter().filter_map(|&i| usage.nodes.get(i).copied()));
         sort_rows_by_usage(&usage, &mut high, false);
         let excluded = a
             .evictable_namespaces

@@ -1,0 +1,169 @@
+//! kube-scheduler's scoring arithmetic, as pure functions: the `NodeResourcesFit` strategies
+//! (`least_allocated.go`, `most_allocated.go`, `requested_to_capacity_ratio.go`),
+//! `NodeResourcesBalancedAllocation` (`balanced_allocation.go`), and the normalisations of
+//! `TaintToleration`, `NodeAffinity` (`helper.DefaultNormalizeScore`), `PodTopologySpread`
+//! (`scoring.go`) and `InterPodAffinity` (`scoring.go`). Integer arithmetic where theirs is.
+
+use super::profile::ScoringStrategy;
+
+/// `framework.MaxNodeScore`.
+pub const MAX_NODE_SCORE: i64 = 100;
+/// `MaxCustomPriorityScore`: the top of a RequestedToCapacityRatio shape's score axis.
+pub const MAX_CUSTOM_SCORE: i64 = 10;
+
+/// One resource of a node: what is requested with the pod placed, what is allocatable, its weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResourceUse {
+    /// Requested, the incoming pod included.
+    pub requested: i64,
+    /// Allocatable.
+    pub allocatable: i64,
+    /// The resource's weight.
+    pub weight: i64,
+}
+
+/// `leastRequestedScore`: the free share, 0 when over capacity.
+pub fn least_requested(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 || requested > capacity {
+        return 0;
+    }
+    (capacity - requested) * MAX_NODE_SCORE / capacity
+}
+
+/// `mostRequestedScore`: the used share, capped at capacity.
+pub fn most_requested(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 {
+        return 0;
+    }
+    requested.min(capacity) * MAX_NODE_SCORE / capacity
+}
+
+/// `helper.BuildBrokenLinearFunction` over a shape already scaled to 0–100 scores, at `x`.
+fn broken_linear(shape: &[(i64, i64)], x: i64) -> i64 {
+    for (i, &(u, s)) in shape.iter().enumerate() {
+        if x <= u {
+            if i == 0 {
+                return s;
+            }
+            let (u0, s0) = shape[i - 1];
+            return s0 + (s - s0) * (x - u0) / (u - u0).max(1);
+        }
+    }
+    shape.last().map_or(0, |&(_, s)| s)
+}
+
+/// `NodeResourcesFit`'s score for one node: the weighted mean over resources with allocatable
+/// (those without are skipped, as `resource_allocation.go` does).
+pub fn fit_score(strategy: &ScoringStrategy, resources: &[ResourceUse]) -> i64 {
+    let (mut sum, mut weights) = (0i64, 0i64);
+    match strategy {
+        ScoringStrategy::RequestedToCapacityRatio { shape } => {
+            let scaled: Vec<(i64, i64)> = shape
+                .iter()
+                .map(|&(u, s)| (u, s * (MAX_NODE_SCORE / MAX_CUSTOM_SCORE)))
+                .collect();
+            for r in resources.iter().filter(|r| r.allocatable != 0) {
+                let util = if r.requested > r.allocatable {
+                    MAX_NODE_SCORE
+                } else {
+                    r.requested * MAX_NODE_SCORE / r.allocatable
+                };
+                sum += broken_linear(&scaled, util) * r.weight;
+                weights += r.weight;
+            }
+            if weights == 0 {
+                return 0;
+            }
+            // requested_to_capacity_ratio.go rounds the weighted mean.
+            (sum as f64 / weights as f64).round() as i64
+        }
+        _ => {
+            for r in resources.iter().filter(|r| r.allocatable != 0) {
+                let s = match strategy {
+                    ScoringStrategy::MostAllocated => most_requested(r.requested, r.allocatable),
+                    _ => least_requested(r.requested, r.allocatable),
+                };
+                sum += s * r.weight;
+                weights += r.weight;
+            }
+            if weights == 0 { 0 } else { sum / weights }
+        }
+    }
+}
+
+/// `balancedResourceScorer`: 100 × (1 − the standard deviation of the requested fractions, each
+/// capped at 1); with two resources the deviation is half their difference.
+pub fn balanced_score(resources: &[ResourceUse]) -> i64 {
+    let fractions: Vec<f64> = resources
+        .iter()
+        .filter(|r| r.allocatable != 0)
+        .map(|r| (r.requested as f64 / r.allocatable as f64).min(1.0))
+        .collect();
+    let std = match fractions.len() {
+        0 | 1 => 0.0,
+        2 => ((fractions[0] - fractions[1]) / 2.0).abs(),
+        n => {
+            let mean = fractions.iter().sum::<f64>() / n as f64;
+            let var = fractions
+                .iter()
+                .map(|f| (f - mean) * (f - mean))
+                .sum::<f64>();
+            (var / n as f64).sqrt()
+        }
+    };
+    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+}
+
+/// `helper.DefaultNormalizeScore`: scales so the highest is 100 (all 0 stay 0, or become 100 when
+/// `reverse`), then flips when `reverse`.
+pub fn default_normalize(scores: &mut [i64], reverse: bool) {
+    let max = scores.iter().copied().max().unwrap_or(0);
+    if max == 0 {
+        if reverse {
+            scores.iter_mut().for_each(|s| *s = MAX_NODE_SCORE);
+        }
+        return;
+    }
+    for s in scores.iter_mut() {
+        *s = *s * MAX_NODE_SCORE / max;
+        if reverse {
+            *s = MAX_NODE_SCORE - *s;
+        }
+    }
+}
+
+/// `PodTopologySpread`'s `scoreForCount`: matching pods in the domain plus `maxSkew − 1`, times
+/// the constraint's weight `ln(domains + 2)`.
+pub fn spread_score_for_count(count: i64, max_skew: i64, domains: usize) -> f64 {
+    let w = ((domains + 2) as f64).ln();
+    count as f64 * w + (max_skew - 1) as f64 * w
+}
+
+/// `PodTopologySpread`'s NormalizeScore: fewer matching pods score higher; ignored nodes (`None`)
+/// score 0; when every counted node scores 0 they all get 100.
+pub fn spread_normalize(raw: &[Option<i64>]) -> Vec<i64> {
+    let counted = raw.iter().flatten();
+    let max = counted.clone().copied().max().unwrap_or(0);
+    let min = counted.copied().min().unwrap_or(0);
+    raw.iter()
+        .map(|s| match s {
+            None => 0,
+            Some(_) if max == 0 => MAX_NODE_SCORE,
+            Some(s) => MAX_NODE_SCORE * (max + min - s) / max,
+        })
+        .collect()
+}
+
+/// `InterPodAffinity`'s NormalizeScore: min–max scaling to 0–100 (all equal: 0).
+pub fn min_max_normalize(scores: &mut [i64]) {
+    let max = scores.iter().copied().max().unwrap_or(0);
+    let min = scores.iter().copied().min().unwrap_or(0);
+    let diff = max - min;
+    for s in scores.iter_mut() {
+        *s = if diff > 0 {
+            (MAX_NODE_SCORE as f64 * ((*s - min) as f64 / diff as f64)) as i64
+        } else {
+            0
+        };
+    }
+}

@@ -1,0 +1,311 @@
+//! The cluster as the scheduler will see it during a cycle: per node, the requests of the pods on it
+//! (actual, and with kube-scheduler's non-zero defaults for scoring) and its pod count; which pods
+//! left this cycle; where their replacements were predicted to land; and per-node counts of the
+//! pods a label selector picks, kept up to date incrementally (built once per selector, then
+//! adjusted on every removal and placement — never by rescanning every pod per prediction).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kube::core::{Selector, SelectorExt};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::snapshot::resources::{CPU, MEMORY, Resources};
+use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
+
+/// kube-scheduler's CPU request for scoring a pod that requests none (`DefaultMilliCPURequest`).
+pub const DEFAULT_MILLI_CPU: i64 = 100;
+/// kube-scheduler's memory request for scoring a pod that requests none (`DefaultMemoryRequest`,
+/// 200 MiB).
+pub const DEFAULT_MEMORY: i64 = 200 * 1024 * 1024;
+
+/// What one node carries.
+#[derive(Debug, Clone, Default)]
+pub struct NodeLoad {
+    /// Sum of the pods' requests.
+    pub requested: Resources,
+    /// Sum of the pods' CPU requests with the non-zero default (millicores).
+    pub nonzero_cpu: i64,
+    /// Sum of the pods' memory requests with the non-zero default.
+    pub nonzero_memory: i64,
+    /// Pods on the node.
+    pub pods: i64,
+}
+
+/// A pod's (CPU, memory) with kube-scheduler's non-zero defaults (applied to the pod's total: the
+/// lean model keeps no per-container requests).
+pub fn nonzero(p: &Pod) -> (i64, i64) {
+    let cpu = match p.requests.get(CPU) {
+        0 => DEFAULT_MILLI_CPU,
+        c => c,
+    };
+    let mem = match p.requests.get(MEMORY) {
+        0 => DEFAULT_MEMORY,
+        m => m,
+    };
+    (cpu, mem)
+}
+
+impl NodeLoad {
+    fn add(&mut self, p: &Pod) {
+        self.requested.add(&p.requests);
+        let (c, m) = nonzero(p);
+        self.nonzero_cpu += c;
+        self.nonzero_memory += m;
+        self.pods += 1;
+    }
+
+    fn remove(&mut self, p: &Pod) {
+        self.requested.sub(&p.requests);
+        let (c, m) = nonzero(p);
+        self.nonzero_cpu -= c;
+        self.nonzero_memory -= m;
+        self.pods -= 1;
+    }
+}
+
+/// Which namespaces a selector looks at.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Namespaces {
+    /// These namespaces (a term's `namespaces`, or the owner's namespace).
+    Listed(Vec<String>),
+    /// The listed ones plus those whose labels a `namespaceSelector` (its text) matches.
+    Selected(Vec<String>, String),
+}
+
+/// Picks pods: namespaces and a label selector.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    /// Namespaces.
+    pub namespaces: Namespaces,
+    /// The namespace selector, compiled (with [`Namespaces::Selected`]).
+    pub ns_selector: Option<Selector>,
+    /// The label selector (`None`: a nil selector, picks nothing).
+    pub selector: Option<Selector>,
+}
+
+impl Matcher {
+    /// A cache key.
+    fn key(&self) -> String {
+        format!("{:?}|{:?}", self.namespaces, self.selector)
+    }
+
+    /// Whether `namespace` is looked at.
+    fn namespace_ok(&self, snapshot: &Snapshot, namespace: &str) -> bool {
+        match &self.namespaces {
+            Namespaces::Listed(l) => l.iter().any(|n| n == namespace),
+            Namespaces::Selected(l, _) => {
+                l.iter().any(|n| n == namespace)
+                    || self.ns_selector.as_ref().is_some_and(|s| {
+                        let empty = BTreeMap::new();
+                        s.matches(snapshot.namespace_labels(namespace).unwrap_or(&empty))
+                    })
+            }
+        }
+    }
+
+    /// Whether the matcher picks `pod` (terminating pods are not counted, as kube-scheduler's
+    /// spreading and inter-pod affinity skip them).
+    pub fn picks(&self, snapshot: &Snapshot, pod: &Pod) -> bool {
+        self.selector
+            .as_ref()
+            .is_some_and(|s| s.matches(&pod.labels))
+            && !pod.is_terminating()
+            && self.namespace_ok(snapshot, &pod.namespace)
+    }
+}
+
+/// The per-cycle state the predictions read and update.
+pub struct ClusterState {
+    /// Per node, what it carries.
+    pub loads: Vec<NodeLoad>,
+    /// Pods that left this cycle.
+    removed: FxHashSet<PodId>,
+    /// Per node, the pods whose replacements were predicted there (the pod stands for its
+    /// replacement: same spec).
+    pub placed: Vec<Vec<PodId>>,
+    /// Per selector key: the matcher and its per-node counts.
+    counts: FxHashMap<String, (Matcher, Vec<u32>)>,
+    /// Per controller uid: its pods per node (system default spreading).
+    owners: FxHashMap<Arc<str>, Vec<u32>>,
+}
+
+impl ClusterState {
+    /// The state of `snapshot` as it is (pods it marks evicted are gone), minus `moved`.
+    pub fn new(snapshot: &Snapshot, moved: &FxHashSet<PodId>) -> Self {
+        let n = snapshot.nodes.len();
+        let mut loads = vec![NodeLoad::default(); n];
+        for (node, load) in loads.iter_mut().enumerate() {
+            for p in snapshot.active_pods_on_node(node as NodeId) {
+                if !moved.contains(&p) {
+                    load.add(snapshot.pod(p));
+                }
+            }
+        }
+        ClusterState {
+            loads,
+            removed: moved.clone(),
+            placed: vec![Vec::new(); n],
+            counts: FxHashMap::default(),
+            owners: FxHashMap::default(),
+        }
+    }
+
+    /// Whether `pod` counts as on its node (not terminal, not gone this cycle).
+    pub fn present(&self, snapshot: &Snapshot, pod: PodId) -> bool {
+        let p = snapshot.pod(pod);
+        p.node.is_some()
+            && !p.is_terminal()
+            && !snapshot.is_evicted(pod)
+            && !self.removed.contains(&pod)
+    }
+
+    /// Every pod on `node` now: the snapshot's still there, then the predicted replacements.
+    pub fn pods_on<'a>(
+        &'a self,
+        snapshot: &'a Snapshot,
+        node: NodeId,
+    ) -> impl Iterator<Item = PodId> + 'a {
+        snapshot
+            .active_pods_on_node(node)
+            .filter(move |p| !self.removed.contains(p))
+            .chain(
+                self.placed
+                    .get(node as usize)
+                    .into_iter()
+                    .flatten()
+                    .copied(),
+            )
+    }
+
+    /// `pod` leaves its node (evicted, or tentatively while predicting its replacement).
+    pub fn remove(&mut self, snapshot: &Snapshot, pod: PodId) {
+        let p = snapshot.pod(pod);
+        let Some(node) = p.node else { return };
+        if p.is_terminal() || !self.removed.insert(pod) {
+            return;
+        }
+        self.shift(snapshot, pod, node, false);
+    }
+
+    /// Undoes [`ClusterState::remove`] (the eviction did not happen).
+    pub fn restore(&mut self, snapshot: &Snapshot, pod: PodId) {
+        let p = snapshot.pod(pod);
+        let Some(node) = p.node else { return };
+        if !self.removed.remove(&pod) {
+            return;
+        }
+        self.shift(snapshot, pod, node, true);
+    }
+
+    /// `pod`'s replacement lands on `node`.
+    pub fn place(&mut self, snapshot: &Snapshot, pod: PodId, node: NodeId) {
+        if let Some(list) = self.placed.get_mut(node as usize) {
+            list.push(pod);
+            self.shift(snapshot, pod, node, true);
+        }
+    }
+
+    fn shift(&mut self, snapshot: &Snapshot, pod: PodId, node: NodeId, add: bool) {
+        let p = snapshot.pod(pod);
+        let i = node as usize;
+        if let Some(load) = self.loads.get_mut(i) {
+            if add { load.add(p) } else { load.remove(p) }
+        }
+        let step = |c: &mut u32| {
+            *c = if add {
+                c.saturating_add(1)
+            } else {
+                c.saturating_sub(1)
+            }
+        };
+        for (m, counts) in self.counts.values_mut() {
+            if m.picks(snapshot, p)
+                && let Some(c) = counts.get_mut(i)
+            {
+                step(c);
+            }
+        }
+        if let Some(owner) = p.controller()
+            && let Some(counts) = self.owners.get_mut(owner.uid.as_str())
+            && let Some(c) = counts.get_mut(i)
+        {
+            step(c);
+        }
+    }
+
+    /// Per node, how many pods `m` picks (built on first use from the namespaces it looks at).
+    pub fn counts(&mut self, snapshot: &Snapshot, m: &Matcher) -> &[u32] {
+        let key = m.key();
+        if !self.counts.contains_key(&key) {
+            let mut counts = vec![0u32; snapshot.nodes.len()];
+            let mut count = |pod: PodId| {
+                if self.present(snapshot, pod)
+                    && let Some(n) = snapshot.pod(pod).node
+                    && m.picks(snapshot, snapshot.pod(pod))
+                    && let Some(c) = counts.get_mut(n as usize)
+                {
+                    *c += 1;
+                }
+            };
+            match &m.namespaces {
+                Namespaces::Listed(l) => {
+                    for ns in l {
+                        snapshot.pods_in_namespace(ns).for_each(&mut count);
+                    }
+                }
+                Namespaces::Selected(..) => {
+                    let namespaces: Vec<String> = snapshot
+                        .pod_namespaces()
+                        .filter(|ns| m.namespace_ok(snapshot, ns))
+                        .map(str::to_string)
+                        .collect();
+                    for ns in &namespaces {
+                        snapshot.pods_in_namespace(ns).for_each(&mut count);
+                    }
+                }
+            }
+            for (node, placed) in self.placed.iter().enumerate() {
+                for &pod in placed {
+                    if m.picks(snapshot, snapshot.pod(pod))
+                        && let Some(c) = counts.get_mut(node)
+                    {
+                        *c += 1;
+                    }
+                }
+            }
+            self.counts.insert(key.clone(), (m.clone(), counts));
+        }
+        self.counts
+            .get(&key)
+            .map(|(_, c)| c.as_slice())
+            .unwrap_or(&[])
+    }
+
+    /// Per node, how many pods of the controller `uid` there are (built on first use).
+    pub fn owner_counts(&mut self, snapshot: &Snapshot, uid: &str) -> &[u32] {
+        if !self.owners.contains_key(uid) {
+            let mut counts = vec![0u32; snapshot.nodes.len()];
+            for pod in snapshot.pods_owned_by(uid) {
+                if self.present(snapshot, pod)
+                    && !snapshot.pod(pod).is_terminating()
+                    && let Some(n) = snapshot.pod(pod).node
+                    && let Some(c) = counts.get_mut(n as usize)
+                {
+                    *c += 1;
+                }
+            }
+            for (node, placed) in self.placed.iter().enumerate() {
+                for &pod in placed {
+                    if snapshot.pod(pod).controller().is_some_and(|o| o.uid == uid)
+                        && let Some(c) = counts.get_mut(node)
+                    {
+                        *c += 1;
+                    }
+                }
+            }
+            self.owners.insert(Arc::from(uid), counts);
+        }
+        self.owners.get(uid).map(Vec::as_slice).unwrap_or(&[])
+    }
+}
