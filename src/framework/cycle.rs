@@ -10,6 +10,7 @@ use super::filter_cache::FilterCache;
 use super::{BalancePlugin, DeschedulePlugin, EvictorPlugin, Handle};
 use crate::evictor::{
     EvictionBackend, EvictionRecord, EvictionSession, LimitHit, Limits, NodeUsageReport,
+    ScaledLimits,
 };
 use crate::snapshot::{NodeId, Snapshot};
 
@@ -36,6 +37,8 @@ pub struct CycleConfig {
     pub max_per_namespace: Option<u32>,
     /// `maxNoOfPodsToEvictTotal`.
     pub max_total: Option<u32>,
+    /// Percentage node / namespace limits and the per-workload limits (none: upstream's limits).
+    pub scaled: ScaledLimits,
 }
 
 /// How long one plugin ran.
@@ -97,7 +100,8 @@ pub fn run_cycle(
         config.max_per_node,
         config.max_per_namespace,
         config.max_total,
-    );
+    )
+    .with_scaled(config.scaled.clone(), now);
     let mut session = EvictionSession::new(limits, backend);
     if nodes.len() <= 1 {
         report.skipped = Some(format!(
