@@ -207,6 +207,15 @@ pub struct ScaledLimits {
 }
 
 impl ScaledLimits {
+    /// Whether the policy uses any of these limits.
+    pub fn is_set(&self) -> bool {
+        self.per_node.is_some()
+            || self.per_namespace.is_some()
+            || self.per_workload.is_some()
+            || self.max_unavailable_per_workload.is_some()
+            || self.window.is_some()
+    }
+
     /// Whether a per-workload limit is in force (so pods' workloads must be resolved).
     fn per_workload_active(&self) -> bool {
         self.per_workload.is_some()
