@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::limit_value::LimitValue;
 use super::window::WindowLimit;
-use super::workloads::{Workload, WorkloadId, Workloads};
+use super::workloads::{Workload, Workloads};
 use crate::snapshot::{NodeId, PodId, Snapshot};
 
 /// A limit was reached.
@@ -401,11 +401,10 @@ impl Limits {
             if let (Some(win), Some(now)) = (&self.scaled.window, self.now)
                 && let Some(history) = &win.history
             {
-                let uid: WorkloadId = id;
                 history
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .record(&self.workloads.get(uid).uid, now);
+                    .record(&self.workloads.get(id).uid, now);
             }
         }
     }
@@ -548,5 +547,61 @@ mod tests {
             l.count(Some(0), "x");
         }
         assert_eq!(l.check(Some(0), "x"), Ok(()));
+    }
+
+    /// Upstream's order holds when a limit is a percentage: total → node → namespace.
+    #[test]
+    fn percentages_keep_the_order_and_node_limit_reached_resolves_them() {
+        use crate::testing::{node, now, pod, snapshot};
+        let s = snapshot(
+            vec![node("n1").build(), node("n2").build()],
+            (0..4)
+                .map(|i| pod("a", &format!("p{i}"), "n1").build())
+                .chain([pod("b", "q", "n2").build()])
+                .collect(),
+        );
+        let id = |name: &str| {
+            (0..s.pods.len() as PodId)
+                .find(|&p| s.pod(p).name == name)
+                .expect("test pod")
+        };
+        let (p0, p1, q) = (id("p0"), id("p1"), id("q"));
+        let n1 = s.node_id("n1").expect("n1");
+        let n2 = s.node_id("n2").expect("n2");
+        // 25% of n1's 4 pods = 1; namespace `a` (4 pods) 50% = 2.
+        let scaled = ScaledLimits {
+            per_node: Some(LimitValue::Percent(25)),
+            per_namespace: Some(LimitValue::Percent(50)),
+            ..Default::default()
+        };
+        let mut l = Limits::new(None, None, Some(2)).with_scaled(scaled, now());
+        assert_eq!(l.check_pod(&s, p0), Ok(()));
+        assert!(!l.node_limit_reached(&s, n1));
+        l.count_pod(&s, p0);
+        assert!(l.node_limit_reached(&s, n1));
+        assert!(!l.node_limit_reached(&s, n2));
+        assert_eq!(
+            l.check_pod(&s, p1),
+            Err(LimitError::NodeScaled {
+                percent: LimitValue::Percent(25),
+                pods: 4,
+                limit: 1
+            })
+        );
+        l.count_pod(&s, q);
+        // The total (2) is reached: it is reported before the node limit.
+        assert_eq!(l.check_pod(&s, p1), Err(LimitError::Total { limit: 2 }));
+        // An integer namespace limit next to a percentage node limit: node first.
+        let scaled = ScaledLimits {
+            per_node: Some(LimitValue::Percent(25)),
+            ..Default::default()
+        };
+        let mut l = Limits::new(None, Some(1), None).with_scaled(scaled, now());
+        l.count_pod(&s, p0);
+        assert!(matches!(
+            l.check_pod(&s, p1),
+            Err(LimitError::NodeScaled { .. })
+        ));
+        assert_eq!(l.check_pod(&s, q), Ok(()));
     }
 }
