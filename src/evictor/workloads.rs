@@ -53,19 +53,33 @@ impl Workload {
     }
 }
 
+/// An owner's uid and name.
+type OwnerId = (String, String);
+
+/// What a workload needs of a Job.
+#[derive(Debug)]
+struct JobFacts {
+    /// The controlling CronJob.
+    cron: Option<OwnerId>,
+    /// `spec.parallelism` (default 1).
+    parallelism: u32,
+    /// A `Complete` or `Failed` condition is true.
+    finished: bool,
+}
+
 /// What the snapshot says about the owners of pods (built once per cycle, on first use).
 #[derive(Debug, Default)]
 struct OwnerMaps {
-    /// ReplicaSet uid → (owning Deployment uid and name, `spec.replicas`).
-    replica_sets: HashMap<String, (Option<(String, String)>, u32)>,
+    /// ReplicaSet uid → (owning Deployment, `spec.replicas`).
+    replica_sets: HashMap<String, (Option<OwnerId>, u32)>,
     /// Deployment uid → `spec.replicas`.
     deployments: HashMap<String, u32>,
     /// Deployment uid → its ReplicaSets' uids.
     deployment_sets: HashMap<String, Vec<String>>,
     /// StatefulSet uid → `spec.replicas`.
     stateful_sets: HashMap<String, u32>,
-    /// Job uid → (owning CronJob uid and name, `spec.parallelism`, finished).
-    jobs: HashMap<String, (Option<(String, String)>, u32, bool)>,
+    /// Job uid → what a workload needs of it.
+    jobs: HashMap<String, JobFacts>,
     /// CronJob uid → its Jobs' uids.
     cron_jobs: HashMap<String, Vec<String>>,
 }
@@ -127,8 +141,14 @@ impl OwnerMaps {
                     .or_default()
                     .push(uid.clone());
             }
-            m.jobs
-                .insert(uid.clone(), (owner, non_negative(parallelism, 1), finished));
+            m.jobs.insert(
+                uid.clone(),
+                JobFacts {
+                    cron: owner,
+                    parallelism: non_negative(parallelism, 1),
+                    finished,
+                },
+            );
         }
         m
     }
@@ -233,13 +253,16 @@ fn top_owner(maps: &OwnerMaps, kind: &str, uid: &str, name: &str) -> Top {
         "StatefulSet" => own("StatefulSet", maps.stateful_sets.get(uid).copied()),
         "DaemonSet" => own("DaemonSet", None),
         "Job" => match maps.jobs.get(uid) {
-            Some((Some((cron_uid, cron_name)), _, _)) => {
+            Some(JobFacts {
+                cron: Some((cron_uid, cron_name)),
+                ..
+            }) => {
                 let jobs = maps.cron_jobs.get(cron_uid).cloned().unwrap_or_default();
                 let desired: u32 = jobs
                     .iter()
                     .filter_map(|j| maps.jobs.get(j))
-                    .filter(|(_, _, finished)| !finished)
-                    .map(|(_, p, _)| *p)
+                    .filter(|j| !j.finished)
+                    .map(|j| j.parallelism)
                     .sum();
                 Top {
                     kind: "CronJob",
@@ -250,7 +273,7 @@ fn top_owner(maps: &OwnerMaps, kind: &str, uid: &str, name: &str) -> Top {
                     desired: (desired > 0).then_some(desired),
                 }
             }
-            Some((None, parallelism, _)) => own("Job", Some(*parallelism)),
+            Some(j) => own("Job", Some(j.parallelism)),
             None => own("Job", None),
         },
         other => Top {
