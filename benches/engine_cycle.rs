@@ -5,7 +5,10 @@
 //! with the guard's dry-run verdict as `run --dry-run` does, `ENGINE_CYCLE_RUNS` times (default
 //! 15; evictions are forgotten between runs). Prints the cycle's and each plugin's median and
 //! fastest wall time. Run: `cargo bench --bench engine_cycle`; `ENGINE_CYCLE_SIZE=500x15000`
-//! chooses another size; `ENGINE_CYCLE_PLACEMENT=Report` turns on placement predictions.
+//! chooses another size; `ENGINE_CYCLE_PLACEMENT=Report` turns on placement predictions;
+//! `ENGINE_CYCLE_LIMITS=1` adds every limit of issue #37 to the policy
+//! (percentage node and namespace limits, per-workload, unavailable, and the `run` window with a
+//! history), to measure what they cost.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -86,8 +89,23 @@ fn main() {
             ),
         _ => policy_text,
     };
-    let policy = kube_descheduler::policy::load_str(&policy_text)
+    let scaled = std::env::var("ENGINE_CYCLE_LIMITS").is_ok_and(|v| v == "1");
+    let policy_text = if scaled {
+        // Loose enough that the plugins' work stays about the same; every limit is checked.
+        policy_text.replace(
+            "maxNoOfPodsToEvictPerNode: 5\n",
+            "maxNoOfPodsToEvictPerNode: \"20%\"\nmaxNoOfPodsToEvictPerNamespace: \"50%\"\nmaxNoOfPodsToEvictPerWorkload: \"50%\"\nmaxUnavailablePerWorkload: \"50%\"\nworkloadEvictionWindow: {duration: 1h, maxEvictions: \"50%\"}\n",
+        )
+    } else {
+        policy_text
+    };
+    let mut policy = kube_descheduler::policy::load_str(&policy_text)
         .unwrap_or_else(|e| fail(format!("policy: {}", e.0)));
+    if scaled {
+        // As `run` installs it; emptied before each repeated cycle below.
+        policy.cycle.scaled.window = policy.cycle.scaled.window.take().map(|w| w.with_history());
+        println!("with every issue #37 limit");
+    }
     let mut snapshot = kube_descheduler::snapshot::load::load_file(&file)
         .unwrap_or_else(|e| fail(format!("{}: {e}", file.display())));
     let now: jiff::Timestamp = "2026-02-01T00:00:00Z"
@@ -99,6 +117,10 @@ fn main() {
     let mut attempts = None;
     for _ in 0..runs {
         snapshot.reset_evictions();
+        if let Some(w) = &mut policy.cycle.scaled.window {
+            // Each repeated cycle starts with an empty window, as the first cycle of `run`.
+            *w = w.clone().with_history();
+        }
         let started = Instant::now();
         let verdict = kube_descheduler::live::dry_run::api_and_guard_verdict(
             &snapshot,

@@ -1,10 +1,13 @@
 //! Evictions: the per-cycle [`EvictionSession`] (limits, accounting, records) and the backends that
 //! carry an eviction out (planning here; the live API evictor lives in [`crate::live`]).
 
+pub mod limit_value;
 pub mod limits;
 pub mod planner;
 pub mod reason;
 pub mod usage;
+pub mod window;
+pub mod workloads;
 
 use rustc_hash::FxHashSet as HashSet;
 
@@ -12,7 +15,8 @@ use std::sync::Arc;
 
 use crate::placement::{PlacementMode, PlacementReport, SchedulerProfiles, Simulator};
 use crate::snapshot::{NodeId, PodId, Snapshot};
-pub use limits::{LimitError, Limits};
+pub use limit_value::LimitValue;
+pub use limits::{LimitError, Limits, ScaledLimits};
 pub use reason::{EvictionReason, ReasonDetail, ReasonValue};
 pub use usage::NodeUsageReport;
 
@@ -79,7 +83,7 @@ impl EvictError {
     }
     /// The node limit was reached: the plugin should move on to the next node.
     pub fn is_node_limit(&self) -> bool {
-        matches!(self, EvictError::Limit(LimitError::Node { .. }))
+        matches!(self, EvictError::Limit(l) if l.ends_node())
     }
 }
 
@@ -271,7 +275,7 @@ impl EvictionSession {
         let node = self.names.node(snapshot, p);
         let profile = SharedNames::share(&mut self.names.profile, req.profile);
         let plugin = SharedNames::share(&mut self.names.plugin, req.plugin);
-        if let Err(limit) = self.limits.check(p.node, &p.namespace) {
+        if let Err(limit) = self.limits.check_pod(snapshot, pod) {
             self.backend.limit_refused(snapshot, pod, req, &limit);
             self.limit_hits.push(LimitHit {
                 namespace: p.namespace.clone(),
@@ -293,7 +297,7 @@ impl EvictionSession {
             }
         }
         if outcome.moves_pod() {
-            self.limits.count(p.node, &p.namespace);
+            self.limits.count_pod(snapshot, pod);
             self.moved.insert(pod);
         }
         self.records.push(EvictionRecord {

@@ -10,6 +10,7 @@ use super::filter_cache::FilterCache;
 use super::{BalancePlugin, DeschedulePlugin, EvictorPlugin, Handle};
 use crate::evictor::{
     EvictionBackend, EvictionRecord, EvictionSession, LimitHit, Limits, NodeUsageReport,
+    ScaledLimits,
 };
 use crate::snapshot::{NodeId, Snapshot};
 
@@ -38,6 +39,8 @@ pub struct CycleConfig {
     pub max_total: Option<u32>,
     /// The cluster's scheduler profiles (`--scheduler-config`), for placement predictions.
     pub scheduler: std::sync::Arc<crate::placement::SchedulerProfiles>,
+    /// Percentage node / namespace limits and the per-workload limits (none: upstream's limits).
+    pub scaled: ScaledLimits,
 }
 
 /// How long one plugin ran.
@@ -99,7 +102,8 @@ pub fn run_cycle(
         config.max_per_node,
         config.max_per_namespace,
         config.max_total,
-    );
+    )
+    .with_scaled(config.scaled.clone(), now);
     let mut session = EvictionSession::new(limits, backend);
     session.set_scheduler(config.scheduler.clone());
     if nodes.len() <= 1 {

@@ -237,7 +237,9 @@ impl<'a> Handle<'a> {
 
     /// Whether the per-node limit is reached for `node`.
     pub fn node_limit_reached(&self, node: NodeId) -> bool {
-        self.session.limits().node_limit_reached(node)
+        self.session
+            .limits()
+            .node_limit_reached(self.snapshot, node)
     }
 
     /// Whether the per-cycle total limit is reached.

@@ -64,9 +64,9 @@ pub fn limit_refusals(hits: &[LimitHit]) {
     let mut by_limit: BTreeMap<LimitKey, usize> = BTreeMap::new();
     for (n, h) in hits.iter().enumerate() {
         if n < LINES_AT_INFO {
-            tracing::info!(pod = %format!("{}/{}", h.namespace, h.name), node = %h.node, strategy = %h.plugin, profile = %h.profile, limit = h.limit.limit(), kind = h.limit.kind(), error = %h.limit.result_label(), "Eviction refused by a limit");
+            tracing::info!(pod = %format!("{}/{}", h.namespace, h.name), node = %h.node, strategy = %h.plugin, profile = %h.profile, limit = h.limit.limit(), kind = h.limit.kind(), error = %h.limit.result_label(), message = %h.limit, "Eviction refused by a limit");
         } else {
-            tracing::debug!(pod = %format!("{}/{}", h.namespace, h.name), node = %h.node, strategy = %h.plugin, profile = %h.profile, limit = h.limit.limit(), kind = h.limit.kind(), error = %h.limit.result_label(), "Eviction refused by a limit");
+            tracing::debug!(pod = %format!("{}/{}", h.namespace, h.name), node = %h.node, strategy = %h.plugin, profile = %h.profile, limit = h.limit.limit(), kind = h.limit.kind(), error = %h.limit.result_label(), message = %h.limit, "Eviction refused by a limit");
         }
         *by_limit
             .entry((

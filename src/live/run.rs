@@ -258,9 +258,13 @@ pub async fn run(
         Some(c)
     };
     let snap_state = state.clone();
+    let mut policy = opts.policy;
+    // `workloadEvictionWindow` counts the evictions of every cycle this process runs (in memory;
+    // a restart starts an empty window).
+    policy.cycle.scaled.window = policy.cycle.scaled.window.take().map(|w| w.with_history());
     let exec = LiveCycle {
         usage,
-        policy: Arc::new(opts.policy),
+        policy: Arc::new(policy),
         snapshot: Arc::new(move || snap_state.snapshot()),
         mode,
         metrics,

@@ -81,6 +81,7 @@ pub fn write_html(plan: &Plan, out: &mut impl Write) -> std::io::Result<()> {
     for t in &plan.node_usage {
         head.push_str(&usage_section(t));
     }
+    head.push_str(&super::refusals::html(&plan.limit_refusals));
     head.push_str(
         "<section id=\"evictions\"><h2>Evictions</h2><div class=\"filters\">\
          <label>plugin <select id=\"f-plugin\"><option value=\"\">all</option></select></label>\

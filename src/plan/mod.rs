@@ -6,6 +6,7 @@ pub mod guard_verdict;
 pub mod html;
 pub mod measured;
 pub mod nodes;
+pub mod refusals;
 pub mod render;
 mod uid_index;
 
@@ -157,6 +158,10 @@ pub struct Plan {
     /// `--explain-node` answers (present only when asked).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub node_explanations: Vec<explain::NodeExplanation>,
+    /// Evictions a limit refused, listed when the policy uses a percentage or per-workload limit
+    /// (see [`refusals`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub limit_refusals: Vec<refusals::LimitRefusal>,
     /// Evictions a limit refused before any attempt (not part of the JSON contract).
     #[serde(skip)]
     pub limit_hits: Vec<crate::evictor::LimitHit>,
@@ -270,6 +275,11 @@ pub fn make_plan(
         measured_usage,
         explanations: Vec::new(),
         node_explanations: Vec::new(),
+        limit_refusals: if policy.cycle.scaled.is_set() {
+            refusals::from_hits(&report.limit_hits)
+        } else {
+            Vec::new()
+        },
         limit_hits: report.limit_hits,
     }
 }

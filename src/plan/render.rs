@@ -11,7 +11,7 @@ pub fn write_json(plan: &Plan, out: &mut impl std::io::Write) -> std::io::Result
     out.write_all(b"\n")
 }
 
-fn table_of(headers: &[&str], rows: &[Vec<String>]) -> String {
+pub(super) fn table_of(headers: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate() {
@@ -48,6 +48,11 @@ pub const TOP_NODES: usize = 20;
 /// `all_nodes`).
 pub fn table(plan: &Plan, all_nodes: bool) -> String {
     let mut out = evictions_table(plan);
+    let refused = super::refusals::table(&plan.limit_refusals);
+    if !refused.is_empty() {
+        out.push('\n');
+        out.push_str(&refused);
+    }
     for t in &plan.node_usage {
         out.push('\n');
         out.push_str(&usage_table(

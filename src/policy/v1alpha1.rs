@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::error::ConfigError;
+use crate::evictor::LimitValue;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -32,9 +33,9 @@ struct PolicyV1alpha1 {
     #[serde(default)]
     ignore_pvc_pods: Option<bool>,
     #[serde(default)]
-    max_no_of_pods_to_evict_per_node: Option<u32>,
+    max_no_of_pods_to_evict_per_node: Option<LimitValue>,
     #[serde(default)]
-    max_no_of_pods_to_evict_per_namespace: Option<u32>,
+    max_no_of_pods_to_evict_per_namespace: Option<LimitValue>,
     #[serde(default)]
     max_no_of_pods_to_evict_total: Option<u32>,
 }

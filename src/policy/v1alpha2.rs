@@ -4,6 +4,8 @@ use serde::Deserialize;
 use std::collections::HashSet;
 
 use crate::error::ConfigError;
+use crate::evictor::window::{WindowLimit, WindowSpec};
+use crate::evictor::{LimitValue, ScaledLimits};
 use crate::framework::args::ArgsError;
 use crate::framework::cycle::{CycleConfig, Profile};
 use crate::framework::registry::{ExtensionPoint, Plugin};
@@ -27,12 +29,24 @@ pub struct PolicyV1alpha2 {
     /// Label selector string limiting the nodes the cycle works on.
     #[serde(default)]
     pub node_selector: Option<String>,
-    /// Per-node eviction limit per cycle.
+    /// Per-node eviction limit per cycle: a count or a percentage of the node's pods.
     #[serde(default)]
-    pub max_no_of_pods_to_evict_per_node: Option<u32>,
-    /// Per-namespace eviction limit per cycle.
+    pub max_no_of_pods_to_evict_per_node: Option<LimitValue>,
+    /// Per-namespace eviction limit per cycle: a count or a percentage of the namespace's pods.
     #[serde(default)]
-    pub max_no_of_pods_to_evict_per_namespace: Option<u32>,
+    pub max_no_of_pods_to_evict_per_namespace: Option<LimitValue>,
+    /// Per-workload eviction limit per cycle: a count or a percentage of the desired replicas
+    /// (kube-descheduler; upstream has no such field).
+    #[serde(default)]
+    pub max_no_of_pods_to_evict_per_workload: Option<LimitValue>,
+    /// Most replicas of a workload that may be unavailable (not Ready or moved this cycle) after an
+    /// eviction (kube-descheduler).
+    #[serde(default)]
+    pub max_unavailable_per_workload: Option<LimitValue>,
+    /// Per-workload eviction limit across cycles within a time window (kube-descheduler; applied by
+    /// `run` only).
+    #[serde(default)]
+    pub workload_eviction_window: Option<WindowSpec>,
     /// Total eviction limit per cycle.
     #[serde(default)]
     pub max_no_of_pods_to_evict_total: Option<u32>,
@@ -193,6 +207,10 @@ pub fn build(value: &serde_json::Value, mut warnings: Vec<String>) -> Result<Pol
         )));
     }
     let prometheus = validate_metrics(&wire)?;
+    let window = match &wire.workload_eviction_window {
+        Some(spec) => Some(WindowLimit::from_spec(spec).map_err(ConfigError::new)?),
+        None => None,
+    };
     let mut seen_profiles = HashSet::new();
     let mut profiles = Vec::with_capacity(wire.profiles.len());
     for (i, p) in wire.profiles.iter().enumerate() {
@@ -217,10 +235,17 @@ pub fn build(value: &serde_json::Value, mut warnings: Vec<String>) -> Result<Pol
         profiles,
         cycle: CycleConfig {
             node_selector,
-            max_per_node: wire.max_no_of_pods_to_evict_per_node,
-            max_per_namespace: wire.max_no_of_pods_to_evict_per_namespace,
+            max_per_node: count_of(wire.max_no_of_pods_to_evict_per_node),
+            max_per_namespace: count_of(wire.max_no_of_pods_to_evict_per_namespace),
             max_total: wire.max_no_of_pods_to_evict_total,
             scheduler: Default::default(),
+            scaled: ScaledLimits {
+                per_node: percent_of(wire.max_no_of_pods_to_evict_per_node),
+                per_namespace: percent_of(wire.max_no_of_pods_to_evict_per_namespace),
+                per_workload: wire.max_no_of_pods_to_evict_per_workload,
+                max_unavailable_per_workload: wire.max_unavailable_per_workload,
+                window,
+            },
         },
         grace_period_seconds: wire.grace_period_seconds,
         eviction_failure_event_notification: wire
@@ -229,6 +254,19 @@ pub fn build(value: &serde_json::Value, mut warnings: Vec<String>) -> Result<Pol
         warnings,
         metrics,
     })
+}
+
+/// The limit when written as a count (the form upstream knows, kept in [`CycleConfig`] as before).
+fn count_of(v: Option<LimitValue>) -> Option<u32> {
+    match v {
+        Some(LimitValue::Count(n)) => Some(n),
+        _ => None,
+    }
+}
+
+/// The limit when written as a percentage.
+fn percent_of(v: Option<LimitValue>) -> Option<LimitValue> {
+    v.filter(|v| v.is_percent())
 }
 
 /// Upstream `validateDeschedulerConfiguration`'s checks of `metricsProviders` (plus: a source

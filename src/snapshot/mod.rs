@@ -328,6 +328,23 @@ impl Snapshot {
             .filter(|&p| !self.evicted[p as usize])
     }
 
+    /// Ids of every pod in `namespace`, those evicted in this cycle included (the namespace's
+    /// pods at the cycle's start).
+    pub fn pods_in_namespace_at_start(&self, namespace: &str) -> &[PodId] {
+        self.index.in_namespace(namespace)
+    }
+
+    /// Ids of every pod on `node`, those evicted in this cycle included.
+    pub fn pods_on_node_at_start(&self, node: NodeId) -> &[PodId] {
+        self.index.on_node(node)
+    }
+
+    /// Ids of every pod with an owner reference to `owner_uid`, those evicted in this cycle
+    /// included.
+    pub fn pods_owned_by_at_start(&self, owner_uid: &str) -> &[PodId] {
+        self.index.owned_by(owner_uid)
+    }
+
     /// The namespaces that hold pods (evicted or not), in no particular order.
     pub fn pod_namespaces(&self) -> impl Iterator<Item = &str> + '_ {
         self.index.namespaces.keys().map(|ns| &ns[..])

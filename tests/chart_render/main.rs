@@ -26,6 +26,7 @@ use serde_json::{Value, json};
 const PIN: &str = "helm-python-sdk==0.2.2";
 const NS: &str = "kube-descheduler";
 
+mod eviction_limits;
 mod hardening;
 mod helm;
 mod install_modes;

@@ -1,0 +1,113 @@
+//! Evictions a limit refused, as `plan` reports them (table, JSON `limitRefusals`, HTML). They
+//! are listed when the policy uses one of kube-descheduler's own limits (a percentage or a
+//! per-workload limit): an upstream-only policy's plan stays exactly as before (`--explain` still
+//! shows every refusal for the pods asked about).
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::evictor::{LimitError, LimitHit};
+
+/// One refused eviction.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitRefusal {
+    /// Pod namespace.
+    pub namespace: String,
+    /// Pod name.
+    pub name: String,
+    /// The pod's node.
+    pub node: String,
+    /// Profile.
+    pub profile: String,
+    /// Plugin.
+    pub plugin: String,
+    /// Which limit: `total`, `node`, `namespace`, `workload`, `unavailable`, `window`.
+    pub limit: &'static str,
+    /// The `result` label `run` counts it under in `descheduler_pods_evicted_total`.
+    pub result: &'static str,
+    /// What the plugin did next: `ends the plugin`, `ends the node` or `skips the pod`.
+    pub effect: &'static str,
+    /// The limit with its numbers.
+    pub message: String,
+}
+
+/// What a refusal made the plugin do.
+pub fn effect(limit: &LimitError) -> &'static str {
+    if matches!(limit, LimitError::Total { .. }) {
+        "ends the plugin"
+    } else if limit.ends_node() {
+        "ends the node"
+    } else {
+        "skips the pod"
+    }
+}
+
+/// The refusals of a cycle, in order.
+pub fn from_hits(hits: &[LimitHit]) -> Vec<LimitRefusal> {
+    hits.iter()
+        .map(|h| LimitRefusal {
+            namespace: h.namespace.to_string(),
+            name: h.name.clone(),
+            node: h.node.to_string(),
+            profile: h.profile.to_string(),
+            plugin: h.plugin.to_string(),
+            limit: h.limit.kind(),
+            result: h.limit.result_label(),
+            effect: effect(&h.limit),
+            message: h.limit.to_string(),
+        })
+        .collect()
+}
+
+/// The refusals as a table section (empty without refusals).
+pub fn table(refusals: &[LimitRefusal]) -> String {
+    if refusals.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<Vec<String>> = refusals
+        .iter()
+        .map(|r| {
+            vec![
+                format!("{}/{}", r.namespace, r.name),
+                r.node.clone(),
+                r.plugin.clone(),
+                r.effect.to_string(),
+                r.message.clone(),
+            ]
+        })
+        .collect();
+    format!(
+        "LIMIT REFUSALS ({})\n{}",
+        refusals.len(),
+        super::render::table_of(&["POD", "NODE", "PLUGIN", "EFFECT", "LIMIT"], &rows)
+    )
+}
+
+/// The refusals as an HTML section (empty without refusals).
+pub fn html(refusals: &[LimitRefusal]) -> String {
+    if refusals.is_empty() {
+        return String::new();
+    }
+    let esc = super::html::escape;
+    let mut s = format!(
+        "<section id=\"limit-refusals\"><h2>Limit refusals ({})</h2><table class=\"small\">\
+         <tr><th>pod</th><th>node</th><th>plugin</th><th>effect</th><th>limit</th></tr>",
+        refusals.len()
+    );
+    for r in refusals {
+        let _ = write!(
+            s,
+            "<tr><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&r.namespace),
+            esc(&r.name),
+            esc(&r.node),
+            esc(&r.plugin),
+            r.effect,
+            esc(&r.message)
+        );
+    }
+    s.push_str("</table></section>");
+    s
+}
