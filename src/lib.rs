@@ -33,6 +33,7 @@ pub mod framework;
 pub mod guard;
 pub mod leader;
 pub mod live;
+pub mod peer;
 pub mod plan;
 pub mod plugins;
 pub mod policy;

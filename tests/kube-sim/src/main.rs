@@ -44,6 +44,10 @@ struct Args {
     /// `true` for a living cluster, `false` for a frozen one that only stores what clients write.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     controllers: bool,
+    /// kube-apiserver's AdmissionConfiguration: the `ValidatingAdmissionWebhook` plugin's
+    /// `kubeConfigFile` gives the client certificates presented to webhooks.
+    #[arg(long)]
+    admission_control_config_file: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -74,7 +78,12 @@ async fn run(args: Args) -> Result<(), String> {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
+    let webhook_auth = match &args.admission_control_config_file {
+        Some(p) => kube_sim::webhook_auth::WebhookAuth::from_admission_config(p)?,
+        None => Default::default(),
+    };
     let mut opts = kube_sim::SimOptions {
+        webhook_auth,
         port: args.port,
         time_scale: args.time_scale,
         snapshot_file: args.snapshot.clone(),
