@@ -46,16 +46,16 @@ pub struct WebhookArgs {
     #[arg(long, default_value_t = 8444)]
     pub probe_port: u16,
     /// Cluster-wide refill of the restart/surge token bucket (TOKENS/DURATION).
-    #[arg(long, default_value = "10/1m", value_parser = parse_rate)]
+    #[arg(long, default_value = "50/1m", value_parser = parse_rate)]
     pub restart_rate: Rate,
     /// Cluster-wide restarts and surges at once (bucket capacity).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 100)]
     pub restart_burst: u32,
     /// Refill of each namespace's restart/surge token bucket (TOKENS/DURATION).
-    #[arg(long, default_value = "2/1m", value_parser = parse_rate)]
+    #[arg(long, default_value = "10/1m", value_parser = parse_rate)]
     pub namespace_restart_rate: Rate,
     /// Restarts and surges at once in one namespace (bucket capacity).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 25)]
     pub namespace_restart_burst: u32,
     /// Address to listen on.
     #[arg(long, default_value = "0.0.0.0")]

@@ -73,21 +73,22 @@ pub struct RateLimits {
 }
 
 impl Default for RateLimits {
-    /// 20 at once and 10 a minute cluster-wide; 5 at once and 2 a minute per namespace. A drain
-    /// restarts each single-replica Deployment of a node once, so a node with 20 of them drains
-    /// without waiting, and a forged flood restarts at most 20 (5 per namespace) plus the refill.
+    /// 100 at once and 50 a minute cluster-wide; 25 at once and 10 a minute per namespace. A
+    /// drain restarts each single-replica Deployment of a node once, so a node with up to 25 of
+    /// them in one namespace drains without waiting, and a forged flood restarts at most 100
+    /// (25 per namespace) plus the refill.
     fn default() -> Self {
         RateLimits {
             rate: Rate {
+                tokens: 50,
+                period: Duration::from_secs(60),
+            },
+            burst: 100,
+            namespace_rate: Rate {
                 tokens: 10,
                 period: Duration::from_secs(60),
             },
-            burst: 20,
-            namespace_rate: Rate {
-                tokens: 2,
-                period: Duration::from_secs(60),
-            },
-            namespace_burst: 5,
+            namespace_burst: 25,
         }
     }
 }
