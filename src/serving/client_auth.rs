@@ -222,7 +222,7 @@ mod tests {
 
     #[test]
     fn a_file_without_certificates_is_refused() {
-        let err = verifier(b"not a pem", &[]).err().expect("refused");
+        let err = verifier(b"not a pem", &[]).expect_err("refused");
         assert!(err.contains("no CERTIFICATE"), "{err}");
         assert!(CertNames::of(b"garbage").is_none());
     }
