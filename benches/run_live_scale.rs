@@ -236,7 +236,13 @@ async fn run(nodes: usize, pods: usize, evict: u64, qps: u64, timeout: Duration)
     })
     .await
     .unwrap_or_else(|e| fail(format!("kube-sim: {e}")));
-    let cluster = Cluster { sim, dir };
+    // No webhook here: kube-sim's webhook calls need no client certificate.
+    let cluster = Cluster {
+        sim,
+        dir,
+        webhook_client: None,
+        same_ca_other_client: None,
+    };
     let settled = wait_settled(&cluster.sim, pods, timeout, "initial settle").await;
     println!(
         "kube-sim {nodes} nodes / {pods} pods, controllers on: loaded and settled in {:.1} s \

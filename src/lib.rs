@@ -34,6 +34,7 @@ pub mod framework;
 pub mod guard;
 pub mod leader;
 pub mod live;
+pub mod peer;
 pub mod placement;
 pub mod plan;
 pub mod plugins;

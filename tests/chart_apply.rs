@@ -86,6 +86,13 @@ fn variants() -> Vec<Variant> {
         },
         variant("webhook-disabled", json!({"webhook": {"enabled": false}})),
         variant(
+            "guard-client-auth-network-policy",
+            json!({"webhook": {
+                "clientAuth": {"enabled": true, "caCert": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", "allowedNames": ["kube-apiserver"]},
+                "networkPolicy": {"enabled": true, "apiServerSources": [{"ipBlock": {"cidr": "10.0.0.10/32"}}]}
+            }}),
+        ),
+        variant(
             "trigger-api",
             json!({"kind": "Deployment", "trigger": {"enabled": true}, "metrics": {"enabled": false}}),
         ),
@@ -585,4 +592,149 @@ async fn the_certs_hook_job_args_work_around_a_kubectl_apply_of_the_chart() {
         secret["data"]["ca.crt"]
     );
     sim.shutdown().await;
+}
+
+/// The guard container's rendered arguments, with client authentication on, run for real: kubelet's
+/// probes (the rendered paths and port) answer without a client certificate, and the review port
+/// refuses a connection without one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rendered_guard_probes_answer_without_a_client_certificate_and_reviews_need_one() {
+    use kube_descheduler::cli::certs::{CertsArgs, generate, write_files};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let certs = generate(&CertsArgs {
+        service: "kube-descheduler-webhook".into(),
+        namespace: "kube-descheduler".into(),
+        out_dir: dir.path().to_owned(),
+        dns_names: vec![],
+        ips: vec!["127.0.0.1".parse().expect("ip")],
+        valid_days: 1,
+        ca_cert_file: None,
+        ca_key_file: None,
+    })
+    .expect("certificates");
+    write_files(dir.path(), &certs).expect("write certificates");
+    // Any CA does for the client side: the probe needs no certificate, the review port refuses
+    // a connection without one.
+    let client_ca = dir.path().join("client-ca.crt");
+    std::fs::write(&client_ca, &certs.ca_cert_pem).expect("client CA");
+    let objects = render_all(&[variant(
+        "client-auth",
+        json!({"webhook": {"clientAuth": {"enabled": true, "caCert": certs.ca_cert_pem}}}),
+    )])
+    .remove(0);
+    let guard = objects
+        .iter()
+        .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == "kube-descheduler-webhook")
+        .expect("guard Deployment");
+    let container = &guard["spec"]["template"]["spec"]["containers"][0];
+    let probe = &container["readinessProbe"]["httpGet"];
+    let probe_port_name = probe["port"].as_str().expect("named probe port");
+    let probe_port = container["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .find(|p| p["name"] == probe_port_name)
+        .and_then(|p| p["containerPort"].as_u64())
+        .expect("the probe's port is declared");
+    let args: Vec<String> = container["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("string arg").to_owned())
+        .map(|a| {
+            a.replace("/certs/", &format!("{}/", dir.path().display()))
+                .replace("/client-ca/ca.crt", &client_ca.display().to_string())
+        })
+        .collect();
+    assert!(
+        args.iter()
+            .any(|a| a == &format!("--probe-port={probe_port}")),
+        "the probe port {probe_port} is not the one the guard serves probes on: {args:?}"
+    );
+    // Ports chosen by the OS, on loopback.
+    let args: Vec<String> = args
+        .into_iter()
+        .map(|a| {
+            if a.starts_with("--port=") {
+                "--port=0".to_owned()
+            } else if a.starts_with("--probe-port=") {
+                "--probe-port=0".to_owned()
+            } else {
+                a
+            }
+        })
+        .collect();
+    let sim = Sim::start(SimOptions {
+        controllers: false,
+        ..Default::default()
+    })
+    .await
+    .expect("kube-sim starts");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
+        .args(&args)
+        .arg("--bind-address=127.0.0.1")
+        .arg(format!("--kubeconfig={}", sim.kubeconfig_path().display()))
+        .args(["--logging-format", "json"])
+        .env_remove("KUBECONFIG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("webhook starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stderr));
+    let (addr, probe_addr) = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        let mut seen = Vec::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            seen.push(line.clone());
+            let Ok(v) = serde_json::from_str::<Value>(&line) else {
+                continue;
+            };
+            if v["fields"]["message"] == "eviction guard serving" {
+                let a = v["fields"]["addr"].as_str().unwrap_or("").to_owned();
+                let p = v["fields"]["probe_addr"].as_str().unwrap_or("").to_owned();
+                return (a, p);
+            }
+        }
+        panic!(
+            "the guard {args:?} exited before serving:\n{}",
+            seen.join("\n")
+        );
+    })
+    .await
+    .expect("the guard reports its addresses");
+    let plain = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(
+            reqwest::Certificate::from_pem(certs.ca_cert_pem.as_bytes()).expect("CA"),
+        )
+        .timeout(std::time::Duration::from_secs(10))
+        .build()
+        .expect("client");
+    let scheme = probe["scheme"].as_str().unwrap_or("HTTP").to_lowercase();
+    let path = probe["path"].as_str().expect("probe path");
+    let url = format!("{scheme}://{probe_addr}{path}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let ok = plain
+            .get(&url)
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == 200);
+        if ok {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{url} never answered 200"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let review = plain.get(format!("https://{addr}{path}")).send().await;
+    assert!(
+        review.is_err(),
+        "the review port answered a client without a certificate: {review:?}"
+    );
+    let _ = child.kill().await;
 }

@@ -198,3 +198,85 @@ async fn example_overlay_renders_and_applies_idempotently_to_the_stand_in() {
     );
     sim.shutdown().await;
 }
+
+/// Issue #36: the client-auth overlay (on top of the example) renders the client CA ConfigMap, the
+/// flags, probes on the probe port and a NetworkPolicy with the API server's address, and applies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_auth_overlay_renders_flags_probes_and_network_policy_and_applies() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (example, _) = prepared_overlay(dir.path()).await;
+    let overlay = example.with_file_name("client-auth");
+    let ca = std::fs::read_to_string(example.join("tls").join("ca.crt"))
+        .or_else(|_| std::fs::read_to_string(example.join("tls").join("tls.crt")))
+        .expect("a PEM to stand in for the client CA");
+    std::fs::write(overlay.join("client-ca.crt"), &ca).expect("client CA");
+    let np_file = overlay.join("networkpolicy.yaml");
+    let np_text = std::fs::read_to_string(&np_file).expect("read networkpolicy.yaml");
+    assert!(np_text.contains("REPLACE_WITH_API_SERVER_CIDR"));
+    std::fs::write(
+        &np_file,
+        np_text.replace("REPLACE_WITH_API_SERVER_CIDR", "10.0.0.10/32"),
+    )
+    .expect("write networkpolicy.yaml");
+    let overlay_arg = overlay.to_string_lossy().to_string();
+    let rendered = kubectl(None, &["kustomize", &overlay_arg]).await;
+    assert!(rendered.ok, "kubectl kustomize: {}", rendered.stderr);
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&rendered.stdout).expect("rendered YAML");
+    let find = |kind: &str, name: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("{kind} {name} rendered"))
+    };
+    let cm = find("ConfigMap", "kube-descheduler-webhook-client-ca");
+    assert_eq!(cm["data"]["ca.crt"], ca.as_str());
+    let deployment = find("Deployment", SERVICE);
+    let pod = &deployment["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for flag in [
+        "--client-ca-file=/etc/kube-descheduler/client-ca/ca.crt",
+        "--client-allowed-names=kube-apiserver",
+        "--probe-port=8444",
+    ] {
+        assert!(args.contains(&flag), "{flag} missing: {args:?}");
+    }
+    assert_eq!(container["readinessProbe"]["httpGet"]["port"], "probes");
+    assert_eq!(container["livenessProbe"]["httpGet"]["port"], "probes");
+    assert!(
+        pod["volumes"]
+            .as_array()
+            .expect("volumes")
+            .iter()
+            .any(|v| v["configMap"]["name"] == "kube-descheduler-webhook-client-ca")
+    );
+    let np = find("NetworkPolicy", SERVICE);
+    assert_eq!(
+        np["spec"]["podSelector"]["matchLabels"],
+        deployment["spec"]["selector"]["matchLabels"]
+    );
+    assert_eq!(
+        np["spec"]["ingress"][0]["from"],
+        serde_json::json!([{"ipBlock": {"cidr": "10.0.0.10/32"}}])
+    );
+    assert_eq!(
+        np["spec"]["ingress"][0]["ports"],
+        serde_json::json!([{"protocol": "TCP", "port": 8443}])
+    );
+    let sim = Sim::start(SimOptions {
+        controllers: false,
+        ..Default::default()
+    })
+    .await
+    .expect("kube-sim starts");
+    let applied = kubectl(Some(&sim), &["apply", "-k", &overlay_arg]).await;
+    assert!(applied.ok, "apply:\n{}\n{}", applied.stdout, applied.stderr);
+    assert!(
+        sim.get("networking.k8s.io/v1", "NetworkPolicy", NAMESPACE, SERVICE)
+            .is_some()
+    );
+}

@@ -14,10 +14,12 @@ use crate::error::ConfigError;
 use crate::guard::cache::KubeSource;
 use crate::guard::decision::{GuardConfig, parse_duration};
 use crate::guard::metrics::GuardMetrics;
-use crate::guard::server::{GuardState, router_with_body_limit};
+use crate::guard::rate::{Rate, RateLimits, parse_rate};
+use crate::guard::server::{GuardState, probe_router, router_with_body_limit};
 use crate::restart::RestartActor;
+use crate::serving::client_auth::ClientAuth;
 use crate::serving::limits::ServeLimits;
-use crate::serving::tls::{load_with_reload, serve_https_with};
+use crate::serving::tls::{TlsFiles, load_files_with_reload, serve_https_with};
 
 /// Flags of `webhook`.
 #[derive(Debug, Clone, clap::Args)]
@@ -28,6 +30,33 @@ pub struct WebhookArgs {
     /// PEM private key of the serving certificate (reloaded when it changes).
     #[arg(long)]
     pub tls_private_key_file: PathBuf,
+    /// PEM CA certificate(s): every connection to the review port must present a client
+    /// certificate signed by one of them (the TLS handshake is refused otherwise); reloaded when
+    /// the file changes. kube-apiserver presents one when its AdmissionConfiguration gives the
+    /// webhook a kubeconfig (docs/guard-authentication.md). Unset: reviews are not authenticated.
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
+    /// With --client-ca-file: the client certificate must also carry one of these names (subject
+    /// CN exactly, DNS SAN ignoring case, or URI SAN); comma-separated. Empty: any certificate
+    /// from the CA.
+    #[arg(long, value_delimiter = ',')]
+    pub client_allowed_names: Vec<String>,
+    /// With --client-ca-file: port serving /healthz, /readyz and /metrics over TLS without a
+    /// client certificate (for kubelet probes and Prometheus); the review port requires one.
+    #[arg(long, default_value_t = 8444)]
+    pub probe_port: u16,
+    /// Cluster-wide refill of the restart/surge token bucket (TOKENS/DURATION).
+    #[arg(long, default_value = "50/1m", value_parser = parse_rate)]
+    pub restart_rate: Rate,
+    /// Cluster-wide restarts and surges at once (bucket capacity).
+    #[arg(long, default_value_t = 100)]
+    pub restart_burst: u32,
+    /// Refill of each namespace's restart/surge token bucket (TOKENS/DURATION).
+    #[arg(long, default_value = "10/1m", value_parser = parse_rate)]
+    pub namespace_restart_rate: Rate,
+    /// Restarts and surges at once in one namespace (bucket capacity).
+    #[arg(long, default_value_t = 25)]
+    pub namespace_restart_burst: u32,
     /// Address to listen on.
     #[arg(long, default_value = "0.0.0.0")]
     pub bind_address: IpAddr,
@@ -76,11 +105,37 @@ pub fn run(args: WebhookArgs) -> anyhow::Result<()> {
         return Err(ConfigError::new("--deflect-deadline must be greater than 0").into());
     }
     let limits = args.limits.resolve()?;
+    if args.client_ca_file.is_none() && !args.client_allowed_names.is_empty() {
+        return Err(ConfigError::new("--client-allowed-names needs --client-ca-file").into());
+    }
+    if args
+        .client_allowed_names
+        .iter()
+        .any(|n| n.trim().is_empty())
+    {
+        return Err(ConfigError::new("--client-allowed-names has an empty name").into());
+    }
+    if args.client_ca_file.is_some() && args.probe_port == args.port && args.port != 0 {
+        return Err(ConfigError::new(
+            "--probe-port must differ from --port (the review port requires client certificates)",
+        )
+        .into());
+    }
+    rate_limits(&args).validate().map_err(ConfigError::new)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
     runtime.block_on(serve(args, limits))
+}
+
+fn rate_limits(args: &WebhookArgs) -> RateLimits {
+    RateLimits {
+        rate: args.restart_rate,
+        burst: args.restart_burst,
+        namespace_rate: args.namespace_restart_rate,
+        namespace_burst: args.namespace_restart_burst,
+    }
 }
 
 async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
@@ -89,16 +144,52 @@ async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
 }
 
 async fn serve(args: WebhookArgs, limits: ServeLimits) -> anyhow::Result<()> {
-    let (tls, _reloader) = load_with_reload(
-        args.tls_cert_file.clone(),
-        args.tls_private_key_file.clone(),
-        args.cert_reload_interval,
-    )
-    .await
-    .map_err(|e| ConfigError::new(e.to_string()))?;
+    let client_auth = args.client_ca_file.clone().map(|ca_file| ClientAuth {
+        ca_file,
+        allowed_names: args
+            .client_allowed_names
+            .iter()
+            .map(|n| n.trim().to_owned())
+            .collect(),
+    });
+    let review_files = TlsFiles {
+        cert: args.tls_cert_file.clone(),
+        key: args.tls_private_key_file.clone(),
+        client_auth: client_auth.clone(),
+    };
+    let (tls, _reloader) = load_files_with_reload(review_files, args.cert_reload_interval)
+        .await
+        .map_err(|e| ConfigError::new(e.to_string()))?;
+    // The probe port (only with client authentication) serves the same certificate, without
+    // asking for a client certificate.
+    let probe_tls = match &client_auth {
+        Some(_) => {
+            let files = TlsFiles {
+                cert: args.tls_cert_file.clone(),
+                key: args.tls_private_key_file.clone(),
+                client_auth: None,
+            };
+            let (tls, reloader) = load_files_with_reload(files, args.cert_reload_interval)
+                .await
+                .map_err(|e| ConfigError::new(e.to_string()))?;
+            Some((tls, reloader))
+        }
+        None => None,
+    };
     let client = client(args.kubeconfig.as_ref()).await?;
     let mut registry = Registry::default();
     let metrics = GuardMetrics::register(&mut registry);
+    metrics.set_client_auth(client_auth.is_some());
+    match &client_auth {
+        Some(auth) => tracing::info!(
+            client_ca = %auth.ca_file.display(),
+            allowed_names = ?auth.allowed_names,
+            "reviews require a client certificate"
+        ),
+        None => tracing::warn!(
+            "reviews are NOT authenticated: anyone who can reach the webhook port can send one and make the guard restart or surge Deployments (within --restart-burst); set --client-ca-file (docs/guard-authentication.md)"
+        ),
+    }
     let source = KubeSource::start(client.clone());
     tokio::spawn(report_caches(source.clone(), metrics.clone()));
     let restarter = Arc::new(RestartActor::new(
@@ -122,17 +213,37 @@ async fn serve(args: WebhookArgs, limits: ServeLimits) -> anyhow::Result<()> {
         args.deflect_deadline,
         args.surge_reconcile_interval,
     ));
-    let state = Arc::new(GuardState::with_registry(
-        source, restarter, config, metrics, registry,
-    ));
+    let rates = rate_limits(&args);
+    let state = Arc::new(
+        GuardState::with_registry(source, restarter, config, metrics, registry)
+            .with_rate_limits(rates),
+    );
+    let probe = match probe_tls {
+        Some((probe_tls, _reloader)) => {
+            let addr = SocketAddr::new(args.bind_address, args.probe_port);
+            let server = serve_https_with(probe_router(state.clone()), addr, probe_tls, &limits)
+                .await
+                .with_context(|| format!("listening on {addr} (--probe-port)"))?;
+            Some((server, _reloader))
+        }
+        None => None,
+    };
     let addr = SocketAddr::new(args.bind_address, args.port);
     let app = router_with_body_limit(state, limits.max_body_bytes);
     let server = serve_https_with(app, addr, tls, &limits)
         .await
         .with_context(|| format!("listening on {addr}"))?;
-    tracing::info!(addr = %server.addr, ?limits, deadline = ?config.deflect_deadline, health_guard = config.health_guard, pdb_surge = config.pdb_surge, "eviction guard serving");
+    let probe_addr = probe.as_ref().map(|(s, _)| s.addr.to_string());
+    tracing::info!(addr = %server.addr, probe_addr = probe_addr.as_deref().unwrap_or(""), client_auth = client_auth.is_some(), ?limits, ?rates, deadline = ?config.deflect_deadline, health_guard = config.health_guard, pdb_surge = config.pdb_surge, "eviction guard serving");
     shutdown_signal().await;
     tracing::info!("shutting down");
+    if let Some((probe, _)) = probe {
+        // Probes keep answering until the review port has drained.
+        let review = server.shutdown(Duration::from_secs(10));
+        let (review, _) = tokio::join!(review, probe.shutdown(Duration::from_secs(10)));
+        review.context("serving")?;
+        return Ok(());
+    }
     server
         .shutdown(Duration::from_secs(10))
         .await

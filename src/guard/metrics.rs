@@ -44,6 +44,7 @@ pub struct GuardMetrics {
     pod_reads: Family<SourceLabel, Counter>,
     cache_objects: Family<ResourceLabel, Gauge>,
     cache_synced: Family<ResourceLabel, Gauge>,
+    client_auth_enabled: Gauge,
 }
 
 impl Default for GuardMetrics {
@@ -60,6 +61,7 @@ impl Default for GuardMetrics {
             pod_reads: Family::default(),
             cache_objects: Family::default(),
             cache_synced: Family::default(),
+            client_auth_enabled: Gauge::default(),
         }
     }
 }
@@ -120,6 +122,11 @@ impl GuardMetrics {
             "1 once a watch cache has completed its initial list",
             m.cache_synced.clone(),
         );
+        r.register(
+            "client_auth_enabled",
+            "1 when every review connection must present a client certificate from --client-ca-file; 0 when reviews are not authenticated (anyone who can reach the port can send one)",
+            m.client_auth_enabled.clone(),
+        );
         m
     }
 
@@ -154,7 +161,13 @@ impl GuardMetrics {
             .inc();
     }
 
-    /// Counts a refused eviction (`in_flight`, `pdb`, `unhealthy`, `restart_failed`, `deflected`).
+    /// Sets the `client_auth_enabled` gauge (1: reviews need a client certificate).
+    pub fn set_client_auth(&self, enabled: bool) {
+        self.client_auth_enabled.set(i64::from(enabled));
+    }
+
+    /// Counts a refused eviction (`in_flight`, `pdb`, `unhealthy`, `restart_failed`, `deflected`,
+    /// `restart_rate_limited`, `surge_rate_limited`).
     pub fn deny(&self, reason: &str) {
         self.denials
             .get_or_create(&ReasonLabel {

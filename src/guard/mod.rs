@@ -27,6 +27,7 @@ pub mod decision;
 pub mod in_flight;
 pub mod metrics;
 pub mod pod_cache;
+pub mod rate;
 pub mod replicas;
 pub mod review;
 pub mod server;

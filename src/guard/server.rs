@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Extension, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -18,9 +18,13 @@ use prometheus_client::registry::Registry;
 use super::decision::{AllowReason, EvictionRequest, GuardConfig, Verdict, decide};
 use super::in_flight::EvictionLog;
 use super::metrics::GuardMetrics;
+use super::rate::{RateLimits, RestartBudget};
 use super::review::{ParsedReview, allow, deny_429, parse_review};
 use super::source::{FactSource, Gathered, PodLookup, SourceError, gather_for};
-use crate::restart::{RestartOutcome, RestartRequest, Restarter, SurgeOutcome, SurgeRequest};
+use crate::peer::Peer;
+use crate::restart::{
+    RequestAudit, RestartOutcome, RestartRequest, Restarter, SurgeOutcome, SurgeRequest,
+};
 
 /// Default largest AdmissionReview body accepted (an object and its old version, with headroom);
 /// `--max-request-body-bytes` changes it.
@@ -79,6 +83,8 @@ pub struct GuardState {
     pub evictions: EvictionLog,
     /// The clock.
     pub clock: Clock,
+    /// Token buckets bounding restarts and surges.
+    pub budget: RestartBudget,
 }
 
 impl GuardState {
@@ -110,7 +116,14 @@ impl GuardState {
             denials: DenialMemory::default(),
             evictions: EvictionLog::default(),
             clock: Arc::new(Timestamp::now),
+            budget: RestartBudget::new(RateLimits::default()),
         }
+    }
+
+    /// Replaces the restart and surge rate limits (default [`RateLimits::default`]).
+    pub fn with_rate_limits(mut self, limits: RateLimits) -> Self {
+        self.budget = RestartBudget::new(limits);
+        self
     }
 
     /// Marks the gathered pods of the Deployment whose eviction was asked for recently.
@@ -207,6 +220,18 @@ impl GuardState {
         request: &AdmissionRequest<DynamicObject>,
         eviction: &EvictionRequest,
     ) -> AdmissionReview<DynamicObject> {
+        self.review_eviction_from(request, eviction, &Peer::default())
+            .await
+    }
+
+    /// [`GuardState::review_eviction`] for a review that came from `peer` (recorded with every
+    /// restart and surge it leads to).
+    pub async fn review_eviction_from(
+        &self,
+        request: &AdmissionRequest<DynamicObject>,
+        eviction: &EvictionRequest,
+        peer: &Peer,
+    ) -> AdmissionReview<DynamicObject> {
         let pod_key = format!("{}/{}", eviction.namespace, eviction.name);
         if !eviction.dry_run {
             self.evictions
@@ -249,6 +274,7 @@ impl GuardState {
             .as_ref()
             .map(|p| p.uid.clone())
             .unwrap_or_default();
+        let audit = || audit_of(request, peer);
         tracing::debug!(pod = %pod_key, outcome = verdict.outcome(), "eviction reviewed");
         let forget = self.config.deflect_deadline * 2;
         match verdict {
@@ -264,6 +290,14 @@ impl GuardState {
                 let (namespace, name) = deployment
                     .split_once('/')
                     .unwrap_or((&eviction.namespace, &deployment));
+                if let Err(empty) = self.budget.try_take(namespace) {
+                    self.metrics.deny("restart_rate_limited");
+                    let msg = self
+                        .budget
+                        .exhausted_message("rolling restarts", &pod_key, &empty);
+                    tracing::warn!(pod = %pod_key, deployment = %deployment, audit = %audit(), "restart budget empty; refusing without restarting");
+                    return deny_429(request, &msg);
+                }
                 let outcome = self
                     .restarter
                     .restart(RestartRequest {
@@ -272,8 +306,13 @@ impl GuardState {
                         pod: eviction.name.clone(),
                         pod_uid: pod_uid.clone(),
                         requested_by: requested_by(),
+                        audit: audit(),
                     })
                     .await;
+                if matches!(outcome, RestartOutcome::InFlight { .. }) {
+                    // Nothing was patched: the restart someone else started is rolling.
+                    self.budget.refund(namespace);
+                }
                 match outcome {
                     RestartOutcome::Restarted { .. } | RestartOutcome::InFlight { .. } => {
                         self.metrics.deflect();
@@ -310,6 +349,14 @@ impl GuardState {
                 let (namespace, name) = deployment
                     .split_once('/')
                     .unwrap_or((&eviction.namespace, &deployment));
+                if let Err(empty) = self.budget.try_take(namespace) {
+                    self.metrics.deny("surge_rate_limited");
+                    let msg = self
+                        .budget
+                        .exhausted_message("replica surges", &pod_key, &empty);
+                    tracing::warn!(pod = %pod_key, deployment = %deployment, audit = %audit(), "surge budget empty; refusing without surging");
+                    return deny_429(request, &msg);
+                }
                 let outcome = self
                     .restarter
                     .surge(SurgeRequest {
@@ -321,8 +368,12 @@ impl GuardState {
                         pod: eviction.name.clone(),
                         pod_uid: pod_uid.clone(),
                         requested_by: requested_by(),
+                        audit: audit(),
                     })
                     .await;
+                if matches!(outcome, SurgeOutcome::InFlight) {
+                    self.budget.refund(namespace);
+                }
                 match outcome {
                     SurgeOutcome::Surged { .. } | SurgeOutcome::InFlight => {
                         self.metrics.deny("pdb_surge");
@@ -350,7 +401,17 @@ impl GuardState {
     }
 }
 
-/// The webhook router, accepting bodies up to [`MAX_BODY_BYTES`].
+/// The record of who asked: the review's `userInfo` and UID, and the connection's peer.
+fn audit_of(request: &AdmissionRequest<DynamicObject>, peer: &Peer) -> RequestAudit {
+    RequestAudit {
+        username: request.user_info.username.clone().unwrap_or_default(),
+        groups: request.user_info.groups.clone().unwrap_or_default(),
+        review_uid: request.uid.clone(),
+        peer_addr: peer.addr.map(|a| a.to_string()).unwrap_or_default(),
+        peer_subject: peer.subject.clone(),
+    }
+}
+
 /// The `reason` label of a plain refusal's denial metric.
 fn denial_reason(verdict: &Verdict) -> &'static str {
     match verdict {
@@ -362,6 +423,7 @@ fn denial_reason(verdict: &Verdict) -> &'static str {
     }
 }
 
+/// The webhook router, accepting bodies up to [`MAX_BODY_BYTES`].
 pub fn router(state: Arc<GuardState>) -> Router {
     router_with_body_limit(state, MAX_BODY_BYTES)
 }
@@ -377,7 +439,21 @@ pub fn router_with_body_limit(state: Arc<GuardState>, max_body_bytes: usize) -> 
         .with_state(state)
 }
 
-async fn validate(State(state): State<Arc<GuardState>>, body: Bytes) -> Response {
+/// The probe router: `/healthz`, `/readyz` and `/metrics` only, for the port kubelet and
+/// Prometheus reach without a client certificate when reviews require one.
+pub fn probe_router(state: Arc<GuardState>) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .with_state(state)
+}
+
+async fn validate(
+    State(state): State<Arc<GuardState>>,
+    peer: Option<Extension<Arc<Peer>>>,
+    body: Bytes,
+) -> Response {
     let started = Instant::now();
     let parsed = match parse_review(&body) {
         Ok(p) => p,
@@ -390,7 +466,8 @@ async fn validate(State(state): State<Arc<GuardState>>, body: Bytes) -> Response
     let review = match parsed {
         ParsedReview::Other(request) => allow(&request, Vec::new()),
         ParsedReview::Eviction { request, eviction } => {
-            state.review_eviction(&request, &eviction).await
+            let peer = peer.map(|Extension(p)| p).unwrap_or_default();
+            state.review_eviction_from(&request, &eviction, &peer).await
         }
     };
     state.metrics.observe_review(started.elapsed());

@@ -51,6 +51,53 @@ pub struct RestartRequest {
     pub pod_uid: String,
     /// The user who asked for the eviction (`request.userInfo.username`).
     pub requested_by: String,
+    /// Who asked, in full, for the log line and the Deployment's Event.
+    pub audit: RequestAudit,
+}
+
+/// Who asked for the eviction that led to a write: the review's `userInfo` (as the caller wrote
+/// it — only the TLS peer is vouched for by the connection), the review's UID, and the TLS peer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestAudit {
+    /// `request.userInfo.username`.
+    pub username: String,
+    /// `request.userInfo.groups`.
+    pub groups: Vec<String>,
+    /// `request.uid` of the AdmissionReview.
+    pub review_uid: String,
+    /// Remote address of the connection the review came on (empty when unknown).
+    pub peer_addr: String,
+    /// Subject of the client certificate the connection authenticated with, if any.
+    pub peer_subject: Option<String>,
+}
+
+impl std::fmt::Display for RequestAudit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let user = if self.username.is_empty() {
+            "unknown"
+        } else {
+            &self.username
+        };
+        write!(
+            f,
+            "user {user} (groups [{}]), review {}, from {}",
+            self.groups.join(", "),
+            if self.review_uid.is_empty() {
+                "without uid"
+            } else {
+                &self.review_uid
+            },
+            if self.peer_addr.is_empty() {
+                "unknown address"
+            } else {
+                &self.peer_addr
+            },
+        )?;
+        match &self.peer_subject {
+            Some(s) => write!(f, " with client certificate {s}"),
+            None => f.write_str(" without a client certificate"),
+        }
+    }
 }
 
 /// What became of a restart request.
@@ -177,7 +224,17 @@ impl RestartActor {
         match &outcome {
             RestartOutcome::Restarted { .. } => {
                 self.metrics.observe_restart(started.elapsed());
-                tracing::info!(deployment = %key, pod = %req.pod, "restarted Deployment to move an evicted pod");
+                let a = &req.audit;
+                tracing::info!(
+                    deployment = %key,
+                    pod = %req.pod,
+                    user = %a.username,
+                    groups = ?a.groups,
+                    review_uid = %a.review_uid,
+                    peer = %a.peer_addr,
+                    peer_subject = a.peer_subject.as_deref().unwrap_or(""),
+                    "restarted Deployment to move an evicted pod"
+                );
             }
             RestartOutcome::InFlight { at } => {
                 tracing::debug!(deployment = %key, %at, "restart already in flight");
@@ -269,8 +326,8 @@ impl RestartActor {
             ..ObjectReference::default()
         };
         let note_dep = format!(
-            "Rolling restart (restartedAt {at}) so evicted pod {} is replaced before it is removed",
-            req.pod
+            "Rolling restart (restartedAt {at}) so evicted pod {} is replaced before it is removed; asked by {}",
+            req.pod, req.audit
         );
         let note_pod = format!(
             "Eviction deflected: Deployment {} is rolling out a replacement first (requested by {})",
@@ -401,10 +458,22 @@ impl RestartActor {
         {
             Ok(updated) => {
                 self.metrics.rule_action("pdb_surge");
-                tracing::info!(deployment = %key, from = req.from, to = req.to, budget = %req.budget, "surged Deployment for a blocked eviction");
+                let a = &req.audit;
+                tracing::info!(
+                    deployment = %key,
+                    from = req.from,
+                    to = req.to,
+                    budget = %req.budget,
+                    user = %a.username,
+                    groups = ?a.groups,
+                    review_uid = %a.review_uid,
+                    peer = %a.peer_addr,
+                    peer_subject = a.peer_subject.as_deref().unwrap_or(""),
+                    "surged Deployment for a blocked eviction"
+                );
                 let note = format!(
-                    "Raised replicas from {} to {} so PodDisruptionBudget {} can allow the eviction of pod {}; restored once no pod sits on an unschedulable node",
-                    req.from, req.to, req.budget, req.pod
+                    "Raised replicas from {} to {} so PodDisruptionBudget {} can allow the eviction of pod {}; restored once no pod sits on an unschedulable node; asked by {}",
+                    req.from, req.to, req.budget, req.pod, req.audit
                 );
                 self.publish_deployment_event(&updated, "EvictionSurge", "ScaleUp", note);
                 SurgeOutcome::Surged { at }

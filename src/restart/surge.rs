@@ -33,6 +33,8 @@ pub struct SurgeRequest {
     pub pod_uid: String,
     /// Who asked for the eviction.
     pub requested_by: String,
+    /// Who asked, in full, for the log line and the Deployment's Event.
+    pub audit: super::RequestAudit,
 }
 
 /// What became of a surge request.

@@ -113,6 +113,7 @@ fn request(pod: &str) -> RestartRequest {
         pod: pod.into(),
         pod_uid: "p1".into(),
         requested_by: "system:serviceaccount:kube-system:drainer".into(),
+        audit: Default::default(),
     }
 }
 

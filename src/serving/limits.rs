@@ -36,6 +36,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Sleep;
 use tokio_rustls::server::TlsStream;
 
+use super::peer::{self, PeerService};
+
 /// Default largest request body (an AdmissionReview holds a pod and its old version).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Default time a client has to send its complete request headers.
@@ -145,12 +147,16 @@ impl BoundedAcceptor {
     }
 }
 
-type AcceptFuture<S> =
-    Pin<Box<dyn Future<Output = io::Result<(BoundedStream<TlsStream<TcpStream>>, S)>> + Send>>;
+type AcceptFuture<S> = Pin<
+    Box<
+        dyn Future<Output = io::Result<(BoundedStream<TlsStream<TcpStream>>, PeerService<S>)>>
+            + Send,
+    >,
+>;
 
 impl<S: Send + 'static> Accept<TcpStream, S> for BoundedAcceptor {
     type Stream = BoundedStream<TlsStream<TcpStream>>;
-    type Service = S;
+    type Service = PeerService<S>;
     type Future = AcceptFuture<S>;
 
     fn accept(&self, stream: TcpStream, service: S) -> Self::Future {
@@ -162,10 +168,13 @@ impl<S: Send + 'static> Accept<TcpStream, S> for BoundedAcceptor {
             ))));
         };
         let _ = stream.set_nodelay(true);
+        let addr = stream.peer_addr().ok();
         let handshake = self.tls.accept(stream, service);
         let first_bytes_within = self.first_bytes_within;
         Box::pin(async move {
             let (tls, service) = handshake.await?;
+            // Who connected (address, verified certificate subject), for every request's records.
+            let service = PeerService::new(service, peer::of_tls(&tls, addr));
             Ok((BoundedStream::new(tls, slot, first_bytes_within), service))
         })
     }

@@ -5,6 +5,10 @@
 //! contents rather than watching inodes also catches Kubernetes Secret volumes, which update by
 //! swapping a `..data` symlink. A broken pair (half-written, mismatched) is logged and the
 //! previous certificate stays in use.
+//!
+//! With [`TlsFiles::client_auth`] the server also requires client certificates
+//! ([`super::client_auth`]); the client CA file is hashed and reloaded with the pair, so a
+//! rotated CA takes effect for new connections the same way.
 
 use std::io;
 use std::net::SocketAddr;
@@ -21,6 +25,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use sha2::{Digest, Sha256};
 use tokio::task::JoinHandle;
 
+use super::client_auth::{self, ClientAuth};
 use super::limits::{self, BoundedAcceptor, ServeLimits};
 
 /// Default interval between certificate checks.
@@ -40,6 +45,14 @@ pub enum TlsError {
     /// A file holds no usable PEM of the expected kind.
     #[error("{path}: {message}")]
     Pem {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// The client CA file cannot be used.
+    #[error("client CA {path}: {message}")]
+    ClientCa {
         /// The file.
         path: PathBuf,
         /// Why.
@@ -68,7 +81,64 @@ fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
 pub fn load_server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, TlsError> {
     let cert_pem = read(cert)?;
     let key_pem = read(key)?;
-    server_config_from_pem(&cert_pem, &key_pem).map_err(|e| match e {
+    pair_config(cert, key, &cert_pem, &key_pem, None)
+}
+
+/// The files a TLS server is made from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// PEM serving certificate (chain).
+    pub cert: PathBuf,
+    /// PEM private key.
+    pub key: PathBuf,
+    /// Client certificates required, and from which CA; `None`: no client authentication.
+    pub client_auth: Option<ClientAuth>,
+}
+
+impl TlsFiles {
+    /// SHA-256 over every file's contents (follows symlinks, so `..data` swaps are seen).
+    pub fn hash(&self) -> Result<[u8; 32], TlsError> {
+        let mut h = Sha256::new();
+        h.update(read(&self.cert)?);
+        h.update([0u8]);
+        h.update(read(&self.key)?);
+        if let Some(auth) = &self.client_auth {
+            h.update([0u8]);
+            h.update(read(&auth.ca_file)?);
+        }
+        Ok(h.finalize().into())
+    }
+
+    /// Builds the server config (TLS 1.2+, ALPN h2 and http/1.1, client certificates verified
+    /// when asked for).
+    pub fn load(&self) -> Result<Arc<ServerConfig>, TlsError> {
+        let cert_pem = read(&self.cert)?;
+        let key_pem = read(&self.key)?;
+        let verifier =
+            match &self.client_auth {
+                None => None,
+                Some(auth) => {
+                    let ca_pem = read(&auth.ca_file)?;
+                    Some(client_auth::verifier(&ca_pem, &auth.allowed_names).map_err(
+                        |message| TlsError::ClientCa {
+                            path: auth.ca_file.clone(),
+                            message,
+                        },
+                    )?)
+                }
+            };
+        pair_config(&self.cert, &self.key, &cert_pem, &key_pem, verifier)
+    }
+}
+
+fn pair_config(
+    cert: &Path,
+    key: &Path,
+    cert_pem: &[u8],
+    key_pem: &[u8],
+    verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
+) -> Result<Arc<ServerConfig>, TlsError> {
+    server_config_from_pem(cert_pem, key_pem, verifier).map_err(|e| match e {
         PemProblem::Cert(message) => TlsError::Pem {
             path: cert.to_owned(),
             message,
@@ -94,6 +164,7 @@ enum PemProblem {
 fn server_config_from_pem(
     cert_pem: &[u8],
     key_pem: &[u8],
+    verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
 ) -> Result<Arc<ServerConfig>, PemProblem> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<_, _>>()
@@ -104,10 +175,14 @@ fn server_config_from_pem(
     let key = PrivateKeyDer::from_pem_slice(key_pem)
         .map_err(|e| PemProblem::Key(format!("no usable private key: {e}")))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = ServerConfig::builder_with_provider(provider)
+    let builder = ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-        .map_err(PemProblem::Rustls)?
-        .with_no_client_auth()
+        .map_err(PemProblem::Rustls)?;
+    let builder = match verifier {
+        Some(v) => builder.with_client_cert_verifier(v),
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder
         .with_single_cert(certs, key)
         .map_err(PemProblem::Rustls)?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
@@ -122,6 +197,7 @@ pub fn self_signed_config(names: &[String]) -> Result<Arc<ServerConfig>, String>
     server_config_from_pem(
         ck.cert.pem().as_bytes(),
         ck.signing_key.serialize_pem().as_bytes(),
+        None,
     )
     .map_err(|e| match e {
         PemProblem::Cert(m) | PemProblem::Key(m) => m,
@@ -131,11 +207,12 @@ pub fn self_signed_config(names: &[String]) -> Result<Arc<ServerConfig>, String>
 
 /// SHA-256 over both files' contents (follows symlinks, so `..data` swaps are seen).
 pub fn files_hash(cert: &Path, key: &Path) -> Result<[u8; 32], TlsError> {
-    let mut h = Sha256::new();
-    h.update(read(cert)?);
-    h.update([0u8]);
-    h.update(read(key)?);
-    Ok(h.finalize().into())
+    TlsFiles {
+        cert: cert.to_owned(),
+        key: key.to_owned(),
+        client_auth: None,
+    }
+    .hash()
 }
 
 /// Loads the certificate pair and starts a task reloading it when the files change.
@@ -144,16 +221,28 @@ pub async fn load_with_reload(
     key: PathBuf,
     interval: Duration,
 ) -> Result<(RustlsConfig, JoinHandle<()>), TlsError> {
-    let hash = files_hash(&cert, &key)?;
-    let config = RustlsConfig::from_config(load_server_config(&cert, &key)?);
-    let task = tokio::spawn(reload_loop(config.clone(), cert, key, interval, hash));
+    let files = TlsFiles {
+        cert,
+        key,
+        client_auth: None,
+    };
+    load_files_with_reload(files, interval).await
+}
+
+/// Loads `files` and starts a task reloading them when any of them changes.
+pub async fn load_files_with_reload(
+    files: TlsFiles,
+    interval: Duration,
+) -> Result<(RustlsConfig, JoinHandle<()>), TlsError> {
+    let hash = files.hash()?;
+    let config = RustlsConfig::from_config(files.load()?);
+    let task = tokio::spawn(reload_loop(config.clone(), files, interval, hash));
     Ok((config, task))
 }
 
 async fn reload_loop(
     config: RustlsConfig,
-    cert: PathBuf,
-    key: PathBuf,
+    files: TlsFiles,
     interval: Duration,
     mut last: [u8; 32],
 ) {
@@ -162,7 +251,7 @@ async fn reload_loop(
     ticker.tick().await;
     loop {
         ticker.tick().await;
-        let hash = match files_hash(&cert, &key) {
+        let hash = match files.hash() {
             Ok(h) => h,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read serving certificate; keeping the current one");
@@ -172,11 +261,11 @@ async fn reload_loop(
         if hash == last {
             continue;
         }
-        match load_server_config(&cert, &key) {
+        match files.load() {
             Ok(c) => {
                 config.reload_from_config(c);
                 last = hash;
-                tracing::info!(cert = %cert.display(), "serving certificate reloaded");
+                tracing::info!(cert = %files.cert.display(), client_ca = ?files.client_auth.as_ref().map(|a| a.ca_file.display().to_string()), "serving certificate reloaded");
             }
             Err(e) => {
                 tracing::warn!(error = %e, "new serving certificate unusable; keeping the current one")

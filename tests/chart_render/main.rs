@@ -31,6 +31,7 @@ mod hardening;
 mod helm;
 mod install_modes;
 mod measured_usage;
+mod network_policy;
 mod policy;
 mod rbac;
 mod registration;

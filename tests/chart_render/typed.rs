@@ -109,6 +109,9 @@ pub(crate) fn check_all_typed(r: &Rendered) -> Rbac {
             ("batch/v1", "CronJob") => drop(strict::<CronJob>(obj)),
             ("batch/v1", "Job") => drop(strict::<Job>(obj)),
             ("policy/v1", "PodDisruptionBudget") => drop(strict::<PodDisruptionBudget>(obj)),
+            ("networking.k8s.io/v1", "NetworkPolicy") => drop(strict::<
+                k8s_openapi::api::networking::v1::NetworkPolicy,
+            >(obj)),
             ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration") => {
                 drop(strict::<ValidatingWebhookConfiguration>(obj))
             }

@@ -100,17 +100,130 @@ pub fn pdb_min_available(app: &str, n: i64) -> Value {
 pub struct Cluster {
     pub sim: SimHandle,
     pub dir: tempfile::TempDir,
+    /// The client certificate kube-sim presents to webhooks (as kube-apiserver does through its
+    /// AdmissionConfiguration), and its CA; `None` for a cluster whose webhook calls are
+    /// anonymous. Webhooks started with [`Webhook::start`] require it when it is set.
+    pub webhook_client: Option<ClientPki>,
+    /// Another client certificate from the same CA, with subject CN `not-the-apiserver`.
+    pub same_ca_other_client: Option<ClientPki>,
+}
+
+/// A client CA and one client certificate it signed (PEM), with the CA written to `ca_file`.
+#[derive(Debug, Clone)]
+pub struct ClientPki {
+    pub ca_pem: String,
+    pub ca_file: PathBuf,
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl ClientPki {
+    /// The certificate and key as a reqwest identity.
+    pub fn identity(&self) -> reqwest::Identity {
+        reqwest::Identity::from_pem(format!("{}\n{}", self.cert_pem, self.key_pem).as_bytes())
+            .expect("client identity")
+    }
+}
+
+/// Makes a client CA named `ca_name` and a client certificate (extended key usage clientAuth)
+/// with subject CN `cn`, writing the CA to `dir/<file_stem>-ca.crt`.
+pub fn client_pki(dir: &Path, file_stem: &str, ca_name: &str, cn: &str) -> ClientPki {
+    client_pkis(dir, file_stem, ca_name, &[cn]).remove(0)
+}
+
+/// [`client_pki`] with one certificate per name in `cns`, all from the same CA.
+pub fn client_pkis(dir: &Path, file_stem: &str, ca_name: &str, cns: &[&str]) -> Vec<ClientPki> {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    let ca_key = KeyPair::generate().expect("CA key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, ca_name);
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca_cert = ca_params.self_signed(&ca_key).expect("CA certificate");
+    let issuer = Issuer::new(ca_params, ca_key);
+    let ca_file = dir.join(format!("{file_stem}-ca.crt"));
+    std::fs::write(&ca_file, ca_cert.pem()).expect("write client CA");
+    cns.iter()
+        .map(|cn| {
+            let key = KeyPair::generate().expect("client key");
+            let mut params = CertificateParams::new(Vec::<String>::new()).expect("client params");
+            params.distinguished_name.push(DnType::CommonName, *cn);
+            params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+            let cert = params.signed_by(&key, &issuer).expect("client certificate");
+            ClientPki {
+                ca_pem: ca_cert.pem(),
+                ca_file: ca_file.clone(),
+                cert_pem: cert.pem(),
+                key_pem: key.serialize_pem(),
+            }
+        })
+        .collect()
+}
+
+/// Writes kube-apiserver's files for webhook client certificates into `dir` — an
+/// `AdmissionConfiguration` whose `ValidatingAdmissionWebhook` plugin names a kubeconfig whose
+/// user `<service>.<namespace>.svc` carries `pki`'s certificate — and returns the
+/// AdmissionConfiguration's path (what `--admission-control-config-file` takes).
+pub fn write_admission_config(dir: &Path, pki: &ClientPki) -> PathBuf {
+    std::fs::write(dir.join("webhook-client.crt"), &pki.cert_pem).expect("write client cert");
+    std::fs::write(dir.join("webhook-client.key"), &pki.key_pem).expect("write client key");
+    let kubeconfig = dir.join("webhook-kubeconfig.yaml");
+    // Service port 443: the name without a port matches (kube-apiserver's rule).
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nusers:\n- name: {WEBHOOK_SERVICE}.{WEBHOOK_NAMESPACE}.svc\n  user:\n    client-certificate: webhook-client.crt\n    client-key: webhook-client.key\n"
+        ),
+    )
+    .expect("write webhook kubeconfig");
+    let admission = dir.join("admission-config.yaml");
+    std::fs::write(
+        &admission,
+        format!(
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: apiserver.config.k8s.io/v1\n    kind: WebhookAdmissionConfiguration\n    kubeConfigFile: {}\n",
+            kubeconfig.display()
+        ),
+    )
+    .expect("write admission configuration");
+    admission
 }
 
 impl Cluster {
-    /// Starts kube-sim with controllers on, pods Ready [`POD_START_SECONDS`] after they start.
+    /// Starts kube-sim with controllers on, pods Ready [`POD_START_SECONDS`] after they start,
+    /// presenting a client certificate to webhooks.
     pub async fn start(objects: Vec<Value>) -> Cluster {
         Self::start_with_tick(objects, SimOptions::default().tick).await
     }
 
+    /// [`Cluster::start`] whose webhook calls are anonymous (no client certificate).
+    pub async fn start_unauthenticated(objects: Vec<Value>) -> Cluster {
+        Self::start_with(objects, SimOptions::default().tick, false).await
+    }
+
     /// [`Cluster::start`] with another controller tick (real time between reconciles).
     pub async fn start_with_tick(objects: Vec<Value>, tick: Duration) -> Cluster {
+        Self::start_with(objects, tick, true).await
+    }
+
+    async fn start_with(objects: Vec<Value>, tick: Duration, webhook_auth: bool) -> Cluster {
         let dir = tempfile::tempdir().expect("temp dir");
+        let mut pkis = if webhook_auth {
+            client_pkis(
+                dir.path(),
+                "webhook-client",
+                "kube-sim-webhook-client-ca",
+                &["kube-apiserver", "not-the-apiserver"],
+            )
+        } else {
+            Vec::new()
+        };
+        let same_ca_other_client = pkis.pop();
+        let webhook_client = pkis.pop();
         let mut objects = objects;
         objects.insert(
             0,
@@ -122,9 +235,20 @@ impl Cluster {
             tick,
             ..Default::default()
         };
+        if let Some(pki) = &webhook_client {
+            let admission = write_admission_config(dir.path(), pki);
+            opts.webhook_auth =
+                kube_sim::webhook_auth::WebhookAuth::from_admission_config(&admission)
+                    .expect("admission configuration loads");
+        }
         opts.config.pod_start_delay_seconds = POD_START_SECONDS;
         let sim = Sim::start(opts).await.expect("kube-sim starts");
-        Cluster { sim, dir }
+        Cluster {
+            sim,
+            dir,
+            webhook_client,
+            same_ca_other_client,
+        }
     }
 
     pub fn kubeconfig(&self) -> PathBuf {
@@ -322,6 +446,8 @@ pub fn certs(dir: &Path) -> GeneratedCerts {
 pub struct Webhook {
     child: Option<tokio::process::Child>,
     pub addr: SocketAddr,
+    /// The probe port (only when reviews require a client certificate).
+    pub probe_addr: Option<SocketAddr>,
     logs: Arc<Mutex<Vec<String>>>,
     http: reqwest::Client,
 }
@@ -349,6 +475,7 @@ impl Webhook {
         extra: &[&str],
     ) -> Webhook {
         let port = port.to_string();
+        let client = cluster.webhook_client.clone();
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_kube-descheduler"));
         cmd.arg("webhook")
             .arg("--tls-cert-file")
@@ -365,6 +492,12 @@ impl Webhook {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true);
+        if let Some(pki) = &client {
+            // Reviews require kube-sim's client certificate; probes have their own port.
+            cmd.arg("--client-ca-file")
+                .arg(&pki.ca_file)
+                .args(["--probe-port", "0"]);
+        }
         let mut child = cmd.spawn().expect("kube-descheduler webhook starts");
         let stderr = child.stderr.take().expect("stderr piped");
         let logs: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -380,30 +513,37 @@ impl Webhook {
                     && let Ok(addr) = addr.parse::<SocketAddr>()
                     && let Some(tx) = tx.take()
                 {
-                    let _ = tx.send(addr);
+                    let probe = v["fields"]["probe_addr"]
+                        .as_str()
+                        .and_then(|a| a.parse::<SocketAddr>().ok());
+                    let _ = tx.send((addr, probe));
                 }
                 logs2.lock().unwrap_or_else(|e| e.into_inner()).push(line);
             }
         });
-        let addr = match tokio::time::timeout(Duration::from_secs(60), rx).await {
-            Ok(Ok(addr)) => addr,
+        let (addr, probe_addr) = match tokio::time::timeout(Duration::from_secs(60), rx).await {
+            Ok(Ok(addrs)) => addrs,
             _ => panic!(
                 "webhook {instance} did not report its address; logs:\n{}",
                 logs.lock().unwrap_or_else(|e| e.into_inner()).join("\n")
             ),
         };
-        let http = reqwest::Client::builder()
+        let mut http = reqwest::Client::builder()
             .use_rustls_tls()
             .tls_built_in_root_certs(false)
             .add_root_certificate(
                 reqwest::Certificate::from_pem(ca_pem.as_bytes()).expect("CA certificate"),
             )
-            .timeout(Duration::from_secs(10))
-            .build()
-            .expect("HTTP client");
+            .timeout(Duration::from_secs(10));
+        if let Some(pki) = &client {
+            // The helper's own requests (readiness, metrics) authenticate like kube-sim.
+            http = http.identity(pki.identity());
+        }
+        let http = http.build().expect("HTTP client");
         let wh = Webhook {
             child: Some(child),
             addr,
+            probe_addr,
             logs,
             http,
         };

@@ -30,6 +30,7 @@ mod cert_reload;
 mod fixtures;
 mod harness;
 mod pod_cache;
+mod rate_limits;
 mod reviews;
 
 use fixtures::*;

@@ -315,3 +315,10 @@ prometheus.authToken.secretReference.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+ConfigMap holding the CA of the API server's webhook client certificate (key ca.crt).
+*/}}
+{{- define "kube-descheduler.webhook.clientCAConfigMap" -}}
+{{- default (printf "%s-client-ca" (include "kube-descheduler.webhook.fullname" .)) .Values.webhook.clientAuth.existingConfigMap -}}
+{{- end }}

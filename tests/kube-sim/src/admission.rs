@@ -278,6 +278,18 @@ fn review_request(a: &Attrs, uid: &str) -> Value {
     req
 }
 
+/// Adds the client certificate the webhook kubeconfig gives `target`, if any.
+fn with_client_cert(
+    builder: reqwest::ClientBuilder,
+    st: &SimState,
+    target: &str,
+) -> Result<reqwest::ClientBuilder, String> {
+    match st.webhook_auth.for_target(target) {
+        Some(cert) => Ok(builder.identity(cert.identity()?)),
+        None => Ok(builder),
+    }
+}
+
 /// One HTTPS call. `Err` is a call failure (subject to failurePolicy); `Ok` is the
 /// validated `response` object.
 async fn call(st: &SimState, wh: &Value, a: &Attrs<'_>) -> Result<Value, String> {
@@ -312,6 +324,14 @@ async fn call(st: &SimState, wh: &Value, a: &Attrs<'_>) -> Result<Value, String>
         }
     }
     let url = if let Some(u) = cc.get("url").and_then(Value::as_str) {
+        // ClientConfigFor(u.Host), with :443 when the URL names no port.
+        let parsed = reqwest::Url::parse(u).map_err(|e| format!("invalid webhook url: {e}"))?;
+        let target = format!(
+            "{}:{}",
+            parsed.host_str().unwrap_or(""),
+            parsed.port().unwrap_or(443)
+        );
+        builder = with_client_cert(builder, st, &target)?;
         u.to_string()
     } else if let Some(svc) = cc.get("service") {
         let ns = svc.get("namespace").and_then(Value::as_str).unwrap_or("");
@@ -323,6 +343,8 @@ async fn call(st: &SimState, wh: &Value, a: &Attrs<'_>) -> Result<Value, String>
             .service_override(ns, name)
             .ok_or_else(|| format!("failed to call webhook: service \"{ns}/{name}\" has no host override (no cluster DNS in kube-sim)"))?;
         builder = builder.resolve(&host, addr);
+        // ClientConfigForService: name.namespace.svc:port.
+        builder = with_client_cert(builder, st, &format!("{host}:{port}"))?;
         format!("https://{host}:{port}{path}")
     } else {
         return Err("webhook clientConfig has neither url nor service".into());

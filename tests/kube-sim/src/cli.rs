@@ -56,6 +56,10 @@ struct Args {
     /// it kube-sim scores "least allocated" over cpu and memory and serves `default-scheduler`.
     #[arg(long, value_name = "FILE")]
     scheduler_config: Option<PathBuf>,
+    /// kube-apiserver's AdmissionConfiguration: the `ValidatingAdmissionWebhook` plugin's
+    /// `kubeConfigFile` gives the client certificates presented to webhooks.
+    #[arg(long)]
+    admission_control_config_file: Option<PathBuf>,
 }
 
 /// Runs `kube-sim` with these command-line arguments (the first is the program name), as the
@@ -103,7 +107,12 @@ async fn run(args: Args, scheduler: Option<Arc<SchedulerConfig>>) -> Result<(), 
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
+    let webhook_auth = match &args.admission_control_config_file {
+        Some(p) => crate::webhook_auth::WebhookAuth::from_admission_config(p)?,
+        None => Default::default(),
+    };
     let mut opts = crate::SimOptions {
+        webhook_auth,
         port: args.port,
         time_scale: args.time_scale,
         snapshot_file: args.snapshot.clone(),

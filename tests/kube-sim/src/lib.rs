@@ -28,6 +28,7 @@ pub mod snapshot;
 pub mod store;
 pub mod tls;
 pub mod versions;
+pub mod webhook_auth;
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -79,6 +80,9 @@ pub struct SimOptions {
     pub service_overrides: HashMap<String, SocketAddr>,
     /// Period of BOOKMARK events on watches that allow them.
     pub bookmark_interval: Duration,
+    /// Client certificates presented to webhooks (kube-apiserver's
+    /// `--admission-control-config-file`); default: none (anonymous calls).
+    pub webhook_auth: webhook_auth::WebhookAuth,
 }
 
 impl Default for SimOptions {
@@ -98,6 +102,7 @@ impl Default for SimOptions {
             kubeconfig_path: None,
             service_overrides: HashMap::new(),
             bookmark_interval: Duration::from_secs(5),
+            webhook_auth: webhook_auth::WebhookAuth::default(),
         }
     }
 }
@@ -121,6 +126,8 @@ pub struct SimState {
     /// Whether `sendInitialEvents` watches (WatchList) are served; off answers them as
     /// kube-apiserver does with its `WatchList` feature gate off (422).
     pub watch_list: std::sync::atomic::AtomicBool,
+    /// Client certificates presented to webhooks.
+    pub webhook_auth: webhook_auth::WebhookAuth,
 }
 
 impl SimState {
@@ -195,6 +202,7 @@ impl Sim {
             shutdown: shut_tx,
             bookmark_interval: opts.bookmark_interval,
             watch_list: std::sync::atomic::AtomicBool::new(true),
+            webhook_auth: opts.webhook_auth.clone(),
         });
         let token = format!("kube-sim-{}", state.store.new_uid());
         state.auth.add_token(
