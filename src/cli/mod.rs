@@ -85,3 +85,63 @@ where
     }
     Ok(cli)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_of(argv: &[&str]) -> plan::PlanArgs {
+        match parse(argv.iter().copied()) {
+            Ok(Cli {
+                command: Command::Plan(a),
+            }) => a,
+            other => panic!("not a plan command: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn only_the_plugin_name_makes_plan_read_the_live_cluster() {
+        for argv0 in [
+            "kubectl-descheduler",
+            "/usr/local/bin/kubectl-descheduler",
+            "kubectl-descheduler.exe",
+        ] {
+            assert!(invoked_as_kubectl_plugin(argv0.as_ref()), "{argv0}");
+            let a = plan_of(&[argv0, "plan"]);
+            assert_eq!(
+                a.live_source(),
+                Some(kubeconfig::Source::default()),
+                "{argv0}: kubectl's usual loading"
+            );
+            let a = plan_of(&[argv0, "plan", "--context", "prod"]);
+            assert_eq!(
+                a.live_source().and_then(|s| s.context).as_deref(),
+                Some("prod")
+            );
+            // A file keeps being a file.
+            let a = plan_of(&[argv0, "plan", "--snapshot", "c.yaml"]);
+            assert_eq!(a.live_source(), None);
+        }
+        for argv0 in [
+            "kube-descheduler",
+            "/bin/kubectl",
+            "kubectl-descheduler-old",
+        ] {
+            assert!(!invoked_as_kubectl_plugin(argv0.as_ref()), "{argv0}");
+            assert_eq!(plan_of(&[argv0, "plan"]).live_source(), None, "{argv0}");
+        }
+        let a = plan_of(&["kube-descheduler", "plan", "--kubeconfig"]);
+        assert_eq!(a.live_source(), Some(kubeconfig::Source::default()));
+        let a = plan_of(&["kube-descheduler", "plan", "--kubeconfig=k.yaml"]);
+        assert_eq!(
+            a.live_source().and_then(|s| s.file),
+            Some(std::path::PathBuf::from("k.yaml"))
+        );
+    }
+
+    #[test]
+    fn the_plugin_names_itself_as_kubectl_does_in_errors() {
+        let e = parse(["kubectl-descheduler", "nonsense"]).expect_err("unknown subcommand");
+        assert!(e.to_string().contains("kubectl descheduler"), "{e}");
+    }
+}
