@@ -13,6 +13,9 @@ use crate::snapshot::Snapshot;
 /// Lists every kind [`super::kinds::Kind::ALL`] once from `client` and returns the engine's
 /// snapshot of it. Fails after `timeout` with one line naming `api_server`, the kinds not listed
 /// and the last error seen (`flag` is the option that set the timeout, named in that line).
+/// Meant for a process that ends after planning: the state the snapshot was taken from is not
+/// freed (its memory goes back with the process, without a tenth of a second of freeing
+/// 150,000 pods one by one).
 pub async fn read_cluster(
     client: &Client,
     api_server: &str,
