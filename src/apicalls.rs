@@ -21,6 +21,10 @@ pub enum Component {
     /// `kube-descheduler certs` in the chart's hook Job: the webhook's serving-certificate Secret
     /// and the `caBundle` of the webhook configuration.
     CertsJob,
+    /// `kube-descheduler plan --kubeconfig` (and `kubectl descheduler plan`), run by a person or
+    /// a CI job with their own credentials: read-only. Granted by the ClusterRole in
+    /// `webhook-config/plan-reader/` (not by the chart: no Pod of ours runs it).
+    PlanReader,
 }
 
 /// Where the objects of a call live, as RBAC sees it.
@@ -157,10 +161,13 @@ const fn sub(mut c: ApiCall, subresource: &'static str) -> ApiCall {
     c
 }
 
-use Component::{CertsJob, Engine, Guard};
+use Component::{CertsJob, Engine, Guard, PlanReader};
 use Scope::{AllNamespaces, Cluster, LeaseNamespace, OwnNamespace, PrometheusTokenNamespace};
 
 const CACHE: &str = "watch cache (reflector) the cycle's snapshot is built from";
+const PLAN_LIST: &str = "read once (paged list) into the snapshot `plan` decides on";
+const PLAN_METRICS: &str = "measured usage for metricsUtilization (without --metrics FILE)";
+const PLAN_STREAM: &str = "read once as a streaming list (WatchList, a watch that ends at its initial-events bookmark); without it, a paged list";
 
 /// Every Kubernetes API call of every component. Keep it exact: the chart's RBAC is derived from
 /// and tested against it.
@@ -605,6 +612,163 @@ pub const API_CALLS: &[ApiCall] = &[
         ),
         Names::WebhookConfiguration,
     ),
+    // ---- PlanReader (`plan --kubeconfig`) ---------------------------------------------------
+    call(PlanReader, "list", "", "nodes", Cluster, PLAN_LIST),
+    call(PlanReader, "watch", "", "nodes", Cluster, PLAN_STREAM),
+    call(PlanReader, "list", "", "pods", AllNamespaces, PLAN_LIST),
+    call(PlanReader, "watch", "", "pods", AllNamespaces, PLAN_STREAM),
+    call(PlanReader, "list", "", "namespaces", Cluster, PLAN_LIST),
+    call(PlanReader, "watch", "", "namespaces", Cluster, PLAN_STREAM),
+    call(
+        PlanReader,
+        "list",
+        "policy",
+        "poddisruptionbudgets",
+        AllNamespaces,
+        PLAN_LIST,
+    ),
+    call(
+        PlanReader,
+        "watch",
+        "policy",
+        "poddisruptionbudgets",
+        AllNamespaces,
+        PLAN_STREAM,
+    ),
+    call(
+        PlanReader,
+        "list",
+        "scheduling.k8s.io",
+        "priorityclasses",
+        Cluster,
+        PLAN_LIST,
+    ),
+    call(
+        PlanReader,
+        "watch",
+        "scheduling.k8s.io",
+        "priorityclasses",
+        Cluster,
+        PLAN_STREAM,
+    ),
+    call(
+        PlanReader,
+        "list",
+        "",
+        "persistentvolumeclaims",
+        AllNamespaces,
+        PLAN_LIST,
+    ),
+    call(
+        PlanReader,
+        "watch",
+        "",
+        "persistentvolumeclaims",
+        AllNamespaces,
+        PLAN_STREAM,
+    ),
+    call(
+        PlanReader,
+        "list",
+        "apps",
+        "replicasets",
+        AllNamespaces,
+        PLAN_LIST,
+    ),
+    call(
+        PlanReader,
+        "watch",
+        "apps",
+        "replicasets",
+        AllNamespaces,
+        PLAN_STREAM,
+    ),
+    call(
+        PlanReader,
+        "list",
+        "apps",
+        "deployments",
+        AllNamespaces,
+        PLAN_LIST,
+    ),
+    call(
+        PlanReader,
+        "watch",
+        "apps",
+        "deployments",
+        AllNamespaces,
+        PLAN_STREAM,
+    ),
+    call(
+        PlanReader,
+        "list",
+        "apps",
+        "statefulsets",
+        AllNamespaces,
+        PLAN_LIST,
+    ),
+    call(
+        PlanReader,
+        "watch",
+        "apps",
+        "statefulsets",
+        AllNamespaces,
+        PLAN_STREAM,
+    ),
+    call(
+        PlanReader,
+        "list",
+        "batch",
+        "jobs",
+        AllNamespaces,
+        PLAN_LIST,
+    ),
+    call(
+        PlanReader,
+        "watch",
+        "batch",
+        "jobs",
+        AllNamespaces,
+        PLAN_STREAM,
+    ),
+    call(
+        PlanReader,
+        "list",
+        "autoscaling",
+        "horizontalpodautoscalers",
+        AllNamespaces,
+        PLAN_LIST,
+    ),
+    call(
+        PlanReader,
+        "watch",
+        "autoscaling",
+        "horizontalpodautoscalers",
+        AllNamespaces,
+        PLAN_STREAM,
+    ),
+    when(
+        call(
+            PlanReader,
+            "list",
+            "metrics.k8s.io",
+            "nodes",
+            Cluster,
+            PLAN_METRICS,
+        ),
+        Needed::KubernetesMetrics,
+    ),
+    when(
+        call(
+            PlanReader,
+            "list",
+            "metrics.k8s.io",
+            "pods",
+            AllNamespaces,
+            PLAN_METRICS,
+        ),
+        Needed::KubernetesMetrics,
+    ),
 ];
 
 /// The calls of one component.
@@ -613,93 +777,5 @@ pub fn calls_of(component: Component) -> impl Iterator<Item = &'static ApiCall> 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashSet;
-
-    #[test]
-    fn no_duplicate_calls() {
-        let mut seen = HashSet::new();
-        for c in API_CALLS {
-            let key = (c.component, c.verb, c.group, c.rbac_resource(), c.scope);
-            assert!(
-                seen.insert(key.clone()),
-                "duplicate API call entry: {key:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn verbs_are_rbac_verbs_and_fields_are_well_formed() {
-        for c in API_CALLS {
-            assert!(
-                VALID_VERBS.contains(&c.verb),
-                "{c:?}: `{}` is not an RBAC verb",
-                c.verb
-            );
-            assert!(
-                !c.resource.is_empty() && c.resource == c.resource.to_lowercase(),
-                "{c:?}: resource must be lower-case plural"
-            );
-            assert!(
-                !c.resource.contains('/'),
-                "{c:?}: put the subresource in `subresource`"
-            );
-            assert!(c.group != "core", "{c:?}: the core group is \"\"");
-            assert!(!c.why.trim().is_empty(), "{c:?}: say why");
-            // RBAC cannot restrict collection calls or create by name.
-            if matches!(c.verb, "list" | "watch" | "create" | "deletecollection") {
-                assert_eq!(
-                    c.names,
-                    Names::Any,
-                    "{c:?}: RBAC resourceNames cannot restrict `{}`",
-                    c.verb
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn every_component_has_calls_and_watches_come_with_lists() {
-        for component in [Component::Engine, Component::Guard, Component::CertsJob] {
-            assert!(
-                calls_of(component).next().is_some(),
-                "{component:?} has no calls"
-            );
-        }
-        for c in API_CALLS.iter().filter(|c| c.verb == "watch") {
-            assert!(
-                API_CALLS.iter().any(|l| l.verb == "list"
-                    && l.component == c.component
-                    && l.group == c.group
-                    && l.resource == c.resource),
-                "{c:?}: a watch cache needs list too"
-            );
-        }
-    }
-
-    #[test]
-    fn engine_evicts_and_guard_does_not() {
-        let evicts = |comp| {
-            calls_of(comp).any(|c| c.verb == "create" && c.rbac_resource() == "pods/eviction")
-        };
-        assert!(evicts(Component::Engine));
-        assert!(!evicts(Component::Guard));
-        assert!(!calls_of(Component::Guard).any(|c| c.resource == "secrets"));
-        // The engine reads one Secret, by name, and only when the policy names it.
-        let engine_secrets: Vec<_> = calls_of(Component::Engine)
-            .filter(|c| c.resource == "secrets")
-            .collect();
-        assert_eq!(engine_secrets.len(), 1, "{engine_secrets:?}");
-        let s = engine_secrets[0];
-        assert_eq!(
-            (s.verb, s.names, s.needed, s.scope),
-            (
-                "get",
-                Names::PrometheusTokenSecret,
-                Needed::PrometheusTokenSecret,
-                Scope::PrometheusTokenNamespace
-            )
-        );
-    }
-}
+#[path = "apicalls_tests.rs"]
+mod tests;

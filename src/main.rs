@@ -1,8 +1,5 @@
-//! The `kube-descheduler` binary: subcommands `plan`, `run`, `webhook`, `certs`.
-
-use clap::Parser;
-
-use kube_descheduler::cli::Cli;
+//! The `kube-descheduler` binary: subcommands `plan`, `run`, `webhook`, `certs`, `completions`
+//! (also the kubectl plugin `kubectl-descheduler`: see [`kube_descheduler::cli::parse`]).
 
 /// jemalloc on Linux with glibc: cycles of `run` and watch events interleave short- and
 /// long-lived allocations, which left glibc's heap ever more fragmented (see `live::trim`).
@@ -35,7 +32,7 @@ pub static ALLOCATOR_OPTIONS: AllocatorOptions = AllocatorOptions(
 fn main() {
     // One TLS crypto provider for the whole process, before anything builds a rustls config.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let cli = match Cli::try_parse() {
+    let cli = match kube_descheduler::cli::parse(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {

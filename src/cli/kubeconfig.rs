@@ -28,3 +28,47 @@ pub async fn load(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Config> 
         }),
     }
 }
+
+/// Where `plan` reads a live cluster from (`--kubeconfig [FILE]`, `--context NAME`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Source {
+    /// The kubeconfig file; None: the usual loading (`$KUBECONFIG`, `~/.kube/config`, else the
+    /// in-cluster configuration), as kubectl does.
+    pub file: Option<PathBuf>,
+    /// The context to use instead of the file's current context.
+    pub context: Option<String>,
+}
+
+/// Loads the client configuration `source` names. An unreadable or invalid file, or a context
+/// it does not have, is a [`ConfigError`] naming the flag (exit code 2).
+pub async fn load_source(source: &Source) -> anyhow::Result<kube::Config> {
+    let opts = KubeConfigOptions {
+        context: source.context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    let ctx = source
+        .context
+        .as_ref()
+        .map(|c| format!(" (--context {c})"))
+        .unwrap_or_default();
+    match (&source.file, &source.context) {
+        (Some(path), _) => {
+            let kc = Kubeconfig::read_from(path)
+                .map_err(|e| ConfigError::new(format!("--kubeconfig {}: {e}", path.display())))?;
+            kube::Config::from_custom_kubeconfig(kc, &opts)
+                .await
+                .map_err(|e| {
+                    ConfigError::new(format!("--kubeconfig {}{ctx}: {e}", path.display())).into()
+                })
+        }
+        // A context names an entry of a kubeconfig file, so the in-cluster configuration is no
+        // fallback then (kubectl behaves the same).
+        (None, Some(c)) => kube::Config::from_kubeconfig(&opts).await.map_err(|e| {
+            ConfigError::new(format!(
+                "--context {c}: cannot load it from $KUBECONFIG or ~/.kube/config: {e}"
+            ))
+            .into()
+        }),
+        (None, None) => load(None).await,
+    }
+}

@@ -1,9 +1,11 @@
 //! Command line: one binary, one subcommand per job.
 
 pub mod certs;
+pub mod completions;
 pub mod kubeconfig;
 pub mod logging;
 pub mod plan;
+pub mod plan_live;
 pub mod run;
 pub mod serve_limits;
 pub mod webhook;
@@ -21,7 +23,8 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Plan evictions offline from a cluster snapshot file (no cluster needed).
+    /// Plan evictions from a cluster snapshot file (no cluster needed), or from a live cluster
+    /// read once (`--kubeconfig`, read-only).
     Plan(plan::PlanArgs),
     /// Run the descheduler against a cluster (once, on an interval, or on demand).
     Run(Box<run::RunArgs>),
@@ -30,6 +33,9 @@ pub enum Command {
     /// Create a CA and serving certificate for the webhook or the secure port (files), or keep
     /// the webhook's Secret and caBundle valid in the cluster (`--secret-name`).
     Certs(certs::CertsCommand),
+    /// Print the shell completion script for bash, zsh or fish (e.g. `source <(kube-descheduler
+    /// completions bash)`).
+    Completions(completions::CompletionsArgs),
 }
 
 /// Runs the selected subcommand.
@@ -39,5 +45,103 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => run::run(*args),
         Command::Webhook(args) => webhook::run(args),
         Command::Certs(args) => certs::run(args),
+        Command::Completions(args) => completions::run(args),
+    }
+}
+
+/// The file name (without extension) this binary answers to as a kubectl plugin: on `PATH` under
+/// this name, `kubectl descheduler …` runs it.
+pub const KUBECTL_PLUGIN_NAME: &str = "kubectl-descheduler";
+
+/// Whether the program was started as the kubectl plugin (`argv[0]`'s file name, without
+/// extension, is [`KUBECTL_PLUGIN_NAME`]).
+pub fn invoked_as_kubectl_plugin(argv0: &std::ffi::OsStr) -> bool {
+    std::path::Path::new(argv0)
+        .file_stem()
+        .is_some_and(|n| n == KUBECTL_PLUGIN_NAME)
+}
+
+/// Parses the command line. As the kubectl plugin, help and errors name `kubectl descheduler`,
+/// and `plan` without `--snapshot` reads the live cluster of kubectl's configuration (its
+/// current context unless `--context` says otherwise); the stock binary's `plan` keeps planning
+/// the bundled example.
+pub fn parse<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::{CommandFactory, FromArgMatches};
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let plugin = args.first().is_some_and(|a| invoked_as_kubectl_plugin(a));
+    if !plugin {
+        return Cli::try_parse_from(args);
+    }
+    let matches = Cli::command()
+        .bin_name("kubectl descheduler")
+        .try_get_matches_from(args)?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    if let Command::Plan(args) = &mut cli.command {
+        args.default_to_live();
+    }
+    Ok(cli)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_of(argv: &[&str]) -> plan::PlanArgs {
+        match parse(argv.iter().copied()) {
+            Ok(Cli {
+                command: Command::Plan(a),
+            }) => a,
+            other => panic!("not a plan command: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn only_the_plugin_name_makes_plan_read_the_live_cluster() {
+        for argv0 in [
+            "kubectl-descheduler",
+            "/usr/local/bin/kubectl-descheduler",
+            "kubectl-descheduler.exe",
+        ] {
+            assert!(invoked_as_kubectl_plugin(argv0.as_ref()), "{argv0}");
+            let a = plan_of(&[argv0, "plan"]);
+            assert_eq!(
+                a.live_source(),
+                Some(kubeconfig::Source::default()),
+                "{argv0}: kubectl's usual loading"
+            );
+            let a = plan_of(&[argv0, "plan", "--context", "prod"]);
+            assert_eq!(
+                a.live_source().and_then(|s| s.context).as_deref(),
+                Some("prod")
+            );
+            // A file keeps being a file.
+            let a = plan_of(&[argv0, "plan", "--snapshot", "c.yaml"]);
+            assert_eq!(a.live_source(), None);
+        }
+        for argv0 in [
+            "kube-descheduler",
+            "/bin/kubectl",
+            "kubectl-descheduler-old",
+        ] {
+            assert!(!invoked_as_kubectl_plugin(argv0.as_ref()), "{argv0}");
+            assert_eq!(plan_of(&[argv0, "plan"]).live_source(), None, "{argv0}");
+        }
+        let a = plan_of(&["kube-descheduler", "plan", "--kubeconfig"]);
+        assert_eq!(a.live_source(), Some(kubeconfig::Source::default()));
+        let a = plan_of(&["kube-descheduler", "plan", "--kubeconfig=k.yaml"]);
+        assert_eq!(
+            a.live_source().and_then(|s| s.file),
+            Some(std::path::PathBuf::from("k.yaml"))
+        );
+    }
+
+    #[test]
+    fn the_plugin_names_itself_as_kubectl_does_in_errors() {
+        let e = parse(["kubectl-descheduler", "nonsense"]).expect_err("unknown subcommand");
+        assert!(e.to_string().contains("kubectl descheduler"), "{e}");
     }
 }

@@ -1,4 +1,5 @@
-//! `kube-descheduler plan`: the engine (and the guard's verdicts) on a snapshot file, no cluster.
+//! `kube-descheduler plan`: the engine (and the guard's verdicts) on a snapshot file, or on a
+//! live cluster read once (`--kubeconfig`, `--context`; see [`super::plan_live`]).
 
 use std::path::PathBuf;
 
@@ -33,6 +34,27 @@ pub struct PlanArgs {
     /// Cluster snapshot: a Kubernetes List (YAML or JSON). Default: examples/cluster.yaml (bundled).
     #[arg(long, value_name = "FILE")]
     pub snapshot: Option<PathBuf>,
+    /// Plan on the live cluster instead of a snapshot file, read once (every kind listed, no
+    /// watch, no writes) with this kubeconfig FILE; without a value, the usual loading:
+    /// $KUBECONFIG, ~/.kube/config, else the in-cluster configuration.
+    #[arg(
+        long,
+        value_name = "FILE",
+        num_args = 0..=1,
+        // The value alone (an empty path) means the usual loading; clap's path parser would
+        // refuse it.
+        default_missing_value = "",
+        value_parser = clap::builder::TypedValueParser::map(clap::builder::OsStringValueParser::new(), PathBuf::from),
+        conflicts_with = "snapshot"
+    )]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to read the live cluster from (implies --kubeconfig).
+    #[arg(long, value_name = "NAME", conflicts_with = "snapshot")]
+    pub context: Option<String>,
+    /// How long reading the live cluster may take in all (Go duration); then plan fails with one
+    /// line naming the API server (exit code 1).
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub request_timeout: String,
     /// The clock for every age computation (RFC 3339). Default: now.
     #[arg(long, value_name = "RFC3339")]
     pub now: Option<String>,
@@ -82,6 +104,27 @@ pub struct PlanArgs {
     pub verbosity: u8,
 }
 
+impl PlanArgs {
+    /// Where the live cluster is read from, when it is (`--kubeconfig` or `--context` given).
+    pub fn live_source(&self) -> Option<super::kubeconfig::Source> {
+        (self.kubeconfig.is_some() || self.context.is_some()).then(|| super::kubeconfig::Source {
+            file: self
+                .kubeconfig
+                .clone()
+                .filter(|f| !f.as_os_str().is_empty()),
+            context: self.context.clone(),
+        })
+    }
+
+    /// As `kubectl descheduler plan` (the binary run as a kubectl plugin): without `--snapshot`,
+    /// the live cluster of kubectl's configuration is read.
+    pub fn default_to_live(&mut self) {
+        if self.snapshot.is_none() && self.kubeconfig.is_none() {
+            self.kubeconfig = Some(PathBuf::new());
+        }
+    }
+}
+
 fn read_or_bundled(
     given: &Option<PathBuf>,
     default_path: &str,
@@ -128,6 +171,16 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         }
         (_, None) => None,
     };
+    let live = args.live_source();
+    let request_timeout = crate::duration::parse_go_duration(&args.request_timeout)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            ConfigError::new(format!(
+                "--request-timeout: expected a Go duration greater than 0 such as 30s, got {:?}",
+                args.request_timeout
+            ))
+        })?;
     let (policy_text, policy_name) =
         read_or_bundled(&args.policy, "examples/policy.yaml", EXAMPLE_POLICY)?;
     let mut policy = policy::load_str(&policy_text)
@@ -136,9 +189,19 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         policy.cycle.scheduler = std::sync::Arc::new(crate::placement::config::load_file(path)?);
     }
     let started = std::time::Instant::now();
-    let mut snapshot = match &args.snapshot {
-        Some(path) => snapshot::load::load_file(path)?,
-        None => {
+    let mut cluster_metrics = None;
+    let mut snapshot = match (&live, &args.snapshot) {
+        (Some(source), _) => {
+            let read = super::plan_live::read(
+                source,
+                request_timeout,
+                policy.metrics.kubernetes && args.metrics.is_empty(),
+            )?;
+            cluster_metrics = read.metrics;
+            read.snapshot
+        }
+        (None, Some(path)) => snapshot::load::load_file(path)?,
+        (None, None) => {
             let (text, name) = read_or_bundled(&None, "examples/cluster.yaml", EXAMPLE_CLUSTER)?;
             snapshot::load::load_bytes(text.as_bytes())
                 .map_err(|e| ConfigError::new(format!("snapshot {name}: {}", e.0)))?
@@ -149,6 +212,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         files: args.metrics.clone(),
         prometheus_url: args.prometheus_url.clone(),
         prometheus_token_file: args.prometheus_token_file.clone(),
+        cluster: cluster_metrics,
     };
     if let Some(m) = crate::plan::measured::collect(&policy.metrics, &inputs, &mut metric_warnings)
         .map_err(ConfigError::new)?

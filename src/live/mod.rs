@@ -12,6 +12,9 @@
 //!   `--leader-elect-resource-namespace` — with `--leader-elect`.
 //! - `create` tokenreviews (authentication.k8s.io), `create` subjectaccessreviews
 //!   (authorization.k8s.io) — for `/metrics` (unless `--metrics-unauthenticated`) and the trigger.
+//!
+//! `plan --kubeconfig` ([`read_once`]) makes only the `list` calls above (and `list`
+//! nodes/pods of metrics.k8s.io when the policy measures usage with it): no watch, no writes.
 
 pub mod auth;
 pub mod cycle;
@@ -24,6 +27,7 @@ pub mod http;
 pub mod kinds;
 mod pod_store;
 pub mod ratelimit;
+pub mod read_once;
 pub mod recent;
 pub mod returns;
 pub mod run;

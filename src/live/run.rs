@@ -169,7 +169,7 @@ pub async fn run(
         tokio::select! {
             _ = state.wait_synced() => Ok(()),
             _ = tokio::time::sleep(opts.one_shot_sync_timeout), if one_shot => {
-                Err(anyhow::anyhow!("{}", sync_failure(&opts.api_server, opts.one_shot_sync_timeout, &state)))
+                Err(anyhow::anyhow!("{}", sync_failure(&opts.api_server, opts.one_shot_sync_timeout, "--cache-sync-timeout", &state)))
             }
         }
     };
@@ -343,18 +343,24 @@ async fn follow_sync(
     }
 }
 
-/// The one line `run` exits with when the cluster state did not sync in time: the server, the
-/// kinds still missing, and the last error seen.
-fn sync_failure(server: &str, timeout: Duration, state: &ClusterState) -> String {
+/// The one line `run` (and `plan --kubeconfig`) exits with when the cluster state did not sync in
+/// time: the server, the timeout and the `flag` that set it, the kinds still missing, and the last
+/// error seen (on one line even when the error spans several).
+pub(crate) fn sync_failure(
+    server: &str,
+    timeout: Duration,
+    flag: &str,
+    state: &ClusterState,
+) -> String {
     let missing = state.unsynced();
     let kinds: Vec<&str> = missing.iter().map(|(k, _)| k.resource()).collect();
     let error = missing
         .iter()
         .find_map(|(_, e)| e.clone())
-        .map(|e| format!("; last error: {e}"))
+        .map(|e| format!("; last error: {}", e.replace(['\r', '\n'], " ")))
         .unwrap_or_default();
     format!(
-        "cannot list the cluster from the API server {server} within {}s (--cache-sync-timeout): {} not listed{error}",
+        "cannot list the cluster from the API server {server} within {}s ({flag}): {} not listed{error}",
         timeout.as_secs_f64(),
         kinds.join(", ")
     )

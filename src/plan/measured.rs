@@ -21,6 +21,9 @@ pub struct MetricsInputs {
     pub prometheus_url: Option<String>,
     /// File holding the Prometheus bearer token.
     pub prometheus_token_file: Option<PathBuf>,
+    /// metrics.k8s.io samples read from the cluster itself (`plan --kubeconfig` without
+    /// `--metrics`), where they come from (named in errors), or why they could not be read.
+    pub cluster: Option<(String, Result<RawSamples, String>)>,
 }
 
 fn read_list(path: &PathBuf) -> Result<serde_json::Value, String> {
@@ -50,7 +53,17 @@ pub fn collect(
         collected_at: Some(jiff::Timestamp::now()),
         ..Default::default()
     };
-    if needs.kubernetes {
+    if needs.kubernetes && inputs.files.is_empty() && inputs.cluster.is_some() {
+        if let Some((server, samples)) = &inputs.cluster {
+            let raw = samples
+                .clone()
+                .map_err(|e| format!("{KUBERNETES_METRICS} usage from the API server {server}: {e} (or pass --metrics FILE)"))?;
+            m.kubernetes = Some(Ok(KubernetesUsage {
+                nodes: raw.nodes,
+                pods: raw.pods,
+            }));
+        }
+    } else if needs.kubernetes {
         if inputs.files.is_empty() {
             return Err(format!(
                 "the policy's LowNodeUtilization uses {KUBERNETES_METRICS} usage: pass --metrics FILE with the NodeMetrics and PodMetrics lists (kubectl get --raw /apis/metrics.k8s.io/v1beta1/nodes, and .../pods)"

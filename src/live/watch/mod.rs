@@ -120,6 +120,23 @@ impl Drop for WatchTasks {
 
 /// Starts one list+watch task per kind, feeding `state`.
 pub fn start(client: &Client, state: Arc<ClusterState>, cfg: WatchConfig) -> WatchTasks {
+    spawn(client, state, cfg, false)
+}
+
+/// Starts one task per kind that lists it into `state` once — the same streaming or paged
+/// list as [`start`] — and then ends: no watch follows (`plan --kubeconfig`). A failed list is
+/// retried with backoff like [`start`]'s, logged at debug level only (the caller bounds the
+/// time and reports [`ClusterState::unsynced`] once); wait with [`ClusterState::wait_synced`].
+pub fn list_once(client: &Client, state: Arc<ClusterState>, cfg: WatchConfig) -> WatchTasks {
+    spawn(client, state, cfg, true)
+}
+
+fn spawn(
+    client: &Client,
+    state: Arc<ClusterState>,
+    cfg: WatchConfig,
+    list_only: bool,
+) -> WatchTasks {
     let protocols = Arc::new(Protocols::default());
     WatchTasks {
         tasks: Kind::ALL
@@ -131,6 +148,7 @@ pub fn start(client: &Client, state: Arc<ClusterState>, cfg: WatchConfig) -> Wat
                     state: state.clone(),
                     cfg,
                     protocols: protocols.clone(),
+                    list_only,
                 }))
             })
             .collect(),
@@ -252,6 +270,8 @@ struct Feed {
     state: Arc<ClusterState>,
     cfg: WatchConfig,
     protocols: Arc<Protocols>,
+    /// List once, then stop (see [`list_once`]).
+    list_only: bool,
 }
 
 /// Lists `kind` in pages into `state`; returns the resourceVersion to watch from (the first
@@ -338,6 +358,7 @@ async fn watch_into(
         ref state,
         ref cfg,
         ref protocols,
+        list_only,
     } = feed;
     let mut listing = version.is_none();
     let req = if listing {
@@ -437,6 +458,10 @@ async fn watch_into(
                 );
                 listing = false;
                 *version = Some(v);
+                if list_only {
+                    // The list is complete; the rest of the stream would be the watch.
+                    return Ok(WatchEnd::Closed);
+                }
                 continue;
             }
             "BOOKMARK" => {}
@@ -482,12 +507,16 @@ async fn run_kind(feed: Feed) {
         kind,
         ref state,
         ref cfg,
+        list_only,
         ..
     } = &feed;
     let mut delay = cfg.backoff_initial;
     let mut version: Option<String> = None;
     let mut watch_list = cfg.watch_list;
     loop {
+        if list_only && state.lists_completed(kind) > 0 {
+            return;
+        }
         let started = tokio::time::Instant::now();
         let listing = version.is_none();
         let result = if listing && !watch_list {
@@ -524,6 +553,15 @@ async fn run_kind(feed: Feed) {
                 state.expired(kind);
                 version = None;
             }
+            Err(Failure::NoWatchList(why)) if list_only => {
+                tracing::debug!(
+                    kind = kind.resource(),
+                    reason = %why,
+                    "the API server does not serve streaming lists (WatchList); listing in pages"
+                );
+                watch_list = false;
+                version = None;
+            }
             Err(Failure::NoWatchList(why)) => {
                 tracing::info!(
                     kind = kind.resource(),
@@ -534,12 +572,16 @@ async fn run_kind(feed: Feed) {
                 version = None;
             }
             Err(Failure::Other(e)) => {
-                tracing::warn!(
+                if list_only {
+                    tracing::debug!(kind = kind.resource(), error = %e, retry_in_seconds = delay.as_secs_f64(), "list failed; retrying");
+                } else {
+                    tracing::warn!(
                     kind = kind.resource(),
                     error = %e,
                     retry_in_seconds = delay.as_secs_f64(),
                     "list/watch failed; retrying"
-                );
+                    );
+                }
                 state.set_error(kind, e);
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(cfg.backoff_max);

@@ -1,0 +1,59 @@
+//! `plan --kubeconfig`: the wiring between the command line and the live cluster — the client
+//! configuration, the cluster read once ([`crate::live::read_once`]) and, when the policy measures
+//! usage with metrics.k8s.io and no `--metrics` file is given, one list of NodeMetrics and
+//! PodMetrics from the same API server.
+
+use std::time::Duration;
+
+use super::kubeconfig::{self, Source};
+use crate::snapshot::Snapshot;
+use crate::usage::metrics_api::RawSamples;
+
+/// The flag bounding the read, named in the error when it runs out.
+pub const TIMEOUT_FLAG: &str = "--request-timeout";
+
+/// What `plan` reads from a live cluster.
+pub struct LiveRead {
+    /// The cluster as the engine sees it.
+    pub snapshot: Snapshot,
+    /// The API server's URL and its metrics.k8s.io samples (None: not asked for).
+    pub metrics: Option<(String, Result<RawSamples, String>)>,
+}
+
+/// Reads the cluster `source` names once. Every list must complete within `timeout` (else one
+/// error line naming the server, exit code 1); `kubernetes_metrics`: also list metrics.k8s.io
+/// (bounded by the same `timeout`).
+pub fn read(
+    source: &Source,
+    timeout: Duration,
+    kubernetes_metrics: bool,
+) -> anyhow::Result<LiveRead> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let result = rt.block_on(async {
+        let config = kubeconfig::load_source(source).await?;
+        let server = config.cluster_url.to_string();
+        let client = crate::live::run::client_from_config(config)?;
+        let snapshot =
+            crate::live::read_once::read_cluster(&client, &server, timeout, TIMEOUT_FLAG).await?;
+        let metrics = if kubernetes_metrics {
+            let samples =
+                tokio::time::timeout(timeout, crate::usage::kube_source::collect(&client))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(format!(
+                            "no answer within {}s ({TIMEOUT_FLAG})",
+                            timeout.as_secs_f64()
+                        ))
+                    });
+            Some((server, samples))
+        } else {
+            None
+        };
+        anyhow::Ok(LiveRead { snapshot, metrics })
+    });
+    // Nothing is left running; no need to wait for idle worker threads.
+    rt.shutdown_background();
+    result
+}
