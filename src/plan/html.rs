@@ -8,6 +8,7 @@ use std::io::Write;
 
 use super::Plan;
 use super::nodes::NodeUsageTable;
+use super::refusals::LimitRefusal;
 
 const STYLE: &str = include_str!("report.css");
 const SCRIPT: &str = include_str!("report.js");
@@ -81,7 +82,7 @@ pub fn write_html(plan: &Plan, out: &mut impl Write) -> std::io::Result<()> {
     for t in &plan.node_usage {
         head.push_str(&usage_section(t));
     }
-    head.push_str(&super::refusals::html(&plan.limit_refusals));
+    head.push_str(&refusals_html(&plan.limit_refusals));
     head.push_str(
         "<section id=\"evictions\"><h2>Evictions</h2><div class=\"filters\">\
          <label>plugin <select id=\"f-plugin\"><option value=\"\">all</option></select></label>\
@@ -207,6 +208,33 @@ fn levels(l: &std::collections::BTreeMap<String, f64>) -> String {
         .map(|(k, v)| format!("{} {v:.0}%", escape(k)))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The refusals as an HTML section (empty without refusals).
+pub(super) fn refusals_html(refusals: &[LimitRefusal]) -> String {
+    if refusals.is_empty() {
+        return String::new();
+    }
+    let esc = escape;
+    let mut s = format!(
+        "<section id=\"limit-refusals\"><h2>Limit refusals ({})</h2><table class=\"small\">\
+         <tr><th>pod</th><th>node</th><th>plugin</th><th>effect</th><th>limit</th></tr>",
+        refusals.len()
+    );
+    for r in refusals {
+        let _ = write!(
+            s,
+            "<tr><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&r.namespace),
+            esc(&r.name),
+            esc(&r.node),
+            esc(&r.plugin),
+            r.effect,
+            esc(&r.message)
+        );
+    }
+    s.push_str("</table></section>");
+    s
 }
 
 #[cfg(test)]

@@ -3,8 +3,6 @@
 //! per-workload limit): an upstream-only policy's plan stays exactly as before (`--explain` still
 //! shows every refusal for the pods asked about).
 
-use std::fmt::Write;
-
 use serde::Serialize;
 
 use crate::evictor::{LimitError, LimitHit};
@@ -59,55 +57,4 @@ pub fn from_hits(hits: &[LimitHit]) -> Vec<LimitRefusal> {
             message: h.limit.to_string(),
         })
         .collect()
-}
-
-/// The refusals as a table section (empty without refusals).
-pub fn table(refusals: &[LimitRefusal]) -> String {
-    if refusals.is_empty() {
-        return String::new();
-    }
-    let rows: Vec<Vec<String>> = refusals
-        .iter()
-        .map(|r| {
-            vec![
-                format!("{}/{}", r.namespace, r.name),
-                r.node.clone(),
-                r.plugin.clone(),
-                r.effect.to_string(),
-                r.message.clone(),
-            ]
-        })
-        .collect();
-    format!(
-        "LIMIT REFUSALS ({})\n{}",
-        refusals.len(),
-        super::render::table_of(&["POD", "NODE", "PLUGIN", "EFFECT", "LIMIT"], &rows)
-    )
-}
-
-/// The refusals as an HTML section (empty without refusals).
-pub fn html(refusals: &[LimitRefusal]) -> String {
-    if refusals.is_empty() {
-        return String::new();
-    }
-    let esc = super::html::escape;
-    let mut s = format!(
-        "<section id=\"limit-refusals\"><h2>Limit refusals ({})</h2><table class=\"small\">\
-         <tr><th>pod</th><th>node</th><th>plugin</th><th>effect</th><th>limit</th></tr>",
-        refusals.len()
-    );
-    for r in refusals {
-        let _ = write!(
-            s,
-            "<tr><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&r.namespace),
-            esc(&r.name),
-            esc(&r.node),
-            esc(&r.plugin),
-            r.effect,
-            esc(&r.message)
-        );
-    }
-    s.push_str("</table></section>");
-    s
 }

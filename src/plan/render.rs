@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use super::Plan;
+use super::refusals::LimitRefusal;
 
 /// Writes the plan as exactly one JSON object (pretty-printed for readability) and a newline,
 /// streamed to `out` (a plan at 150,000 pods is tens of megabytes of JSON).
@@ -48,7 +49,7 @@ pub const TOP_NODES: usize = 20;
 /// `all_nodes`).
 pub fn table(plan: &Plan, all_nodes: bool) -> String {
     let mut out = evictions_table(plan);
-    let refused = super::refusals::table(&plan.limit_refusals);
+    let refused = refusals_table(&plan.limit_refusals);
     if !refused.is_empty() {
         out.push('\n');
         out.push_str(&refused);
@@ -202,4 +203,28 @@ fn evictions_table(plan: &Plan) -> String {
         let _ = write!(out, "\n{}", table_of(&["NODE", "PODS MOVED"], &rows));
     }
     out
+}
+
+/// The refusals as a table section (empty without refusals).
+pub(super) fn refusals_table(refusals: &[LimitRefusal]) -> String {
+    if refusals.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<Vec<String>> = refusals
+        .iter()
+        .map(|r| {
+            vec![
+                format!("{}/{}", r.namespace, r.name),
+                r.node.clone(),
+                r.plugin.clone(),
+                r.effect.to_string(),
+                r.message.clone(),
+            ]
+        })
+        .collect();
+    format!(
+        "LIMIT REFUSALS ({})\n{}",
+        refusals.len(),
+        table_of(&["POD", "NODE", "PLUGIN", "EFFECT", "LIMIT"], &rows)
+    )
 }
