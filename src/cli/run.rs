@@ -119,8 +119,9 @@ pub struct RunArgs {
     pub metrics_max_age: String,
     /// How long an eviction is remembered to see whether its replacement is scheduled back
     /// onto the node it was evicted from; after such a return the owner's pods are not evicted
-    /// from that node for as long again (Go duration; 0 turns the return detector off).
-    #[arg(long, default_value = "30m")]
+    /// from that node for as long again (Go duration, e.g. `30m`; `0`, the default, turns the
+    /// return detector off, so a policy decides exactly as upstream does).
+    #[arg(long, default_value = "0")]
     pub placement_return_window: String,
     /// Log format.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]

@@ -8,7 +8,9 @@
 //! The owner is the pod's controller (its ReplicaSet, StatefulSet, Job, …); pods without one
 //! are not recreated and are not remembered. A "new pod" is one whose UID is neither the
 //! evicted pod's nor one of the owner's pods on that node when the eviction was made, and that
-//! was created at most [`CLOCK_SLACK`] before the eviction (the API server's clock may lag ours).
+//! was created after the eviction (at most [`CREATION_SLACK`] before our note of it: the API's
+//! timestamps have whole seconds). Off unless `--placement-return-window` is set: a policy
+//! without our additions decides as upstream does.
 //!
 //! State lives in the process (a restart or a new leader starts empty). Memory is bounded:
 //! entries expire with the window and at most [`MAX_OWNERS`] owners are kept (the oldest are
@@ -26,12 +28,14 @@ use crate::evictor::{EvictOutcome, EvictionBackend, EvictionRequest, LimitError}
 use crate::serving::metrics::{Metrics, PLACEMENT_BACKOFF, PlacementLabels};
 use crate::snapshot::{Pod, PodId, Snapshot};
 
-/// The default `--placement-return-window`.
+/// A suggested `--placement-return-window` (the flag's default is `0`, off).
 pub const DEFAULT_WINDOW: Duration = Duration::from_secs(30 * 60);
+/// How much earlier than our note of the eviction a replacement's `creationTimestamp` may be:
+/// the API's timestamps have whole seconds, and the ReplicaSet controller may create the
+/// replacement before the eviction's answer reaches us.
+pub const CREATION_SLACK: Duration = Duration::from_secs(2);
 /// Owners remembered at most (evictions and backoffs together).
 pub const MAX_OWNERS: usize = 20_000;
-/// How much earlier than the eviction a pod may have been created and still count as new.
-pub const CLOCK_SLACK: Duration = Duration::from_secs(30);
 /// The reason of the Event published on the owner.
 pub const EVENT_REASON: &str = "EvictedPodReturned";
 
@@ -286,9 +290,16 @@ impl ReturnDetector {
             e.node == node
                 && now.duration_since(e.at) < self.window
                 && !e.known.contains(&pod.uid)
-                && pod
-                    .creation_timestamp
-                    .is_none_or(|c| e.at_wall.checked_sub(CLOCK_SLACK).is_ok_and(|t| c >= t))
+                // Only a pod created after the eviction is its replacement; a pod created before
+                // it that our watch had not shown yet (an outage, a slow watch) is a sibling.
+                // `creationTimestamp` has whole seconds and the replacement may be created
+                // before we note the eviction's time, hence CREATION_SLACK; a pod without one
+                // is never taken for a return (when unsure, no backoff).
+                && pod.creation_timestamp.is_some_and(|c| {
+                    e.at_wall
+                        .checked_sub(CREATION_SLACK)
+                        .is_ok_and(|t| c >= t)
+                })
         })?;
         let e = entry.evictions.swap_remove(i);
         self.watching.fetch_sub(1, Ordering::Relaxed);

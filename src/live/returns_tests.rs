@@ -118,8 +118,13 @@ fn an_older_pod_bound_later_and_bare_pods_are_not_returns() {
     d.record(&s, id(&s, "a"), "p", "x");
     // Created an hour before the eviction, only now bound: not the eviction's replacement.
     assert_eq!(observe(&d, &seen("old", "n1", 3600)), None);
-    // Created within the clock slack before the eviction: counted.
-    assert!(observe(&d, &seen("new", "n1", 5)).is_some());
+    // Created a few seconds before the eviction — a sibling our watch had not shown yet (e.g.
+    // during a watch outage), not a replacement: when unsure, no backoff.
+    assert_eq!(observe(&d, &seen("sibling", "n1", 5)), None);
+    // Within the timestamps' whole-second precision before our note: counted.
+    assert!(observe(&d, &seen("quick", "n1", 1)).is_some());
+    // Counted once per eviction: a later pod is not another return.
+    assert_eq!(observe(&d, &seen("new", "n1", 0)), None);
 }
 
 #[test]
