@@ -106,7 +106,7 @@ fn every_balance_plugin_gives_its_numbers() {
     check(
         &p,
         "RemoveDuplicates",
-        "shop/web-7c9f8d6b5-b8n1z",
+        "shop/web-7c9f8d6b5-k3p7w",
         "DuplicatePods",
         "3 pods of ReplicaSet shop/web-7c9f8d6b5 on node-4, 0.6 per feasible node (3 pods, 5 feasible nodes: at most 1 each)",
         json!({"owner": "ReplicaSet shop/web-7c9f8d6b5", "node": "node-4", "podsOnNode": 3, "pods": 3,
