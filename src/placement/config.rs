@@ -315,6 +315,7 @@ fn set_filter(p: &mut SchedulerProfile, name: &str, on: bool) {
         "NodeUnschedulable" => f.node_unschedulable = on,
         "TaintToleration" => f.taint_toleration = on,
         "NodeAffinity" => f.node_affinity = on,
+        "NodePorts" => f.node_ports = on,
         "NodeResourcesFit" => f.node_resources_fit = on,
         "PodTopologySpread" => f.pod_topology_spread = on,
         "InterPodAffinity" => f.inter_pod_affinity = on,
@@ -322,10 +323,11 @@ fn set_filter(p: &mut SchedulerProfile, name: &str, on: bool) {
     }
 }
 
-const FILTERS: [&str; 6] = [
+const FILTERS: [&str; 7] = [
     "NodeUnschedulable",
     "TaintToleration",
     "NodeAffinity",
+    "NodePorts",
     "NodeResourcesFit",
     "PodTopologySpread",
     "InterPodAffinity",

@@ -10,12 +10,14 @@
 //! - [`state`]: the per-cycle node loads and selector counts, updated incrementally.
 //! - [`terms`]: spread constraints and affinity terms as matchers; topology domains.
 //! - [`predict`]: Filter, Score, the best node and its ties.
+//! - [`ports`]: the NodePorts filter (host ports).
 //! - [`score`]: kube-scheduler's scoring arithmetic.
 //!
 //! `docs/placement.md` lists what is modelled and every place the prediction differs from
 //! kube-scheduler.
 
 pub mod config;
+pub mod ports;
 pub mod predict;
 pub mod profile;
 pub mod score;
@@ -23,6 +25,8 @@ pub mod state;
 pub mod terms;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_pod_spec;
 
 use std::sync::Arc;
 
@@ -160,14 +164,15 @@ impl Simulator {
     }
 
     /// Predicts the replacement of `pod`, taking `pod` off its node for the time being
-    /// ([`Simulator::commit`] or [`Simulator::abandon`] must follow). `None`: no profile serves the
-    /// pod (the pod's `schedulerName`; the lean model keeps none, so every pod is served by the
-    /// `default-scheduler` profile when the configuration has one).
+    /// ([`Simulator::commit`] or [`Simulator::abandon`] must follow), with the profile serving the
+    /// pod's `schedulerName` (kube-scheduler's profiles are selected the same way). `Err` (why):
+    /// no profile serves it — another scheduler places such pods, so nothing is predicted, and
+    /// the pod stays where it is in the simulated cluster.
     pub fn evaluate(&mut self, snapshot: &Snapshot, pod: PodId) -> Result<Prediction, String> {
-        let Some(profile) = self.profiles.get(profile::DEFAULT_SCHEDULER) else {
+        let scheduler_name = snapshot.pod(pod).scheduler_name();
+        let Some(profile) = self.profiles.get(scheduler_name) else {
             return Err(format!(
-                "no profile of the scheduler configuration serves schedulerName {:?}",
-                profile::DEFAULT_SCHEDULER
+                "no profile of the scheduler configuration serves schedulerName {scheduler_name:?}"
             ));
         };
         let profile = profile.clone();

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 use rustc_hash::FxHashMap;
 
+use super::ports::UsedPorts;
 use super::profile::SchedulerProfile;
 use super::score::{self, ResourceUse};
 use super::state::{ClusterState, Matcher, nonzero};
@@ -95,6 +96,8 @@ pub struct Caches {
     /// Pods with required anti-affinity on their node: (pod, its node, the term's key, matcher),
     /// built on first need and extended by placements.
     existing_anti: Option<Vec<(PodId, NodeId, String, Matcher)>>,
+    /// Pods binding host ports (NodePorts), built on first need and extended by placements.
+    ports: UsedPorts,
 }
 
 impl Caches {
@@ -137,6 +140,7 @@ impl Caches {
 
     /// Records a replacement placed on `node` for the existing anti-affinity list.
     pub fn placed(&mut self, snapshot: &Snapshot, pod: PodId, node: NodeId) {
+        self.ports.placed(snapshot, pod, node);
         if let Some(list) = &mut self.existing_anti {
             let p = snapshot.pod(pod);
             for t in affinity::required_anti_affinity_terms(p) {
@@ -220,6 +224,11 @@ pub fn predict(
     // Filter: cheapest first; remember why the current node fails.
     let mut rejected: Vec<Option<Rejection>> = vec![None; n_nodes];
     let (pod_cpu, pod_mem) = nonzero(p);
+    let ports_taken = if f.node_ports {
+        caches.ports.taken(snapshot, state, pod)
+    } else {
+        None
+    };
     for (n, r) in rejected.iter_mut().enumerate() {
         *r = if f.node_unschedulable && !statics.schedulable_ok[n] {
             Some("NodeUnschedulable")
@@ -227,6 +236,11 @@ pub fn predict(
             Some("NodeAffinity")
         } else if f.taint_toleration && !statics.taints_ok[n] {
             Some("TaintToleration")
+        } else if ports_taken
+            .as_ref()
+            .is_some_and(|t| t.get(n).copied().unwrap_or(false))
+        {
+            Some("NodePorts")
         } else if f.node_resources_fit && !fits(snapshot, state, p, n) {
             Some("NodeResourcesFit")
         } else {

@@ -38,6 +38,8 @@ pub struct Filters {
     pub taint_toleration: bool,
     /// `NodeAffinity` (nodeSelector and required node affinity).
     pub node_affinity: bool,
+    /// `NodePorts` (host ports free on the node).
+    pub node_ports: bool,
     /// `NodeResourcesFit`.
     pub node_resources_fit: bool,
     /// `PodTopologySpread` (`DoNotSchedule` constraints).
@@ -52,6 +54,7 @@ impl Default for Filters {
             node_unschedulable: true,
             taint_toleration: true,
             node_affinity: true,
+            node_ports: true,
             node_resources_fit: true,
             pod_topology_spread: true,
             inter_pod_affinity: true,
@@ -115,7 +118,7 @@ pub struct SchedulerProfile {
 }
 
 /// The name of kube-scheduler's default profile.
-pub const DEFAULT_SCHEDULER: &str = "default-scheduler";
+pub const DEFAULT_SCHEDULER: &str = crate::snapshot::DEFAULT_SCHEDULER_NAME;
 
 impl Default for SchedulerProfile {
     fn default() -> Self {

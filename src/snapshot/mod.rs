@@ -32,7 +32,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
 pub use builder::{ConvertError, Parts, SnapshotBuilder};
-pub use model::{Node, NodeId, Pod, PodId};
+pub use model::{DEFAULT_SCHEDULER_NAME, HostPort, Node, NodeId, Pod, PodId};
 pub use resources::Resources;
 pub use shared::SharedList;
 

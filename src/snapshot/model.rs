@@ -207,8 +207,8 @@ pub struct Pod {
     /// volumes and the shared requests, it keeps `Arc<Pod>` within 448 bytes, an allocator size
     /// class below 512).
     pub priority_class_name: Option<Arc<str>>,
-    /// `status.reason`.
-    pub reason: Option<CompactString>,
+    /// `status.reason` (interned: a few values such as `Evicted` recur).
+    pub reason: Option<Arc<str>>,
     /// `status.initContainerStatuses` (shared between pods of one owner when equal).
     pub init_container_states: Arc<[ContainerState]>,
     /// `status.ephemeralContainerStatuses` (shared between pods of one owner when equal).
@@ -216,6 +216,42 @@ pub struct Pod {
     /// The name of the first local-storage (hostPath or emptyDir) volume, for explanations
     /// (shared between pods of one owner when equal; `None` without one or when it has no name).
     pub local_storage_volume: Option<Arc<str>>,
+    /// What kube-scheduler reads that most pods do not set (a `schedulerName` other than
+    /// `default-scheduler`, host ports); `None` for the usual pod, so it costs one pointer and no
+    /// allocation (shared between pods of one owner when equal).
+    pub scheduling: Option<Arc<SchedulingExtras>>,
+}
+
+/// The name of kube-scheduler's default profile: a pod without `spec.schedulerName` gets it.
+pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+
+/// A host port a container binds on its node (`spec.containers[].ports[]` with `hostPort` > 0, and
+/// the same of restartable init containers), as kube-scheduler's NodePorts plugin reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostPort {
+    /// `hostIP`, `0.0.0.0` when empty (kube-scheduler's `DefaultBindAllHostIP`).
+    pub host_ip: CompactString,
+    /// `protocol`, `TCP` when empty.
+    pub protocol: CompactString,
+    /// `hostPort` (> 0).
+    pub port: i32,
+}
+
+/// The rare scheduling facts of a pod, kept apart so that the usual pod pays one null pointer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SchedulingExtras {
+    /// `spec.schedulerName` when set and not `default-scheduler` (interned).
+    pub scheduler_name: Option<Arc<str>>,
+    /// Host ports, in container order (restartable init containers first, as kube-scheduler's
+    /// `GetHostPorts` lists them).
+    pub host_ports: Box<[HostPort]>,
+}
+
+impl SchedulingExtras {
+    /// Whether there is nothing to keep (the pod then carries `None`).
+    pub fn is_empty(&self) -> bool {
+        self.scheduler_name.is_none() && self.host_ports.is_empty()
+    }
 }
 
 /// A HorizontalPodAutoscaler reduced to the one fact the guard's rule B reads: the Deployment it
@@ -288,6 +324,19 @@ impl Pod {
     /// Owned by a DaemonSet.
     pub fn is_daemonset_pod(&self) -> bool {
         self.owners.iter().any(|o| o.kind == "DaemonSet")
+    }
+
+    /// `spec.schedulerName` (`default-scheduler` when unset).
+    pub fn scheduler_name(&self) -> &str {
+        self.scheduling
+            .as_ref()
+            .and_then(|s| s.scheduler_name.as_deref())
+            .unwrap_or(DEFAULT_SCHEDULER_NAME)
+    }
+
+    /// The host ports the pod binds (empty for most pods).
+    pub fn host_ports(&self) -> &[HostPort] {
+        self.scheduling.as_ref().map_or(&[], |s| &s.host_ports)
     }
 
     /// Has a hostPath or emptyDir volume (upstream's "local storage").

@@ -195,6 +195,38 @@ pub struct ContainerView<'a> {
     /// restartPolicy (sidecar init containers: `Always`).
     #[serde(borrow, default)]
     pub restart_policy: Option<Cow<'a, str>>,
+    /// ports, only those with a `hostPort` > 0 (the rest matter to no one here, and most
+    /// containers have none of those: no allocation).
+    #[serde(borrow, default, rename = "ports", deserialize_with = "host_ports")]
+    pub host_ports: Vec<PortView<'a>>,
+}
+
+/// A container port.
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct PortView<'a> {
+    /// hostPort.
+    #[serde(default, rename = "hostPort")]
+    pub host_port: Option<i32>,
+    /// protocol.
+    #[serde(borrow, default)]
+    pub protocol: Option<Cow<'a, str>>,
+    /// hostIP.
+    #[serde(borrow, default, rename = "hostIP")]
+    pub host_ip: Option<Cow<'a, str>>,
+}
+
+impl PortView<'_> {
+    /// Binds a port on the node: `hostPort` > 0.
+    pub fn binds_host_port(&self) -> bool {
+        self.host_port.unwrap_or(0) > 0
+    }
+}
+
+/// `ports` (null or a list), keeping the entries with a host port.
+fn host_ports<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Vec<PortView<'a>>, D::Error> {
+    let mut ports = Option::<Vec<PortView<'a>>>::deserialize(d)?.unwrap_or_default();
+    ports.retain(PortView::binds_host_port);
+    Ok(ports)
 }
 
 /// `persistentVolumeClaim`.
@@ -244,6 +276,9 @@ pub struct SpecView<'a> {
     /// priorityClassName.
     #[serde(borrow, default)]
     pub priority_class_name: Option<Cow<'a, str>>,
+    /// schedulerName.
+    #[serde(borrow, default)]
+    pub scheduler_name: Option<Cow<'a, str>>,
     /// nodeSelector.
     #[serde(borrow, default)]
     pub node_selector: Pairs<'a>,
@@ -414,6 +449,17 @@ fn container_view(c: &core::Container) -> ContainerView<'_> {
             limits: Pairs::from_quantities(r.limits.as_ref()),
         }),
         restart_policy: b(&c.restart_policy),
+        host_ports: c
+            .ports
+            .iter()
+            .flatten()
+            .map(|p| PortView {
+                host_port: p.host_port,
+                protocol: b(&p.protocol),
+                host_ip: b(&p.host_ip),
+            })
+            .filter(PortView::binds_host_port)
+            .collect(),
     }
 }
 
@@ -490,6 +536,7 @@ impl<'a> PodView<'a> {
             node_name: b(&s.node_name),
             priority: s.priority,
             priority_class_name: b(&s.priority_class_name),
+            scheduler_name: b(&s.scheduler_name),
             node_selector: Pairs::from_map(s.node_selector.as_ref()),
             affinity: s.affinity.as_ref().map(Cow::Borrowed),
             tolerations: s.tolerations.as_deref().map(Cow::Borrowed),

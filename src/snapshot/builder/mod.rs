@@ -69,6 +69,8 @@ impl SnapshotBuilder {
         self.warnings.push(msg.into());
     }
 
+    /// One shared `Arc` per distinct string: namespaces, and the few other values that recur on
+    /// many pods (status reasons, scheduler names).
     fn intern(&mut self, ns: &str) -> Arc<str> {
         if let Some(a) = self.interned_ns.get(ns) {
             return a.clone();

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1 as core;
 use super::reader::{Reader, Seen};
 use super::{
     ClaimView, ConditionView, ContainerStatusView, ContainerView, MetaView, OwnerView, PodView,
-    ResourcesView, SpecView, StateDetailView, StateView, StatusView, VolumeView,
+    PortView, ResourcesView, SpecView, StateDetailView, StateView, StatusView, VolumeView,
 };
 
 /// Decodes a pod; `None` when the fast path does not apply (see the module docs).
@@ -162,11 +162,48 @@ impl<'a> Reader<'a> {
                     seen.first(2)?;
                     c.restart_policy = p.opt_str()?;
                 }
+                "ports" => {
+                    seen.first(3)?;
+                    // As serde: null or a list; only ports with a host port are kept.
+                    p.opt(|p| {
+                        p.array(|p| {
+                            let port = p.port()?;
+                            if port.binds_host_port() {
+                                c.host_ports.push(port);
+                            }
+                            Some(())
+                        })
+                    })?;
+                }
                 _ => p.skip(0)?,
             }
             Some(())
         })?;
         Some(c)
+    }
+
+    fn port(&mut self) -> Option<PortView<'a>> {
+        let mut port = PortView::default();
+        let mut seen = Seen(0);
+        self.object(|p, key| {
+            match key {
+                "hostPort" => {
+                    seen.first(0)?;
+                    port.host_port = p.opt(Self::int32)?;
+                }
+                "protocol" => {
+                    seen.first(1)?;
+                    port.protocol = p.opt_str()?;
+                }
+                "hostIP" => {
+                    seen.first(2)?;
+                    port.host_ip = p.opt_str()?;
+                }
+                _ => p.skip(0)?,
+            }
+            Some(())
+        })?;
+        Some(port)
     }
 
     fn volume(&mut self) -> Option<VolumeView<'a>> {
@@ -279,6 +316,10 @@ impl<'a> Reader<'a> {
                     seen.first(12)?;
                     s.sets_grace_period = true;
                     p.skip(0)?;
+                }
+                "schedulerName" => {
+                    seen.first(13)?;
+                    s.scheduler_name = p.opt_str()?;
                 }
                 _ => p.skip(0)?,
             }
@@ -512,6 +553,33 @@ mod tests {
             " \n{ \"metadata\" : { \"name\" : \"a\" } } \t",
         ] {
             assert!(agrees(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn reads_the_scheduler_name_and_only_host_ports() {
+        let text = r#"{"spec":{"schedulerName":"bin-packer","containers":[{"name":"c","ports":[
+            {"containerPort":80,"hostPort":8080,"protocol":"UDP","hostIP":"10.0.0.1","name":"x"},
+            {"containerPort":81},{"containerPort":82,"hostPort":0},{"hostPort":null}]},
+            {"name":"d","ports":null},{"name":"e","ports":[]}],
+            "initContainers":[{"restartPolicy":"Always","ports":[{"hostPort":53}]}]}}"#;
+        assert!(agrees(text), "{text}");
+        let v = pod_view(text).unwrap();
+        assert_eq!(v.spec.scheduler_name.as_deref(), Some("bin-packer"));
+        let ports = &v.spec.containers[0].host_ports;
+        assert_eq!(ports.len(), 1, "only ports with a host port are kept");
+        assert_eq!(ports[0].host_port, Some(8080));
+        assert_eq!(ports[0].protocol.as_deref(), Some("UDP"));
+        assert_eq!(ports[0].host_ip.as_deref(), Some("10.0.0.1"));
+        assert!(v.spec.containers[1].host_ports.is_empty());
+        assert_eq!(v.spec.init_containers[0].host_ports[0].host_port, Some(53));
+        for odd in [
+            r#"{"spec":{"containers":[{"ports":[{"hostPort":"80"}]}]}}"#,
+            r#"{"spec":{"containers":[{"ports":[{"hostPort":80,"hostPort":81}]}]}}"#,
+            r#"{"spec":{"containers":[{"ports":{}}]}}"#,
+            r#"{"spec":{"schedulerName":7}}"#,
+        ] {
+            assert!(pod_view(odd).is_none(), "{odd}");
         }
     }
 

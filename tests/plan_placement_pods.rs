@@ -1,0 +1,138 @@
+//! Issue #35: `plan` with `placement: Report` reads the pods' `schedulerName` and host ports from
+//! the snapshot file. Issue #35's cluster (six 4-CPU nodes, `big` on n1–n4, `small` on n5 and n6,
+//! HighNodeUtilization at 20 %), with the small pods changed:
+//!
+//! - a pod of a scheduler no profile serves is not predicted, and the JSON says why
+//!   (`notPredicted`); a configuration with a profile of that name predicts it with that profile;
+//! - a pod binding a host port is not predicted onto a node where that port is taken (NodePorts).
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+const NOW: &str = "2026-01-10T00:00:00Z";
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The issue's cluster with `edit` applied to the pod named `pod`, written to `dir`.
+fn cluster(dir: &Path, edits: &[(&str, Value)]) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("tests/placement/issue-cluster.json"))
+        .expect("issue cluster");
+    let mut list: Value = serde_json::from_str(&text).expect("JSON");
+    for item in list["items"].as_array_mut().expect("items") {
+        for (name, spec) in edits {
+            if item["kind"] == "Pod" && item["metadata"]["name"] == *name {
+                for (k, v) in spec.as_object().expect("spec fields") {
+                    item["spec"][k] = v.clone();
+                }
+            }
+        }
+    }
+    let path = dir.join("cluster.json");
+    std::fs::write(&path, list.to_string()).expect("written");
+    path
+}
+
+fn plan(snapshot: &Path, scheduler_config: Option<&Path>) -> Value {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"));
+    cmd.args(["plan", "-o", "json", "--now", NOW])
+        .args(["--policy", "tests/placement/hnu-report-policy.yaml"])
+        .arg("--snapshot")
+        .arg(snapshot)
+        .current_dir(ROOT);
+    if let Some(c) = scheduler_config {
+        cmd.arg("--scheduler-config").arg(c);
+    }
+    let out = cmd.output().expect("run plan");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+fn eviction<'a>(plan: &'a Value, name: &str) -> &'a Value {
+    plan["evictions"]
+        .as_array()
+        .expect("evictions")
+        .iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("no eviction of {name}: {plan}"))
+}
+
+#[test]
+fn a_pod_of_a_scheduler_no_profile_serves_is_not_predicted() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let snapshot = cluster(
+        dir.path(),
+        &[("small-5", json!({"schedulerName": "gpu-scheduler"}))],
+    );
+    let p = plan(&snapshot, None);
+    let gpu = eviction(&p, "small-5");
+    assert_eq!(
+        gpu["notPredicted"],
+        "no profile of the scheduler configuration serves schedulerName \"gpu-scheduler\"",
+        "{gpu}"
+    );
+    assert!(gpu["predictedNode"].is_null(), "{gpu}");
+    assert_eq!(gpu["predictedTies"], json!([]), "{gpu}");
+    assert!(gpu.get("placementVerdict").is_none(), "{gpu}");
+    // The other small pod, of the default scheduler, is predicted with the default profile; n5
+    // is empty for it, as small-5 left and its replacement is counted nowhere (another scheduler
+    // places it).
+    let default = eviction(&p, "small-6");
+    assert_eq!(default["predictedTies"], json!(["n5", "n6"]), "{default}");
+    assert!(default.get("notPredicted").is_none(), "{default}");
+
+    // A configuration serving gpu-scheduler (packing) predicts it with that profile, and the
+    // default-scheduler pod with the default profile.
+    let config = dir.path().join("scheduler.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n\
+         - schedulerName: default-scheduler\n\
+         - schedulerName: gpu-scheduler\n  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      \
+         scoringStrategy: {type: MostAllocated}\n",
+    )
+    .expect("written");
+    let p = plan(&snapshot, Some(&config));
+    let gpu = eviction(&p, "small-5");
+    assert!(gpu.get("notPredicted").is_none(), "{gpu}");
+    assert_eq!(
+        gpu["predictedTies"],
+        json!(["n1", "n2", "n3", "n4"]),
+        "{gpu}"
+    );
+    let default = eviction(&p, "small-6");
+    assert_eq!(default["predictedTies"], json!(["n5", "n6"]), "{default}");
+}
+
+#[test]
+fn a_pod_is_not_predicted_onto_a_node_where_its_host_port_is_taken() {
+    let port = |ip: &str| {
+        json!({"containers": [{"name": "main", "image": "small",
+            "resources": {"requests": {"cpu": "200m", "memory": "128Mi"}},
+            "ports": [{"containerPort": 8080, "hostPort": 8080, "protocol": "TCP", "hostIP": ip}]}]})
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    // Without ports, small-5 comes straight back to n5 (LeastAllocated).
+    let plain = plan(&cluster(dir.path(), &[]), None);
+    assert_eq!(eviction(&plain, "small-5")["predictedNode"], "n5");
+    // small-5 binds 0.0.0.0:8080 and small-6 binds 10.0.0.6:8080 on n6: small-5's replacement
+    // cannot go to n6 and small-6's cannot go to n5 (while small-5 is there).
+    let snapshot = cluster(
+        dir.path(),
+        &[("small-5", port("")), ("small-6", port("10.0.0.6"))],
+    );
+    let p = plan(&snapshot, None);
+    for name in ["small-5", "small-6"] {
+        let e = eviction(&p, name);
+        assert_eq!(
+            e["feasibleNodes"], 5,
+            "{name}: one node's port is taken: {e}"
+        );
+    }
+    let e = eviction(&p, "small-5");
+    assert_eq!(e["predictedNode"], "n5", "{e}");
+}
