@@ -101,6 +101,13 @@ fn variants() -> Vec<Variant> {
             json!({"kind": "Deployment", "metrics": {"enabled": false}}),
         ),
         variant(
+            "deployment-scheduler-config",
+            json!({"kind": "Deployment", "placement": {"schedulerConfig": {
+                "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                "profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [{"name": "NodeResourcesFit",
+                    "args": {"scoringStrategy": {"type": "MostAllocated"}}}]}]}}}),
+        ),
+        variant(
             "no-rbac-existing-service-account",
             json!({"rbac": {"create": false}, "serviceAccount": {"create": false, "name": "mine"}}),
         ),

@@ -35,6 +35,7 @@ mod network_policy;
 mod policy;
 mod rbac;
 mod registration;
+mod scheduler_config;
 mod typed;
 mod values_and_lint;
 

@@ -129,8 +129,20 @@ app.kubernetes.io/component: eviction-guard
 {{- fail (printf "webhook.podDisruptionBudget.minAvailable=%d with webhook.replicas=%d would block every node drain: run more replicas (>= 2) or lower minAvailable" (int .Values.webhook.podDisruptionBudget.minAvailable) (int .Values.webhook.replicas)) -}}
 {{- end -}}
 {{- end -}}
+{{- if and .Values.placement.schedulerConfig .Values.placement.existingConfigMap -}}
+{{- fail "placement.schedulerConfig and placement.existingConfigMap are exclusive: set one (the chart renders the first into a ConfigMap, the second names yours)" -}}
+{{- end -}}
 {{- if and .Values.webhook.enabled .Values.webhook.preStop.enabled (semverCompare "<1.30.0-0" .Capabilities.KubeVersion.Version) -}}
 {{- fail (printf "webhook.preStop.enabled=true uses the preStop sleep action of Kubernetes >= 1.30 (cluster: %s); set webhook.preStop.enabled=false" .Capabilities.KubeVersion.Version) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The ConfigMap holding the scheduler configuration (placement.*); empty when none. */}}
+{{- define "kube-descheduler.schedulerConfigMap" -}}
+{{- if .Values.placement.schedulerConfig -}}
+{{ include "kube-descheduler.fullname" . }}-scheduler-config
+{{- else if .Values.placement.existingConfigMap -}}
+{{ .Values.placement.existingConfigMap }}
 {{- end -}}
 {{- end -}}
 
@@ -177,6 +189,9 @@ containers:
       {{- if not .Values.metrics.enabled }}
       - --disable-metrics
       {{- end }}
+      {{- if include "kube-descheduler.schedulerConfigMap" . }}
+      - --scheduler-config=/scheduler-config-dir/scheduler-config.yaml
+      {{- end }}
       {{- range $key, $value := .Values.cmdOptions }}
       {{- if eq $value nil }}
       - {{ printf "--%s" $key | quote }}
@@ -204,10 +219,23 @@ containers:
       - name: policy-volume
         mountPath: /policy-dir
         readOnly: true
+      {{- if include "kube-descheduler.schedulerConfigMap" . }}
+      - name: scheduler-config
+        mountPath: /scheduler-config-dir
+        readOnly: true
+      {{- end }}
 volumes:
   - name: policy-volume
     configMap:
       name: {{ include "kube-descheduler.fullname" . }}
+  {{- with include "kube-descheduler.schedulerConfigMap" . }}
+  - name: scheduler-config
+    configMap:
+      name: {{ . }}
+      items:
+        - key: {{ $.Values.placement.existingConfigMapKey | default "scheduler-config.yaml" | quote }}
+          path: scheduler-config.yaml
+  {{- end }}
 {{- with .Values.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
@@ -235,6 +263,9 @@ labels:
   {{- end }}
 annotations:
   checksum/policy: {{ include (print $.Template.BasePath "/configmap.yaml") . | sha256sum }}
+  {{- if .Values.placement.schedulerConfig }}
+  checksum/scheduler-config: {{ include (print $.Template.BasePath "/scheduler-config.yaml") . | sha256sum }}
+  {{- end }}
   {{- with .Values.podAnnotations }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
