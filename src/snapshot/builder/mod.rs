@@ -19,6 +19,7 @@ use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 
 mod pod;
 mod requests;
+mod scheduling;
 
 use pod::SharedParts;
 pub use requests::pod_requests;
