@@ -102,12 +102,12 @@ fn main() {
         let text = policy_text
             .replace(
                 "nodeFit: true",
-                &format!("nodeFit: true\n          placement: {mode}"),
+                &format!("nodeFit: true\n          placement: \"{mode}\""),
             )
             .replace(
                 "      - name: \"DefaultEvictor\"\n      - name: \"HighNodeUtilization\"",
                 &format!(
-                    "      - name: \"DefaultEvictor\"\n        args:\n          placement: {mode}\n      - name: \"HighNodeUtilization\""
+                    "      - name: \"DefaultEvictor\"\n        args:\n          placement: \"{mode}\"\n      - name: \"HighNodeUtilization\""
                 ),
             );
         let written = dir.join(format!("engine-cycle-{mode}-policy.yaml"));
