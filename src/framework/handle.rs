@@ -65,7 +65,7 @@ pub struct Handle<'a> {
     fit_candidates: &'a [NodeId],
     session: &'a mut EvictionSession,
     profile: &'a str,
-    plugin: &'static str,
+    plugin: &'a str,
     /// The reason of evictions the plugin gives none for (its name), made once.
     plugin_reason: Option<Arc<EvictionReason>>,
 }
@@ -83,7 +83,7 @@ impl<'a> Handle<'a> {
         fit_candidates: &'a [NodeId],
         session: &'a mut EvictionSession,
         profile: &'a str,
-        plugin: &'static str,
+        plugin: &'a str,
     ) -> Self {
         Handle {
             snapshot,
@@ -194,10 +194,10 @@ impl<'a> Handle<'a> {
     /// A reason from a plain text (the plugin's name as its code), shared when it is the name.
     fn reason_text(&mut self, text: Option<&str>) -> Arc<EvictionReason> {
         match text {
-            Some(t) if t != self.plugin => Arc::new(EvictionReason::new(self.plugin, t)),
+            Some(t) if t != self.plugin => Arc::new(EvictionReason::new(self.plugin.to_string(), t)),
             _ => self
                 .plugin_reason
-                .get_or_insert_with(|| Arc::new(EvictionReason::plugin(self.plugin)))
+                .get_or_insert_with(|| Arc::new(EvictionReason::plugin(self.plugin.to_string())))
                 .clone(),
         }
     }
@@ -220,7 +220,7 @@ impl<'a> Handle<'a> {
     /// Records how this node-usage plugin classified the nodes (profile and plugin are filled in).
     pub fn report_node_usage(&mut self, mut report: NodeUsageReport) {
         report.profile = self.profile.to_string();
-        report.plugin = self.plugin;
+        report.plugin = self.plugin.to_string();
         self.session.report_node_usage(report);
     }
 

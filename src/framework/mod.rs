@@ -50,8 +50,8 @@ pub trait EvictorPlugin: Send + Sync {
 
 /// A plugin at the Deschedule extension point: evicts pods that violate a per-pod rule.
 pub trait DeschedulePlugin: Send + Sync {
-    /// The plugin's registered name.
-    fn name(&self) -> &'static str;
+    /// The plugin's registered name (the `strategy` of its evictions and metrics).
+    fn name(&self) -> &str;
     /// Examines the pods on `nodes` and evicts through `handle`.
     fn deschedule(&self, handle: &mut Handle<'_>, nodes: &[NodeId]);
     /// `plan --explain`: why this plugin would not select `pod` on the cluster as it is (e.g. "restarts
@@ -70,8 +70,8 @@ pub trait DeschedulePlugin: Send + Sync {
 
 /// A plugin at the Balance extension point: moves pods to even out the cluster.
 pub trait BalancePlugin: Send + Sync {
-    /// The plugin's registered name.
-    fn name(&self) -> &'static str;
+    /// The plugin's registered name (the `strategy` of its evictions and metrics).
+    fn name(&self) -> &str;
     /// Examines `nodes` as a whole and evicts through `handle`.
     fn balance(&self, handle: &mut Handle<'_>, nodes: &[NodeId]);
     /// As [`DeschedulePlugin::explain_pod`].

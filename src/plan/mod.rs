@@ -76,7 +76,7 @@ impl Serialize for PlannedEviction {
         m.serialize_entry("profile", &*self.profile)?;
         m.serialize_entry("plugin", &*self.plugin)?;
         m.serialize_entry("reason", &self.reason.text)?;
-        m.serialize_entry("reasonCode", self.reason.code)?;
+        m.serialize_entry("reasonCode", &self.reason.code)?;
         m.serialize_entry("reasonDetail", &self.reason.detail)?;
         m.serialize_entry("outcome", self.outcome)?;
         if let Some(msg) = &self.message {
