@@ -36,7 +36,8 @@ impl<'a> FilterView<'a> {
 
     /// As [`Handle::filter`].
     pub fn filter(&self, pod: PodId) -> bool {
-        !self.moved.contains(&pod)
+        (pod as usize) < self.snapshot.pods.len()
+            && !self.moved.contains(&pod)
             && self
                 .cache
                 .get_or_insert(pod, || self.evictor.filter(self.snapshot, pod, self.now))
@@ -44,13 +45,16 @@ impl<'a> FilterView<'a> {
 
     /// As [`Handle::pre_eviction_filter`].
     pub fn pre_eviction_filter(&self, pod: PodId) -> bool {
-        self.evictor
+        (pod as usize) < self.snapshot.pods.len()
+            && self
+                .evictor
             .pre_eviction_filter_with(self.snapshot, pod, self.fit_candidates)
     }
 
     /// As [`Handle::is_moved`].
     pub fn is_moved(&self, pod: PodId) -> bool {
-        self.moved.contains(&pod) || self.snapshot.is_evicted(pod)
+        self.moved.contains(&pod)
+            || ((pod as usize) < self.snapshot.pods.len() && self.snapshot.is_evicted(pod))
     }
 }
 
@@ -157,9 +161,7 @@ impl<'a> Handle<'a> {
         pod: PodId,
         reason: impl Into<Arc<EvictionReason>>,
     ) -> Result<EvictOutcome, EvictError> {
-        if self.session.moved(pod) {
-            return Err(EvictError::AlreadyEvicted);
-        }
+        self.check_pod(pod)?;
         if !self.pre_eviction_filter(pod) {
             return Err(EvictError::Filtered);
         }
@@ -184,11 +186,24 @@ impl<'a> Handle<'a> {
         pod: PodId,
         reason: impl Into<Arc<EvictionReason>>,
     ) -> Result<EvictOutcome, EvictError> {
+        self.check_pod(pod)?;
         debug_assert!(
             self.pre_eviction_filter(pod),
             "pod {pod} was not prefiltered"
         );
         self.attempt(pod, reason.into())
+    }
+
+    /// A pod a plugin may ask to evict: one of the snapshot's, not moved earlier in this cycle.
+    /// Checked before the session is touched, so a plugin's wrong id is an error, not a panic.
+    fn check_pod(&self, pod: PodId) -> Result<(), EvictError> {
+        if pod as usize >= self.snapshot.pods.len() {
+            return Err(EvictError::UnknownPod(pod));
+        }
+        if self.session.moved(pod) {
+            return Err(EvictError::AlreadyEvicted);
+        }
+        Ok(())
     }
 
     /// A reason from a plain text (the plugin's name as its code), shared when it is the name.
@@ -237,7 +252,9 @@ impl<'a> Handle<'a> {
 
     /// Whether the per-node limit is reached for `node`.
     pub fn node_limit_reached(&self, node: NodeId) -> bool {
-        self.session
+        (node as usize) < self.snapshot.nodes.len()
+            && self
+                .session
             .limits()
             .node_limit_reached(self.snapshot, node)
     }

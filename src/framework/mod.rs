@@ -3,6 +3,8 @@
 //! and the descheduling [`cycle`].
 
 pub mod args;
+#[cfg(test)]
+mod contain_tests;
 pub mod cycle;
 pub mod filter_cache;
 pub mod handle;
