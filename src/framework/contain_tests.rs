@@ -18,7 +18,10 @@ impl DeschedulePlugin for Panicker {
         "Panicker"
     }
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
-        let first = nodes.iter().flat_map(|&n| h.snapshot.pods_on_node(n)).next();
+        let first = nodes
+            .iter()
+            .flat_map(|&n| h.snapshot.pods_on_node(n))
+            .next();
         if let Some(p) = first {
             let _ = h.evict(p, Some("first"));
         }
@@ -97,10 +100,19 @@ fn a_panic_fails_only_that_plugin_and_keeps_its_evictions() {
         now(),
         Box::new(PlanBackend::new()),
     );
-    assert_eq!(report.plugin_failures.len(), 1, "{:?}", report.plugin_failures);
+    assert_eq!(
+        report.plugin_failures.len(),
+        1,
+        "{:?}",
+        report.plugin_failures
+    );
     let f = &report.plugin_failures[0];
     assert_eq!((f.profile.as_str(), f.plugin.as_str()), ("p", "Panicker"));
-    assert!(f.error.contains("the plugin panicked: boom at pod Some(0)"), "{}", f.error);
+    assert!(
+        f.error.contains("the plugin panicked: boom at pod Some(0)"),
+        "{}",
+        f.error
+    );
     // The eviction made before the panic stands (settled: the next plugin does not see p1), and
     // the next plugin ran.
     let by: Vec<(String, String)> = report
@@ -145,7 +157,11 @@ fn unknown_or_moved_pods_are_errors_not_panics() {
         now(),
         Box::new(PlanBackend::new()),
     );
-    assert!(report.plugin_failures.is_empty(), "{:?}", report.plugin_failures);
+    assert!(
+        report.plugin_failures.is_empty(),
+        "{:?}",
+        report.plugin_failures
+    );
     let seen = wrong.0.lock().map(|s| s.clone()).unwrap_or_default();
     let unknown = format!("{:?}", Err::<(), _>(EvictError::UnknownPod(PodId::MAX)));
     assert_eq!(

@@ -48,7 +48,7 @@ impl<'a> FilterView<'a> {
         (pod as usize) < self.snapshot.pods.len()
             && self
                 .evictor
-            .pre_eviction_filter_with(self.snapshot, pod, self.fit_candidates)
+                .pre_eviction_filter_with(self.snapshot, pod, self.fit_candidates)
     }
 
     /// As [`Handle::is_moved`].
@@ -209,7 +209,9 @@ impl<'a> Handle<'a> {
     /// A reason from a plain text (the plugin's name as its code), shared when it is the name.
     fn reason_text(&mut self, text: Option<&str>) -> Arc<EvictionReason> {
         match text {
-            Some(t) if t != self.plugin => Arc::new(EvictionReason::new(self.plugin.to_string(), t)),
+            Some(t) if t != self.plugin => {
+                Arc::new(EvictionReason::new(self.plugin.to_string(), t))
+            }
             _ => self
                 .plugin_reason
                 .get_or_insert_with(|| Arc::new(EvictionReason::plugin(self.plugin.to_string())))
@@ -255,8 +257,8 @@ impl<'a> Handle<'a> {
         (node as usize) < self.snapshot.nodes.len()
             && self
                 .session
-            .limits()
-            .node_limit_reached(self.snapshot, node)
+                .limits()
+                .node_limit_reached(self.snapshot, node)
     }
 
     /// Whether the per-cycle total limit is reached.

@@ -170,7 +170,9 @@ pub enum RegistryError {
     )]
     Duplicate(String),
     /// The name is empty or not usable in a policy.
-    #[error("plugin name {0:?} is invalid: it must be non-empty, without whitespace or control characters")]
+    #[error(
+        "plugin name {0:?} is invalid: it must be non-empty, without whitespace or control characters"
+    )]
     InvalidName(String),
 }
 
@@ -306,7 +308,10 @@ mod tests {
         assert!(r.plugin("Mine").is_some());
         let e = r.clone().with(nop("Mine")).unwrap_err();
         assert_eq!(e, RegistryError::Duplicate("Mine".into()));
-        assert!(e.to_string().contains("\"Mine\" is registered already"), "{e}");
+        assert!(
+            e.to_string().contains("\"Mine\" is registered already"),
+            "{e}"
+        );
         // Built-in names, of plugins and of the evictor, are taken too.
         for taken in ["PodLifeTime", "DefaultEvictor"] {
             assert_eq!(

@@ -64,7 +64,9 @@ pub(super) fn build(p: &ProfileV1alpha2, registry: &Registry) -> Result<Profile,
         if own != *name {
             return Err(ctx(
                 name,
-                format!("the factory registered as {name:?} built a plugin named {own:?}; a plugin's name must be its registered name"),
+                format!(
+                    "the factory registered as {name:?} built a plugin named {own:?}; a plugin's name must be its registered name"
+                ),
             ));
         }
         built.push((name, Some(plugin)));
@@ -77,7 +79,9 @@ pub(super) fn build(p: &ProfileV1alpha2, registry: &Registry) -> Result<Profile,
         for name in &set.enabled {
             let Some(factory) = registry.plugin(name) else {
                 let what = if registry.evictor(name).is_some() {
-                    format!("is an evictor plugin; it cannot be enabled under plugins.{point_name} (enable it under plugins.filter or plugins.preevictionfilter)")
+                    format!(
+                        "is an evictor plugin; it cannot be enabled under plugins.{point_name} (enable it under plugins.filter or plugins.preevictionfilter)"
+                    )
                 } else {
                     format!(
                         "unknown plugin under plugins.{point_name}.enabled (known plugins: {})",
@@ -136,7 +140,11 @@ fn build_evictor<'a>(
     let filter = evictor_names(&p.plugins.filter);
     let pre = evictor_names(&p.plugins.preevictionfilter);
     let evictors = || {
-        let mut names: Vec<&str> = registry.evictors().iter().map(|f| f.name.as_str()).collect();
+        let mut names: Vec<&str> = registry
+            .evictors()
+            .iter()
+            .map(|f| f.name.as_str())
+            .collect();
         names.sort_unstable();
         names.join(" or ")
     };
@@ -145,7 +153,10 @@ fn build_evictor<'a>(
             if registry.evictor(name).is_none() {
                 return Err(ctx(
                     name,
-                    format!("only {} can be enabled at the {point} extension point", evictors()),
+                    format!(
+                        "only {} can be enabled at the {point} extension point",
+                        evictors()
+                    ),
                 ));
             }
             if names[..i].contains(name) {
@@ -187,5 +198,7 @@ fn build_evictor<'a>(
     let pre_idx = pre.iter().filter_map(|n| index(n)).collect();
     let members: Vec<Arc<dyn EvictorPlugin>> =
         members.into_iter().map(|(_, e)| Arc::from(e)).collect();
-    Ok(Box::new(CompositeEvictor::new(members, filter_idx, pre_idx)))
+    Ok(Box::new(CompositeEvictor::new(
+        members, filter_idx, pre_idx,
+    )))
 }

@@ -48,7 +48,11 @@ fn registry() -> Registry {
     });
     Registry::builtin()
         .with(keep)
-        .and_then(|r| r.with(PluginFactory::deschedule("Mine", |_| Ok(Named("Mine".into())))))
+        .and_then(|r| {
+            r.with(PluginFactory::deschedule("Mine", |_| {
+                Ok(Named("Mine".into()))
+            }))
+        })
         .and_then(|r| {
             r.with(PluginFactory::deschedule("Liar", |_| {
                 Ok(Named("SomethingElse".into()))
@@ -84,7 +88,10 @@ fn a_custom_plugin_loads_only_with_its_registry() {
         Ok(_) => panic!("the stock registry has no Mine"),
         Err(e) => e.to_string(),
     };
-    assert!(e.contains("plugin \"Mine\": unknown plugin in pluginConfig"), "{e}");
+    assert!(
+        e.contains("plugin \"Mine\": unknown plugin in pluginConfig"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -127,7 +134,10 @@ fn one_custom_evictor_replaces_the_default_one() {
     let p = load_str_with(&text, &registry()).unwrap_or_else(|e| panic!("{e}"));
     let ev = &p.profiles[0].evictor;
     assert_eq!(ev.name(), "KeepLabel");
-    let s = snapshot(vec![node("n1").build()], vec![pod("a", "bare", "n1").bare().build()]);
+    let s = snapshot(
+        vec![node("n1").build()],
+        vec![pod("a", "bare", "n1").bare().build()],
+    );
     // Without the DefaultEvictor, a bare pod passes.
     assert!(ev.filter(&s, 0, now()));
 }
@@ -139,18 +149,30 @@ fn evictor_mistakes_are_named() {
         e.contains("plugin \"Nope\": only DefaultEvictor or KeepLabel can be enabled at the filter extension point"),
         "{e}"
     );
-    let e = err(&policy("    preevictionfilter:\n      enabled: [Mine]\n", ""));
+    let e = err(&policy(
+        "    preevictionfilter:\n      enabled: [Mine]\n",
+        "",
+    ));
     assert!(e.contains("preevictionfilter extension point"), "{e}");
     let e = err(&policy(
         "    filter:\n      enabled: [KeepLabel, KeepLabel]\n",
         "",
     ));
-    assert!(e.contains("enabled more than once under plugins.filter"), "{e}");
+    assert!(
+        e.contains("enabled more than once under plugins.filter"),
+        "{e}"
+    );
     let e = err(&policy("    deschedule:\n      enabled: [KeepLabel]\n", ""));
-    assert!(e.contains("is an evictor plugin; it cannot be enabled under plugins.deschedule"), "{e}");
+    assert!(
+        e.contains("is an evictor plugin; it cannot be enabled under plugins.deschedule"),
+        "{e}"
+    );
     // A configured evictor's args are validated even when it is not enabled.
     let e = err(&policy("", "  - name: KeepLabel\n    args: {label: 3}\n"));
-    assert!(e.contains("plugin \"KeepLabel\": args.label: expected a string"), "{e}");
+    assert!(
+        e.contains("plugin \"KeepLabel\": args.label: expected a string"),
+        "{e}"
+    );
 }
 
 #[test]

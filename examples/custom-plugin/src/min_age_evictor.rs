@@ -6,8 +6,8 @@
 use std::any::Any;
 
 use kube_descheduler::plugin::{
-    ArgsError, EvictorFactory, EvictorPlugin, PluginArgs, PodId, Snapshot, Timestamp,
-    decode_args, human_duration, parse_duration,
+    ArgsError, EvictorFactory, EvictorPlugin, PluginArgs, PodId, Snapshot, Timestamp, decode_args,
+    human_duration, parse_duration,
 };
 use serde::Deserialize;
 
@@ -69,10 +69,15 @@ impl MinAgeEvictor {
         if !self.protect_label.is_empty()
             && p.labels.get(&self.protect_label).map(String::as_str) == Some("true")
         {
-            return Some(format!("label {}=true protects the pod", self.protect_label));
+            return Some(format!(
+                "label {}=true protects the pod",
+                self.protect_label
+            ));
         }
         // A pod without a creation time counts as old (as PodLifeTime does).
-        let age = p.creation_timestamp.map(|t| now.duration_since(t).as_secs())?;
+        let age = p
+            .creation_timestamp
+            .map(|t| now.duration_since(t).as_secs())?;
         (age < self.min_age_secs).then(|| {
             format!(
                 "the pod is {} old, younger than minPodAge {}",
@@ -142,7 +147,9 @@ mod tests {
                 ),
                 (
                     "kept".to_string(),
-                    vec!["label descheduler.example.com/protected=true protects the pod".to_string()]
+                    vec![
+                        "label descheduler.example.com/protected=true protects the pod".to_string()
+                    ]
                 ),
                 ("not-kept".to_string(), vec![]),
             ]

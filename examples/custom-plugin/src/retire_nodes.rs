@@ -67,8 +67,8 @@ impl RetireNodes {
     /// Decodes (strictly), defaults and validates `args`.
     pub fn from_args(name: &str, args: &serde_json::Value) -> Result<Self, ArgsError> {
         let args: RetireNodesArgs = decode_args(args)?;
-        let selector = parse_selector(&args.node_selector)
-            .map_err(|e| ArgsError::new("nodeSelector", e))?;
+        let selector =
+            parse_selector(&args.node_selector).map_err(|e| ArgsError::new("nodeSelector", e))?;
         Ok(RetireNodes {
             name: name.to_string(),
             args,
@@ -160,7 +160,9 @@ impl DeschedulePlugin for RetireNodes {
         }
         let (retiring, batch) = self.retiring(s, nodes);
         match retiring.iter().position(|&n| n == node) {
-            None => Some(format!("node {name} is retiring but not Ready or outside the policy's nodeSelector")),
+            None => Some(format!(
+                "node {name} is retiring but not Ready or outside the policy's nodeSelector"
+            )),
             Some(i) if i >= batch => Some(format!(
                 "node {name} is retiring, number {} in drain order; this cycle drains the first {batch} of {}",
                 i + 1,
@@ -214,7 +216,9 @@ mod tests {
         );
         let reasons: Vec<_> = records.iter().map(|r| r.reason.text.clone()).collect();
         assert!(
-            records.iter().all(|r| &*r.plugin == NAME && r.reason.code == "NodeRetiring"),
+            records
+                .iter()
+                .all(|r| &*r.plugin == NAME && r.reason.code == "NodeRetiring"),
             "{reasons:?}"
         );
         evicted_names(&records)
@@ -232,8 +236,10 @@ mod tests {
             ["shop/b1", "shop/b2", "shop/a1", "shop/a2", "batch/a3"]
         );
         assert_eq!(
-            evicted(json!({"nodeSelector": format!("{RETIRE}=true"), "nodesPerCycle": 5,
-                           "namespaces": {"include": ["batch"]}})),
+            evicted(
+                json!({"nodeSelector": format!("{RETIRE}=true"), "nodesPerCycle": 5,
+                           "namespaces": {"include": ["batch"]}})
+            ),
             ["batch/a3"]
         );
         assert!(evicted(json!({"nodeSelector": "pool=none"})).is_empty());
@@ -282,7 +288,9 @@ mod tests {
         assert_eq!(why("b1"), None, "selected");
         assert_eq!(
             why("a1").as_deref(),
-            Some("node old-a is retiring, number 2 in drain order; this cycle drains the first 1 of 2")
+            Some(
+                "node old-a is retiring, number 2 in drain order; this cycle drains the first 1 of 2"
+            )
         );
         assert!(why("n1").is_some_and(|w| w.contains("node new-1 is not retiring")));
     }
@@ -298,7 +306,10 @@ mod tests {
             err(json!({"nodeSelector": "a=b", "nodesPerCycle": 0})),
             "args.nodesPerCycle: must be at least 1"
         );
-        assert!(err(json!({"nodeSelector": "a=b", "nodesPerCycle": -1})).starts_with("args.nodesPerCycle: "));
+        assert!(
+            err(json!({"nodeSelector": "a=b", "nodesPerCycle": -1}))
+                .starts_with("args.nodesPerCycle: ")
+        );
         assert!(err(json!({"nodeSelector": "a=b", "batch": 2})).contains("unknown field `batch`"));
         assert!(err(json!({"nodeSelector": "a in (b"})).starts_with("args.nodeSelector: "));
         assert!(

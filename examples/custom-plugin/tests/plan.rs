@@ -46,11 +46,20 @@ fn the_table_names_the_plugin_and_its_reason() {
     let cols: Vec<&str> = rows[0].split_whitespace().collect();
     assert_eq!(
         cols[..5],
-        ["shop/web-7f9c-a1b2c", "pool-v1-a", "node-retirement", "RetireNodes", "evicted"],
+        [
+            "shop/web-7f9c-a1b2c",
+            "pool-v1-a",
+            "node-retirement",
+            "RetireNodes",
+            "evicted"
+        ],
         "{out}"
     );
     assert!(rows[0].ends_with(REASON), "{out}");
-    assert!(out.contains("1 evicted, 0 deflected, 0 denied, 0 errors"), "{out}");
+    assert!(
+        out.contains("1 evicted, 0 deflected, 0 denied, 0 errors"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -118,7 +118,10 @@ async fn dry_run_logs_and_counts_the_custom_strategy() {
         node("new-1", false),
         node("new-2", false),
     ];
-    objects.extend(replica_set("web", &[("web-1", "old-1"), ("web-2", "new-1")]));
+    objects.extend(replica_set(
+        "web",
+        &[("web-1", "old-1"), ("web-2", "new-1")],
+    ));
     objects.extend(replica_set("api", &[("api-1", "new-2")]));
     let sim = Sim::start(SimOptions {
         objects,
@@ -131,14 +134,17 @@ async fn dry_run_logs_and_counts_the_custom_strategy() {
         let ready = |p: &Value| {
             p.pointer("/status/conditions")
                 .and_then(Value::as_array)
-                .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                })
         };
         let pods = s.list("v1", "Pod", Some(NS));
         pods.len() == 3
             && pods.iter().all(ready)
-            && s.list("apps/v1", "ReplicaSet", Some(NS)).iter().all(|rs| {
-                rs.pointer("/status/readyReplicas") == rs.pointer("/spec/replicas")
-            })
+            && s.list("apps/v1", "ReplicaSet", Some(NS))
+                .iter()
+                .all(|rs| rs.pointer("/status/readyReplicas") == rs.pointer("/spec/replicas"))
     })
     .await;
 
@@ -156,7 +162,12 @@ async fn dry_run_logs_and_counts_the_custom_strategy() {
         .arg(sim.kubeconfig_path())
         .arg("--policy-config-file")
         .arg(&policy)
-        .args(["--bind-address", "127.0.0.1", "--dry-run", "--metrics-unauthenticated"])
+        .args([
+            "--bind-address",
+            "127.0.0.1",
+            "--dry-run",
+            "--metrics-unauthenticated",
+        ])
         .arg(format!("--secure-port={port}"))
         .arg("--descheduling-interval=1h")
         .env("POD_NAME", "retire")
@@ -185,7 +196,11 @@ async fn dry_run_logs_and_counts_the_custom_strategy() {
             "exited; log:\n{}",
             read(&log_path)
         );
-        assert!(start.elapsed() < WAIT, "no cycle; log:\n{}", read(&log_path));
+        assert!(
+            start.elapsed() < WAIT,
+            "no cycle; log:\n{}",
+            read(&log_path)
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     let _ = child.kill();
@@ -219,8 +234,9 @@ async fn dry_run_logs_and_counts_the_custom_strategy() {
         "{text}\nlog:\n{log}"
     );
     // Nothing was evicted for real.
-    assert!(sim.get("v1", "Pod", NS, "web-1").is_some_and(|p| p
-        .pointer("/metadata/deletionTimestamp")
-        .is_none_or(Value::is_null)));
+    assert!(sim.get("v1", "Pod", NS, "web-1").is_some_and(|p| {
+        p.pointer("/metadata/deletionTimestamp")
+            .is_none_or(Value::is_null)
+    }));
     sim.shutdown().await;
 }
