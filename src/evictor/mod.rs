@@ -138,7 +138,7 @@ pub struct LimitHit {
 }
 
 /// A plugin run that failed for the cycle (e.g. its metrics source had no usable data), so it
-/// evicted nothing.
+/// evicted nothing more.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginFailure {
     /// Profile.

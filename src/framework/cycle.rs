@@ -61,7 +61,8 @@ pub struct CycleReport {
     pub records: Vec<EvictionRecord>,
     /// Evictions refused by `maxNoOfPodsToEvict*` before any attempt, in order.
     pub limit_hits: Vec<LimitHit>,
-    /// Plugin runs that failed for the cycle (and evicted nothing).
+    /// Plugin runs that failed for the cycle (and evicted nothing more: a plugin that panicked keeps
+    /// the evictions it made before).
     pub plugin_failures: Vec<crate::evictor::PluginFailure>,
     /// Set when the cycle did not run (e.g. fewer than two Ready nodes).
     pub skipped: Option<String>,

@@ -133,7 +133,7 @@ impl<'a> Handle<'a> {
             profile = self.profile,
             plugin = self.plugin,
             error = %error,
-            "plugin run failed for this cycle; it evicts nothing"
+            "plugin run failed for this cycle; it evicts nothing more"
         );
         self.session.plugin_failed(crate::evictor::PluginFailure {
             profile: self.profile.to_string(),

@@ -209,7 +209,7 @@ pub fn make_plan(
             .chain(policy.warnings.iter().cloned())
             .chain(report.plugin_failures.iter().map(|f| {
                 format!(
-                    "profile {:?}: plugin {} failed for this cycle and evicted nothing: {}",
+                    "profile {:?}: plugin {} failed for this cycle and evicted nothing more: {}",
                     f.profile, f.plugin, f.error
                 )
             }))
