@@ -24,6 +24,10 @@
 //!   configuration error, the synthetic cluster generator.
 //!
 //! [`apicalls`] lists the API calls each component makes.
+//!
+//! [`plugin`] is the plugin API (the stable part of the crate: traits, handle, snapshot read API,
+//! registry, args helpers), for programs that add their own plugins and run the CLI with
+//! [`cli::main_with`].
 
 pub mod apicalls;
 pub mod cli;
@@ -37,6 +41,7 @@ pub mod live;
 pub mod peer;
 pub mod placement;
 pub mod plan;
+pub mod plugin;
 pub mod plugins;
 pub mod policy;
 pub mod quantity;

@@ -29,23 +29,8 @@ pub static ALLOCATOR_OPTIONS: AllocatorOptions = AllocatorOptions(
     c"narenas:1,background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr(),
 );
 
-fn main() {
-    // One TLS crypto provider for the whole process, before anything builds a rustls config.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let cli = match kube_descheduler::cli::parse(std::env::args_os()) {
-        Ok(cli) => cli,
-        Err(e) => {
-            let code = if e.use_stderr() {
-                kube_descheduler::error::EXIT_CONFIG
-            } else {
-                0
-            };
-            let _ = e.print();
-            std::process::exit(code);
-        }
-    };
-    if let Err(err) = kube_descheduler::cli::run(cli) {
-        eprintln!("error: {err:#}");
-        std::process::exit(kube_descheduler::error::exit_code(&err));
-    }
+/// The whole command line with the built-in plugins (a program adding its own plugins makes the
+/// same call with its registry, see `docs/writing-a-plugin.md`).
+fn main() -> std::process::ExitCode {
+    kube_descheduler::cli::main_with(kube_descheduler::plugin::Registry::builtin())
 }

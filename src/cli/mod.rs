@@ -38,14 +38,61 @@ pub enum Command {
     Completions(completions::CompletionsArgs),
 }
 
-/// Runs the selected subcommand.
+/// Runs the selected subcommand with the built-in plugins.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    run_with(cli, &crate::framework::Registry::builtin())
+}
+
+/// Runs the selected subcommand; policies may name the plugins of `registry`.
+pub fn run_with(cli: Cli, registry: &crate::framework::Registry) -> anyhow::Result<()> {
     match cli.command {
-        Command::Plan(args) => plan::run(args),
-        Command::Run(args) => run::run(*args),
+        Command::Plan(args) => plan::run_with(args, registry),
+        Command::Run(args) => run::run_with(*args, registry),
         Command::Webhook(args) => webhook::run(args),
         Command::Certs(args) => certs::run(args),
         Command::Completions(args) => completions::run(args),
+    }
+}
+
+/// The whole command line of the process (`std::env::args_os`) with the plugins of `registry`:
+/// every subcommand, flag, metric and Event of the stock binary, whose `main` is this call with
+/// [`crate::framework::Registry::builtin`]. Installs the process's TLS crypto provider (ring),
+/// prints clap's help and errors, and returns the exit code: 0, 1 for runtime failures, 2 for
+/// configuration errors (a policy naming an unknown plugin, bad args, bad flags).
+///
+/// A program that adds plugins calls it from its own `main`; it may also set the global
+/// allocator the stock binary uses (jemalloc on Linux, see the stock `src/main.rs`):
+///
+/// ```no_run
+/// use kube_descheduler::plugin::Registry;
+///
+/// fn main() -> std::process::ExitCode {
+///     // Registry::builtin().with(my_plugin::factory()) ...
+///     kube_descheduler::cli::main_with(Registry::builtin())
+/// }
+/// ```
+pub fn main_with(registry: crate::framework::Registry) -> std::process::ExitCode {
+    // One TLS crypto provider for the whole process, before anything builds a rustls config.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let exit = |code: i32| std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
+    let cli = match parse(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                crate::error::EXIT_CONFIG
+            } else {
+                0
+            };
+            let _ = e.print();
+            return exit(code);
+        }
+    };
+    match run_with(cli, &registry) {
+        Ok(()) => exit(0),
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            exit(crate::error::exit_code(&err))
+        }
     }
 }
 

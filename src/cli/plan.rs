@@ -143,8 +143,13 @@ fn read_or_bundled(
     }
 }
 
-/// Plans evictions offline and prints the plan.
+/// Plans evictions offline and prints the plan (the built-in plugins).
 pub fn run(args: PlanArgs) -> anyhow::Result<()> {
+    run_with(args, &crate::framework::Registry::builtin())
+}
+
+/// Plans evictions with the plugins of `registry` and prints the plan.
+pub fn run_with(args: PlanArgs, registry: &crate::framework::Registry) -> anyhow::Result<()> {
     super::logging::init(super::logging::LogFormat::Text, args.verbosity);
     let now = match &args.now {
         Some(s) => s.parse::<jiff::Timestamp>().map_err(|e| {
@@ -183,7 +188,7 @@ pub fn run(args: PlanArgs) -> anyhow::Result<()> {
         })?;
     let (policy_text, policy_name) =
         read_or_bundled(&args.policy, "examples/policy.yaml", EXAMPLE_POLICY)?;
-    let mut policy = policy::load_str(&policy_text)
+    let mut policy = policy::load_str_with(&policy_text, registry)
         .map_err(|e| ConfigError::new(format!("policy {policy_name}: {}", e.0)))?;
     if let Some(path) = &args.scheduler_config {
         policy.cycle.scheduler = std::sync::Arc::new(crate::placement::config::load_file(path)?);

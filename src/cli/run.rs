@@ -298,11 +298,16 @@ pub async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
     crate::live::run::client_from_config(super::kubeconfig::load(kubeconfig).await?)
 }
 
-/// Runs the descheduler against a cluster.
+/// Runs the descheduler against a cluster (the built-in plugins).
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    run_with(args, &crate::framework::Registry::builtin())
+}
+
+/// Runs the descheduler against a cluster with the plugins of `registry`.
+pub fn run_with(args: RunArgs, registry: &crate::framework::Registry) -> anyhow::Result<()> {
     let resolved = resolve(&args)?;
     logging::init(args.logging_format, args.v);
-    let mut policy = crate::policy::load_file(&resolved.policy)?;
+    let mut policy = crate::policy::load_file_with(&resolved.policy, registry)?;
     if let Some(path) = &args.scheduler_config {
         policy.cycle.scheduler = std::sync::Arc::new(crate::placement::config::load_file(path)?);
     }

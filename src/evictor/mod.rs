@@ -71,6 +71,9 @@ pub enum EvictError {
     /// The pod was already evicted in this cycle.
     #[error("pod was already evicted in this cycle")]
     AlreadyEvicted,
+    /// No pod of the snapshot has this id (a plugin's mistake; nothing was attempted).
+    #[error("no pod with id {0} in the snapshot")]
+    UnknownPod(crate::snapshot::PodId),
     /// The attempt was made and did not move the pod (denied or failed).
     #[error("eviction not done: {0:?}")]
     NotEvicted(EvictOutcome),
@@ -187,7 +190,7 @@ pub struct LimitHit {
 }
 
 /// A plugin run that failed for the cycle (e.g. its metrics source had no usable data), so it
-/// evicted nothing.
+/// evicted nothing more.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginFailure {
     /// Profile.

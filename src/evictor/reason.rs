@@ -1,6 +1,7 @@
 //! Why a plugin chose a pod: a short sentence for people, a machine-readable code and the numbers
 //! that decided it, built by the plugin at the moment it decides (never re-derived afterwards).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -121,7 +122,7 @@ impl Serialize for ReasonDetail {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EvictionReason {
     /// A stable machine-readable code in UpperCamelCase, e.g. `TooManyRestarts`.
-    pub code: &'static str,
+    pub code: Cow<'static, str>,
     /// One short sentence with the numbers, e.g. `restarts 17 >= podRestartThreshold 10`.
     pub text: String,
     /// The numbers as fields.
@@ -130,9 +131,9 @@ pub struct EvictionReason {
 
 impl EvictionReason {
     /// A reason with `code` and `text` and no numbers yet.
-    pub fn new(code: &'static str, text: impl Into<String>) -> Self {
+    pub fn new(code: impl Into<Cow<'static, str>>, text: impl Into<String>) -> Self {
         EvictionReason {
-            code,
+            code: code.into(),
             text: text.into(),
             detail: ReasonDetail::default(),
         }
@@ -146,8 +147,10 @@ impl EvictionReason {
 
     /// The reason of a plugin that gave none: the plugin's name as code and text (what upstream
     /// records).
-    pub fn plugin(plugin: &'static str) -> Self {
-        EvictionReason::new(plugin, plugin)
+    pub fn plugin(plugin: impl Into<Cow<'static, str>>) -> Self {
+        let code = plugin.into();
+        let text = code.to_string();
+        EvictionReason::new(code, text)
     }
 }
 

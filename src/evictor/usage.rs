@@ -56,7 +56,7 @@ pub struct NodeUsageReport {
     /// Profile.
     pub profile: String,
     /// Plugin.
-    pub plugin: &'static str,
+    pub plugin: String,
     /// Resource names (`cpu`, `memory`, `pods`, extended resources), the table's columns.
     pub resources: Vec<String>,
     /// The level under which a node is underutilized, per resource (percent; deviation mode:

@@ -63,7 +63,8 @@ pub struct CycleReport {
     pub limit_hits: Vec<LimitHit>,
     /// Evictions `placement: Enforce` refused before any attempt, in order.
     pub placement_refusals: Vec<PlacementHit>,
-    /// Plugin runs that failed for the cycle (and evicted nothing).
+    /// Plugin runs that failed for the cycle (and evicted nothing more: a plugin that panicked keeps
+    /// the evictions it made before).
     pub plugin_failures: Vec<crate::evictor::PluginFailure>,
     /// Set when the cycle did not run (e.g. fewer than two Ready nodes).
     pub skipped: Option<String>,
@@ -137,7 +138,7 @@ pub fn run_cycle(
                         &profile.name,
                         plugin.name(),
                     );
-                    plugin.deschedule(&mut h, &nodes);
+                    contained(&mut h, |h| plugin.deschedule(h, &nodes));
                 }
                 settle(snapshot, &session, &mut settled, &mut filter_caches);
                 report.timings.push(timing(&profile.name, plugin.name(), t));
@@ -157,7 +158,7 @@ pub fn run_cycle(
                         &profile.name,
                         plugin.name(),
                     );
-                    plugin.balance(&mut h, &nodes);
+                    contained(&mut h, |h| plugin.balance(h, &nodes));
                 }
                 settle(snapshot, &session, &mut settled, &mut filter_caches);
                 report.timings.push(timing(&profile.name, plugin.name(), t));
@@ -172,6 +173,30 @@ pub fn run_cycle(
     report.records = records;
     report.duration = start.elapsed();
     (report, backend)
+}
+
+/// Runs one plugin with `h`; a panic in it fails that plugin's run for this cycle (logged and
+/// counted as a plugin failure, see [`Handle::fail`]) instead of ending the cycle.
+///
+/// Why unwinding out of a plugin leaves the cycle consistent (the `AssertUnwindSafe`): while a
+/// plugin runs, the snapshot is shared read-only; the filter cache holds only complete verdicts
+/// (one atomic store each); and the eviction session is changed only inside the handle's calls,
+/// each of which completes its change before returning to the plugin and checks a plugin's pod
+/// ids before touching the session ([`Handle::evict`] refuses unknown or moved pods with an
+/// error). A panic therefore unwinds through plugin code between two complete session updates:
+/// the evictions made before it stand (in `run` they happened) and are settled as usual, and the
+/// plugin's half-done work is only its own state, which is dropped. The panic hook still prints
+/// the panic's message and location to stderr.
+fn contained(h: &mut Handle<'_>, run: impl FnOnce(&mut Handle<'_>)) {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&mut *h)));
+    if let Err(payload) = outcome {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_string());
+        h.fail(format!("the plugin panicked: {message}"));
+    }
 }
 
 /// Marks the pods moved since the last call as evicted in the snapshot (later plugins no longer

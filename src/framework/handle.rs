@@ -36,7 +36,8 @@ impl<'a> FilterView<'a> {
 
     /// As [`Handle::filter`].
     pub fn filter(&self, pod: PodId) -> bool {
-        !self.moved.contains(&pod)
+        (pod as usize) < self.snapshot.pods.len()
+            && !self.moved.contains(&pod)
             && self
                 .cache
                 .get_or_insert(pod, || self.evictor.filter(self.snapshot, pod, self.now))
@@ -44,13 +45,16 @@ impl<'a> FilterView<'a> {
 
     /// As [`Handle::pre_eviction_filter`].
     pub fn pre_eviction_filter(&self, pod: PodId) -> bool {
-        self.evictor
-            .pre_eviction_filter_with(self.snapshot, pod, self.fit_candidates)
+        (pod as usize) < self.snapshot.pods.len()
+            && self
+                .evictor
+                .pre_eviction_filter_with(self.snapshot, pod, self.fit_candidates)
     }
 
     /// As [`Handle::is_moved`].
     pub fn is_moved(&self, pod: PodId) -> bool {
-        self.moved.contains(&pod) || self.snapshot.is_evicted(pod)
+        self.moved.contains(&pod)
+            || ((pod as usize) < self.snapshot.pods.len() && self.snapshot.is_evicted(pod))
     }
 }
 
@@ -65,7 +69,7 @@ pub struct Handle<'a> {
     fit_candidates: &'a [NodeId],
     session: &'a mut EvictionSession,
     profile: &'a str,
-    plugin: &'static str,
+    plugin: &'a str,
     /// The reason of evictions the plugin gives none for (its name), made once.
     plugin_reason: Option<Arc<EvictionReason>>,
 }
@@ -83,7 +87,7 @@ impl<'a> Handle<'a> {
         fit_candidates: &'a [NodeId],
         session: &'a mut EvictionSession,
         profile: &'a str,
-        plugin: &'static str,
+        plugin: &'a str,
     ) -> Self {
         Handle {
             snapshot,
@@ -129,7 +133,7 @@ impl<'a> Handle<'a> {
             profile = self.profile,
             plugin = self.plugin,
             error = %error,
-            "plugin run failed for this cycle; it evicts nothing"
+            "plugin run failed for this cycle; it evicts nothing more"
         );
         self.session.plugin_failed(crate::evictor::PluginFailure {
             profile: self.profile.to_string(),
@@ -157,9 +161,7 @@ impl<'a> Handle<'a> {
         pod: PodId,
         reason: impl Into<Arc<EvictionReason>>,
     ) -> Result<EvictOutcome, EvictError> {
-        if self.session.moved(pod) {
-            return Err(EvictError::AlreadyEvicted);
-        }
+        self.check_pod(pod)?;
         if !self.pre_eviction_filter(pod) {
             return Err(EvictError::Filtered);
         }
@@ -184,6 +186,7 @@ impl<'a> Handle<'a> {
         pod: PodId,
         reason: impl Into<Arc<EvictionReason>>,
     ) -> Result<EvictOutcome, EvictError> {
+        self.check_pod(pod)?;
         debug_assert!(
             self.pre_eviction_filter(pod),
             "pod {pod} was not prefiltered"
@@ -191,13 +194,27 @@ impl<'a> Handle<'a> {
         self.attempt(pod, reason.into())
     }
 
+    /// A pod a plugin may ask to evict: one of the snapshot's, not moved earlier in this cycle.
+    /// Checked before the session is touched, so a plugin's wrong id is an error, not a panic.
+    fn check_pod(&self, pod: PodId) -> Result<(), EvictError> {
+        if pod as usize >= self.snapshot.pods.len() {
+            return Err(EvictError::UnknownPod(pod));
+        }
+        if self.session.moved(pod) {
+            return Err(EvictError::AlreadyEvicted);
+        }
+        Ok(())
+    }
+
     /// A reason from a plain text (the plugin's name as its code), shared when it is the name.
     fn reason_text(&mut self, text: Option<&str>) -> Arc<EvictionReason> {
         match text {
-            Some(t) if t != self.plugin => Arc::new(EvictionReason::new(self.plugin, t)),
+            Some(t) if t != self.plugin => {
+                Arc::new(EvictionReason::new(self.plugin.to_string(), t))
+            }
             _ => self
                 .plugin_reason
-                .get_or_insert_with(|| Arc::new(EvictionReason::plugin(self.plugin)))
+                .get_or_insert_with(|| Arc::new(EvictionReason::plugin(self.plugin.to_string())))
                 .clone(),
         }
     }
@@ -220,7 +237,7 @@ impl<'a> Handle<'a> {
     /// Records how this node-usage plugin classified the nodes (profile and plugin are filled in).
     pub fn report_node_usage(&mut self, mut report: NodeUsageReport) {
         report.profile = self.profile.to_string();
-        report.plugin = self.plugin;
+        report.plugin = self.plugin.to_string();
         self.session.report_node_usage(report);
     }
 
@@ -237,9 +254,11 @@ impl<'a> Handle<'a> {
 
     /// Whether the per-node limit is reached for `node`.
     pub fn node_limit_reached(&self, node: NodeId) -> bool {
-        self.session
-            .limits()
-            .node_limit_reached(self.snapshot, node)
+        (node as usize) < self.snapshot.nodes.len()
+            && self
+                .session
+                .limits()
+                .node_limit_reached(self.snapshot, node)
     }
 
     /// Whether the per-cycle total limit is reached.

@@ -244,14 +244,14 @@ impl ApiEvictor {
         let key = format!("{}/{}", pod.namespace, pod.name);
         match outcome {
             EvictOutcome::Evicted => {
-                tracing::info!(pod = %key, reason = %req.reason, reason_code = req.reason.code, strategy = req.plugin, node = pod.node, profile = req.profile, "Evicted pod");
+                tracing::info!(pod = %key, reason = %req.reason, reason_code = &*req.reason.code, strategy = req.plugin, node = pod.node, profile = req.profile, "Evicted pod");
                 if let Some(ev) = &self.cfg.events {
                     self.cfg.limiter.acquire().await;
                     ev.evicted(pod, req.reason, req.plugin, None).await;
                 }
             }
             EvictOutcome::Deflected { message } => {
-                tracing::info!(pod = %key, reason = %req.reason, reason_code = req.reason.code, strategy = req.plugin, node = pod.node, profile = req.profile, response = %message, "Eviction deflected into a rolling restart");
+                tracing::info!(pod = %key, reason = %req.reason, reason_code = &*req.reason.code, strategy = req.plugin, node = pod.node, profile = req.profile, response = %message, "Eviction deflected into a rolling restart");
                 if let Some(ev) = &self.cfg.events {
                     self.cfg.limiter.acquire().await;
                     ev.evicted(pod, req.reason, req.plugin, Some(message)).await;

@@ -150,7 +150,7 @@ fn pre_eviction(
     ))
 }
 
-/// The profile's evictor as the DefaultEvictor (the only evictor plugin there is).
+/// The profile's DefaultEvictor (alone, or among the profile's evictors), if it has one.
 fn default_evictor(profile: &crate::framework::cycle::Profile) -> Option<&DefaultEvictor> {
     profile.evictor.as_any().downcast_ref::<DefaultEvictor>()
 }
@@ -228,9 +228,7 @@ pub fn prepare(policy: &Policy, snapshot: &Snapshot, now: Timestamp, pods: &[Str
                         own.push(mine);
                         ProfileExplanation {
                             profile: pr.name.clone(),
-                            filter: default_evictor(pr)
-                                .and_then(|ev| ev.check(snapshot, pod, now).err())
-                                .unwrap_or_default(),
+                            filter: pr.evictor.explain_filter(snapshot, pod, now),
                             pre_eviction_filter: pre_eviction(snapshot, pr, pod),
                             plugins: Vec::new(),
                         }

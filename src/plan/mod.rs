@@ -76,7 +76,7 @@ impl Serialize for PlannedEviction {
         m.serialize_entry("profile", &*self.profile)?;
         m.serialize_entry("plugin", &*self.plugin)?;
         m.serialize_entry("reason", &self.reason.text)?;
-        m.serialize_entry("reasonCode", self.reason.code)?;
+        m.serialize_entry("reasonCode", &self.reason.code)?;
         m.serialize_entry("reasonDetail", &self.reason.detail)?;
         m.serialize_entry("outcome", self.outcome)?;
         if let Some(msg) = &self.message {
@@ -213,7 +213,7 @@ pub fn make_plan(
             .chain(policy.warnings.iter().cloned())
             .chain(report.plugin_failures.iter().map(|f| {
                 format!(
-                    "profile {:?}: plugin {} failed for this cycle and evicted nothing: {}",
+                    "profile {:?}: plugin {} failed for this cycle and evicted nothing more: {}",
                     f.profile, f.plugin, f.error
                 )
             }))

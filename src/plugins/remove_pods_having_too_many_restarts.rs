@@ -49,11 +49,7 @@ pub struct RemovePodsHavingTooManyRestarts {
 
 /// Registry entry.
 pub fn factory() -> PluginFactory {
-    PluginFactory {
-        name: NAME,
-        point: ExtensionPoint::Deschedule,
-        build,
-    }
+    PluginFactory::new(NAME, ExtensionPoint::Deschedule, build)
 }
 
 fn build(args: &serde_json::Value) -> Result<Plugin, ArgsError> {

@@ -1,11 +1,16 @@
 //! The `DeschedulerPolicy` file: strict decoding of `descheduler/v1alpha2` (and conversion of
 //! `descheduler/v1alpha1`), validation, and building runnable profiles.
 
+pub mod evictors;
+mod profile;
+#[cfg(test)]
+mod profile_tests;
 pub mod v1alpha1;
 pub mod v1alpha2;
 
 use crate::error::ConfigError;
 use crate::framework::cycle::{CycleConfig, Profile};
+use crate::framework::registry::Registry;
 
 /// A loaded, validated policy, ready to run.
 pub struct Policy {
@@ -24,15 +29,27 @@ pub struct Policy {
     pub metrics: crate::usage::MetricsNeeds,
 }
 
-/// Loads a policy file (YAML or JSON). Errors name the profile, plugin and field.
+/// Loads a policy file (YAML or JSON) with the built-in plugins. Errors name the profile, plugin
+/// and field.
 pub fn load_file(path: &std::path::Path) -> Result<Policy, ConfigError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ConfigError::new(format!("cannot read policy {}: {e}", path.display())))?;
-    load_str(&text).map_err(|e| ConfigError::new(format!("policy {}: {}", path.display(), e.0)))
+    load_file_with(path, &Registry::builtin())
 }
 
-/// Loads a policy from text.
+/// Loads a policy file whose plugins come from `registry`.
+pub fn load_file_with(path: &std::path::Path, registry: &Registry) -> Result<Policy, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::new(format!("cannot read policy {}: {e}", path.display())))?;
+    load_str_with(&text, registry)
+        .map_err(|e| ConfigError::new(format!("policy {}: {}", path.display(), e.0)))
+}
+
+/// Loads a policy from text with the built-in plugins.
 pub fn load_str(text: &str) -> Result<Policy, ConfigError> {
+    load_str_with(text, &Registry::builtin())
+}
+
+/// Loads a policy from text whose plugins come from `registry`.
+pub fn load_str_with(text: &str, registry: &Registry) -> Result<Policy, ConfigError> {
     let value: serde_json::Value = if text.trim().is_empty() {
         return Err(ConfigError::new(
             "the policy is empty (expected a DeschedulerPolicy)",
@@ -51,10 +68,10 @@ pub fn load_str(text: &str) -> Result<Policy, ConfigError> {
         )));
     }
     match api_version {
-        "descheduler/v1alpha2" => v1alpha2::build(&value, Vec::new()),
+        "descheduler/v1alpha2" => v1alpha2::build(&value, Vec::new(), registry),
         "descheduler/v1alpha1" => {
             let (converted, warnings) = v1alpha1::convert(&value)?;
-            v1alpha2::build(&converted, warnings)
+            v1alpha2::build(&converted, warnings, registry)
         }
         other => Err(ConfigError::new(format!(
             "apiVersion: expected \"descheduler/v1alpha2\" (or the older \"descheduler/v1alpha1\"), got {other:?}"

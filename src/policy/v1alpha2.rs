@@ -6,10 +6,9 @@ use std::collections::HashSet;
 use crate::error::ConfigError;
 use crate::evictor::window::{WindowLimit, WindowSpec};
 use crate::evictor::{LimitValue, ScaledLimits};
-use crate::framework::args::ArgsError;
-use crate::framework::cycle::{CycleConfig, Profile};
-use crate::framework::registry::{ExtensionPoint, Plugin};
-use crate::plugins::{self, default_evictor, low_node_utilization};
+use crate::framework::cycle::CycleConfig;
+use crate::framework::registry::Registry;
+use crate::plugins::low_node_utilization;
 use crate::scheduling::selector;
 use crate::usage::{KUBERNETES_METRICS, MetricsNeeds, PROMETHEUS, PrometheusProvider};
 
@@ -178,15 +177,12 @@ pub struct MetricsCollector {
     pub enabled: bool,
 }
 
-fn known_plugins() -> String {
-    let mut names: Vec<&str> = plugins::registry().iter().map(|f| f.name).collect();
-    names.push(default_evictor::NAME);
-    names.sort_unstable();
-    names.join(", ")
-}
-
-/// Decodes and validates a v1alpha2 policy and builds its profiles.
-pub fn build(value: &serde_json::Value, mut warnings: Vec<String>) -> Result<Policy, ConfigError> {
+/// Decodes and validates a v1alpha2 policy and builds its profiles from `registry`.
+pub fn build(
+    value: &serde_json::Value,
+    mut warnings: Vec<String>,
+    registry: &Registry,
+) -> Result<Policy, ConfigError> {
     let wire: PolicyV1alpha2 = serde_path_to_error::deserialize(value)
         .map_err(|e| ConfigError::new(format!("{}: {}", e.path(), e.inner())))?;
     let node_selector = match wire
@@ -225,7 +221,7 @@ pub fn build(value: &serde_json::Value, mut warnings: Vec<String>) -> Result<Pol
                 p.name
             )));
         }
-        profiles.push(build_profile(p)?);
+        profiles.push(super::profile::build(p, registry)?);
     }
     let metrics = metrics_needs(&wire, prometheus)?;
     if profiles.is_empty() {
@@ -418,117 +414,4 @@ fn metrics_needs(
     needs.prometheus_queries.sort();
     needs.prometheus = prometheus;
     Ok(needs)
-}
-
-fn build_profile(p: &ProfileV1alpha2) -> Result<Profile, ConfigError> {
-    let ctx = |plugin: &str, e: String| {
-        ConfigError::new(format!("profile {:?}: plugin {plugin:?}: {e}", p.name))
-    };
-    // pluginConfig: unique, registered names; every config's args are validated (as upstream).
-    let mut configs: Vec<(&str, &serde_json::Value)> = Vec::new();
-    for c in &p.plugin_config {
-        if configs.iter().any(|(n, _)| *n == c.name) {
-            return Err(ctx(
-                &c.name,
-                "pluginConfig lists this plugin more than once".into(),
-            ));
-        }
-        if c.name != default_evictor::NAME && plugins::find(&c.name).is_none() {
-            return Err(ctx(
-                &c.name,
-                format!(
-                    "unknown plugin in pluginConfig (known plugins: {})",
-                    known_plugins()
-                ),
-            ));
-        }
-        configs.push((c.name.as_str(), &c.args));
-    }
-    let args_of = |name: &str| configs.iter().find(|(n, _)| *n == name).map(|(_, a)| *a);
-    let args_err = |plugin: &str, e: ArgsError| ctx(plugin, e.to_string());
-
-    let evictor = match args_of(default_evictor::NAME) {
-        Some(a) => default_evictor::DefaultEvictor::from_args(a)
-            .map_err(|e| args_err(default_evictor::NAME, e))?,
-        None => default_evictor::DefaultEvictor::new(Default::default())
-            .map_err(|e| args_err(default_evictor::NAME, e))?,
-    };
-    for (point, set) in [
-        ("filter", &p.plugins.filter),
-        ("preevictionfilter", &p.plugins.preevictionfilter),
-    ] {
-        for name in &set.enabled {
-            if name != default_evictor::NAME {
-                return Err(ctx(
-                    name,
-                    format!("only DefaultEvictor can be enabled at the {point} extension point"),
-                ));
-            }
-        }
-    }
-    let mut profile = Profile {
-        name: p.name.clone(),
-        evictor: Box::new(evictor),
-        deschedule: Vec::new(),
-        balance: Vec::new(),
-    };
-    // Validate every pluginConfig's args, even for plugins that are not enabled.
-    let mut built: Vec<(&str, Option<Plugin>)> = Vec::new();
-    for (name, args) in &configs {
-        if *name == default_evictor::NAME {
-            continue;
-        }
-        let Some(f) = plugins::find(name) else {
-            continue;
-        };
-        built.push((name, Some((f.build)(args).map_err(|e| args_err(name, e))?)));
-    }
-    for (point, set) in [
-        (ExtensionPoint::Deschedule, &p.plugins.deschedule),
-        (ExtensionPoint::Balance, &p.plugins.balance),
-    ] {
-        let point_name = if point == ExtensionPoint::Deschedule {
-            "deschedule"
-        } else {
-            "balance"
-        };
-        for name in &set.enabled {
-            let Some(factory) = plugins::find(name) else {
-                return Err(ctx(
-                    name,
-                    format!(
-                        "unknown plugin under plugins.{point_name}.enabled (known plugins: {})",
-                        known_plugins()
-                    ),
-                ));
-            };
-            if factory.point != point {
-                let actual = if factory.point == ExtensionPoint::Deschedule {
-                    "deschedule"
-                } else {
-                    "balance"
-                };
-                return Err(ctx(
-                    name,
-                    format!(
-                        "is a {actual} plugin; it cannot be enabled under plugins.{point_name}"
-                    ),
-                ));
-            }
-            let Some(slot) = built.iter_mut().find(|(n, _)| n == name) else {
-                return Err(ctx(name, "unable to find the plugin's pluginConfig entry: every enabled plugin needs one (args may be omitted)".into()));
-            };
-            let Some(plugin) = slot.1.take() else {
-                return Err(ctx(
-                    name,
-                    format!("enabled more than once under plugins.{point_name}"),
-                ));
-            };
-            match plugin {
-                Plugin::Deschedule(d) => profile.deschedule.push(d),
-                Plugin::Balance(b) => profile.balance.push(b),
-            }
-        }
-    }
-    Ok(profile)
 }

@@ -218,7 +218,7 @@ impl Metrics {
         let plugin_failures = Family::<StrategyLabels, Counter>::default();
         registry.register(
             "kube_descheduler_plugin_failures",
-            "Plugin runs that failed for a cycle and evicted nothing (e.g. a metrics source without usable data), by strategy and profile",
+            "Plugin runs that failed for a cycle and evicted nothing more (e.g. a metrics source without usable data, a plugin that panicked), by strategy and profile",
             plugin_failures.clone(),
         );
         let caches_synced = Gauge::default();

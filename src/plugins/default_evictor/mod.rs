@@ -393,7 +393,26 @@ impl DefaultEvictor {
     }
 }
 
+/// The DefaultEvictor's registry entry (absent args: the defaults).
+pub fn evictor_factory() -> crate::framework::EvictorFactory {
+    crate::framework::EvictorFactory::new(NAME, |args: &serde_json::Value| {
+        if args.is_null() {
+            DefaultEvictor::new(Default::default())
+        } else {
+            DefaultEvictor::from_args(args)
+        }
+    })
+}
+
 impl EvictorPlugin for DefaultEvictor {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn explain_filter(&self, snapshot: &Snapshot, pod: PodId, now: Timestamp) -> Vec<String> {
+        self.check(snapshot, pod, now).err().unwrap_or_default()
+    }
+
     fn placement(&self) -> crate::placement::PlacementMode {
         self.args.placement
     }

@@ -43,11 +43,7 @@ impl HighNodeUtilization {
 
 /// The registry entry.
 pub fn factory() -> PluginFactory {
-    PluginFactory {
-        name: NAME,
-        point: ExtensionPoint::Balance,
-        build,
-    }
+    PluginFactory::new(NAME, ExtensionPoint::Balance, build)
 }
 
 impl BalancePlugin for HighNodeUtilization {

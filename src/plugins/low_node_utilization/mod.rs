@@ -32,11 +32,7 @@ pub struct LowNodeUtilization {
 
 /// The registry entry.
 pub fn factory() -> PluginFactory {
-    PluginFactory {
-        name: NAME,
-        point: ExtensionPoint::Balance,
-        build,
-    }
+    PluginFactory::new(NAME, ExtensionPoint::Balance, build)
 }
 
 /// Node usage for one run: the rows, the low / high levels, and where the usage came from.

@@ -431,7 +431,7 @@ pub fn underutilized_reason(
 pub fn usage_report(u: &Usage, low: &Levels, high: &Levels) -> NodeUsageReport {
     NodeUsageReport {
         profile: String::new(),
-        plugin: "",
+        plugin: String::new(),
         resources: u.resources.iter().map(|t| t.name().to_string()).collect(),
         low: low.clone(),
         high: high.clone(),

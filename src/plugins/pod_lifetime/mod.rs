@@ -30,11 +30,7 @@ pub struct PodLifeTime {
 
 /// Registry entry.
 pub fn factory() -> PluginFactory {
-    PluginFactory {
-        name: NAME,
-        point: ExtensionPoint::Deschedule,
-        build,
-    }
+    PluginFactory::new(NAME, ExtensionPoint::Deschedule, build)
 }
 
 fn age_secs(h: &FilterView<'_>, t: Option<jiff::Timestamp>) -> Option<i64> {

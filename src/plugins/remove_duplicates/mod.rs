@@ -34,11 +34,7 @@ pub struct RemoveDuplicates {
 
 /// The registry entry.
 pub fn factory() -> PluginFactory {
-    PluginFactory {
-        name: NAME,
-        point: ExtensionPoint::Balance,
-        build,
-    }
+    PluginFactory::new(NAME, ExtensionPoint::Balance, build)
 }
 
 /// Per-pod maps keyed by cluster data: FxHash is several times faster than SipHash here.

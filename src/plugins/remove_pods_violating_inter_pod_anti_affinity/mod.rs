@@ -34,11 +34,7 @@ pub struct RemovePodsViolatingInterPodAntiAffinity {
 
 /// The registry entry.
 pub fn factory() -> PluginFactory {
-    PluginFactory {
-        name: NAME,
-        point: ExtensionPoint::Deschedule,
-        build,
-    }
+    PluginFactory::new(NAME, ExtensionPoint::Deschedule, build)
 }
 
 /// The listed pods by node id and by namespace.

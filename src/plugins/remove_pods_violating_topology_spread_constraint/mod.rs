@@ -50,11 +50,7 @@ pub struct RemovePodsViolatingTopologySpreadConstraint {
 
 /// The registry entry.
 pub fn factory() -> PluginFactory {
-    PluginFactory {
-        name: NAME,
-        point: ExtensionPoint::Balance,
-        build,
-    }
+    PluginFactory::new(NAME, ExtensionPoint::Balance, build)
 }
 
 /// A pod's nodeSelector and required node affinity terms.
