@@ -8,7 +8,10 @@
 //! chooses another size; `ENGINE_CYCLE_PLACEMENT=Report` turns on placement predictions;
 //! `ENGINE_CYCLE_LIMITS=1` adds every limit of issue #37 to the policy
 //! (percentage node and namespace limits, per-workload, unavailable, and the `run` window with a
-//! history), to measure what they cost.
+//! history), to measure what they cost; `ENGINE_CYCLE_LIMITS=loose` adds the namespace,
+//! per-workload, unavailable and window limits at 100 % (next to the integer node limit), so every
+//! check runs and next to none refuses: the plugins do the same work as without them, and the
+//! difference is the checks' own cost.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -89,22 +92,27 @@ fn main() {
             ),
         _ => policy_text,
     };
-    let scaled = std::env::var("ENGINE_CYCLE_LIMITS").is_ok_and(|v| v == "1");
-    let policy_text = if scaled {
-        // Loose enough that the plugins' work stays about the same; every limit is checked.
-        policy_text.replace(
+    let limits_mode = std::env::var("ENGINE_CYCLE_LIMITS").unwrap_or_default();
+    let scaled = limits_mode == "1" || limits_mode == "loose";
+    let policy_text = match limits_mode.as_str() {
+        // Every limit is checked, and the new ones refuse pods the plugins then look past.
+        "1" => policy_text.replace(
             "maxNoOfPodsToEvictPerNode: 5\n",
             "maxNoOfPodsToEvictPerNode: \"20%\"\nmaxNoOfPodsToEvictPerNamespace: \"50%\"\nmaxNoOfPodsToEvictPerWorkload: \"50%\"\nmaxUnavailablePerWorkload: \"50%\"\nworkloadEvictionWindow: {duration: 1h, maxEvictions: \"50%\"}\n",
-        )
-    } else {
-        policy_text
+        ),
+        // Every check runs on every attempt; at 100 % next to none refuses.
+        "loose" => policy_text.replace(
+            "maxNoOfPodsToEvictPerNode: 5\n",
+            "maxNoOfPodsToEvictPerNode: 5\nmaxNoOfPodsToEvictPerNamespace: \"100%\"\nmaxNoOfPodsToEvictPerWorkload: \"100%\"\nmaxUnavailablePerWorkload: \"100%\"\nworkloadEvictionWindow: {duration: 1h, maxEvictions: \"100%\"}\n",
+        ),
+        _ => policy_text,
     };
     let mut policy = kube_descheduler::policy::load_str(&policy_text)
         .unwrap_or_else(|e| fail(format!("policy: {}", e.0)));
     if scaled {
         // As `run` installs it; emptied before each repeated cycle below.
         policy.cycle.scaled.window = policy.cycle.scaled.window.take().map(|w| w.with_history());
-        println!("with every issue #37 limit");
+        println!("with every issue #37 limit ({limits_mode})");
     }
     let mut snapshot = kube_descheduler::snapshot::load::load_file(&file)
         .unwrap_or_else(|e| fail(format!("{}: {e}", file.display())));
@@ -115,6 +123,7 @@ fn main() {
     let mut cycles = Vec::with_capacity(runs);
     let mut plugins: BTreeMap<(usize, String), Vec<Duration>> = BTreeMap::new();
     let mut attempts = None;
+    let mut refusals = 0;
     for _ in 0..runs {
         snapshot.reset_evictions();
         if let Some(w) = &mut policy.cycle.scaled.window {
@@ -142,6 +151,7 @@ fn main() {
             ));
         }
         attempts = Some(n);
+        refusals = report.limit_hits.len();
         for (i, t) in report.timings.iter().enumerate() {
             plugins
                 .entry((i, format!("{}/{}", t.profile, t.plugin)))
@@ -151,7 +161,7 @@ fn main() {
     }
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
-        "{nodes} nodes, {pods} pods, {runs} cycles, {} eviction attempts each",
+        "{nodes} nodes, {pods} pods, {runs} cycles, {} eviction attempts and {refusals} limit refusals each",
         attempts.unwrap_or(0)
     );
     println!("| stage | median ms | fastest ms |");
