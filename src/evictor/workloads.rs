@@ -278,3 +278,103 @@ fn counts(s: &Snapshot, namespace: &str, top: Top<'_>) -> Workload {
         moved_ready: 0,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::testing::{node, pod, snapshot};
+    use crate::workload::facts::OwnerFacts;
+
+    fn rs(name: &str, deployment: Option<&str>, desired: i32) -> Arc<ReplicaSetFacts> {
+        Arc::new(ReplicaSetFacts {
+            namespace: "a".into(),
+            name: name.into(),
+            uid: format!("ReplicaSet-{name}"),
+            owner: deployment.map(|d| OwnerFacts {
+                kind: "Deployment".into(),
+                name: d.into(),
+                uid: format!("Deployment-{d}"),
+            }),
+            revision: None,
+            pod_template_hash: None,
+            desired,
+            replicas: desired,
+            ready: desired,
+        })
+    }
+
+    /// A Deployment missing from the snapshot is its ReplicaSets (desired: their sum; pods: all
+    /// of theirs), a ReplicaSet without one is itself, an unknown controller kind counts its
+    /// pods, a bare pod has no workload; pods of one controller share one workload whatever
+    /// their images (parts classes).
+    #[test]
+    fn workloads_without_their_top_object_and_across_parts_classes() {
+        let mut s = snapshot(
+            vec![node("n1").build()],
+            vec![
+                pod("a", "web-a-0", "n1")
+                    .owner("ReplicaSet", "web-a")
+                    .build(),
+                pod("a", "web-a-1", "n1")
+                    .owner("ReplicaSet", "web-a")
+                    .not_ready()
+                    .with(|p| {
+                        if let Some(spec) = p.spec.as_mut() {
+                            for c in &mut spec.containers {
+                                c.image = Some("other:2".into());
+                            }
+                        }
+                    })
+                    .build(),
+                pod("a", "web-b-0", "n1")
+                    .owner("ReplicaSet", "web-b")
+                    .build(),
+                pod("a", "web-b-1", "n1")
+                    .owner("ReplicaSet", "web-b")
+                    .phase("Failed")
+                    .build(),
+                pod("a", "solo-0", "n1").owner("ReplicaSet", "solo").build(),
+                pod("a", "x-0", "n1").owner("Thing", "x").build(),
+                pod("a", "x-1", "n1").owner("Thing", "x").build(),
+                pod("a", "bare", "n1").bare().build(),
+            ],
+        );
+        s.replica_sets = vec![
+            rs("web-a", Some("web"), 2),
+            rs("web-b", Some("web"), 3),
+            rs("solo", None, 4),
+        ]
+        .into();
+        let id = |name: &str| {
+            (0..s.pods.len() as PodId)
+                .find(|&p| s.pod(p).name == name)
+                .expect("test pod")
+        };
+        let mut w = Workloads::default();
+        let web = w.of_pod(&s, id("web-a-0")).expect("web");
+        assert_eq!(w.of_pod(&s, id("web-a-1")), Some(web), "another image");
+        assert_eq!(w.of_pod(&s, id("web-b-0")), Some(web), "another ReplicaSet");
+        let got = w.get(web);
+        assert_eq!(&*got.label, "Deployment a/web");
+        assert_eq!(got.uid, "Deployment-web");
+        assert_eq!(
+            (got.desired, got.ready),
+            (5, 2),
+            "2 + 3 desired; web-a-1 not Ready"
+        );
+        let solo = w.of_pod(&s, id("solo-0")).expect("solo");
+        assert_eq!(&*w.get(solo).label, "ReplicaSet a/solo");
+        assert_eq!(w.get(solo).desired, 4);
+        let x = w.of_pod(&s, id("x-1")).expect("x");
+        assert_eq!(w.of_pod(&s, id("x-0")), Some(x));
+        assert_eq!((&*w.get(x).kind, w.get(x).desired), ("Thing", 2));
+        assert_eq!(w.of_pod(&s, id("bare")), None);
+        assert_eq!(w.of_pod(&s, id("bare")), None, "remembered");
+        w.count(web, true);
+        w.count(web, false);
+        assert_eq!((w.get(web).moved, w.get(web).moved_ready), (2, 1));
+        assert_eq!(w.list.len(), 3);
+    }
+}
