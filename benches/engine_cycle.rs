@@ -12,7 +12,9 @@
 //! written to `target/bench-data/engine-cycle-<mode>-policy.yaml` (for `plan_scale`);
 //! `ENGINE_CYCLE_LIMITS=1` adds every limit of issue #37 to the policy
 //! (percentage node and namespace limits, per-workload, unavailable, and the `run` window with a
-//! history), to measure what they cost.
+//! history), to measure what they cost; `ENGINE_CYCLE_LIMITS=loose` adds the namespace,
+//! per-workload, unavailable and window limits at 100 % (next to the integer node limit), so every
+//! check runs and next to none refuses: the difference is the checks' own cost.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -77,18 +79,23 @@ fn main() {
             "maxNoOfPodsToEvictPerNode: 10",
             "maxNoOfPodsToEvictPerNode: 5\nmaxNoOfPodsToEvictTotal: 2000",
         );
-    let scaled = std::env::var("ENGINE_CYCLE_LIMITS").is_ok_and(|v| v == "1");
-    let policy_text = if scaled {
-        // Loose enough that the plugins' work stays about the same; every limit is checked.
-        policy_text.replace(
+    let limits_mode = std::env::var("ENGINE_CYCLE_LIMITS").unwrap_or_default();
+    let scaled = limits_mode == "1" || limits_mode == "loose";
+    let policy_text = match limits_mode.as_str() {
+        // Every limit is checked, and the new ones refuse pods the plugins then look past.
+        "1" => policy_text.replace(
             "maxNoOfPodsToEvictPerNode: 5\n",
             "maxNoOfPodsToEvictPerNode: \"20%\"\nmaxNoOfPodsToEvictPerNamespace: \"50%\"\nmaxNoOfPodsToEvictPerWorkload: \"50%\"\nmaxUnavailablePerWorkload: \"50%\"\nworkloadEvictionWindow: {duration: 1h, maxEvictions: \"50%\"}\n",
-        )
-    } else {
-        policy_text
+        ),
+        // Every check runs on every attempt; at 100 % next to none refuses.
+        "loose" => policy_text.replace(
+            "maxNoOfPodsToEvictPerNode: 5\n",
+            "maxNoOfPodsToEvictPerNode: 5\nmaxNoOfPodsToEvictPerNamespace: \"100%\"\nmaxNoOfPodsToEvictPerWorkload: \"100%\"\nmaxUnavailablePerWorkload: \"100%\"\nworkloadEvictionWindow: {duration: 1h, maxEvictions: \"100%\"}\n",
+        ),
+        _ => policy_text,
     };
     if scaled {
-        println!("with every issue #37 limit");
+        println!("with every issue #37 limit ({limits_mode})");
     }
     // `ENGINE_CYCLE_PLACEMENT=Report` (or a list, `Off,Report,Enforce`) sets the DefaultEvictor's
     // `placement` in both profiles (issue #35; docs/placement.md).
@@ -160,6 +167,7 @@ fn main() {
             }
             st.attempts = Some(n);
             st.refusals = report.placement_refusals.len();
+            st.limit_refusals = report.limit_hits.len();
             for (i, t) in report.timings.iter().enumerate() {
                 st.plugins
                     .entry((i, format!("{}/{}", t.profile, t.plugin)))
@@ -202,9 +210,10 @@ fn main() {
     println!("{row}");
     for (m, st) in modes.iter().zip(&stats) {
         println!(
-            "{m}: {} eviction attempts, {} placement refusals per cycle",
+            "{m}: {} eviction attempts, {} placement refusals and {} limit refusals per cycle",
             st.attempts.unwrap_or(0),
-            st.refusals
+            st.refusals,
+            st.limit_refusals
         );
     }
 }
@@ -216,4 +225,5 @@ struct ModeStats {
     plugins: BTreeMap<(usize, String), Vec<Duration>>,
     attempts: Option<usize>,
     refusals: usize,
+    limit_refusals: usize,
 }

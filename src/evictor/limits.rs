@@ -66,7 +66,7 @@ pub enum LimitError {
     )]
     Workload {
         /// `Deployment shop/web`.
-        workload: String,
+        workload: Arc<str>,
         /// Pods of the workload moved this cycle.
         moved: u32,
         /// Desired replicas.
@@ -82,7 +82,7 @@ pub enum LimitError {
     )]
     Unavailable {
         /// `Deployment shop/web`.
-        workload: String,
+        workload: Arc<str>,
         /// Desired replicas not Ready at the cycle's start.
         not_ready: u32,
         /// Ready pods of the workload moved this cycle.
@@ -102,7 +102,7 @@ pub enum LimitError {
     )]
     Window {
         /// `Deployment shop/web`.
-        workload: String,
+        workload: Arc<str>,
         /// Pods of the workload moved within the window (this cycle included).
         evicted: u32,
         /// Desired replicas.
@@ -237,9 +237,6 @@ pub struct Limits {
     namespace_counts: HashMap<String, u32>,
     total_count: u32,
     scaled: ScaledLimits,
-    /// Pods (not ended) per node and per namespace at the cycle's start, read on first use.
-    node_pods: HashMap<NodeId, u32>,
-    namespace_pods: HashMap<Arc<str>, u32>,
     workloads: Workloads,
     workloads_active: bool,
     now: Option<Timestamp>,
@@ -288,7 +285,7 @@ impl Limits {
                 return Err(LimitError::Node { limit });
             }
             if let Some(percent) = self.scaled.per_node {
-                let pods = self.node_pods(s, node);
+                let pods = s.unfinished_pods_on_node_at_start(node);
                 let limit = percent.resolve(pods);
                 if self.node_count(node) >= limit {
                     return Err(LimitError::NodeScaled {
@@ -310,14 +307,7 @@ impl Limits {
             return Err(LimitError::Namespace { limit });
         }
         if let Some(percent) = self.scaled.per_namespace {
-            let pods = match self.namespace_pods.get(&p.namespace) {
-                Some(&n) => n,
-                None => {
-                    let n = not_ended(s, s.pods_in_namespace_at_start(&p.namespace));
-                    self.namespace_pods.insert(p.namespace.clone(), n);
-                    n
-                }
-            };
+            let pods = s.unfinished_pods_in_namespace_at_start(&p.namespace);
             let limit = percent.resolve(pods);
             if in_namespace >= limit {
                 return Err(LimitError::NamespaceScaled {
@@ -409,22 +399,13 @@ impl Limits {
         }
     }
 
-    /// Pods on `node` at the cycle's start that have not ended (cached).
-    fn node_pods(&mut self, s: &Snapshot, node: NodeId) -> u32 {
-        *self
-            .node_pods
-            .entry(node)
-            .or_insert_with(|| not_ended(s, s.pods_on_node_at_start(node)))
-    }
-
     /// The node limit in force on `node` (a percentage resolved against its pods).
     fn node_limit(&self, s: &Snapshot, node: NodeId) -> Option<u32> {
         match (self.per_node, self.scaled.per_node) {
             (Some(l), _) => Some(l),
-            (None, Some(percent)) => Some(percent.resolve(match self.node_pods.get(&node) {
-                Some(&n) => n,
-                None => not_ended(s, s.pods_on_node_at_start(node)),
-            })),
+            (None, Some(percent)) => {
+                Some(percent.resolve(s.unfinished_pods_on_node_at_start(node)))
+            }
             (None, None) => None,
         }
     }
@@ -489,12 +470,6 @@ impl Limits {
     pub fn total_limit_reached(&self) -> bool {
         self.total.is_some_and(|l| self.total_count >= l)
     }
-}
-
-/// How many of `pods` have not ended (Succeeded or Failed pods hold no place on a node).
-fn not_ended(s: &Snapshot, pods: &[PodId]) -> u32 {
-    let n = pods.iter().filter(|&&p| !s.pod(p).is_terminal()).count();
-    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]

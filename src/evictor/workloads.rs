@@ -10,14 +10,20 @@
 //! CronJob the sum over its unfinished Jobs; a DaemonSet (not kept in the snapshot) or an owner the
 //! snapshot does not hold counts its pods that have not ended.
 //!
-//! Everything is resolved lazily: the owner maps are built on the first pod checked, and a
-//! workload's counts the first time one of its pods is.
+//! Everything is resolved lazily: the owner index ([`super::owner_index`]) is built on the first
+//! pod checked, and a workload's counts the first time one of its pods is. A pod's workload is
+//! remembered by the pod's parts class (pods of one class share their owner references), so
+//! after the first pod of a class the lookup is one array read.
 
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::owner_index::{OwnerIndex, cron_job_of, deployment_of};
+use k8s_openapi::api::batch::v1::Job;
+
 use crate::snapshot::{PodId, Snapshot};
+use crate::workload::ReplicaSetFacts;
 
 /// Index of a workload in [`Workloads`].
 pub type WorkloadId = u32;
@@ -29,6 +35,8 @@ pub struct Workload {
     pub kind: Arc<str>,
     /// `namespace/name`.
     pub key: String,
+    /// `Deployment shop/web` (for refusal messages).
+    pub label: Arc<str>,
     /// `metadata.uid` (keys the eviction window across cycles).
     pub uid: String,
     /// Desired replicas at the cycle's start.
@@ -43,8 +51,8 @@ pub struct Workload {
 
 impl Workload {
     /// `Deployment shop/web`.
-    pub fn name(&self) -> String {
-        format!("{} {}", self.kind, self.key)
+    pub fn name(&self) -> Arc<str> {
+        self.label.clone()
     }
 
     /// Desired replicas that are not Ready (never negative).
@@ -53,111 +61,21 @@ impl Workload {
     }
 }
 
-/// An owner's uid and name.
-type OwnerId = (String, String);
-
-/// What a workload needs of a Job.
-#[derive(Debug)]
-struct JobFacts {
-    /// The controlling CronJob.
-    cron: Option<OwnerId>,
-    /// `spec.parallelism` (default 1).
-    parallelism: u32,
-    /// A `Complete` or `Failed` condition is true.
-    finished: bool,
-}
-
-/// What the snapshot says about the owners of pods (built once per cycle, on first use).
-#[derive(Debug, Default)]
-struct OwnerMaps {
-    /// ReplicaSet uid → (owning Deployment, `spec.replicas`).
-    replica_sets: HashMap<String, (Option<OwnerId>, u32)>,
-    /// Deployment uid → `spec.replicas`.
-    deployments: HashMap<String, u32>,
-    /// Deployment uid → its ReplicaSets' uids.
-    deployment_sets: HashMap<String, Vec<String>>,
-    /// StatefulSet uid → `spec.replicas`.
-    stateful_sets: HashMap<String, u32>,
-    /// Job uid → what a workload needs of it.
-    jobs: HashMap<String, JobFacts>,
-    /// CronJob uid → its Jobs' uids.
-    cron_jobs: HashMap<String, Vec<String>>,
-}
-
 fn non_negative(v: Option<i32>, default: i32) -> u32 {
     u32::try_from(v.unwrap_or(default)).unwrap_or(0)
 }
 
-impl OwnerMaps {
-    fn build(s: &Snapshot) -> Self {
-        let mut m = OwnerMaps::default();
-        for d in s.deployments.iter() {
-            m.deployments
-                .insert(d.uid.clone(), non_negative(Some(d.replicas), 1));
-        }
-        for rs in s.replica_sets.iter() {
-            let owner = rs
-                .owner
-                .as_ref()
-                .filter(|o| o.kind == "Deployment")
-                .map(|o| (o.uid.clone(), o.name.clone()));
-            if let Some((uid, _)) = &owner {
-                m.deployment_sets
-                    .entry(uid.clone())
-                    .or_default()
-                    .push(rs.uid.clone());
-            }
-            m.replica_sets
-                .insert(rs.uid.clone(), (owner, non_negative(Some(rs.desired), 1)));
-        }
-        for st in &s.stateful_sets {
-            if let Some(uid) = &st.metadata.uid {
-                let replicas = st.spec.replicas;
-                m.stateful_sets
-                    .insert(uid.clone(), non_negative(replicas, 1));
-            }
-        }
-        for j in &s.jobs {
-            let Some(uid) = &j.metadata.uid else { continue };
-            let owner = j
-                .metadata
-                .owner_references
-                .as_deref()
-                .unwrap_or_default()
-                .iter()
-                .find(|o| o.controller == Some(true) && o.kind == "CronJob")
-                .map(|o| (o.uid.clone(), o.name.clone()));
-            let finished = j
-                .status
-                .as_ref()
-                .and_then(|st| st.conditions.as_deref())
-                .unwrap_or_default()
-                .iter()
-                .any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True");
-            let parallelism = j.spec.as_ref().and_then(|sp| sp.parallelism);
-            if let Some((cron, _)) = &owner {
-                m.cron_jobs
-                    .entry(cron.clone())
-                    .or_default()
-                    .push(uid.clone());
-            }
-            m.jobs.insert(
-                uid.clone(),
-                JobFacts {
-                    cron: owner,
-                    parallelism: non_negative(parallelism, 1),
-                    finished,
-                },
-            );
-        }
-        m
-    }
-}
+/// In [`Workloads::by_class`]: the class was not resolved yet.
+const UNSEEN: u32 = u32::MAX;
+/// In [`Workloads::by_class`]: the class's pods belong to no workload.
+const NO_WORKLOAD: u32 = u32::MAX - 1;
 
 /// The workloads of the pods checked so far this cycle.
 #[derive(Debug, Default)]
 pub struct Workloads {
-    maps: Option<OwnerMaps>,
+    owners: Option<OwnerIndex>,
+    /// Per parts class of the snapshot: [`UNSEEN`], [`NO_WORKLOAD`] or the workload.
+    by_class: Vec<u32>,
     /// Controller uid (of a pod) → its workload (`None`: not limited).
     by_controller: HashMap<String, Option<WorkloadId>>,
     /// Top-owner uid → workload.
@@ -166,13 +84,12 @@ pub struct Workloads {
 }
 
 /// A top owner before its counts are read.
-struct Top {
-    kind: &'static str,
-    other_kind: Option<String>,
-    uid: String,
-    name: String,
+struct Top<'s> {
+    kind: &'s str,
+    uid: &'s str,
+    name: &'s str,
     /// The owners whose pods are the workload's pods.
-    members: Vec<String>,
+    members: Vec<&'s str>,
     /// Desired replicas when the snapshot holds the object (else: count the pods).
     desired: Option<u32>,
 }
@@ -180,19 +97,43 @@ struct Top {
 impl Workloads {
     /// The workload `pod` belongs to (`None`: no controller, not limited).
     pub fn of_pod(&mut self, s: &Snapshot, pod: PodId) -> Option<WorkloadId> {
+        if self.by_class.len() != s.parts_classes() {
+            self.by_class = vec![UNSEEN; s.parts_classes()];
+        }
+        let class = s.parts_class(pod) as usize;
+        match self.by_class.get(class).copied() {
+            Some(NO_WORKLOAD) => return None,
+            Some(UNSEEN) | None => {}
+            Some(id) => return Some(id),
+        }
+        let id = self.resolve(s, pod);
+        if let Some(slot) = self.by_class.get_mut(class) {
+            *slot = id.unwrap_or(NO_WORKLOAD);
+        }
+        id
+    }
+
+    /// [`Self::of_pod`] for a pod of a class not seen yet.
+    fn resolve(&mut self, s: &Snapshot, pod: PodId) -> Option<WorkloadId> {
         let controller = s.pod(pod).controller()?;
         if let Some(&w) = self.by_controller.get(controller.uid.as_str()) {
             return w;
         }
-        let maps = self.maps.get_or_insert_with(|| OwnerMaps::build(s));
-        let top = top_owner(maps, &controller.kind, &controller.uid, &controller.name);
-        let id = match self.by_top.get(&top.uid) {
+        let owners = self.owners.get_or_insert_with(|| OwnerIndex::build(s));
+        let top = top_owner(
+            owners,
+            s,
+            &controller.kind,
+            &controller.uid,
+            &controller.name,
+        );
+        let id = match self.by_top.get(top.uid) {
             Some(&id) => id,
             None => {
                 let id = self.list.len() as WorkloadId;
                 let namespace = &s.pod(pod).namespace;
+                self.by_top.insert(top.uid.to_string(), id);
                 self.list.push(counts(s, namespace, top));
-                self.by_top.insert(self.list[id as usize].uid.clone(), id);
                 id
             }
         };
@@ -214,80 +155,107 @@ impl Workloads {
     }
 }
 
-fn top_owner(maps: &OwnerMaps, kind: &str, uid: &str, name: &str) -> Top {
-    let own = |kind: &'static str, desired: Option<u32>| Top {
+fn top_owner<'s>(
+    owners: &'s OwnerIndex,
+    s: &'s Snapshot,
+    kind: &'s str,
+    uid: &'s str,
+    name: &'s str,
+) -> Top<'s> {
+    let own = |kind: &'s str, desired: Option<u32>| Top {
         kind,
-        other_kind: None,
-        uid: uid.to_string(),
-        name: name.to_string(),
-        members: vec![uid.to_string()],
+        uid,
+        name,
+        members: vec![uid],
         desired,
     };
     match kind {
-        "ReplicaSet" => match maps.replica_sets.get(uid) {
-            Some((Some((dep_uid, dep_name)), rs_desired)) => Top {
-                kind: "Deployment",
-                other_kind: None,
-                uid: dep_uid.clone(),
-                name: dep_name.clone(),
-                members: maps
-                    .deployment_sets
-                    .get(dep_uid)
-                    .cloned()
-                    .unwrap_or_else(|| vec![uid.to_string()]),
-                desired: Some(maps.deployments.get(dep_uid).copied().unwrap_or_else(|| {
-                    // The Deployment is not in the snapshot: its ReplicaSets' desired replicas.
-                    maps.deployment_sets
-                        .get(dep_uid)
-                        .map_or(*rs_desired, |sets| {
-                            sets.iter()
-                                .filter_map(|s| maps.replica_sets.get(s))
-                                .map(|(_, d)| *d)
-                                .sum()
-                        })
-                })),
+        "ReplicaSet" => match owners.replica_set(s, uid) {
+            Some(rs) => match deployment_of(rs) {
+                Some((dep_uid, dep_name)) => {
+                    let sets: Vec<&ReplicaSetFacts> =
+                        owners.replica_sets_of_deployment(s, dep_uid).collect();
+                    let desired = match owners.deployment(s, dep_uid) {
+                        Some(d) => non_negative(Some(d.replicas), 1),
+                        // The Deployment is not in the snapshot: its ReplicaSets' desired
+                        // replicas (each uid as the last ReplicaSet with that uid says).
+                        None if sets.is_empty() => non_negative(Some(rs.desired), 1),
+                        None => sets
+                            .iter()
+                            .filter_map(|r| owners.replica_set(s, &r.uid))
+                            .map(|r| non_negative(Some(r.desired), 1))
+                            .sum(),
+                    };
+                    Top {
+                        kind: "Deployment",
+                        uid: dep_uid,
+                        name: dep_name,
+                        members: if sets.is_empty() {
+                            vec![uid]
+                        } else {
+                            sets.iter().map(|r| r.uid.as_str()).collect()
+                        },
+                        desired: Some(desired),
+                    }
+                }
+                None => own("ReplicaSet", Some(non_negative(Some(rs.desired), 1))),
             },
-            Some((None, desired)) => own("ReplicaSet", Some(*desired)),
             None => own("ReplicaSet", None),
         },
-        "StatefulSet" => own("StatefulSet", maps.stateful_sets.get(uid).copied()),
+        "StatefulSet" => own(
+            "StatefulSet",
+            owners
+                .stateful_set(s, uid)
+                .map(|st| non_negative(st.spec.replicas, 1)),
+        ),
         "DaemonSet" => own("DaemonSet", None),
-        "Job" => match maps.jobs.get(uid) {
-            Some(JobFacts {
-                cron: Some((cron_uid, cron_name)),
-                ..
-            }) => {
-                let jobs = maps.cron_jobs.get(cron_uid).cloned().unwrap_or_default();
-                let desired: u32 = jobs
-                    .iter()
-                    .filter_map(|j| maps.jobs.get(j))
-                    .filter(|j| !j.finished)
-                    .map(|j| j.parallelism)
-                    .sum();
-                Top {
-                    kind: "CronJob",
-                    other_kind: None,
-                    uid: cron_uid.clone(),
-                    name: cron_name.clone(),
-                    members: jobs,
-                    desired: (desired > 0).then_some(desired),
+        "Job" => match owners.job(s, uid) {
+            Some(j) => match cron_job_of(j) {
+                Some(cron) => {
+                    let jobs: Vec<&str> = owners.jobs_of_cron_job(s, &cron.uid).collect();
+                    // Each Job as the last Job with its uid says.
+                    let desired: u32 = jobs
+                        .iter()
+                        .filter_map(|&j| owners.job(s, j))
+                        .filter(|j| !job_finished(j))
+                        .map(job_parallelism)
+                        .sum();
+                    Top {
+                        kind: "CronJob",
+                        uid: &cron.uid,
+                        name: &cron.name,
+                        members: jobs,
+                        desired: (desired > 0).then_some(desired),
+                    }
                 }
-            }
-            Some(j) => own("Job", Some(j.parallelism)),
+                None => own("Job", Some(job_parallelism(j))),
+            },
             None => own("Job", None),
         },
-        other => Top {
-            other_kind: Some(other.to_string()),
-            ..own("", None)
-        },
+        other => own(other, None),
     }
 }
 
+/// `spec.parallelism` (default 1).
+fn job_parallelism(j: &Job) -> u32 {
+    non_negative(j.spec.as_ref().and_then(|sp| sp.parallelism), 1)
+}
+
+/// A `Complete` or `Failed` condition is true.
+fn job_finished(j: &Job) -> bool {
+    j.status
+        .as_ref()
+        .and_then(|st| st.conditions.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True")
+}
+
 /// Reads a workload's Ready pods (and, without a known desired count, its pods) at cycle start.
-fn counts(s: &Snapshot, namespace: &str, top: Top) -> Workload {
+fn counts(s: &Snapshot, namespace: &str, top: Top<'_>) -> Workload {
     let (mut pods, mut ready) = (0u32, 0u32);
     for m in &top.members {
-        for &p in s.pods_owned_by_at_start(m) {
+        for p in s.prefetched(s.pods_owned_by_at_start(m)) {
             let pod = s.pod(p);
             if pod.is_terminal() {
                 continue;
@@ -298,17 +266,115 @@ fn counts(s: &Snapshot, namespace: &str, top: Top) -> Workload {
             }
         }
     }
-    let kind: Arc<str> = match top.other_kind {
-        Some(k) => Arc::from(k),
-        None => Arc::from(top.kind),
-    };
+    let key = format!("{namespace}/{}", top.name);
     Workload {
-        kind,
-        key: format!("{namespace}/{}", top.name),
-        uid: top.uid,
+        kind: Arc::from(top.kind),
+        label: Arc::from(format!("{} {key}", top.kind)),
+        key,
+        uid: top.uid.to_string(),
         desired: top.desired.unwrap_or(pods),
         ready,
         moved: 0,
         moved_ready: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::testing::{node, pod, snapshot};
+    use crate::workload::facts::OwnerFacts;
+
+    fn rs(name: &str, deployment: Option<&str>, desired: i32) -> Arc<ReplicaSetFacts> {
+        Arc::new(ReplicaSetFacts {
+            namespace: "a".into(),
+            name: name.into(),
+            uid: format!("ReplicaSet-{name}"),
+            owner: deployment.map(|d| OwnerFacts {
+                kind: "Deployment".into(),
+                name: d.into(),
+                uid: format!("Deployment-{d}"),
+            }),
+            revision: None,
+            pod_template_hash: None,
+            desired,
+            replicas: desired,
+            ready: desired,
+        })
+    }
+
+    /// A Deployment missing from the snapshot is its ReplicaSets (desired: their sum; pods: all
+    /// of theirs), a ReplicaSet without one is itself, an unknown controller kind counts its
+    /// pods, a bare pod has no workload; pods of one controller share one workload whatever
+    /// their images (parts classes).
+    #[test]
+    fn workloads_without_their_top_object_and_across_parts_classes() {
+        let mut s = snapshot(
+            vec![node("n1").build()],
+            vec![
+                pod("a", "web-a-0", "n1")
+                    .owner("ReplicaSet", "web-a")
+                    .build(),
+                pod("a", "web-a-1", "n1")
+                    .owner("ReplicaSet", "web-a")
+                    .not_ready()
+                    .with(|p| {
+                        if let Some(spec) = p.spec.as_mut() {
+                            for c in &mut spec.containers {
+                                c.image = Some("other:2".into());
+                            }
+                        }
+                    })
+                    .build(),
+                pod("a", "web-b-0", "n1")
+                    .owner("ReplicaSet", "web-b")
+                    .build(),
+                pod("a", "web-b-1", "n1")
+                    .owner("ReplicaSet", "web-b")
+                    .phase("Failed")
+                    .build(),
+                pod("a", "solo-0", "n1").owner("ReplicaSet", "solo").build(),
+                pod("a", "x-0", "n1").owner("Thing", "x").build(),
+                pod("a", "x-1", "n1").owner("Thing", "x").build(),
+                pod("a", "bare", "n1").bare().build(),
+            ],
+        );
+        s.replica_sets = vec![
+            rs("web-a", Some("web"), 2),
+            rs("web-b", Some("web"), 3),
+            rs("solo", None, 4),
+        ]
+        .into();
+        let id = |name: &str| {
+            (0..s.pods.len() as PodId)
+                .find(|&p| s.pod(p).name == name)
+                .expect("test pod")
+        };
+        let mut w = Workloads::default();
+        let web = w.of_pod(&s, id("web-a-0")).expect("web");
+        assert_eq!(w.of_pod(&s, id("web-a-1")), Some(web), "another image");
+        assert_eq!(w.of_pod(&s, id("web-b-0")), Some(web), "another ReplicaSet");
+        let got = w.get(web);
+        assert_eq!(&*got.label, "Deployment a/web");
+        assert_eq!(got.uid, "Deployment-web");
+        assert_eq!(
+            (got.desired, got.ready),
+            (5, 2),
+            "2 + 3 desired; web-a-1 not Ready"
+        );
+        let solo = w.of_pod(&s, id("solo-0")).expect("solo");
+        assert_eq!(&*w.get(solo).label, "ReplicaSet a/solo");
+        assert_eq!(w.get(solo).desired, 4);
+        let x = w.of_pod(&s, id("x-1")).expect("x");
+        assert_eq!(w.of_pod(&s, id("x-0")), Some(x));
+        assert_eq!((&*w.get(x).kind, w.get(x).desired), ("Thing", 2));
+        assert_eq!(w.of_pod(&s, id("bare")), None);
+        assert_eq!(w.of_pod(&s, id("bare")), None, "remembered");
+        w.count(web, true);
+        w.count(web, false);
+        assert_eq!((w.get(web).moved, w.get(web).moved_ready), (2, 1));
+        assert_eq!(w.list.len(), 3);
     }
 }

@@ -68,6 +68,10 @@ pub(super) struct PodIndex {
     /// How many classes there are (the classes are `0..parts_classes`, in pod order of first
     /// sight).
     pub parts_classes: u32,
+    /// Per node id, its pods that have not ended (not Succeeded or Failed).
+    pub unfinished_on_node: Vec<u32>,
+    /// Per bucket of `by_namespace`, its pods that have not ended.
+    pub unfinished_in_namespace: Vec<u32>,
 }
 
 /// The addresses of a pod's owner references, images and namespace: pods of one owner share
@@ -120,7 +124,7 @@ fn build_in(
     let parts = threads.min(pods.len() / MIN_PODS_PER_PART).max(1);
     let size = pods.len().div_ceil(parts).max(1);
     let scans: Vec<Scan<'_>> = if parts == 1 {
-        vec![Scan::of(pods, 0, &nodes_of)]
+        vec![Scan::of(pods, 0, nodes, &nodes_of)]
     } else {
         std::thread::scope(|scope| {
             let nodes_of = &nodes_of;
@@ -128,9 +132,9 @@ fn build_in(
                 .chunks(size)
                 .enumerate()
                 .skip(1)
-                .map(|(i, part)| scope.spawn(move || Scan::of(part, i * size, nodes_of)))
+                .map(|(i, part)| scope.spawn(move || Scan::of(part, i * size, nodes, nodes_of)))
                 .collect();
-            let mut scans = vec![Scan::of(&pods[..size.min(pods.len())], 0, nodes_of)];
+            let mut scans = vec![Scan::of(&pods[..size.min(pods.len())], 0, nodes, nodes_of)];
             for r in running {
                 match r.join() {
                     Ok(scan) => scans.push(scan),
@@ -156,14 +160,19 @@ struct Scan<'a> {
     owner_uids: Vec<&'a str>,
     parts_class: Vec<u32>,
     class_keys: Vec<PartsKey>,
+    /// Per node id (below the node count), its pods that have not ended.
+    node_unfinished: Vec<u32>,
+    /// Per namespace (by this scan's number), its pods that have not ended.
+    ns_unfinished: Vec<u32>,
     /// Pods bound to a node the snapshot does not have.
     unknown_node: Vec<PodId>,
 }
 
 impl<'a> Scan<'a> {
-    /// Scans `pods`, the first of which has id `first`.
-    fn of(pods: &'a [Arc<Pod>], first: usize, nodes_of: &NodesOf<'_>) -> Self {
+    /// Scans `pods`, the first of which has id `first`, in a snapshot of `nodes` nodes.
+    fn of(pods: &'a [Arc<Pod>], first: usize, nodes: usize, nodes_of: &NodesOf<'_>) -> Self {
         let mut s = Scan {
+            node_unfinished: vec![0; nodes],
             node_pairs: Vec::with_capacity(pods.len()),
             ns_pairs: Vec::with_capacity(pods.len()),
             owner_pairs: Vec::with_capacity(pods.len()),
@@ -182,6 +191,7 @@ impl<'a> Scan<'a> {
         let mut last_class: Option<(PartsKey, u32)> = None;
         for (i, pod) in pods.iter().enumerate() {
             let id = (first + i) as PodId;
+            let unfinished = u32::from(!pod.is_terminal());
             let node = match nodes_of {
                 NodesOf::Lookup(map) => {
                     let node = pod
@@ -194,7 +204,12 @@ impl<'a> Scan<'a> {
                 NodesOf::Stored => pod.node,
             };
             match node {
-                Some(n) => s.node_pairs.push((n, id)),
+                Some(n) => {
+                    s.node_pairs.push((n, id));
+                    if let Some(count) = s.node_unfinished.get_mut(n as usize) {
+                        *count += unfinished;
+                    }
+                }
                 None if pod.node_name.is_some() => s.unknown_node.push(id),
                 None => {}
             }
@@ -205,12 +220,14 @@ impl<'a> Scan<'a> {
                     let slot = *namespaces.entry(&pod.namespace[..]).or_insert(next);
                     if slot == next {
                         s.ns_names.push(&pod.namespace);
+                        s.ns_unfinished.push(0);
                     }
                     last_ns = Some((&pod.namespace, slot));
                     slot
                 }
             };
             s.ns_pairs.push((ns, id));
+            s.ns_unfinished[ns as usize] += unfinished;
             if !last_owners.is_some_and(|a| Arc::ptr_eq(a, &pod.owners)) {
                 owner_slots.clear();
                 for o in pod.owners.iter() {
@@ -306,7 +323,12 @@ fn assemble(
     let mut ns_names: Vec<Arc<str>> = Vec::new();
     let mut owners: Numbering<&str> = Numbering::new();
     let mut classes: Numbering<PartsKey> = Numbering::new();
+    let mut unfinished_on_node = vec![0u32; nodes];
+    let mut unfinished_in_namespace: Vec<u32> = Vec::new();
     for scan in &scans {
+        for (total, n) in unfinished_on_node.iter_mut().zip(&scan.node_unfinished) {
+            *total += n;
+        }
         if let Some(ids) = node_ids.as_mut() {
             ids.extend_from_slice(&scan.node_ids);
         }
@@ -330,7 +352,11 @@ fn assemble(
             // A slot not given before is the next one.
             if slot as usize == ns_names.len() {
                 ns_names.push(Arc::clone(a));
+                unfinished_in_namespace.push(0);
             }
+        }
+        for (&slot, n) in ns_to.iter().zip(&scan.ns_unfinished) {
+            unfinished_in_namespace[slot as usize] += n;
         }
         append_renumbered(&mut ns_pairs, &scan.ns_pairs, &ns_to);
         let owner_to = owners.renumber(&scan.owner_uids);
@@ -355,6 +381,8 @@ fn assemble(
             .collect(),
         parts_class,
         parts_classes: classes.keys.len() as u32,
+        unfinished_on_node,
+        unfinished_in_namespace,
     };
     (index, node_ids)
 }
@@ -370,6 +398,23 @@ impl PodIndex {
         self.namespaces
             .get(namespace)
             .map_or(&[], |&b| self.by_namespace.get(b as usize))
+    }
+
+    /// How many pods on `node` have not ended (0 for an unknown node).
+    pub(super) fn unfinished_on_node(&self, node: NodeId) -> u32 {
+        self.unfinished_on_node
+            .get(node as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// How many pods in `namespace` have not ended (0 for a namespace without pods).
+    pub(super) fn unfinished_in_namespace(&self, namespace: &str) -> u32 {
+        self.namespaces
+            .get(namespace)
+            .and_then(|&b| self.unfinished_in_namespace.get(b as usize))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// The pods with an owner reference to `uid`.
@@ -404,11 +449,12 @@ mod tests {
             let ns = ["a", "b", "c"][i % 3];
             let owner = format!("o{}", i % 7);
             let node = if i % 11 == 0 { "gone" } else { "n1" };
+            let phase = ["Succeeded", "Running", "Pending", "Failed", "Running"][i % 5];
             items.push(format!(
                 r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"name":"p{i}","namespace":"{ns}","uid":"u{i}",
                    "ownerReferences":[{{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"{owner}","uid":"rs-{owner}","controller":true}},
                                       {{"apiVersion":"v1","kind":"Thing","name":"t","uid":"t-{}"}}]}},
-                   "spec":{{"nodeName":"{node}","containers":[{{"name":"c","image":"img{}"}}]}},"status":{{"phase":"Running"}}}}"#,
+                   "spec":{{"nodeName":"{node}","containers":[{{"name":"c","image":"img{}"}}]}},"status":{{"phase":"{phase}"}}}}"#,
                 i % 2,
                 i % 4
             ));
@@ -438,6 +484,14 @@ mod tests {
             assert_eq!(index.parts_class, want.parts_class, "{threads} threads");
             assert_eq!(index.parts_classes, want.parts_classes, "{threads} threads");
             assert_eq!(
+                index.unfinished_on_node, want.unfinished_on_node,
+                "{threads} threads"
+            );
+            assert_eq!(
+                index.unfinished_in_namespace, want.unfinished_in_namespace,
+                "{threads} threads"
+            );
+            assert_eq!(
                 format!("{:?}", found.sorted()),
                 format!("{want_found:?}"),
                 "{threads} threads: pods on unknown nodes"
@@ -457,6 +511,23 @@ mod tests {
         );
         assert_eq!(want_found.len(), 1);
         assert_eq!(want_found[0].count, 4);
+        // The pods that have not ended, counted while scanning, are those of each bucket that
+        // are neither Succeeded nor Failed.
+        let unfinished =
+            |ids: &[PodId]| ids.iter().filter(|&&p| !snap.pod(p).is_terminal()).count() as u32;
+        assert_eq!(want.unfinished_on_node(0), unfinished(want.on_node(0)));
+        // n1 holds 36 pods (not 0, 11, 22, 33); 14 of them are Succeeded or Failed (i % 5 is 0
+        // or 3: 16 of the 40, less pods 0 and 33).
+        assert_eq!(want.unfinished_on_node(0), 22);
+        assert_eq!(want.unfinished_on_node(1), 0, "an unknown node");
+        for ns in ["a", "b", "c"] {
+            assert_eq!(
+                want.unfinished_in_namespace(ns),
+                unfinished(want.in_namespace(ns)),
+                "{ns}"
+            );
+        }
+        assert_eq!(want.unfinished_in_namespace("nowhere"), 0);
     }
 
     /// Pods sharing their owner references, images and namespace (the pods of one owner, as

@@ -339,6 +339,18 @@ impl Snapshot {
         self.index.on_node(node)
     }
 
+    /// How many pods on `node` at the cycle's start have not ended (are neither Succeeded nor
+    /// Failed), those evicted in this cycle included; counted when the indexes are built.
+    pub fn unfinished_pods_on_node_at_start(&self, node: NodeId) -> u32 {
+        self.index.unfinished_on_node(node)
+    }
+
+    /// How many pods in `namespace` at the cycle's start have not ended, those evicted in this
+    /// cycle included; counted when the indexes are built.
+    pub fn unfinished_pods_in_namespace_at_start(&self, namespace: &str) -> u32 {
+        self.index.unfinished_in_namespace(namespace)
+    }
+
     /// Ids of every pod with an owner reference to `owner_uid`, those evicted in this cycle
     /// included.
     pub fn pods_owned_by_at_start(&self, owner_uid: &str) -> &[PodId] {

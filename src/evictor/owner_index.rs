@@ -1,0 +1,275 @@
+//! The snapshot's ReplicaSets, Deployments, StatefulSets and Jobs found by uid, for resolving a
+//! pod's workload (see [`super::workloads`]). Built once per cycle, on the first pod whose
+//! workload a limit needs, without copying a uid: each index is a list of (hash of a uid,
+//! position in the snapshot's list) sorted by hash, and a lookup compares the uids themselves,
+//! so two uids with one hash are told apart. Where a list holds one uid twice, the last object
+//! wins (as a map built from the list in order).
+
+use std::hash::Hasher;
+
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+use crate::snapshot::Snapshot;
+use crate::workload::{DeploymentFacts, ReplicaSetFacts};
+
+/// Positions in one of the snapshot's lists by the hash of a uid.
+#[derive(Debug, Default)]
+struct UidPositions {
+    /// (hash, position), sorted: the positions of one hash ascend.
+    sorted: Vec<(u64, u32)>,
+}
+
+fn fx_hash(uid: &str) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(uid.as_bytes());
+    h.finish()
+}
+
+impl UidPositions {
+    /// Indexes `(uid, position)` pairs with `hash`.
+    fn new<'a>(keys: impl Iterator<Item = (&'a str, usize)>, hash: fn(&str) -> u64) -> Self {
+        let mut sorted: Vec<(u64, u32)> = keys
+            .filter_map(|(uid, at)| Some((hash(uid), u32::try_from(at).ok()?)))
+            .collect();
+        sorted.sort_unstable();
+        UidPositions { sorted }
+    }
+
+    /// The positions whose uid, as `uid_at` reads it, is `uid`, ascending.
+    fn find<'a>(
+        &'a self,
+        uid: &'a str,
+        hash: fn(&str) -> u64,
+        uid_at: impl Fn(usize) -> Option<&'a str> + 'a,
+    ) -> impl Iterator<Item = usize> + 'a {
+        let h = hash(uid);
+        let start = self.sorted.partition_point(|&(x, _)| x < h);
+        self.sorted[start..]
+            .iter()
+            .take_while(move |&&(x, _)| x == h)
+            .map(|&(_, at)| at as usize)
+            .filter(move |&at| uid_at(at) == Some(uid))
+    }
+}
+
+/// The uid of a Job.
+fn job_uid(j: &Job) -> Option<&str> {
+    j.metadata.uid.as_deref()
+}
+
+/// The StatefulSet's uid.
+fn stateful_set_uid(st: &StatefulSet) -> Option<&str> {
+    st.metadata.uid.as_deref()
+}
+
+/// The CronJob that controls `j` (its first controlling owner reference of kind CronJob).
+pub(super) fn cron_job_of(j: &Job) -> Option<&OwnerReference> {
+    j.metadata
+        .owner_references
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .find(|o| o.controller == Some(true) && o.kind == "CronJob")
+}
+
+/// The Deployment that owns `rs` (its owner, when that owner is a Deployment).
+pub(super) fn deployment_of(rs: &ReplicaSetFacts) -> Option<(&str, &str)> {
+    rs.owner
+        .as_ref()
+        .filter(|o| o.kind == "Deployment")
+        .map(|o| (o.uid.as_str(), o.name.as_str()))
+}
+
+/// The owner lookups of one cycle.
+#[derive(Debug)]
+pub(super) struct OwnerIndex {
+    hash: fn(&str) -> u64,
+    replica_sets: UidPositions,
+    /// ReplicaSets by the uid of the Deployment that owns them.
+    replica_sets_by_deployment: UidPositions,
+    deployments: UidPositions,
+    stateful_sets: UidPositions,
+    jobs: UidPositions,
+    /// Jobs by the uid of the CronJob that controls them.
+    jobs_by_cron_job: UidPositions,
+}
+
+impl OwnerIndex {
+    /// Indexes the snapshot's owner objects.
+    pub(super) fn build(s: &Snapshot) -> Self {
+        Self::with_hash(s, fx_hash)
+    }
+
+    fn with_hash(s: &Snapshot, hash: fn(&str) -> u64) -> Self {
+        let rs = &s.replica_sets;
+        OwnerIndex {
+            hash,
+            replica_sets: UidPositions::new(rs.iter().map(|r| r.uid.as_str()).zip(0..), hash),
+            replica_sets_by_deployment: UidPositions::new(
+                rs.iter()
+                    .enumerate()
+                    .filter_map(|(i, r)| Some((deployment_of(r)?.0, i))),
+                hash,
+            ),
+            deployments: UidPositions::new(
+                s.deployments.iter().map(|d| d.uid.as_str()).zip(0..),
+                hash,
+            ),
+            stateful_sets: UidPositions::new(
+                s.stateful_sets
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, st)| Some((stateful_set_uid(st)?, i))),
+                hash,
+            ),
+            jobs: UidPositions::new(
+                s.jobs
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, j)| Some((job_uid(j)?, i))),
+                hash,
+            ),
+            jobs_by_cron_job: UidPositions::new(
+                s.jobs.iter().enumerate().filter_map(|(i, j)| {
+                    job_uid(j)?;
+                    Some((cron_job_of(j)?.uid.as_str(), i))
+                }),
+                hash,
+            ),
+        }
+    }
+
+    /// The ReplicaSet with `uid`.
+    pub(super) fn replica_set<'s>(
+        &self,
+        s: &'s Snapshot,
+        uid: &str,
+    ) -> Option<&'s ReplicaSetFacts> {
+        let list = &s.replica_sets;
+        self.replica_sets
+            .find(uid, self.hash, |i| list.get(i).map(|r| r.uid.as_str()))
+            .last()
+            .and_then(|i| list.get(i))
+            .map(|r| &**r)
+    }
+
+    /// The ReplicaSets a Deployment with `uid` owns, in the snapshot's order.
+    pub(super) fn replica_sets_of_deployment<'s>(
+        &'s self,
+        s: &'s Snapshot,
+        uid: &'s str,
+    ) -> impl Iterator<Item = &'s ReplicaSetFacts> + 's {
+        let list = &s.replica_sets;
+        self.replica_sets_by_deployment
+            .find(uid, self.hash, move |i| {
+                list.get(i).and_then(|r| Some(deployment_of(r)?.0))
+            })
+            .filter_map(move |i| list.get(i).map(|r| &**r))
+    }
+
+    /// The Deployment with `uid`.
+    pub(super) fn deployment<'s>(&self, s: &'s Snapshot, uid: &str) -> Option<&'s DeploymentFacts> {
+        let list = &s.deployments;
+        self.deployments
+            .find(uid, self.hash, |i| list.get(i).map(|d| d.uid.as_str()))
+            .last()
+            .and_then(|i| list.get(i))
+            .map(|d| &**d)
+    }
+
+    /// The StatefulSet with `uid`.
+    pub(super) fn stateful_set<'s>(&self, s: &'s Snapshot, uid: &str) -> Option<&'s StatefulSet> {
+        let list = &s.stateful_sets;
+        self.stateful_sets
+            .find(uid, self.hash, |i| list.get(i).and_then(stateful_set_uid))
+            .last()
+            .and_then(|i| list.get(i))
+    }
+
+    /// The Job with `uid`.
+    pub(super) fn job<'s>(&self, s: &'s Snapshot, uid: &str) -> Option<&'s Job> {
+        let list = &s.jobs;
+        self.jobs
+            .find(uid, self.hash, |i| list.get(i).and_then(job_uid))
+            .last()
+            .and_then(|i| list.get(i))
+    }
+
+    /// The uids of the Jobs a CronJob with `uid` controls, in the snapshot's order.
+    pub(super) fn jobs_of_cron_job<'s>(
+        &'s self,
+        s: &'s Snapshot,
+        uid: &'s str,
+    ) -> impl Iterator<Item = &'s str> + 's {
+        let list = &s.jobs;
+        self.jobs_by_cron_job
+            .find(uid, self.hash, move |i| {
+                list.get(i)
+                    .filter(|j| job_uid(j).is_some())
+                    .and_then(cron_job_of)
+                    .map(|o| o.uid.as_str())
+            })
+            .filter_map(move |i| list.get(i).and_then(job_uid))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{node, pod, snapshot};
+
+    fn rs(uid: &str, deployment: Option<&str>, desired: i32) -> ReplicaSetFacts {
+        ReplicaSetFacts {
+            namespace: "ns".into(),
+            name: format!("rs-{uid}"),
+            uid: uid.into(),
+            owner: deployment.map(|d| crate::workload::facts::OwnerFacts {
+                kind: "Deployment".into(),
+                name: format!("name-{d}"),
+                uid: d.into(),
+            }),
+            revision: None,
+            pod_template_hash: None,
+            desired,
+            replicas: desired,
+            ready: desired,
+        }
+    }
+
+    /// Every uid hashes alike: lookups must still tell the uids apart by comparing them.
+    fn one_hash(_: &str) -> u64 {
+        7
+    }
+
+    #[test]
+    fn lookups_compare_uids_keep_list_order_and_the_last_duplicate() {
+        let mut s = snapshot(vec![node("n1").build()], vec![pod("ns", "p", "n1").build()]);
+        s.replica_sets = vec![
+            std::sync::Arc::new(rs("a", Some("d1"), 1)),
+            std::sync::Arc::new(rs("b", Some("d2"), 2)),
+            std::sync::Arc::new(rs("c", Some("d1"), 3)),
+            std::sync::Arc::new(rs("a", None, 4)),
+            std::sync::Arc::new(rs("e", None, 5)),
+        ]
+        .into();
+        for hash in [fx_hash as fn(&str) -> u64, one_hash] {
+            let ix = OwnerIndex::with_hash(&s, hash);
+            // The last ReplicaSet with uid `a` (no Deployment, 4 desired).
+            let a = ix.replica_set(&s, "a").expect("a");
+            assert_eq!((a.desired, a.owner.is_none()), (4, true));
+            assert_eq!(ix.replica_set(&s, "e").map(|r| r.desired), Some(5));
+            assert!(ix.replica_set(&s, "zzz").is_none());
+            let of_d1: Vec<i32> = ix
+                .replica_sets_of_deployment(&s, "d1")
+                .map(|r| r.desired)
+                .collect();
+            assert_eq!(of_d1, [1, 3], "in the snapshot's order");
+            assert_eq!(ix.replica_sets_of_deployment(&s, "d3").count(), 0);
+            assert!(ix.deployment(&s, "d1").is_none());
+            assert!(ix.job(&s, "j").is_none());
+            assert!(ix.stateful_set(&s, "st").is_none());
+        }
+    }
+}
