@@ -28,11 +28,19 @@ pub struct Policy {
 pub fn load_file(path: &std::path::Path) -> Result<Policy, ConfigError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| ConfigError::new(format!("cannot read policy {}: {e}", path.display())))?;
-    load_str(&text).map_err(|e| ConfigError::new(format!("policy {}: {}", path.display(), e.0)))
+    load_str_in(&text, path.parent())
+        .map_err(|e| ConfigError::new(format!("policy {}: {}", path.display(), e.0)))
 }
 
-/// Loads a policy from text.
+/// Loads a policy from text (relative paths in it, such as a WebAssembly plugin's `module`,
+/// resolve against the current directory).
 pub fn load_str(text: &str) -> Result<Policy, ConfigError> {
+    load_str_in(text, None)
+}
+
+/// Loads a policy from text whose relative paths resolve against `base` (the policy file's
+/// directory; `None`: the current directory).
+pub fn load_str_in(text: &str, base: Option<&std::path::Path>) -> Result<Policy, ConfigError> {
     let value: serde_json::Value = if text.trim().is_empty() {
         return Err(ConfigError::new(
             "the policy is empty (expected a DeschedulerPolicy)",
@@ -51,10 +59,10 @@ pub fn load_str(text: &str) -> Result<Policy, ConfigError> {
         )));
     }
     match api_version {
-        "descheduler/v1alpha2" => v1alpha2::build(&value, Vec::new()),
+        "descheduler/v1alpha2" => v1alpha2::build_in(&value, Vec::new(), base),
         "descheduler/v1alpha1" => {
             let (converted, warnings) = v1alpha1::convert(&value)?;
-            v1alpha2::build(&converted, warnings)
+            v1alpha2::build_in(&converted, warnings, base)
         }
         other => Err(ConfigError::new(format!(
             "apiVersion: expected \"descheduler/v1alpha2\" (or the older \"descheduler/v1alpha1\"), got {other:?}"

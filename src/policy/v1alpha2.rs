@@ -186,7 +186,16 @@ fn known_plugins() -> String {
 }
 
 /// Decodes and validates a v1alpha2 policy and builds its profiles.
-pub fn build(value: &serde_json::Value, mut warnings: Vec<String>) -> Result<Policy, ConfigError> {
+pub fn build(value: &serde_json::Value, warnings: Vec<String>) -> Result<Policy, ConfigError> {
+    build_in(value, warnings, None)
+}
+
+/// [`build`] for a policy whose relative paths resolve against `base` (its file's directory).
+pub fn build_in(
+    value: &serde_json::Value,
+    mut warnings: Vec<String>,
+    base: Option<&std::path::Path>,
+) -> Result<Policy, ConfigError> {
     let wire: PolicyV1alpha2 = serde_path_to_error::deserialize(value)
         .map_err(|e| ConfigError::new(format!("{}: {}", e.path(), e.inner())))?;
     let node_selector = match wire
@@ -225,7 +234,7 @@ pub fn build(value: &serde_json::Value, mut warnings: Vec<String>) -> Result<Pol
                 p.name
             )));
         }
-        profiles.push(build_profile(p)?);
+        profiles.push(build_profile(p, base)?);
     }
     let metrics = metrics_needs(&wire, prometheus)?;
     if profiles.is_empty() {
@@ -420,7 +429,10 @@ fn metrics_needs(
     Ok(needs)
 }
 
-fn build_profile(p: &ProfileV1alpha2) -> Result<Profile, ConfigError> {
+fn build_profile(
+    p: &ProfileV1alpha2,
+    base: Option<&std::path::Path>,
+) -> Result<Profile, ConfigError> {
     let ctx = |plugin: &str, e: String| {
         ConfigError::new(format!("profile {:?}: plugin {plugin:?}: {e}", p.name))
     };
@@ -433,7 +445,15 @@ fn build_profile(p: &ProfileV1alpha2) -> Result<Profile, ConfigError> {
                 "pluginConfig lists this plugin more than once".into(),
             ));
         }
-        if c.name != default_evictor::NAME && plugins::find(&c.name).is_none() {
+        let builtin = c.name == default_evictor::NAME || plugins::find(&c.name).is_some();
+        if builtin && crate::wasm::is_wasm_plugin(&c.args) {
+            return Err(ctx(
+                &c.name,
+                "args.module: a WebAssembly plugin cannot take the name of a built-in plugin"
+                    .into(),
+            ));
+        }
+        if !builtin && !crate::wasm::is_wasm_plugin(&c.args) {
             return Err(ctx(
                 &c.name,
                 format!(
@@ -479,10 +499,13 @@ fn build_profile(p: &ProfileV1alpha2) -> Result<Profile, ConfigError> {
             continue;
         }
         let Some(f) = plugins::find(name) else {
+            // A WebAssembly plugin: its args are checked here, its module where it is enabled.
+            crate::wasm::decode_config(args, base).map_err(|e| args_err(name, e))?;
             continue;
         };
         built.push((name, Some((f.build)(args).map_err(|e| args_err(name, e))?)));
     }
+    let mut wasm_enabled: Vec<&str> = Vec::new();
     for (point, set) in [
         (ExtensionPoint::Deschedule, &p.plugins.deschedule),
         (ExtensionPoint::Balance, &p.plugins.balance),
@@ -493,6 +516,24 @@ fn build_profile(p: &ProfileV1alpha2) -> Result<Profile, ConfigError> {
             "balance"
         };
         for name in &set.enabled {
+            // The WebAssembly hook (issue #39): the extension point it is enabled at decides the
+            // export called.
+            if let Some(args) = args_of(name).filter(|a| crate::wasm::is_wasm_plugin(a))
+                && plugins::find(name).is_none()
+            {
+                if wasm_enabled.contains(&name.as_str()) {
+                    return Err(ctx(
+                        name,
+                        format!("enabled more than once under plugins.{point_name}"),
+                    ));
+                }
+                wasm_enabled.push(name);
+                match crate::wasm::build(name, point, args, base).map_err(|e| args_err(name, e))? {
+                    Plugin::Deschedule(d) => profile.deschedule.push(d),
+                    Plugin::Balance(b) => profile.balance.push(b),
+                }
+                continue;
+            }
             let Some(factory) = plugins::find(name) else {
                 return Err(ctx(
                     name,
