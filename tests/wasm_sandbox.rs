@@ -440,3 +440,35 @@ fn the_guest_validates_its_args_at_load() {
         .is_ok()
     );
 }
+
+#[test]
+fn a_guest_at_the_balance_extension_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = format!("{} (i32.const 0)", nominate("(i32.const 0)"));
+    let text = |file: &str| {
+        format!(
+            "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n  pluginConfig:\n  - name: Wat\n    args: {{module: {file}}}\n  plugins:\n    balance:\n      enabled: [Wat]\n"
+        )
+    };
+    write_wat(
+        dir.path(),
+        "balance.wasm",
+        &guest("", &body, 1).replace("(export \"deschedule\")", "(export \"balance\")"),
+    );
+    let policy = load(&text("balance.wasm"), dir.path()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(policy.profiles[0].balance.len(), 1);
+    let mut snap = small_cluster();
+    let report = cycle(&policy, &mut snap);
+    assert!(report.plugin_failures.is_empty());
+    assert_eq!(moved(&report), vec!["a/old-1"]);
+    // A module with only `deschedule` cannot be enabled under balance.
+    write_wat(dir.path(), "deschedule.wasm", &guest("", &body, 1));
+    let e = match load(&text("deschedule.wasm"), dir.path()) {
+        Ok(_) => panic!("a deschedule-only module under balance is refused"),
+        Err(e) => e,
+    };
+    assert!(
+        e.contains("does not export the function \"balance\""),
+        "{e}"
+    );
+}

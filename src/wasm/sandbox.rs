@@ -129,10 +129,7 @@ pub fn describe(
         );
     }
     if timed_out || matches!(err.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
-        return format!(
-            "timed out: the call ran longer than its timeout of {}",
-            format!("{timeout:?}")
-        );
+        return format!("timed out: the call ran longer than its timeout of {timeout:?}");
     }
     match err.downcast_ref::<Trap>() {
         Some(t) => format!("trap: {t}"),
