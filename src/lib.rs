@@ -52,4 +52,5 @@ pub mod snapshot;
 pub mod synth;
 pub mod testing;
 pub mod usage;
+pub mod wasm;
 pub mod workload;

@@ -188,7 +188,9 @@ pub fn run_with(args: PlanArgs, registry: &crate::framework::Registry) -> anyhow
         })?;
     let (policy_text, policy_name) =
         read_or_bundled(&args.policy, "examples/policy.yaml", EXAMPLE_POLICY)?;
-    let mut policy = policy::load_str_with(&policy_text, registry)
+    // A WebAssembly plugin's relative `module` resolves against the policy file's directory.
+    let policy_dir = args.policy.as_deref().and_then(std::path::Path::parent);
+    let mut policy = policy::load_text(&policy_text, registry, policy_dir)
         .map_err(|e| ConfigError::new(format!("policy {policy_name}: {}", e.0)))?;
     if let Some(path) = &args.scheduler_config {
         policy.cycle.scheduler = std::sync::Arc::new(crate::placement::config::load_file(path)?);

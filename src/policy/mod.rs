@@ -35,11 +35,12 @@ pub fn load_file(path: &std::path::Path) -> Result<Policy, ConfigError> {
     load_file_with(path, &Registry::builtin())
 }
 
-/// Loads a policy file whose plugins come from `registry`.
+/// Loads a policy file whose plugins come from `registry`; relative paths in it (a WebAssembly
+/// plugin's `module`) resolve against the file's directory.
 pub fn load_file_with(path: &std::path::Path, registry: &Registry) -> Result<Policy, ConfigError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| ConfigError::new(format!("cannot read policy {}: {e}", path.display())))?;
-    load_str_with(&text, registry)
+    load_text(&text, registry, path.parent())
         .map_err(|e| ConfigError::new(format!("policy {}: {}", path.display(), e.0)))
 }
 
@@ -48,8 +49,26 @@ pub fn load_str(text: &str) -> Result<Policy, ConfigError> {
     load_str_with(text, &Registry::builtin())
 }
 
-/// Loads a policy from text whose plugins come from `registry`.
+/// Loads a policy from text whose plugins come from `registry` (relative paths resolve against
+/// the current directory).
 pub fn load_str_with(text: &str, registry: &Registry) -> Result<Policy, ConfigError> {
+    load_text(text, registry, None)
+}
+
+/// Loads a policy from text with the built-in plugins; relative paths in it (a WebAssembly
+/// plugin's `module`) resolve against `base` (the policy file's directory; `None`: the current
+/// directory).
+pub fn load_str_in(text: &str, base: Option<&std::path::Path>) -> Result<Policy, ConfigError> {
+    load_text(text, &Registry::builtin(), base)
+}
+
+/// Loads a policy from text whose plugins come from `registry` and whose relative paths resolve
+/// against `base`.
+pub fn load_text(
+    text: &str,
+    registry: &Registry,
+    base: Option<&std::path::Path>,
+) -> Result<Policy, ConfigError> {
     let value: serde_json::Value = if text.trim().is_empty() {
         return Err(ConfigError::new(
             "the policy is empty (expected a DeschedulerPolicy)",
@@ -68,10 +87,10 @@ pub fn load_str_with(text: &str, registry: &Registry) -> Result<Policy, ConfigEr
         )));
     }
     match api_version {
-        "descheduler/v1alpha2" => v1alpha2::build(&value, Vec::new(), registry),
+        "descheduler/v1alpha2" => v1alpha2::build(&value, Vec::new(), registry, base),
         "descheduler/v1alpha1" => {
             let (converted, warnings) = v1alpha1::convert(&value)?;
-            v1alpha2::build(&converted, warnings, registry)
+            v1alpha2::build(&converted, warnings, registry, base)
         }
         other => Err(ConfigError::new(format!(
             "apiVersion: expected \"descheduler/v1alpha2\" (or the older \"descheduler/v1alpha1\"), got {other:?}"

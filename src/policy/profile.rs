@@ -14,8 +14,13 @@ use crate::plugins::default_evictor;
 use super::evictors::CompositeEvictor;
 use super::v1alpha2::{PluginSet, ProfileV1alpha2};
 
-/// Builds profile `p` with the plugins of `registry`. Errors name the profile and the plugin.
-pub(super) fn build(p: &ProfileV1alpha2, registry: &Registry) -> Result<Profile, ConfigError> {
+/// Builds profile `p` with the plugins of `registry` and the WebAssembly plugins it names (their
+/// relative `module` paths resolve against `base`). Errors name the profile and the plugin.
+pub(super) fn build(
+    p: &ProfileV1alpha2,
+    registry: &Registry,
+    base: Option<&std::path::Path>,
+) -> Result<Profile, ConfigError> {
     let ctx = |plugin: &str, e: String| {
         ConfigError::new(format!("profile {:?}: plugin {plugin:?}: {e}", p.name))
     };
@@ -29,7 +34,16 @@ pub(super) fn build(p: &ProfileV1alpha2, registry: &Registry) -> Result<Profile,
                 "pluginConfig lists this plugin more than once".into(),
             ));
         }
-        if !registry.contains(&c.name) {
+        let registered = registry.contains(&c.name);
+        let wasm = crate::wasm::is_wasm_plugin(&c.args);
+        if registered && wasm {
+            return Err(ctx(
+                &c.name,
+                "args.module: a WebAssembly plugin cannot take the name of a registered plugin"
+                    .into(),
+            ));
+        }
+        if !registered && !wasm {
             return Err(ctx(
                 &c.name,
                 format!(
@@ -54,6 +68,10 @@ pub(super) fn build(p: &ProfileV1alpha2, registry: &Registry) -> Result<Profile,
     let mut built: Vec<(&str, Option<Plugin>)> = Vec::new();
     for (name, args) in &configs {
         let Some(f) = registry.plugin(name) else {
+            if !registry.contains(name) {
+                // A WebAssembly plugin: its args are checked here, its module where it is enabled.
+                crate::wasm::decode_config(args, base).map_err(|e| args_err(name, e))?;
+            }
             continue;
         };
         let plugin = (f.build)(args).map_err(|e| args_err(name, e))?;
@@ -71,12 +89,31 @@ pub(super) fn build(p: &ProfileV1alpha2, registry: &Registry) -> Result<Profile,
         }
         built.push((name, Some(plugin)));
     }
+    let mut wasm_enabled: Vec<&str> = Vec::new();
     for (point, set) in [
         (ExtensionPoint::Deschedule, &p.plugins.deschedule),
         (ExtensionPoint::Balance, &p.plugins.balance),
     ] {
         let point_name = point.policy_name();
         for name in &set.enabled {
+            // The WebAssembly hook (issue #39): a plugin whose args carry `module`; the extension
+            // point it is enabled at decides the export called.
+            if let Some(args) = args_of(name).filter(|a| crate::wasm::is_wasm_plugin(a))
+                && !registry.contains(name)
+            {
+                if wasm_enabled.contains(&name.as_str()) {
+                    return Err(ctx(
+                        name,
+                        format!("enabled more than once under plugins.{point_name}"),
+                    ));
+                }
+                wasm_enabled.push(name);
+                match crate::wasm::build(name, point, args, base).map_err(|e| args_err(name, e))? {
+                    Plugin::Deschedule(d) => profile.deschedule.push(d),
+                    Plugin::Balance(b) => profile.balance.push(b),
+                }
+                continue;
+            }
             let Some(factory) = registry.plugin(name) else {
                 let what = if registry.evictor(name).is_some() {
                     format!(

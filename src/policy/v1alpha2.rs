@@ -177,11 +177,13 @@ pub struct MetricsCollector {
     pub enabled: bool,
 }
 
-/// Decodes and validates a v1alpha2 policy and builds its profiles from `registry`.
+/// Decodes and validates a v1alpha2 policy and builds its profiles from `registry`; relative paths
+/// (a WebAssembly plugin's `module`) resolve against `base`.
 pub fn build(
     value: &serde_json::Value,
     mut warnings: Vec<String>,
     registry: &Registry,
+    base: Option<&std::path::Path>,
 ) -> Result<Policy, ConfigError> {
     let wire: PolicyV1alpha2 = serde_path_to_error::deserialize(value)
         .map_err(|e| ConfigError::new(format!("{}: {}", e.path(), e.inner())))?;
@@ -221,7 +223,7 @@ pub fn build(
                 p.name
             )));
         }
-        profiles.push(super::profile::build(p, registry)?);
+        profiles.push(super::profile::build(p, registry, base)?);
     }
     let metrics = metrics_needs(&wire, prometheus)?;
     if profiles.is_empty() {

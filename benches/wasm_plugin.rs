@@ -1,0 +1,171 @@
+//! Benchmark: the native PodLifeTime against its WebAssembly port (examples/wasm-plugins/
+//! podlifetime.wasm, built from c/podlifetime.c) with the same args, in one run, on the synthetic
+//! 5,000-node / 150,000-pod cluster (seed 42) with a creation time on every pod. Reports the
+//! module's compile time at policy load, the RSS a loaded plugin adds, each plugin's cycle time
+//! (median and fastest of `WASM_BENCH_RUNS`, default 7, alternated), and asserts that both evict
+//! exactly the same pods with the same reasons. Run: `cargo bench --bench wasm_plugin`;
+//! `WASM_BENCH_SIZE=500x15000` chooses another size.
+
+#[path = "../tests/wasm_common/mod.rs"]
+mod wasm_common;
+
+use std::time::{Duration, Instant};
+
+use kube_descheduler::evictor::planner::PlanBackend;
+use kube_descheduler::framework::cycle::run_cycle;
+
+/// The binary's allocator (see `src/main.rs`), so the cycle allocates as `run` does.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+fn fail(msg: String) -> ! {
+    eprintln!("wasm_plugin: {msg}");
+    std::process::exit(1);
+}
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+/// Resident set size of this process in bytes (Linux), 0 when unknown.
+fn rss() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+const ARGS: &str = "{maxPodLifeTimeSeconds: 864000, namespaces: {exclude: [kube-system]}}";
+
+fn main() {
+    let (nodes, pods) = std::env::var("WASM_BENCH_SIZE")
+        .ok()
+        .and_then(|s| {
+            let (n, p) = s.split_once('x')?;
+            Some((n.trim().parse().ok()?, p.trim().parse().ok()?))
+        })
+        .unwrap_or((5000usize, 150_000usize));
+    let runs: usize = std::env::var("WASM_BENCH_RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(7)
+        .max(1);
+    let root = wasm_common::root();
+    let module = root.join("examples/wasm-plugins/podlifetime.wasm");
+    let t = Instant::now();
+    let cluster = wasm_common::synthetic_with_ages(nodes, pods, 42);
+    let mut snapshot = kube_descheduler::snapshot::load::load_bytes(&cluster)
+        .unwrap_or_else(|e| fail(format!("the synthetic cluster: {}", e.0)));
+    drop(cluster);
+    eprintln!(
+        "wasm_plugin: {nodes} nodes / {pods} pods loaded in {:.1?}",
+        t.elapsed()
+    );
+    let native = wasm_common::load(&wasm_common::policy(&[("PodLifeTime", ARGS)]), &root)
+        .unwrap_or_else(|e| fail(e));
+    let before = rss();
+    let t = Instant::now();
+    let wasm = wasm_common::load(
+        &wasm_common::policy(&[(
+            "WasmPodLifeTime",
+            &format!("{{module: {}, args: {ARGS}}}", module.display()),
+        )]),
+        &root,
+    )
+    .unwrap_or_else(|e| fail(e));
+    let load_time = t.elapsed();
+    let loaded = rss();
+
+    let decisions = |report: &kube_descheduler::framework::cycle::CycleReport| {
+        if !report.plugin_failures.is_empty() {
+            fail(format!("a plugin failed: {:?}", report.plugin_failures));
+        }
+        report
+            .records
+            .iter()
+            .filter(|r| r.outcome.moves_pod())
+            .map(|r| {
+                (
+                    r.pod,
+                    r.reason.code.to_string(),
+                    r.reason.text.clone(),
+                    r.reason.detail.clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut native_times = Vec::new();
+    let mut wasm_times = Vec::new();
+    let mut peak_after_run = 0;
+    let mut evicted = 0;
+    for _ in 0..runs {
+        let mut one = |policy: &kube_descheduler::policy::Policy| {
+            snapshot.reset_evictions();
+            let t = Instant::now();
+            let (report, _) = run_cycle(
+                &policy.profiles,
+                &policy.cycle,
+                &mut snapshot,
+                kube_descheduler::testing::now(),
+                Box::new(PlanBackend::new()),
+            );
+            (t.elapsed(), decisions(&report))
+        };
+        let (tn, dn) = one(&native);
+        let (tw, dw) = one(&wasm);
+        peak_after_run = peak_after_run.max(rss());
+        if dn != dw {
+            let first = dn.iter().zip(&dw).position(|(a, b)| a != b);
+            fail(format!(
+                "evictions differ: native {} pods, wasm {} pods, first difference at {first:?}",
+                dn.len(),
+                dw.len()
+            ));
+        }
+        evicted = dn.len();
+        native_times.push(tn);
+        wasm_times.push(tw);
+    }
+    let fastest = |v: &[Duration]| v.iter().min().copied().unwrap_or_default();
+    let (nf, wf) = (fastest(&native_times), fastest(&wasm_times));
+    let (nm, wm) = (median(&mut native_times), median(&mut wasm_times));
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    println!("wasm_plugin: {nodes} nodes, {pods} pods, args {ARGS}, {runs} alternated runs");
+    println!("  evictions identical: {evicted} pods, same order and reasons");
+    println!("  native PodLifeTime cycle: median {nm:.1?}, fastest {nf:.1?}");
+    println!("  wasm port cycle:          median {wm:.1?}, fastest {wf:.1?}");
+    println!(
+        "  ratio wasm/native: median {:.2}x, fastest {:.2}x (target <= 3x)",
+        wm.as_secs_f64() / nm.as_secs_f64().max(1e-9),
+        wf.as_secs_f64() / nf.as_secs_f64().max(1e-9)
+    );
+    let config = kube_descheduler::wasm::decode_config(
+        &serde_json::json!({"module": module, "args": {"maxPodLifeTimeSeconds": 864000}}),
+        None,
+    )
+    .unwrap_or_else(|e| fail(e.to_string()));
+    let guest = kube_descheduler::wasm::load::load(
+        &config,
+        "WasmPodLifeTime",
+        kube_descheduler::framework::registry::ExtensionPoint::Deschedule,
+    )
+    .unwrap_or_else(|e| fail(e.to_string()));
+    println!(
+        "  module compile time: {:.1?}; policy load with the module (read, compile, checks, kd_validate): {load_time:.1?}",
+        guest.compile_time
+    );
+    println!(
+        "  RSS: {:.1} MiB before loading the plugin, +{:.1} MiB loaded, peak {:.1} MiB after runs (+{:.1} MiB over before; target <= 64 MiB added by the plugin)",
+        mib(before),
+        mib(loaded.saturating_sub(before)),
+        mib(peak_after_run),
+        mib(peak_after_run.saturating_sub(before)),
+    );
+}
