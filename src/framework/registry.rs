@@ -189,12 +189,10 @@ impl Registry {
         Registry::default()
     }
 
-    /// The stock registry: the ten upstream plugins and the DefaultEvictor.
-    pub fn builtin() -> Self {
-        Registry {
-            plugins: crate::plugins::registry(),
-            evictors: vec![crate::plugins::default_evictor::evictor_factory()],
-        }
+    /// A registry of exactly these factories, in this order (names are not checked: for the
+    /// built-in set, [`Registry::builtin`] in `plugins/`, whose names are known to be distinct).
+    pub(crate) fn from_parts(plugins: Vec<PluginFactory>, evictors: Vec<EvictorFactory>) -> Self {
+        Registry { plugins, evictors }
     }
 
     /// This registry plus `factory`; refuses a name registered already.

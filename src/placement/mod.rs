@@ -17,6 +17,8 @@
 //! kube-scheduler.
 
 pub mod config;
+#[cfg(test)]
+mod pod_spec_tests;
 pub mod ports;
 pub mod predict;
 pub mod profile;
@@ -25,8 +27,6 @@ pub mod state;
 pub mod terms;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tests_pod_spec;
 
 use std::sync::Arc;
 

@@ -18,6 +18,14 @@ pub mod remove_pods_violating_topology_spread_constraint;
 
 use crate::framework::PluginFactory;
 
+impl crate::framework::registry::Registry {
+    /// The stock registry: the ten upstream plugins and the DefaultEvictor. (Defined here, with the
+    /// plugins, so that `framework/` never imports `plugins/`.)
+    pub fn builtin() -> Self {
+        Self::from_parts(registry(), vec![default_evictor::evictor_factory()])
+    }
+}
+
 /// Every plugin a policy may enable (besides DefaultEvictor).
 pub fn registry() -> Vec<PluginFactory> {
     vec![

@@ -7,6 +7,7 @@ mod profile;
 mod profile_tests;
 pub mod v1alpha1;
 pub mod v1alpha2;
+pub mod wire;
 
 use crate::error::ConfigError;
 use crate::framework::cycle::{CycleConfig, Profile};

@@ -12,7 +12,7 @@ use crate::framework::registry::{ExtensionPoint, Plugin, Registry};
 use crate::plugins::default_evictor;
 
 use super::evictors::CompositeEvictor;
-use super::v1alpha2::{PluginSet, ProfileV1alpha2};
+use super::wire::{PluginSet, ProfileV1alpha2};
 
 /// Builds profile `p` with the plugins of `registry` and the WebAssembly plugins it names (their
 /// relative `module` paths resolve against `base`). Errors name the profile and the plugin.
