@@ -39,7 +39,7 @@ pub(super) fn build(
         if registered && wasm {
             return Err(ctx(
                 &c.name,
-                "args.module: a WebAssembly plugin cannot take the name of a registered plugin"
+                "args.module: a WebAssembly plugin cannot take the name of a built-in plugin or of one the binary registers"
                     .into(),
             ));
         }
