@@ -5,7 +5,11 @@
 //! with the guard's dry-run verdict as `run --dry-run` does, `ENGINE_CYCLE_RUNS` times (default
 //! 15; evictions are forgotten between runs). Prints the cycle's and each plugin's median and
 //! fastest wall time. Run: `cargo bench --bench engine_cycle`; `ENGINE_CYCLE_SIZE=500x15000`
-//! chooses another size; `ENGINE_CYCLE_PLACEMENT=Report` turns on placement predictions;
+//! chooses another size; `ENGINE_CYCLE_PLACEMENT=Report` turns on placement predictions, and a
+//! list (`ENGINE_CYCLE_PLACEMENT=Off,Report,Enforce`) runs the cycle with each mode in turn (run 1
+//! of every mode, then run 2 of every mode, …, so a change of the host's load hits them alike)
+//! and prints them side by side, with the placement refusals of Enforce; each mode's policy is
+//! written to `target/bench-data/engine-cycle-<mode>-policy.yaml` (for `plan_scale`);
 //! `ENGINE_CYCLE_LIMITS=1` adds every limit of issue #37 to the policy
 //! (percentage node and namespace limits, per-workload, unavailable, and the `run` window with a
 //! history), to measure what they cost.
@@ -73,22 +77,6 @@ fn main() {
             "maxNoOfPodsToEvictPerNode: 10",
             "maxNoOfPodsToEvictPerNode: 5\nmaxNoOfPodsToEvictTotal: 2000",
         );
-    // `ENGINE_CYCLE_PLACEMENT=Report` turns on the DefaultEvictor's `placement` in both profiles
-    // (issue #35; docs/placement.md).
-    let policy_text = match std::env::var("ENGINE_CYCLE_PLACEMENT") {
-        Ok(mode) if !mode.is_empty() => policy_text
-            .replace(
-                "nodeFit: true",
-                &format!("nodeFit: true\n          placement: {mode}"),
-            )
-            .replace(
-                "      - name: \"DefaultEvictor\"\n      - name: \"HighNodeUtilization\"",
-                &format!(
-                    "      - name: \"DefaultEvictor\"\n        args:\n          placement: {mode}\n      - name: \"HighNodeUtilization\""
-                ),
-            ),
-        _ => policy_text,
-    };
     let scaled = std::env::var("ENGINE_CYCLE_LIMITS").is_ok_and(|v| v == "1");
     let policy_text = if scaled {
         // Loose enough that the plugins' work stays about the same; every limit is checked.
@@ -99,12 +87,41 @@ fn main() {
     } else {
         policy_text
     };
-    let mut policy = kube_descheduler::policy::load_str(&policy_text)
-        .unwrap_or_else(|e| fail(format!("policy: {}", e.0)));
     if scaled {
-        // As `run` installs it; emptied before each repeated cycle below.
-        policy.cycle.scaled.window = policy.cycle.scaled.window.take().map(|w| w.with_history());
         println!("with every issue #37 limit");
+    }
+    // `ENGINE_CYCLE_PLACEMENT=Report` (or a list, `Off,Report,Enforce`) sets the DefaultEvictor's
+    // `placement` in both profiles (issue #35; docs/placement.md).
+    let modes: Vec<String> = std::env::var("ENGINE_CYCLE_PLACEMENT")
+        .ok()
+        .filter(|m| !m.trim().is_empty())
+        .map(|m| m.split(',').map(|s| s.trim().to_string()).collect())
+        .unwrap_or_else(|| vec!["Off".to_string()]);
+    let mut policies = Vec::with_capacity(modes.len());
+    for mode in &modes {
+        let text = policy_text
+            .replace(
+                "nodeFit: true",
+                &format!("nodeFit: true\n          placement: \"{mode}\""),
+            )
+            .replace(
+                "      - name: \"DefaultEvictor\"\n      - name: \"HighNodeUtilization\"",
+                &format!(
+                    "      - name: \"DefaultEvictor\"\n        args:\n          placement: \"{mode}\"\n      - name: \"HighNodeUtilization\""
+                ),
+            );
+        let written = dir.join(format!("engine-cycle-{mode}-policy.yaml"));
+        if let Err(e) = std::fs::write(&written, &text) {
+            fail(format!("cannot write {}: {e}", written.display()));
+        }
+        let mut policy = kube_descheduler::policy::load_str(&text)
+            .unwrap_or_else(|e| fail(format!("policy ({mode}): {}", e.0)));
+        if scaled {
+            // As `run` installs it; emptied before each repeated cycle below.
+            policy.cycle.scaled.window =
+                policy.cycle.scaled.window.take().map(|w| w.with_history());
+        }
+        policies.push(policy);
     }
     let mut snapshot = kube_descheduler::snapshot::load::load_file(&file)
         .unwrap_or_else(|e| fail(format!("{}: {e}", file.display())));
@@ -112,62 +129,91 @@ fn main() {
         .parse()
         .unwrap_or_else(|e| fail(format!("now: {e}")));
 
-    let mut cycles = Vec::with_capacity(runs);
-    let mut plugins: BTreeMap<(usize, String), Vec<Duration>> = BTreeMap::new();
-    let mut attempts = None;
+    let mut stats: Vec<ModeStats> = modes.iter().map(|_| ModeStats::default()).collect();
     for _ in 0..runs {
-        snapshot.reset_evictions();
-        if let Some(w) = &mut policy.cycle.scaled.window {
-            // Each repeated cycle starts with an empty window, as the first cycle of `run`.
-            *w = w.clone().with_history();
-        }
-        let started = Instant::now();
-        let verdict = kube_descheduler::live::dry_run::api_and_guard_verdict(
-            &snapshot,
-            now,
-            kube_descheduler::guard::GuardConfig::default(),
-        );
-        let (report, _) = run_cycle(
-            &policy.profiles,
-            &policy.cycle,
-            &mut snapshot,
-            now,
-            Box::new(PlanBackend::with_verdict(verdict)),
-        );
-        cycles.push(started.elapsed());
-        let n = report.records.len();
-        if attempts.is_some_and(|a| a != n) {
-            fail(format!(
-                "a repeated cycle made {n} attempts, the first {attempts:?}"
-            ));
-        }
-        attempts = Some(n);
-        for (i, t) in report.timings.iter().enumerate() {
-            plugins
-                .entry((i, format!("{}/{}", t.profile, t.plugin)))
-                .or_default()
-                .push(t.duration);
+        for (policy, st) in policies.iter_mut().zip(&mut stats) {
+            snapshot.reset_evictions();
+            if let Some(w) = &mut policy.cycle.scaled.window {
+                // Each repeated cycle starts with an empty window, as the first cycle of `run`.
+                *w = w.clone().with_history();
+            }
+            let started = Instant::now();
+            let verdict = kube_descheduler::live::dry_run::api_and_guard_verdict(
+                &snapshot,
+                now,
+                kube_descheduler::guard::GuardConfig::default(),
+            );
+            let (report, _) = run_cycle(
+                &policy.profiles,
+                &policy.cycle,
+                &mut snapshot,
+                now,
+                Box::new(PlanBackend::with_verdict(verdict)),
+            );
+            st.cycles.push(started.elapsed());
+            let n = report.records.len();
+            if st.attempts.is_some_and(|a| a != n) {
+                fail(format!(
+                    "a repeated cycle made {n} attempts, the first {:?}",
+                    st.attempts
+                ));
+            }
+            st.attempts = Some(n);
+            st.refusals = report.placement_refusals.len();
+            for (i, t) in report.timings.iter().enumerate() {
+                st.plugins
+                    .entry((i, format!("{}/{}", t.profile, t.plugin)))
+                    .or_default()
+                    .push(t.duration);
+            }
         }
     }
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    println!(
-        "{nodes} nodes, {pods} pods, {runs} cycles, {} eviction attempts each",
-        attempts.unwrap_or(0)
-    );
-    println!("| stage | median ms | fastest ms |");
-    println!("|---|---:|---:|");
-    for ((_, name), mut times) in plugins {
-        let fastest = times.iter().min().copied().unwrap_or_default();
-        println!(
-            "| {name} | {:.1} | {:.1} |",
-            ms(median(&mut times)),
+    println!("{nodes} nodes, {pods} pods, {runs} cycles per placement mode");
+    let mut header = "| stage |".to_string();
+    let mut rule = "|---|".to_string();
+    for m in &modes {
+        header.push_str(&format!(" {m} median ms | {m} fastest ms |"));
+        rule.push_str("---:|---:|");
+    }
+    println!("{header}\n{rule}");
+    let names: Vec<(usize, String)> = stats
+        .first()
+        .map(|s| s.plugins.keys().cloned().collect())
+        .unwrap_or_default();
+    for key in names {
+        let mut row = format!("| {} |", key.1);
+        for st in &mut stats {
+            let times = st.plugins.entry(key.clone()).or_default();
+            let fastest = times.iter().min().copied().unwrap_or_default();
+            row.push_str(&format!(" {:.1} | {:.1} |", ms(median(times)), ms(fastest)));
+        }
+        println!("{row}");
+    }
+    let mut row = "| cycle (guard setup + plugins) |".to_string();
+    for st in &mut stats {
+        let fastest = st.cycles.iter().min().copied().unwrap_or_default();
+        row.push_str(&format!(
+            " {:.1} | {:.1} |",
+            ms(median(&mut st.cycles)),
             ms(fastest)
+        ));
+    }
+    println!("{row}");
+    for (m, st) in modes.iter().zip(&stats) {
+        println!(
+            "{m}: {} eviction attempts, {} placement refusals per cycle",
+            st.attempts.unwrap_or(0),
+            st.refusals
         );
     }
-    let fastest = cycles.iter().min().copied().unwrap_or_default();
-    println!(
-        "| cycle (guard setup + plugins) | {:.1} | {:.1} |",
-        ms(median(&mut cycles)),
-        ms(fastest)
-    );
+}
+
+/// One placement mode's measurements.
+#[derive(Default)]
+struct ModeStats {
+    cycles: Vec<Duration>,
+    plugins: BTreeMap<(usize, String), Vec<Duration>>,
+    attempts: Option<usize>,
+    refusals: usize,
 }

@@ -179,3 +179,157 @@ fn an_unknown_placement_mode_is_rejected_naming_the_field() {
         "{err}"
     );
 }
+
+/// `plan` with `extra` arguments; its standard output.
+fn plan_text(extra: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
+        .args(["plan", "--now", NOW])
+        .args(extra)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run plan");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const ENFORCE: [&str; 4] = [
+    "--policy",
+    "tests/placement/hnu-enforce-policy.yaml",
+    "--snapshot",
+    "tests/placement/issue-cluster.json",
+];
+
+#[test]
+fn enforce_refuses_the_issue_loop_and_every_surface_shows_the_refusal() {
+    // JSON: no eviction; both small pods listed under placementRefusals with code and sentence.
+    let p = plan(&ENFORCE);
+    assert!(evictions(&p).is_empty(), "{p}");
+    assert_eq!(p["summary"]["evicted"], 0);
+    let refused = p["placementRefusals"]
+        .as_array()
+        .expect("placementRefusals");
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    for (r, (pod, node)) in refused.iter().zip([("small-5", "n5"), ("small-6", "n6")]) {
+        assert_eq!(r["namespace"], "default");
+        assert_eq!(r["name"], pod);
+        assert_eq!(r["node"], node);
+        assert_eq!(r["profile"], "binpack");
+        assert_eq!(r["plugin"], "HighNodeUtilization");
+        assert_eq!(r["code"], "PlacementReturn");
+        assert_eq!(r["predictedNode"], node);
+        let msg = r["message"].as_str().expect("message");
+        assert!(
+            msg.starts_with(&format!("would be scheduled back onto {node}: score "))
+                && msg.contains("LeastAllocated")
+                && msg.ends_with(
+                    "; use MostAllocated in the scheduler configuration, or disable HighNodeUtilization"
+                ),
+            "{msg}"
+        );
+        assert!(
+            r["reason"]
+                .as_str()
+                .is_some_and(|t| t.contains("underutilized")),
+            "{r}"
+        );
+    }
+    // Report would have made the same refusals its verdicts: the sentences are equal.
+    let mut report_args = ENFORCE.to_vec();
+    report_args[1] = "tests/placement/hnu-report-policy.yaml";
+    let report = plan(&report_args);
+    let verdicts: Vec<&Value> = evictions(&report)
+        .iter()
+        .map(|e| &e["placementVerdict"]["message"])
+        .collect();
+    let messages: Vec<&Value> = refused.iter().map(|r| &r["message"]).collect();
+    assert_eq!(verdicts, messages);
+    assert!(
+        report.get("placementRefusals").is_none(),
+        "Report refuses nothing"
+    );
+
+    // The table.
+    let table = plan_text(&ENFORCE);
+    assert!(table.contains("No pods would be evicted."), "{table}");
+    assert!(
+        table.contains("PLACEMENT REFUSALS (2): not evicted, counted against no limit"),
+        "{table}"
+    );
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("default/small-5"))
+        .unwrap_or_else(|| panic!("no row for small-5:\n{table}"));
+    assert!(
+        row.contains("HighNodeUtilization")
+            && row.contains("PlacementReturn")
+            && row.contains("would be scheduled back onto n5: score "),
+        "{row}"
+    );
+
+    // --explain.
+    let mut explain = ENFORCE.to_vec();
+    explain.extend(["--explain", "default/small-6"]);
+    let text = plan_text(&explain);
+    assert!(
+        text.contains(
+            "HighNodeUtilization: selected (n6 underutilized"
+        ) && text.contains(
+            "but refused by placement: Enforce (PlacementReturn): would be scheduled back onto n6: score "
+        ),
+        "{text}"
+    );
+    let j = plan(&explain);
+    let verdict = &j["explanations"][0]["profiles"][0]["plugins"][0];
+    assert_eq!(verdict["verdict"], "placement", "{j}");
+
+    // The HTML report.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("plan.html");
+    let file_arg = file.to_string_lossy().into_owned();
+    let mut html = ENFORCE.to_vec();
+    html.extend(["-o", "html", &file_arg]);
+    plan_text(&html);
+    let page = std::fs::read_to_string(&file).expect("report written");
+    assert!(
+        page.contains("<section id=\"placement-refusals\"><h2>Placement refusals (2)</h2>"),
+        "no placement section"
+    );
+    assert!(page.contains("would be scheduled back onto n6: score "));
+}
+
+#[test]
+fn enforce_with_most_allocated_evicts_exactly_what_report_evicts() {
+    let mut args = ENFORCE.to_vec();
+    args.extend(["--scheduler-config", "tests/placement/most-allocated.yaml"]);
+    let enforced = plan(&args);
+    args[1] = "tests/placement/hnu-report-policy.yaml";
+    let reported = plan(&args);
+    assert_eq!(enforced["evictions"], reported["evictions"]);
+    let all = evictions(&enforced);
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0]["predictedNode"], "n1");
+    assert_eq!(all[1]["predictedNode"], "n2");
+    assert!(enforced.get("placementRefusals").is_none(), "{enforced}");
+}
+
+#[test]
+fn report_and_enforce_show_the_prediction_in_the_table_and_explain() {
+    let mut args = ENFORCE.to_vec();
+    args[1] = "tests/placement/hnu-report-policy.yaml";
+    args.extend(["--explain", "default/small-5"]);
+    let text = plan_text(&args);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("default/small-5"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("[placement → n5 score "), "{row}");
+    assert!(
+        text.contains("→ evicted [placement → n5 score ")
+            && text.contains("; placement: Enforce would refuse it (PlacementReturn): would be scheduled back onto n5"),
+        "{text}"
+    );
+}

@@ -13,7 +13,7 @@ use rustc_hash::FxHashSet as HashSet;
 
 use std::sync::Arc;
 
-use crate::placement::{PlacementMode, PlacementReport, SchedulerProfiles, Simulator};
+use crate::placement::{PlacementMode, PlacementReport, Refusal, SchedulerProfiles, Simulator};
 use crate::snapshot::{NodeId, PodId, Snapshot};
 pub use limit_value::LimitValue;
 pub use limits::{LimitError, Limits, ScaledLimits};
@@ -74,6 +74,11 @@ pub enum EvictError {
     /// The attempt was made and did not move the pod (denied or failed).
     #[error("eviction not done: {0:?}")]
     NotEvicted(EvictOutcome),
+    /// The DefaultEvictor's `placement: Enforce` refused it before any attempt (the replacement
+    /// would come back, fit nowhere, or land on a node this cycle is emptying). Not counted
+    /// against any limit: the plugin goes on to its next candidate.
+    #[error("refused by placement ({}): {}", .0.code.as_str(), .0.message)]
+    Placement(Refusal),
 }
 
 impl EvictError {
@@ -113,6 +118,53 @@ pub trait EvictionBackend {
         _req: &EvictionRequest<'_>,
         _limit: &LimitError,
     ) {
+    }
+
+    /// `placement: Enforce` refused the eviction of `pod` (no attempt was made). The live backend
+    /// publishes an `EvictionRefusedByPlacement` Event on the pod; the default does nothing.
+    fn placement_refused(
+        &mut self,
+        _snapshot: &Snapshot,
+        _pod: PodId,
+        _req: &EvictionRequest<'_>,
+        _refusal: &Refusal,
+    ) {
+    }
+}
+
+/// An eviction `placement: Enforce` refused before any attempt, with the prediction behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlacementHit {
+    /// `namespace`.
+    pub namespace: Arc<str>,
+    /// `name`.
+    pub name: String,
+    /// Node name (empty if unbound).
+    pub node: Arc<str>,
+    /// Profile.
+    pub profile: Arc<str>,
+    /// Plugin.
+    pub plugin: Arc<str>,
+    /// Why the plugin chose the pod.
+    pub reason: Arc<EvictionReason>,
+    /// The prediction; its `refusal` is set.
+    pub placement: Arc<PlacementReport>,
+}
+
+impl PlacementHit {
+    /// The refusal (always set on a hit).
+    pub fn refusal(&self) -> Option<&Refusal> {
+        self.placement.refusal.as_ref()
+    }
+
+    /// The refusal's code as text (`PlacementReturn`, …).
+    pub fn code(&self) -> &'static str {
+        self.refusal().map_or("", |r| r.code.as_str())
+    }
+
+    /// The refusal's sentence.
+    pub fn message(&self) -> &str {
+        self.refusal().map_or("", |r| r.message.as_str())
     }
 }
 
@@ -178,6 +230,7 @@ pub struct EvictionSession {
     backend: Box<dyn EvictionBackend + Send>,
     records: Vec<EvictionRecord>,
     limit_hits: Vec<LimitHit>,
+    placement_hits: Vec<PlacementHit>,
     failures: Vec<PluginFailure>,
     moved: HashSet<PodId>,
     names: SharedNames,
@@ -229,6 +282,7 @@ impl EvictionSession {
             backend,
             records: Vec::new(),
             limit_hits: Vec::new(),
+            placement_hits: Vec::new(),
             failures: Vec::new(),
             moved: HashSet::default(),
             names: SharedNames::default(),
@@ -260,7 +314,9 @@ impl EvictionSession {
     }
 
     /// [`EvictionSession::evict`] with the profile's DefaultEvictor `placement` mode: with
-    /// `Report`, the record carries the predicted landing node of the pod's replacement.
+    /// `Report`, the record carries the predicted landing node of the pod's replacement; with
+    /// `Enforce`, an eviction the prediction refuses is not attempted ([`EvictError::Placement`],
+    /// recorded in [`EvictionSession::placement_hits`], counted against no limit).
     pub fn evict_placed(
         &mut self,
         snapshot: &Snapshot,
@@ -287,7 +343,30 @@ impl EvictionSession {
             });
             return Err(limit.into());
         }
-        let (placement, target) = self.predict(snapshot, pod, req, placement);
+        let mode = placement;
+        let (placement, target) = self.predict(snapshot, pod, req, mode);
+        if mode == PlacementMode::Enforce
+            && let Some(report) = placement.as_ref().filter(|r| r.refusal.is_some())
+        {
+            if let Some(sim) = &mut self.simulator {
+                sim.abandon(snapshot, pod);
+            }
+            let refusal = report.refusal.clone().unwrap_or_else(|| Refusal {
+                code: crate::placement::RefusalCode::PlacementNoFit,
+                message: String::new(),
+            });
+            self.backend.placement_refused(snapshot, pod, req, &refusal);
+            self.placement_hits.push(PlacementHit {
+                namespace: p.namespace.clone(),
+                name: p.name.clone(),
+                node,
+                profile,
+                plugin,
+                reason: req.reason.clone(),
+                placement: report.clone(),
+            });
+            return Err(EvictError::Placement(refusal));
+        }
         let outcome = self.backend.evict(snapshot, pod, req);
         if let Some(sim) = &mut self.simulator {
             if outcome.moves_pod() {
@@ -372,6 +451,16 @@ impl EvictionSession {
         &self.limit_hits
     }
 
+    /// Evictions `placement: Enforce` refused so far, in order.
+    pub fn placement_hits(&self) -> &[PlacementHit] {
+        &self.placement_hits
+    }
+
+    /// Takes the placement refusals recorded so far.
+    pub fn take_placement_hits(&mut self) -> Vec<PlacementHit> {
+        std::mem::take(&mut self.placement_hits)
+    }
+
     /// Takes the plugin failures recorded so far.
     pub fn take_failures(&mut self) -> Vec<PluginFailure> {
         std::mem::take(&mut self.failures)
@@ -407,3 +496,6 @@ impl EvictionSession {
         (self.records, self.backend)
     }
 }
+
+#[cfg(test)]
+mod enforce_tests;

@@ -10,7 +10,7 @@ use super::filter_cache::FilterCache;
 use super::{BalancePlugin, DeschedulePlugin, EvictorPlugin, Handle};
 use crate::evictor::{
     EvictionBackend, EvictionRecord, EvictionSession, LimitHit, Limits, NodeUsageReport,
-    ScaledLimits,
+    PlacementHit, ScaledLimits,
 };
 use crate::snapshot::{NodeId, Snapshot};
 
@@ -61,6 +61,8 @@ pub struct CycleReport {
     pub records: Vec<EvictionRecord>,
     /// Evictions refused by `maxNoOfPodsToEvict*` before any attempt, in order.
     pub limit_hits: Vec<LimitHit>,
+    /// Evictions `placement: Enforce` refused before any attempt, in order.
+    pub placement_refusals: Vec<PlacementHit>,
     /// Plugin runs that failed for the cycle (and evicted nothing).
     pub plugin_failures: Vec<crate::evictor::PluginFailure>,
     /// Set when the cycle did not run (e.g. fewer than two Ready nodes).
@@ -163,6 +165,7 @@ pub fn run_cycle(
         }
     }
     report.limit_hits = session.take_limit_hits();
+    report.placement_refusals = session.take_placement_hits();
     report.plugin_failures = session.take_failures();
     report.usage_reports = session.take_usage_reports();
     let (records, backend) = session.into_parts();

@@ -174,6 +174,10 @@ impl LiveCycle {
             );
         }
         super::cycle_log::limit_refusals(&report.limit_hits);
+        super::cycle_log::placement_predictions(
+            report.records.iter().filter(|r| !not_attempted(&r.outcome)),
+        );
+        super::cycle_log::placement_refusals(&report.placement_refusals);
         s.status = if let Some(why) = &report.skipped {
             s.message = Some(why.clone());
             "skipped".into()
@@ -191,6 +195,7 @@ impl LiveCycle {
             errors = s.errors,
             limit_refusals = report.limit_hits.len(),
             placement_backoff = backoffs,
+            placement_refusals = report.placement_refusals.len(),
             nodes = report.nodes,
             duration_seconds = s.duration_seconds,
             snapshot_seconds = snapshot_time.as_secs_f64(),

@@ -5,11 +5,13 @@
 //! each was most of a dry-run cycle's CPU. So the first [`LINES_AT_INFO`] of each kind per cycle are
 //! logged at info, the rest at debug (`-v 2` shows them all), and one summary line per
 //! profile/plugin (attempts by outcome) and per profile/plugin/limit (refusals) is logged at info.
+//! Evictions `placement: Enforce` refused are logged the same way (first lines at info with the
+//! sentence, then one summary line per profile/plugin/code).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::evictor::{EvictOutcome, EvictionRecord, LimitHit};
+use crate::evictor::{EvictOutcome, EvictionRecord, LimitHit, PlacementHit};
 
 /// Per-item lines logged at info level per cycle, for each of attempts and refusals.
 pub const LINES_AT_INFO: usize = 100;
@@ -86,6 +88,62 @@ pub fn limit_refusals(hits: &[LimitHit]) {
     }
     for ((profile, plugin, kind, error), count) in by_limit {
         tracing::info!(%profile, strategy = %plugin, kind, %error, count, "Evictions refused by a limit");
+    }
+}
+
+/// Logs the prediction of every attempted eviction whose profile predicts placement (`Report` or
+/// `Enforce`): "Eviction placement", with the predicted node, its ties and scores, and the refusal
+/// `Enforce` makes (with `Report`: would make). Nothing for profiles with placement `Off`.
+pub fn placement_predictions<'a>(records: impl IntoIterator<Item = &'a EvictionRecord>) {
+    let mut n = 0usize;
+    for r in records {
+        let Some(p) = &r.placement else { continue };
+        let verdict = p
+            .refusal
+            .as_ref()
+            .map(|v| format!("{}: {}", v.code.as_str(), v.message))
+            .unwrap_or_default();
+        let predicted = p.predicted_node.as_deref().unwrap_or("none");
+        if n < LINES_AT_INFO {
+            tracing::info!(pod = %format!("{}/{}", r.namespace, r.name), node = %r.node, strategy = %r.plugin, profile = %r.profile, outcome = r.outcome.as_str(), predicted, ties = p.ties.len(), may_return = p.may_return, placement = %p.summary(), verdict = %verdict, "Eviction placement");
+        } else {
+            tracing::debug!(pod = %format!("{}/{}", r.namespace, r.name), node = %r.node, strategy = %r.plugin, profile = %r.profile, outcome = r.outcome.as_str(), predicted, ties = p.ties.len(), may_return = p.may_return, placement = %p.summary(), verdict = %verdict, "Eviction placement");
+        }
+        n += 1;
+    }
+    if n > LINES_AT_INFO {
+        tracing::info!(
+            logged = LINES_AT_INFO,
+            not_logged = n - LINES_AT_INFO,
+            "more placement predictions than logged at info level; -v 2 logs each"
+        );
+    }
+}
+
+/// Logs the evictions `placement: Enforce` refused ("Eviction refused by placement", with the
+/// code, the sentence and the predicted node).
+pub fn placement_refusals(hits: &[PlacementHit]) {
+    let mut by_code: BTreeMap<(Arc<str>, Arc<str>, &'static str), usize> = BTreeMap::new();
+    for (n, h) in hits.iter().enumerate() {
+        let predicted = h.placement.predicted_node.as_deref().unwrap_or("none");
+        if n < LINES_AT_INFO {
+            tracing::info!(pod = %format!("{}/{}", h.namespace, h.name), node = %h.node, strategy = %h.plugin, profile = %h.profile, code = h.code(), predicted, message = %h.message(), "Eviction refused by placement");
+        } else {
+            tracing::debug!(pod = %format!("{}/{}", h.namespace, h.name), node = %h.node, strategy = %h.plugin, profile = %h.profile, code = h.code(), predicted, message = %h.message(), "Eviction refused by placement");
+        }
+        *by_code
+            .entry((h.profile.clone(), h.plugin.clone(), h.code()))
+            .or_default() += 1;
+    }
+    if hits.len() > LINES_AT_INFO {
+        tracing::info!(
+            logged = LINES_AT_INFO,
+            not_logged = hits.len() - LINES_AT_INFO,
+            "more placement refusals than logged at info level; -v 2 logs each"
+        );
+    }
+    for ((profile, plugin, code), count) in by_code {
+        tracing::info!(%profile, strategy = %plugin, code, count, "Evictions refused by placement");
     }
 }
 
@@ -210,5 +268,94 @@ mod tests {
         assert!(summaries.iter().any(|l| l.contains("count=100")));
         let none = logged(tracing::Level::INFO, || limit_refusals(&[]));
         assert!(none.is_empty(), "{none:?}");
+    }
+
+    #[test]
+    fn placement_refusals_are_logged_with_their_sentence_and_summarised_per_code() {
+        let refusal = |code, message: &str| {
+            Some(crate::placement::Refusal {
+                code,
+                message: message.into(),
+            })
+        };
+        let hit = |i: usize, r| PlacementHit {
+            namespace: "ns".into(),
+            name: format!("p{i}"),
+            node: "n5".into(),
+            profile: "pack".into(),
+            plugin: "HighNodeUtilization".into(),
+            reason: Arc::new(EvictionReason::plugin("HighNodeUtilization")),
+            placement: Arc::new(crate::placement::PlacementReport {
+                predicted_node: Some("n5".into()),
+                refusal: r,
+                ..Default::default()
+            }),
+        };
+        use crate::placement::RefusalCode::*;
+        let hits: Vec<PlacementHit> = (0..103)
+            .map(|i| {
+                if i < 3 {
+                    hit(i, refusal(PlacementNoFit, "it would stay Pending"))
+                } else {
+                    hit(
+                        i,
+                        refusal(PlacementReturn, "would be scheduled back onto n5: score 97"),
+                    )
+                }
+            })
+            .collect();
+        let info = logged(tracing::Level::INFO, || placement_refusals(&hits));
+        assert_eq!(count(&info, "Eviction refused by placement"), LINES_AT_INFO);
+        assert!(
+            info[3].contains("would be scheduled back onto n5: score 97")
+                && info[3].contains("PlacementReturn")
+                && (info[3].contains("predicted=\"n5\"") || info[3].contains("predicted=n5"))
+                && info[3].contains("ns/p3"),
+            "{info:?}"
+        );
+        assert_eq!(count(&info, "not_logged=3"), 1, "{info:?}");
+        let summaries: Vec<&String> = info
+            .iter()
+            .filter(|l| l.contains("Evictions refused by placement"))
+            .collect();
+        assert_eq!(summaries.len(), 2, "{summaries:?}");
+        assert!(
+            summaries
+                .iter()
+                .any(|l| l.contains("PlacementNoFit") && l.contains("count=3"))
+        );
+        assert!(
+            summaries
+                .iter()
+                .any(|l| l.contains("PlacementReturn") && l.contains("count=100"))
+        );
+        assert!(logged(tracing::Level::INFO, || placement_refusals(&[])).is_empty());
+    }
+
+    #[test]
+    fn predictions_are_logged_for_records_that_carry_one() {
+        let mut with = record(1, "HighNodeUtilization", EvictOutcome::Evicted);
+        with.placement = Some(Arc::new(crate::placement::PlacementReport {
+            predicted_node: Some("n2".into()),
+            ties: vec!["n2".into(), "n3".into()],
+            refusal: Some(crate::placement::Refusal {
+                code: crate::placement::RefusalCode::PlacementTargetEmptied,
+                message: "would be scheduled onto n3, a node this cycle is emptying".into(),
+            }),
+            ..Default::default()
+        }));
+        let without = record(2, "PodLifeTime", EvictOutcome::Evicted);
+        let info = logged(tracing::Level::INFO, || {
+            placement_predictions([&with, &without])
+        });
+        assert_eq!(info.len(), 1, "{info:?}");
+        assert!(
+            info[0].contains("Eviction placement")
+                && info[0].contains("ns/p1")
+                && (info[0].contains("predicted=\"n2\"") || info[0].contains("predicted=n2"))
+                && info[0].contains("ties=2")
+                && info[0].contains("PlacementTargetEmptied: would be scheduled onto n3"),
+            "{info:?}"
+        );
     }
 }

@@ -13,6 +13,10 @@ pub const REPORTER: &str = "kube-descheduler";
 pub const ACTION: &str = "Descheduled";
 /// Upstream's failure reason.
 pub const REASON_FAILED: &str = "EvictionFailed";
+/// Reason of the Event on a pod whose eviction `placement: Enforce` refused.
+pub const REASON_PLACEMENT: &str = "EvictionRefusedByPlacement";
+/// Action of that Event.
+pub const ACTION_PLACEMENT: &str = "PlacementRefused";
 
 /// Publishes eviction Events; failures to publish are logged, never fatal.
 #[derive(Clone)]
@@ -74,6 +78,25 @@ impl EventSink {
             .await;
     }
 
+    /// Warning `EvictionRefusedByPlacement` Event on a pod whose eviction `placement: Enforce`
+    /// refused (action `PlacementRefused`); the note is [`placement_note`].
+    pub async fn refused_by_placement(
+        &self,
+        pod: &PodRef<'_>,
+        strategy: &str,
+        refusal: &crate::placement::Refusal,
+    ) {
+        let reference = pod_reference(pod);
+        self.publish_on(
+            &reference,
+            EventType::Warning,
+            REASON_PLACEMENT,
+            ACTION_PLACEMENT,
+            placement_note(pod.node, strategy, refusal),
+        )
+        .await;
+    }
+
     /// Warning `EvictedPodReturned` Event on the owner whose evicted pod's replacement was
     /// scheduled back onto the node it was evicted from (action `PlacementBackoff`).
     pub async fn returned(&self, r: &super::returns::Return) {
@@ -96,14 +119,7 @@ impl EventSink {
     }
 
     async fn publish(&self, pod: &PodRef<'_>, type_: EventType, reason: &str, note: String) {
-        let reference = ObjectReference {
-            api_version: Some("v1".into()),
-            kind: Some("Pod".into()),
-            name: Some(pod.name.into()),
-            namespace: Some(pod.namespace.into()),
-            uid: Some(pod.uid.into()),
-            ..Default::default()
-        };
+        let reference = pod_reference(pod);
         self.publish_on(&reference, type_, reason, ACTION, note)
             .await;
     }
@@ -136,6 +152,29 @@ impl EventSink {
     }
 }
 
+/// The reference of an Event on `pod`.
+fn pod_reference(pod: &PodRef<'_>) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: Some(pod.name.into()),
+        namespace: Some(pod.namespace.into()),
+        uid: Some(pod.uid.into()),
+        ..Default::default()
+    }
+}
+
+/// The note of an `EvictionRefusedByPlacement` Event: who refused what, the code, and the
+/// sentence with the numbers, e.g. "HighNodeUtilization's eviction from n5 refused by
+/// kube-descheduler's placement: Enforce (PlacementReturn): would be scheduled back onto n5: …".
+pub fn placement_note(node: &str, strategy: &str, refusal: &crate::placement::Refusal) -> String {
+    format!(
+        "{strategy}'s eviction from {node} refused by {REPORTER}'s placement: Enforce ({}): {}",
+        refusal.code.as_str(),
+        refusal.message
+    )
+}
+
 /// The note of a `Descheduled` Event: upstream's sentence, then the reason sentence (the same text
 /// as the log line and `plan`) when it says more than the plugin name, then `extra`.
 pub fn evicted_note(
@@ -159,6 +198,18 @@ pub fn evicted_note(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_placement_note_names_the_plugin_the_node_the_code_and_the_sentence() {
+        let r = crate::placement::Refusal {
+            code: crate::placement::RefusalCode::PlacementReturn,
+            message: "would be scheduled back onto n5: score 694 on n5 vs 601 on n6".into(),
+        };
+        assert_eq!(
+            placement_note("n5", "HighNodeUtilization", &r),
+            "HighNodeUtilization's eviction from n5 refused by kube-descheduler's placement: Enforce (PlacementReturn): would be scheduled back onto n5: score 694 on n5 vs 601 on n6"
+        );
+    }
 
     #[test]
     fn the_note_carries_the_reason_sentence_and_the_guard_answer() {

@@ -20,6 +20,10 @@ use crate::snapshot::{PodId, Snapshot};
 pub const DEFLECTION_TEXT: &str = "Eviction triggered evacuation";
 /// Prefix of the error of an eviction not attempted because the cycle was stopped.
 pub const NOT_ATTEMPTED: &str = "not attempted";
+/// `EvictionRefusedByPlacement` Events published per cycle at most (a policy fighting the
+/// scheduler in a big cluster refuses thousands of evictions every cycle; the log and the metric
+/// count them all).
+pub const PLACEMENT_EVENTS_PER_CYCLE: usize = 100;
 /// How long one eviction call may take before it counts as an error: kube-apiserver's default
 /// `--request-timeout` (60 s), after which the server itself would have answered 504. Without it a
 /// hung connection would hold the cycle for the client's 295 s read timeout.
@@ -58,12 +62,18 @@ pub struct ApiEvictor {
     cfg: ApiEvictorConfig,
     rt: Handle,
     stop: CancellationToken,
+    placement_events: usize,
 }
 
 impl ApiEvictor {
     /// A backend on runtime `rt`; once `stop` is cancelled no further eviction is attempted.
     pub fn new(cfg: ApiEvictorConfig, rt: Handle, stop: CancellationToken) -> Self {
-        ApiEvictor { cfg, rt, stop }
+        ApiEvictor {
+            cfg,
+            rt,
+            stop,
+            placement_events: 0,
+        }
     }
 }
 
@@ -303,6 +313,30 @@ impl EvictionBackend for ApiEvictor {
         self.rt.block_on(async {
             self.cfg.limiter.acquire().await;
             ev.failed(&pref, &text).await;
+        });
+    }
+
+    /// A Warning `EvictionRefusedByPlacement` Event on the pod (the first
+    /// [`PLACEMENT_EVENTS_PER_CYCLE`] refusals of the cycle), whatever
+    /// `evictionFailureEventNotification` says: the refusal is ours, not an API failure.
+    fn placement_refused(
+        &mut self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        req: &EvictionRequest<'_>,
+        refusal: &crate::placement::Refusal,
+    ) {
+        if self.stop.is_cancelled() || self.placement_events >= PLACEMENT_EVENTS_PER_CYCLE {
+            return;
+        }
+        let Some(ev) = &self.cfg.events else {
+            return;
+        };
+        self.placement_events += 1;
+        let pref = pod_ref(snapshot, pod);
+        self.rt.block_on(async {
+            self.cfg.limiter.acquire().await;
+            ev.refused_by_placement(&pref, req.plugin, refusal).await;
         });
     }
 }

@@ -406,6 +406,16 @@ impl EvictionBackend for BackoffBackend {
     ) {
         self.inner.limit_refused(snapshot, pod, req, limit);
     }
+
+    fn placement_refused(
+        &mut self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        req: &EvictionRequest<'_>,
+        refusal: &crate::placement::Refusal,
+    ) {
+        self.inner.placement_refused(snapshot, pod, req, refusal);
+    }
 }
 
 /// Drops the `n` least recently touched owners.

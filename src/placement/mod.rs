@@ -38,8 +38,10 @@ pub use profile::{SchedulerProfile, SchedulerProfiles};
 
 use crate::snapshot::{NodeId, PodId, Snapshot};
 
-/// The DefaultEvictor's `placement` argument.
+/// The DefaultEvictor's `placement` argument. A YAML 1.1 reader turns a bare `Off` into the
+/// boolean `false`; that is read as `Off` (and `true` is refused, naming the modes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "ModeText")]
 pub enum PlacementMode {
     /// No prediction (upstream behaviour).
     #[default]
@@ -49,6 +51,35 @@ pub enum PlacementMode {
     /// Evictions whose replacement would come back, fit nowhere or land on a node being emptied
     /// are refused.
     Enforce,
+}
+
+/// `placement` as written: a mode name, or the boolean a YAML 1.1 reader makes of a bare `Off`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ModeText {
+    Name(String),
+    Flag(bool),
+}
+
+impl TryFrom<ModeText> for PlacementMode {
+    type Error = String;
+
+    fn try_from(v: ModeText) -> Result<Self, String> {
+        match v {
+            ModeText::Name(n) => match n.as_str() {
+                "Off" => Ok(PlacementMode::Off),
+                "Report" => Ok(PlacementMode::Report),
+                "Enforce" => Ok(PlacementMode::Enforce),
+                other => Err(format!(
+                    "unknown variant `{other}`, expected one of `Off`, `Report`, `Enforce`"
+                )),
+            },
+            ModeText::Flag(false) => Ok(PlacementMode::Off),
+            ModeText::Flag(true) => {
+                Err("expected one of `Off`, `Report`, `Enforce`, found the boolean true".into())
+            }
+        }
+    }
 }
 
 /// Why `Enforce` refused an eviction.

@@ -604,3 +604,34 @@ profiles:
     .expect_err("old version");
     assert!(e.0.contains("apiVersion"), "{}", e.0);
 }
+
+#[test]
+fn the_placement_mode_reads_names_and_a_bare_yaml_off() {
+    let read = |v: serde_json::Value| serde_json::from_value::<PlacementMode>(v);
+    assert_eq!(
+        read(serde_json::json!("Off")).ok(),
+        Some(PlacementMode::Off)
+    );
+    assert_eq!(
+        read(serde_json::json!("Report")).ok(),
+        Some(PlacementMode::Report)
+    );
+    assert_eq!(
+        read(serde_json::json!("Enforce")).ok(),
+        Some(PlacementMode::Enforce)
+    );
+    // `placement: Off` unquoted: YAML 1.1 reads the boolean false.
+    assert_eq!(
+        read(serde_json::json!(false)).ok(),
+        Some(PlacementMode::Off)
+    );
+    let err = read(serde_json::json!(true)).err().map(|e| e.to_string());
+    assert!(err.is_some_and(|e| e.contains("Off") && e.contains("true")));
+    let err = read(serde_json::json!("Sometimes"))
+        .err()
+        .map(|e| e.to_string());
+    assert!(
+        err.is_some_and(|e| e.contains("Sometimes")),
+        "unknown names are refused"
+    );
+}

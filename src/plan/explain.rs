@@ -21,8 +21,9 @@ use crate::snapshot::{NodeId, PodId, Snapshot};
 pub struct PluginVerdict {
     /// Plugin.
     pub plugin: String,
-    /// `selected` (an eviction was attempted), `limit` (a limit refused it), `moved-earlier`,
-    /// `filtered` (the DefaultEvictor stopped it) or `not-selected`.
+    /// `selected` (an eviction was attempted), `limit` (a limit refused it), `placement`
+    /// (`placement: Enforce` refused it), `moved-earlier`, `filtered` (the DefaultEvictor stopped
+    /// it) or `not-selected`.
     pub verdict: &'static str,
     /// The sentence.
     pub detail: String,
@@ -291,12 +292,34 @@ pub fn finish(
                             && &*h.profile == pr.name.as_str()
                             && &*h.plugin == plugin
                     });
+                    let refused = plan.placement_refusals.iter().find(|r| {
+                        same(&r.namespace, &r.name) && r.profile == pr.name && r.plugin == plugin
+                    });
                     let (verdict, detail) = if let Some(e) = attempt {
                         let mut d = format!("selected: {} → {}", e.reason.text, e.outcome);
                         if let Some(m) = &e.message {
                             let _ = write!(d, " ({m})");
                         }
+                        if let Some(p) = &e.placement {
+                            let _ = write!(d, " [placement {}]", p.summary());
+                            if let Some(r) = &p.refusal {
+                                let _ = write!(
+                                    d,
+                                    "; placement: Enforce would refuse it ({}): {}",
+                                    r.code.as_str(),
+                                    r.message
+                                );
+                            }
+                        }
                         ("selected", d)
+                    } else if let Some(r) = refused {
+                        (
+                            "placement",
+                            format!(
+                                "selected ({}), but refused by placement: Enforce ({}): {}",
+                                r.reason, r.code, r.message
+                            ),
+                        )
                     } else if let Some(h) = hit {
                         ("limit", format!("selected, but not attempted: {}", h.limit))
                     } else if let Some(e) = moved_by {

@@ -8,7 +8,7 @@ use std::io::Write;
 
 use super::Plan;
 use super::nodes::NodeUsageTable;
-use super::refusals::LimitRefusal;
+use super::refusals::{LimitRefusal, PlacementRefusal};
 
 const STYLE: &str = include_str!("report.css");
 const SCRIPT: &str = include_str!("report.js");
@@ -83,6 +83,7 @@ pub fn write_html(plan: &Plan, out: &mut impl Write) -> std::io::Result<()> {
         head.push_str(&usage_section(t));
     }
     head.push_str(&refusals_html(&plan.limit_refusals));
+    head.push_str(&placement_refusals_html(&plan.placement_refusals));
     head.push_str(
         "<section id=\"evictions\"><h2>Evictions</h2><div class=\"filters\">\
          <label>plugin <select id=\"f-plugin\"><option value=\"\">all</option></select></label>\
@@ -102,7 +103,8 @@ pub fn write_html(plan: &Plan, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(out, "</script><script>{SCRIPT}</script></body></html>")
 }
 
-/// The evictions as compact rows `[pod, node, profile, plugin, outcome, reason, message]`, with
+/// The evictions as compact rows `[pod, node, profile, plugin, outcome, reason, message]` (the
+/// reason followed by `[placement → …]` when the DefaultEvictor predicts placement), with
 /// `<` escaped so the JSON cannot end its script element.
 fn write_rows_json(plan: &Plan, out: &mut impl Write) -> std::io::Result<()> {
     let mut buf = String::with_capacity(256);
@@ -113,13 +115,22 @@ fn write_rows_json(plan: &Plan, out: &mut impl Write) -> std::io::Result<()> {
             buf.push(',');
         }
         let pod = format!("{}/{}", e.namespace, e.name);
+        // With placement on, the reason ends with the prediction, as in the table.
+        let placed;
+        let reason = match &e.placement {
+            Some(p) => {
+                placed = format!("{} [placement {}]", e.reason.text, p.summary());
+                placed.as_str()
+            }
+            None => e.reason.text.as_str(),
+        };
         let row = [
             pod.as_str(),
             &e.node,
             &e.profile,
             &e.plugin,
             e.outcome,
-            &e.reason.text,
+            reason,
             e.message.as_deref().unwrap_or(""),
         ];
         let json = serde_json::to_string(&row).map_err(std::io::Error::other)?;
@@ -231,6 +242,34 @@ pub(super) fn refusals_html(refusals: &[LimitRefusal]) -> String {
             esc(&r.plugin),
             r.effect,
             esc(&r.message)
+        );
+    }
+    s.push_str("</table></section>");
+    s
+}
+
+/// The placement refusals as an HTML section (empty without refusals).
+pub(super) fn placement_refusals_html(refusals: &[PlacementRefusal]) -> String {
+    if refusals.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "<section id=\"placement-refusals\"><h2>Placement refusals ({})</h2>\
+         <p>Not evicted (DefaultEvictor <code>placement: Enforce</code>), counted against no limit.</p>\
+         <table class=\"small\"><tr><th>pod</th><th>node</th><th>plugin</th><th>code</th>\
+         <th>why</th></tr>",
+        refusals.len()
+    );
+    for r in refusals {
+        let _ = write!(
+            s,
+            "<tr><td>{}/{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&r.namespace),
+            escape(&r.name),
+            escape(&r.node),
+            escape(&r.plugin),
+            r.code,
+            escape(&r.message)
         );
     }
     s.push_str("</table></section>");

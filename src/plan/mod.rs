@@ -162,6 +162,10 @@ pub struct Plan {
     /// (see [`refusals`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub limit_refusals: Vec<refusals::LimitRefusal>,
+    /// Evictions the DefaultEvictor's `placement: Enforce` refused (absent unless a profile
+    /// enforces placement and refused something).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub placement_refusals: Vec<refusals::PlacementRefusal>,
     /// Evictions a limit refused before any attempt (not part of the JSON contract).
     #[serde(skip)]
     pub limit_hits: Vec<crate::evictor::LimitHit>,
@@ -281,6 +285,7 @@ pub fn make_plan(
             Vec::new()
         },
         limit_hits: report.limit_hits,
+        placement_refusals: refusals::from_placement_hits(&report.placement_refusals),
     }
 }
 

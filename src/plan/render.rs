@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::Plan;
-use super::refusals::LimitRefusal;
+use super::refusals::{LimitRefusal, PlacementRefusal};
 
 /// Writes the plan as exactly one JSON object (pretty-printed for readability) and a newline,
 /// streamed to `out` (a plan at 150,000 pods is tens of megabytes of JSON).
@@ -49,10 +49,14 @@ pub const TOP_NODES: usize = 20;
 /// `all_nodes`).
 pub fn table(plan: &Plan, all_nodes: bool) -> String {
     let mut out = evictions_table(plan);
-    let refused = refusals_table(&plan.limit_refusals);
-    if !refused.is_empty() {
-        out.push('\n');
-        out.push_str(&refused);
+    for refused in [
+        refusals_table(&plan.limit_refusals),
+        placement_refusals_table(&plan.placement_refusals),
+    ] {
+        if !refused.is_empty() {
+            out.push('\n');
+            out.push_str(&refused);
+        }
     }
     for t in &plan.node_usage {
         out.push('\n');
@@ -226,5 +230,29 @@ pub(super) fn refusals_table(refusals: &[LimitRefusal]) -> String {
         "LIMIT REFUSALS ({})\n{}",
         refusals.len(),
         table_of(&["POD", "NODE", "PLUGIN", "EFFECT", "LIMIT"], &rows)
+    )
+}
+
+/// The placement refusals as a table section (empty without refusals).
+pub(super) fn placement_refusals_table(refusals: &[PlacementRefusal]) -> String {
+    if refusals.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<Vec<String>> = refusals
+        .iter()
+        .map(|r| {
+            vec![
+                format!("{}/{}", r.namespace, r.name),
+                r.node.clone(),
+                r.plugin.clone(),
+                r.code.to_string(),
+                r.message.clone(),
+            ]
+        })
+        .collect();
+    format!(
+        "PLACEMENT REFUSALS ({}): not evicted, counted against no limit\n{}",
+        refusals.len(),
+        table_of(&["POD", "NODE", "PLUGIN", "CODE", "WHY"], &rows)
     )
 }

@@ -9,7 +9,9 @@
 //! (upstream's buckets) and `descheduler_build_info`. Ours are prefixed `kube_descheduler_`.
 //! An eviction `run`'s return detector refused (the owner's last evicted pod was scheduled back
 //! onto the node) is counted with `result="placement backoff"`, and each such return in
-//! `kube_descheduler_placement_returns_total{profile,strategy,namespace}`.
+//! `kube_descheduler_placement_returns_total{profile,strategy,namespace}`. An eviction the
+//! DefaultEvictor's `placement: Enforce` refused is counted in
+//! `kube_descheduler_placement_refusals_total{profile,strategy,reason}` (`reason`: the refusal code).
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -58,6 +60,17 @@ pub struct PlacementLabels {
     pub strategy: String,
     /// The owner's namespace.
     pub namespace: String,
+}
+
+/// Labels of `kube_descheduler_placement_refusals_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PlacementRefusalLabels {
+    /// Profile.
+    pub profile: String,
+    /// Plugin that chose the pod.
+    pub strategy: String,
+    /// The refusal code: `PlacementReturn`, `PlacementNoFit` or `PlacementTargetEmptied`.
+    pub reason: String,
 }
 
 /// Labels of `descheduler_strategy_duration_seconds`.
@@ -128,6 +141,8 @@ pub struct Metrics {
     pub dry_run: Gauge,
     /// `kube_descheduler_placement_returns_total{profile,strategy,namespace}`.
     pub placement_returns: Family<PlacementLabels, Counter>,
+    /// `kube_descheduler_placement_refusals_total{profile,strategy,reason}`.
+    pub placement_refusals: Family<PlacementRefusalLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -224,9 +239,16 @@ impl Metrics {
             "Evicted pods whose replacement (a new pod of the same owner) was scheduled back onto the node they were evicted from, by the eviction's profile and strategy and the namespace",
             placement_returns.clone(),
         );
+        let placement_refusals = Family::<PlacementRefusalLabels, Counter>::default();
+        registry.register(
+            "kube_descheduler_placement_refusals",
+            "Evictions the DefaultEvictor's placement: Enforce refused (the replacement would come back, fit nowhere or land on a node being emptied), by profile, strategy and refusal code",
+            placement_refusals.clone(),
+        );
         Metrics {
             registry,
             placement_returns,
+            placement_refusals,
             pods_evicted,
             loop_duration,
             strategy_duration,
@@ -294,6 +316,15 @@ impl Metrics {
                     profile: h.profile.to_string(),
                     namespace: h.namespace.to_string(),
                     node: h.node.to_string(),
+                })
+                .inc();
+        }
+        for h in &report.placement_refusals {
+            self.placement_refusals
+                .get_or_create(&PlacementRefusalLabels {
+                    profile: h.profile.to_string(),
+                    strategy: h.plugin.to_string(),
+                    reason: h.code().to_string(),
                 })
                 .inc();
         }

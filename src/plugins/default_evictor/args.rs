@@ -139,8 +139,9 @@ pub struct DefaultEvictorArgs {
     /// Deprecated: disable `FailedBarePods`.
     #[serde(default)]
     pub evict_failed_bare_pods: bool,
-    /// Ours (issue #35): predict where each evicted pod's replacement lands (`Off`, `Report`;
-    /// `Enforce` is not implemented yet and rejected by validation).
+    /// Ours (issue #35): predict where each evicted pod's replacement lands: `Off` (default,
+    /// upstream), `Report` (predictions reported, decisions unchanged) or `Enforce` (an eviction
+    /// whose replacement would come back, fit nowhere or land on a node being emptied is refused).
     #[serde(default)]
     pub placement: crate::placement::PlacementMode,
 }
@@ -199,12 +200,6 @@ impl DefaultEvictorArgs {
             return Err(ArgsError::new(
                 "podProtections",
                 "cannot be combined with the deprecated fields evictLocalStoragePods, evictDaemonSetPods, evictSystemCriticalPods, ignorePvcPods, ignorePodsWithoutPDB, evictFailedBarePods",
-            ));
-        }
-        if self.placement == crate::placement::PlacementMode::Enforce {
-            return Err(ArgsError::new(
-                "placement",
-                "Enforce is not implemented yet; use Off or Report",
             ));
         }
         if let Some(s) = &self.node_selector {
