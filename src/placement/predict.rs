@@ -88,13 +88,17 @@ fn unschedulable_taint() -> Taint {
     }
 }
 
+/// A holder of a required anti-affinity term: the pod (`PodId::MAX - pod` for a predicted
+/// replacement), its node, the term's topology key.
+type AntiHolder = (PodId, NodeId, String);
+
 /// Existing pods' required anti-affinity terms, grouped by matcher (the pods of one owner share
 /// theirs): an incoming pod is matched once per group, not once per pod.
 #[derive(Default)]
 struct AntiIndex {
     /// Per distinct matcher: the matcher and its holders (pod — `PodId::MAX - pod` for a
     /// predicted replacement —, its node, the term's topology key).
-    groups: Vec<(Matcher, Vec<(PodId, NodeId, String)>)>,
+    groups: Vec<(Matcher, Vec<AntiHolder>)>,
     /// Matcher key → index in `groups`.
     at: FxHashMap<String, usize>,
 }
