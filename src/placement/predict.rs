@@ -88,14 +88,46 @@ fn unschedulable_taint() -> Taint {
     }
 }
 
+/// A holder of a required anti-affinity term: the pod (`PodId::MAX - pod` for a predicted
+/// replacement), its node, the term's topology key.
+type AntiHolder = (PodId, NodeId, String);
+
+/// Existing pods' required anti-affinity terms, grouped by matcher (the pods of one owner share
+/// theirs): an incoming pod is matched once per group, not once per pod.
+#[derive(Default)]
+struct AntiIndex {
+    /// Per distinct matcher: the matcher and its holders (pod — `PodId::MAX - pod` for a
+    /// predicted replacement —, its node, the term's topology key).
+    groups: Vec<(Matcher, Vec<AntiHolder>)>,
+    /// Matcher key → index in `groups`.
+    at: FxHashMap<String, usize>,
+}
+
+impl AntiIndex {
+    fn push(&mut self, pod: PodId, node: NodeId, key: String, m: Matcher) {
+        let k = m.key();
+        let i = match self.at.get(&k) {
+            Some(&i) => i,
+            None => {
+                self.groups.push((m, Vec::new()));
+                self.at.insert(k, self.groups.len() - 1);
+                self.groups.len() - 1
+            }
+        };
+        if let Some((_, holders)) = self.groups.get_mut(i) {
+            holders.push((pod, node, key));
+        }
+    }
+}
+
 /// The simulator's memory across predictions of one cycle.
 #[derive(Default)]
 pub struct Caches {
     statics: FxHashMap<(usize, usize, usize), Arc<StaticFit>>,
     domains: DomainIndex,
-    /// Pods with required anti-affinity on their node: (pod, its node, the term's key, matcher),
-    /// built on first need and extended by placements.
-    existing_anti: Option<Vec<(PodId, NodeId, String, Matcher)>>,
+    /// Pods with required anti-affinity on their node, grouped by the term's matcher, built on
+    /// first need and extended by placements.
+    existing_anti: Option<AntiIndex>,
     /// Pods binding host ports (NodePorts), built on first need and extended by placements.
     ports: UsedPorts,
 }
@@ -144,23 +176,19 @@ impl Caches {
         if let Some(list) = &mut self.existing_anti {
             let p = snapshot.pod(pod);
             for t in affinity::required_anti_affinity_terms(p) {
-                list.push((
+                list.push(
                     PodId::MAX - pod,
                     node,
                     t.topology_key.clone(),
                     terms::term_matcher(t, p),
-                ));
+                );
             }
         }
     }
 
-    fn existing_anti(
-        &mut self,
-        snapshot: &Snapshot,
-        state: &ClusterState,
-    ) -> &[(PodId, NodeId, String, Matcher)] {
+    fn existing_anti(&mut self, snapshot: &Snapshot, state: &ClusterState) -> &AntiIndex {
         self.existing_anti.get_or_insert_with(|| {
-            let mut list = Vec::new();
+            let mut list = AntiIndex::default();
             for pod in 0..snapshot.pods.len() as PodId {
                 let p = snapshot.pod(pod);
                 let terms = affinity::required_anti_affinity_terms(p);
@@ -169,7 +197,7 @@ impl Caches {
                 }
                 if let Some(n) = p.node {
                     for t in terms {
-                        list.push((pod, n, t.topology_key.clone(), terms::term_matcher(t, p)));
+                        list.push(pod, n, t.topology_key.clone(), terms::term_matcher(t, p));
                     }
                 }
             }
@@ -177,12 +205,12 @@ impl Caches {
                 for &pod in placed {
                     let p = snapshot.pod(pod);
                     for t in affinity::required_anti_affinity_terms(p) {
-                        list.push((
+                        list.push(
                             PodId::MAX - pod,
                             n as NodeId,
                             t.topology_key.clone(),
                             terms::term_matcher(t, p),
-                        ));
+                        );
                     }
                 }
             }
@@ -532,14 +560,16 @@ fn filter_inter_pod(
     // Existing pods whose required anti-affinity selects the incoming pod forbid their domain.
     let mut forbidden: Vec<(String, String)> = Vec::new();
     {
-        let list = caches.existing_anti(snapshot, state);
-        for (pod, node, key, m) in list {
-            let live = *pod > PodId::MAX / 2 || state.present(snapshot, *pod);
-            if live
-                && m.picks(snapshot, p)
-                && let Some(v) = snapshot.node(*node).labels.get(key)
-            {
-                forbidden.push((key.clone(), v.clone()));
+        let index = caches.existing_anti(snapshot, state);
+        for (m, holders) in &index.groups {
+            if !m.picks(snapshot, p) {
+                continue;
+            }
+            for (pod, node, key) in holders {
+                let live = *pod > PodId::MAX / 2 || state.present(snapshot, *pod);
+                if live && let Some(v) = snapshot.node(*node).labels.get(key) {
+                    forbidden.push((key.clone(), v.clone()));
+                }
             }
         }
     }

@@ -85,8 +85,8 @@ pub struct Matcher {
 }
 
 impl Matcher {
-    /// A cache key.
-    fn key(&self) -> String {
+    /// A cache key: matchers with equal keys pick the same pods.
+    pub fn key(&self) -> String {
         format!("{:?}|{:?}", self.namespaces, self.selector)
     }
 
@@ -107,12 +107,42 @@ impl Matcher {
     /// Whether the matcher picks `pod` (terminating pods are not counted, as kube-scheduler's
     /// spreading and inter-pod affinity skip them).
     pub fn picks(&self, snapshot: &Snapshot, pod: &Pod) -> bool {
-        self.selector
-            .as_ref()
-            .is_some_and(|s| s.matches(&pod.labels))
-            && !pod.is_terminating()
-            && self.namespace_ok(snapshot, &pod.namespace)
+        // Cheapest test first (the result is the same conjunction).
+        !pod.is_terminating() && self.picks_labels(snapshot, &pod.namespace, &pod.labels)
     }
+
+    /// Whether the matcher picks a non-terminating pod of `namespace` labelled `labels`.
+    pub fn picks_labels(
+        &self,
+        snapshot: &Snapshot,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> bool {
+        self.namespace_ok(snapshot, namespace)
+            && self.selector.as_ref().is_some_and(|s| s.matches(labels))
+    }
+}
+
+/// A namespace's pods (at the cycle's start) grouped by their shared label map: a selector is
+/// matched once per group, not once per pod.
+type LabelGroups = Vec<(Arc<BTreeMap<String, String>>, Vec<PodId>)>;
+
+/// Groups `namespace`'s pods by label map (pods of one owner share theirs; equal maps that are
+/// not shared land in separate groups, which only costs a match more).
+fn label_groups(snapshot: &Snapshot, namespace: &str) -> LabelGroups {
+    let mut at: FxHashMap<*const BTreeMap<String, String>, usize> = FxHashMap::default();
+    let mut groups: LabelGroups = Vec::new();
+    for &pod in snapshot.pods_in_namespace_at_start(namespace) {
+        let labels = &snapshot.pod(pod).labels;
+        let i = *at.entry(Arc::as_ptr(labels)).or_insert_with(|| {
+            groups.push((labels.clone(), Vec::new()));
+            groups.len() - 1
+        });
+        if let Some((_, pods)) = groups.get_mut(i) {
+            pods.push(pod);
+        }
+    }
+    groups
 }
 
 /// The per-cycle state the predictions read and update.
@@ -128,6 +158,8 @@ pub struct ClusterState {
     counts: FxHashMap<String, (Matcher, Vec<u32>)>,
     /// Per controller uid: its pods per node (system default spreading).
     owners: FxHashMap<Arc<str>, Vec<u32>>,
+    /// Per namespace, its pods grouped by label map (built on first use).
+    groups: FxHashMap<String, LabelGroups>,
 }
 
 impl ClusterState {
@@ -148,6 +180,7 @@ impl ClusterState {
             placed: vec![Vec::new(); n],
             counts: FxHashMap::default(),
             owners: FxHashMap::default(),
+            groups: FxHashMap::default(),
         }
     }
 
@@ -239,29 +272,34 @@ impl ClusterState {
         let key = m.key();
         if !self.counts.contains_key(&key) {
             let mut counts = vec![0u32; snapshot.nodes.len()];
-            let mut count = |pod: PodId| {
-                if self.present(snapshot, pod)
-                    && let Some(n) = snapshot.pod(pod).node
-                    && m.picks(snapshot, snapshot.pod(pod))
-                    && let Some(c) = counts.get_mut(n as usize)
-                {
-                    *c += 1;
-                }
+            let namespaces: Vec<String> = match &m.namespaces {
+                Namespaces::Listed(l) => l.clone(),
+                Namespaces::Selected(..) => snapshot
+                    .pod_namespaces()
+                    .filter(|ns| m.namespace_ok(snapshot, ns))
+                    .map(str::to_string)
+                    .collect(),
             };
-            match &m.namespaces {
-                Namespaces::Listed(l) => {
-                    for ns in l {
-                        snapshot.pods_in_namespace(ns).for_each(&mut count);
-                    }
+            for ns in &namespaces {
+                if !self.groups.contains_key(ns) {
+                    self.groups.insert(ns.clone(), label_groups(snapshot, ns));
                 }
-                Namespaces::Selected(..) => {
-                    let namespaces: Vec<String> = snapshot
-                        .pod_namespaces()
-                        .filter(|ns| m.namespace_ok(snapshot, ns))
-                        .map(str::to_string)
-                        .collect();
-                    for ns in &namespaces {
-                        snapshot.pods_in_namespace(ns).for_each(&mut count);
+                let Some(groups) = self.groups.get(ns) else {
+                    continue;
+                };
+                for (labels, pods) in groups {
+                    if !m.picks_labels(snapshot, ns, labels) {
+                        continue;
+                    }
+                    for &pod in pods {
+                        let p = snapshot.pod(pod);
+                        if !p.is_terminating()
+                            && self.present(snapshot, pod)
+                            && let Some(n) = p.node
+                            && let Some(c) = counts.get_mut(n as usize)
+                        {
+                            *c += 1;
+                        }
                     }
                 }
             }
