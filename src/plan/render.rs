@@ -211,48 +211,54 @@ fn evictions_table(plan: &Plan) -> String {
 
 /// The refusals as a table section (empty without refusals).
 pub(super) fn refusals_table(refusals: &[LimitRefusal]) -> String {
-    if refusals.is_empty() {
-        return String::new();
-    }
-    let rows: Vec<Vec<String>> = refusals
-        .iter()
-        .map(|r| {
-            vec![
-                format!("{}/{}", r.namespace, r.name),
-                r.node.clone(),
-                r.plugin.clone(),
-                r.effect.to_string(),
-                r.message.clone(),
-            ]
-        })
-        .collect();
-    format!(
-        "LIMIT REFUSALS ({})\n{}",
-        refusals.len(),
-        table_of(&["POD", "NODE", "PLUGIN", "EFFECT", "LIMIT"], &rows)
-    )
+    let rows = refusals.iter().map(|r| {
+        let pod = format!("{}/{}", r.namespace, r.name);
+        [
+            pod,
+            r.node.clone(),
+            r.plugin.clone(),
+            r.effect.to_string(),
+            r.message.clone(),
+        ]
+    });
+    refusal_section("LIMIT REFUSALS", "", &["EFFECT", "LIMIT"], rows)
 }
 
 /// The placement refusals as a table section (empty without refusals).
 pub(super) fn placement_refusals_table(refusals: &[PlacementRefusal]) -> String {
-    if refusals.is_empty() {
+    let rows = refusals.iter().map(|r| {
+        let pod = format!("{}/{}", r.namespace, r.name);
+        [
+            pod,
+            r.node.clone(),
+            r.plugin.clone(),
+            r.code.to_string(),
+            r.message.clone(),
+        ]
+    });
+    refusal_section(
+        "PLACEMENT REFUSALS",
+        ": not evicted, counted against no limit",
+        &["CODE", "WHY"],
+        rows,
+    )
+}
+
+/// A refusal section: `TITLE (n)SUFFIX` over a table of POD, NODE, PLUGIN and `last` columns
+/// (empty without rows).
+fn refusal_section(
+    title: &str,
+    suffix: &str,
+    last: &[&str; 2],
+    rows: impl Iterator<Item = [String; 5]>,
+) -> String {
+    let rows: Vec<Vec<String>> = rows.map(Vec::from).collect();
+    if rows.is_empty() {
         return String::new();
     }
-    let rows: Vec<Vec<String>> = refusals
-        .iter()
-        .map(|r| {
-            vec![
-                format!("{}/{}", r.namespace, r.name),
-                r.node.clone(),
-                r.plugin.clone(),
-                r.code.to_string(),
-                r.message.clone(),
-            ]
-        })
-        .collect();
     format!(
-        "PLACEMENT REFUSALS ({}): not evicted, counted against no limit\n{}",
-        refusals.len(),
-        table_of(&["POD", "NODE", "PLUGIN", "CODE", "WHY"], &rows)
+        "{title} ({}){suffix}\n{}",
+        rows.len(),
+        table_of(&["POD", "NODE", "PLUGIN", last[0], last[1]], &rows)
     )
 }
