@@ -264,6 +264,9 @@ impl Limits {
                 .prune(now, w.duration);
         }
         self.workloads_active = scaled.per_workload_active();
+        if scaled.max_unavailable_per_workload.is_none() {
+            self.workloads = Workloads::without_ready();
+        }
         self.scaled = scaled;
         self.now = Some(now);
         self

@@ -3,7 +3,6 @@
 
 pub mod limit_value;
 pub mod limits;
-mod owner_index;
 pub mod planner;
 pub mod reason;
 pub mod usage;

@@ -10,8 +10,9 @@
 //! CronJob the sum over its unfinished Jobs; a DaemonSet (not kept in the snapshot) or an owner the
 //! snapshot does not hold counts its pods that have not ended.
 //!
-//! Everything is resolved lazily: the owner index ([`super::owner_index`]) is built on the first
-//! pod checked, and a workload's counts the first time one of its pods is. A pod's workload is
+//! Everything is resolved lazily: the snapshot's owner index ([`Snapshot::owners`]) is built on
+//! the first pod checked (unless the guard's verdict built it already), and a workload's counts
+//! the first time one of its pods is. A pod's workload is
 //! remembered by the pod's parts class (pods of one class share their owner references), so
 //! after the first pod of a class the lookup is one array read.
 
@@ -19,9 +20,9 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::owner_index::{OwnerIndex, cron_job_of, deployment_of};
 use k8s_openapi::api::batch::v1::Job;
 
+use crate::snapshot::owners::{OwnerIndex, cron_job_of, deployment_of};
 use crate::snapshot::{PodId, Snapshot};
 use crate::workload::ReplicaSetFacts;
 
@@ -33,12 +34,10 @@ pub type WorkloadId = u32;
 pub struct Workload {
     /// `Deployment`, `StatefulSet`, …
     pub kind: Arc<str>,
-    /// `namespace/name`.
-    pub key: String,
     /// `Deployment shop/web` (for refusal messages).
     pub label: Arc<str>,
     /// `metadata.uid` (keys the eviction window across cycles).
-    pub uid: String,
+    pub uid: Arc<str>,
     /// Desired replicas at the cycle's start.
     pub desired: u32,
     /// Pods of the workload that were Ready (and not terminating) at the cycle's start.
@@ -73,14 +72,14 @@ const NO_WORKLOAD: u32 = u32::MAX - 1;
 /// The workloads of the pods checked so far this cycle.
 #[derive(Debug, Default)]
 pub struct Workloads {
-    owners: Option<OwnerIndex>,
     /// Per parts class of the snapshot: [`UNSEEN`], [`NO_WORKLOAD`] or the workload.
     by_class: Vec<u32>,
-    /// Controller uid (of a pod) → its workload (`None`: not limited).
-    by_controller: HashMap<String, Option<WorkloadId>>,
-    /// Top-owner uid → workload.
-    by_top: HashMap<String, WorkloadId>,
+    /// Top-owner uid → workload (the key is the workload's [`Workload::uid`]).
+    by_top: HashMap<Arc<str>, WorkloadId>,
     list: Vec<Workload>,
+    /// Whether [`Workload::ready`] is read (`maxUnavailablePerWorkload`); without it, the pods of
+    /// a workload whose desired replicas are known are not read at all.
+    skip_ready: bool,
 }
 
 /// A top owner before its counts are read.
@@ -95,6 +94,15 @@ struct Top<'s> {
 }
 
 impl Workloads {
+    /// Workloads whose [`Workload::ready`] is not needed (left 0 when the desired replicas are
+    /// known, so the workload's pods are not read).
+    pub fn without_ready() -> Self {
+        Workloads {
+            skip_ready: true,
+            ..Default::default()
+        }
+    }
+
     /// The workload `pod` belongs to (`None`: no controller, not limited).
     pub fn of_pod(&mut self, s: &Snapshot, pod: PodId) -> Option<WorkloadId> {
         if self.by_class.len() != s.parts_classes() {
@@ -113,31 +121,24 @@ impl Workloads {
         id
     }
 
-    /// [`Self::of_pod`] for a pod of a class not seen yet.
+    /// [`Self::of_pod`] for a pod of a class not seen yet (classes of one controller share
+    /// their workload through [`Self::by_top`]).
     fn resolve(&mut self, s: &Snapshot, pod: PodId) -> Option<WorkloadId> {
         let controller = s.pod(pod).controller()?;
-        if let Some(&w) = self.by_controller.get(controller.uid.as_str()) {
-            return w;
-        }
-        let owners = self.owners.get_or_insert_with(|| OwnerIndex::build(s));
         let top = top_owner(
-            owners,
+            s.owners(),
             s,
             &controller.kind,
             &controller.uid,
             &controller.name,
         );
-        let id = match self.by_top.get(top.uid) {
-            Some(&id) => id,
-            None => {
-                let id = self.list.len() as WorkloadId;
-                let namespace = &s.pod(pod).namespace;
-                self.by_top.insert(top.uid.to_string(), id);
-                self.list.push(counts(s, namespace, top));
-                id
-            }
-        };
-        self.by_controller.insert(controller.uid.clone(), Some(id));
+        if let Some(&id) = self.by_top.get(top.uid) {
+            return Some(id);
+        }
+        let id = self.list.len() as WorkloadId;
+        let workload = counts(s, &s.pod(pod).namespace, top, self.skip_ready);
+        self.by_top.insert(workload.uid.clone(), id);
+        self.list.push(workload);
         Some(id)
     }
 
@@ -251,10 +252,16 @@ fn job_finished(j: &Job) -> bool {
         .any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True")
 }
 
-/// Reads a workload's Ready pods (and, without a known desired count, its pods) at cycle start.
-fn counts(s: &Snapshot, namespace: &str, top: Top<'_>) -> Workload {
+/// Reads a workload's Ready pods (and, without a known desired count, its pods) at cycle start;
+/// with `skip_ready` and a known desired count, reads no pod (Ready stays 0).
+fn counts(s: &Snapshot, namespace: &str, top: Top<'_>, skip_ready: bool) -> Workload {
     let (mut pods, mut ready) = (0u32, 0u32);
-    for m in &top.members {
+    let members: &[&str] = if skip_ready && top.desired.is_some() {
+        &[]
+    } else {
+        &top.members
+    };
+    for m in members {
         for p in s.prefetched(s.pods_owned_by_at_start(m)) {
             let pod = s.pod(p);
             if pod.is_terminal() {
@@ -266,12 +273,10 @@ fn counts(s: &Snapshot, namespace: &str, top: Top<'_>) -> Workload {
             }
         }
     }
-    let key = format!("{namespace}/{}", top.name);
     Workload {
         kind: Arc::from(top.kind),
-        label: Arc::from(format!("{} {key}", top.kind)),
-        key,
-        uid: top.uid.to_string(),
+        label: Arc::from(format!("{} {namespace}/{}", top.kind, top.name)),
+        uid: Arc::from(top.uid),
         desired: top.desired.unwrap_or(pods),
         ready,
         moved: 0,
@@ -309,8 +314,9 @@ mod tests {
     /// of theirs), a ReplicaSet without one is itself, an unknown controller kind counts its
     /// pods, a bare pod has no workload; pods of one controller share one workload whatever
     /// their images (parts classes).
-    #[test]
-    fn workloads_without_their_top_object_and_across_parts_classes() {
+    /// Pods of Deployment `web` (ReplicaSets web-a and web-b, one not Ready, one Failed), of a
+    /// bare ReplicaSet `solo`, of an unknown controller kind `Thing` x, and a bare pod.
+    fn sample() -> Snapshot {
         let mut s = snapshot(
             vec![node("n1").build()],
             vec![
@@ -347,6 +353,12 @@ mod tests {
             rs("solo", None, 4),
         ]
         .into();
+        s
+    }
+
+    #[test]
+    fn workloads_without_their_top_object_and_across_parts_classes() {
+        let s = sample();
         let id = |name: &str| {
             (0..s.pods.len() as PodId)
                 .find(|&p| s.pod(p).name == name)
@@ -358,7 +370,7 @@ mod tests {
         assert_eq!(w.of_pod(&s, id("web-b-0")), Some(web), "another ReplicaSet");
         let got = w.get(web);
         assert_eq!(&*got.label, "Deployment a/web");
-        assert_eq!(got.uid, "Deployment-web");
+        assert_eq!(&*got.uid, "Deployment-web");
         assert_eq!(
             (got.desired, got.ready),
             (5, 2),
@@ -376,5 +388,22 @@ mod tests {
         w.count(web, false);
         assert_eq!((w.get(web).moved, w.get(web).moved_ready), (2, 1));
         assert_eq!(w.list.len(), 3);
+    }
+
+    /// Without `maxUnavailablePerWorkload`, a workload with known desired replicas reads none of
+    /// its pods (Ready 0); one without (an unknown controller kind) still counts its pods.
+    #[test]
+    fn without_ready_reads_pods_only_for_an_unknown_desired_count() {
+        let s = sample();
+        let id = |name: &str| {
+            (0..s.pods.len() as PodId)
+                .find(|&p| s.pod(p).name == name)
+                .expect("test pod")
+        };
+        let mut w = Workloads::without_ready();
+        let web = w.of_pod(&s, id("web-a-0")).expect("web");
+        assert_eq!((w.get(web).desired, w.get(web).ready), (5, 0));
+        let x = w.of_pod(&s, id("x-0")).expect("x");
+        assert_eq!(w.get(x).desired, 2, "pods counted: desired unknown");
     }
 }

@@ -26,8 +26,6 @@ use crate::snapshot::{ObjectKey, Pod, PodId, Snapshot};
 use crate::workload::facts::{OwnerFacts, PodPhase as GuardPhase};
 use crate::workload::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
 
-use super::uid_index::UidIndex;
-
 /// The guard's opt-out annotation and value (see [`crate::workload::annotations`]).
 use crate::workload::annotations::{OPT_OUT, OPT_OUT_VALUE};
 
@@ -111,11 +109,6 @@ fn fill_pod_facts(p: &Pod, facts: &mut PodFacts) {
 struct GuardState {
     config: GuardConfig,
     now: Timestamp,
-    /// The snapshot's ReplicaSets and Deployments by uid (indexes into its lists).
-    rs_by_uid: UidIndex,
-    deploy_by_uid: UidIndex,
-    /// The ReplicaSets owned by a Deployment, by the owner's uid.
-    rs_by_deploy_uid: UidIndex,
     /// Every budget, in snapshot order.
     pdbs: Vec<PdbFacts>,
     pdb_index: HashMap<String, NamespacePdbs>,
@@ -159,14 +152,6 @@ fn deployment_members<'a>(
             }
         })
         .collect()
-}
-
-/// The uid of the Deployment that owns ReplicaSet `r`, if one does.
-fn deployment_owner_uid(r: &ReplicaSetFacts) -> Option<&str> {
-    r.owner
-        .as_ref()
-        .filter(|o| o.kind == "Deployment")
-        .map(|o| o.uid.as_str())
 }
 
 /// Rule A's census of `members` now, leaving out the evicted pod (by name, as
@@ -251,23 +236,6 @@ impl GuardState {
                 ..config
             },
             now,
-            rs_by_uid: UidIndex::new(
-                snapshot
-                    .replica_sets
-                    .iter()
-                    .map(|r| r.uid.as_str())
-                    .zip(0..),
-            ),
-            rs_by_deploy_uid: UidIndex::new(
-                snapshot
-                    .replica_sets
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, r)| Some((deployment_owner_uid(r)?, i))),
-            ),
-            deploy_by_uid: UidIndex::new(
-                snapshot.deployments.iter().map(|d| d.uid.as_str()).zip(0..),
-            ),
             pdbs,
             pdb_index,
             hpa_of_deploy: {
@@ -312,20 +280,11 @@ impl GuardState {
             .owner
             .as_ref()
             .filter(|o| o.kind == "ReplicaSet")
-            .and_then(|o| {
-                self.rs_by_uid.last(&o.uid, |i| {
-                    snapshot.replica_sets.get(i).map(|r| r.uid.as_str())
-                })
-            })
-            .map(|i| &*snapshot.replica_sets[i]);
+            .and_then(|o| snapshot.owners().replica_set(snapshot, &o.uid));
         let deployment_index: Option<usize> = rs
             .and_then(|r| r.owner.as_ref())
             .filter(|o| o.kind == "Deployment")
-            .and_then(|o| {
-                self.deploy_by_uid.last(&o.uid, |i| {
-                    snapshot.deployments.get(i).map(|d| d.uid.as_str())
-                })
-            });
+            .and_then(|o| snapshot.owners().deployment_position(snapshot, &o.uid));
         let deployment: Option<&DeploymentFacts> =
             deployment_index.map(|i| &*snapshot.deployments[i]);
         let pvcs: Vec<PvcFacts> = facts_pod
@@ -348,18 +307,11 @@ impl GuardState {
             .unwrap_or_default();
         let pdb_refs: Vec<&PdbFacts> = candidates.iter().map(|&i| &self.pdbs[i]).collect();
         let census = deployment_index.map(|i| {
-            let rs_by_deploy_uid = &self.rs_by_deploy_uid;
             let members = self.members_of_deploy.entry(i).or_insert_with(|| {
-                let owned = rs_by_deploy_uid.find(&snapshot.deployments[i].uid, |r| {
-                    snapshot
-                        .replica_sets
-                        .get(r)
-                        .and_then(|r| deployment_owner_uid(r))
-                });
-                deployment_members(
-                    snapshot,
-                    owned.map(|r| snapshot.replica_sets[r].uid.as_str()),
-                )
+                let owned = snapshot
+                    .owners()
+                    .replica_sets_of_deployment(snapshot, &snapshot.deployments[i].uid);
+                deployment_members(snapshot, owned.map(|r| r.uid.as_str()))
             });
             members_census(snapshot, members, &facts_pod.name)
         });

@@ -8,7 +8,6 @@ pub mod measured;
 pub mod nodes;
 pub mod refusals;
 pub mod render;
-mod uid_index;
 
 use std::collections::BTreeMap;
 

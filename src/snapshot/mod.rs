@@ -16,6 +16,7 @@ mod json;
 pub mod load;
 pub mod model;
 pub mod nodes;
+pub mod owners;
 pub mod resources;
 pub mod shared;
 pub mod stream;
@@ -121,6 +122,8 @@ pub struct Snapshot {
     evicted: Vec<bool>,
     /// Per-node usage, computed on first use and dropped when a pod on the node is evicted.
     usage: Vec<OnceLock<NodeUsage>>,
+    /// The owner lookups, built on first use.
+    owners: OnceLock<owners::OwnerIndex>,
 }
 
 impl Snapshot {
@@ -349,6 +352,13 @@ impl Snapshot {
     /// cycle included; counted when the indexes are built.
     pub fn unfinished_pods_in_namespace_at_start(&self, namespace: &str) -> u32 {
         self.index.unfinished_in_namespace(namespace)
+    }
+
+    /// The snapshot's ReplicaSets, Deployments, StatefulSets and Jobs found by uid, indexed on
+    /// the first call (the guard's verdict and the per-workload limits share it). The owner
+    /// lists must not change after that call.
+    pub fn owners(&self) -> &owners::OwnerIndex {
+        self.owners.get_or_init(|| owners::OwnerIndex::build(self))
     }
 
     /// Ids of every pod with an owner reference to `owner_uid`, those evicted in this cycle

@@ -1,9 +1,9 @@
-//! The snapshot's ReplicaSets, Deployments, StatefulSets and Jobs found by uid, for resolving a
-//! pod's workload (see [`super::workloads`]). Built once per cycle, on the first pod whose
-//! workload a limit needs, without copying a uid: each index is a list of (hash of a uid,
-//! position in the snapshot's list) sorted by hash, and a lookup compares the uids themselves,
-//! so two uids with one hash are told apart. Where a list holds one uid twice, the last object
-//! wins (as a map built from the list in order).
+//! The snapshot's ReplicaSets, Deployments, StatefulSets and Jobs found by uid — for the guard's
+//! verdict in `plan` and for resolving a pod's workload (the per-workload limits). Built once per
+//! snapshot, on first use (see [`super::Snapshot::owners`]), without copying a uid: each index
+//! is a list of (hash of a uid, position in the snapshot's list) sorted by hash, and a lookup
+//! compares the uids themselves, so two uids with one hash are told apart. Where a list holds
+//! one uid twice, the last object wins (as a map built from the list in order).
 
 use std::hash::Hasher;
 
@@ -11,7 +11,7 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
-use crate::snapshot::Snapshot;
+use super::Snapshot;
 use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 
 /// Positions in one of the snapshot's lists by the hash of a uid.
@@ -65,7 +65,7 @@ fn stateful_set_uid(st: &StatefulSet) -> Option<&str> {
 }
 
 /// The CronJob that controls `j` (its first controlling owner reference of kind CronJob).
-pub(super) fn cron_job_of(j: &Job) -> Option<&OwnerReference> {
+pub fn cron_job_of(j: &Job) -> Option<&OwnerReference> {
     j.metadata
         .owner_references
         .as_deref()
@@ -75,16 +75,16 @@ pub(super) fn cron_job_of(j: &Job) -> Option<&OwnerReference> {
 }
 
 /// The Deployment that owns `rs` (its owner, when that owner is a Deployment).
-pub(super) fn deployment_of(rs: &ReplicaSetFacts) -> Option<(&str, &str)> {
+pub fn deployment_of(rs: &ReplicaSetFacts) -> Option<(&str, &str)> {
     rs.owner
         .as_ref()
         .filter(|o| o.kind == "Deployment")
         .map(|o| (o.uid.as_str(), o.name.as_str()))
 }
 
-/// The owner lookups of one cycle.
+/// The owner lookups of one snapshot.
 #[derive(Debug)]
-pub(super) struct OwnerIndex {
+pub struct OwnerIndex {
     hash: fn(&str) -> u64,
     replica_sets: UidPositions,
     /// ReplicaSets by the uid of the Deployment that owns them.
@@ -142,21 +142,22 @@ impl OwnerIndex {
     }
 
     /// The ReplicaSet with `uid`.
-    pub(super) fn replica_set<'s>(
-        &self,
-        s: &'s Snapshot,
-        uid: &str,
-    ) -> Option<&'s ReplicaSetFacts> {
+    pub fn replica_set<'s>(&self, s: &'s Snapshot, uid: &str) -> Option<&'s ReplicaSetFacts> {
+        self.replica_set_position(s, uid)
+            .and_then(|i| s.replica_sets.get(i))
+            .map(|r| &**r)
+    }
+
+    /// The position in `s.replica_sets` of the ReplicaSet with `uid`.
+    pub fn replica_set_position(&self, s: &Snapshot, uid: &str) -> Option<usize> {
         let list = &s.replica_sets;
         self.replica_sets
             .find(uid, self.hash, |i| list.get(i).map(|r| r.uid.as_str()))
             .last()
-            .and_then(|i| list.get(i))
-            .map(|r| &**r)
     }
 
     /// The ReplicaSets a Deployment with `uid` owns, in the snapshot's order.
-    pub(super) fn replica_sets_of_deployment<'s>(
+    pub fn replica_sets_of_deployment<'s>(
         &'s self,
         s: &'s Snapshot,
         uid: &'s str,
@@ -170,17 +171,22 @@ impl OwnerIndex {
     }
 
     /// The Deployment with `uid`.
-    pub(super) fn deployment<'s>(&self, s: &'s Snapshot, uid: &str) -> Option<&'s DeploymentFacts> {
+    pub fn deployment<'s>(&self, s: &'s Snapshot, uid: &str) -> Option<&'s DeploymentFacts> {
+        self.deployment_position(s, uid)
+            .and_then(|i| s.deployments.get(i))
+            .map(|d| &**d)
+    }
+
+    /// The position in `s.deployments` of the Deployment with `uid`.
+    pub fn deployment_position(&self, s: &Snapshot, uid: &str) -> Option<usize> {
         let list = &s.deployments;
         self.deployments
             .find(uid, self.hash, |i| list.get(i).map(|d| d.uid.as_str()))
             .last()
-            .and_then(|i| list.get(i))
-            .map(|d| &**d)
     }
 
     /// The StatefulSet with `uid`.
-    pub(super) fn stateful_set<'s>(&self, s: &'s Snapshot, uid: &str) -> Option<&'s StatefulSet> {
+    pub fn stateful_set<'s>(&self, s: &'s Snapshot, uid: &str) -> Option<&'s StatefulSet> {
         let list = &s.stateful_sets;
         self.stateful_sets
             .find(uid, self.hash, |i| list.get(i).and_then(stateful_set_uid))
@@ -189,7 +195,7 @@ impl OwnerIndex {
     }
 
     /// The Job with `uid`.
-    pub(super) fn job<'s>(&self, s: &'s Snapshot, uid: &str) -> Option<&'s Job> {
+    pub fn job<'s>(&self, s: &'s Snapshot, uid: &str) -> Option<&'s Job> {
         let list = &s.jobs;
         self.jobs
             .find(uid, self.hash, |i| list.get(i).and_then(job_uid))
@@ -198,7 +204,7 @@ impl OwnerIndex {
     }
 
     /// The uids of the Jobs a CronJob with `uid` controls, in the snapshot's order.
-    pub(super) fn jobs_of_cron_job<'s>(
+    pub fn jobs_of_cron_job<'s>(
         &'s self,
         s: &'s Snapshot,
         uid: &'s str,
