@@ -22,8 +22,8 @@ pub struct PluginVerdict {
     /// Plugin.
     pub plugin: String,
     /// `selected` (an eviction was attempted), `limit` (a limit refused it), `placement`
-    /// (`placement: Enforce` refused it), `moved-earlier`, `filtered` (the DefaultEvictor stopped
-    /// it) or `not-selected`.
+    /// (`placement: Enforce` refused it), `moved-earlier`, `filtered` (the profile's evictor
+    /// stopped it) or `not-selected`.
     pub verdict: &'static str,
     /// The sentence.
     pub detail: String,
@@ -35,7 +35,10 @@ pub struct PluginVerdict {
 pub struct ProfileExplanation {
     /// Profile.
     pub profile: String,
-    /// Every DefaultEvictor Filter rule the pod fails (empty: it passes).
+    /// The profile's evictor: `DefaultEvictor`, a custom evictor's registered name, or the
+    /// names of several joined with `+`.
+    pub evictor: String,
+    /// Every Filter rule of the profile's evictor the pod fails (empty: it passes).
     pub filter: Vec<String>,
     /// Why the PreEvictionFilter (nodeFit, namespaceLabelSelector) rejects the pod, if it does.
     pub pre_eviction_filter: Option<String>,
@@ -228,6 +231,7 @@ pub fn prepare(policy: &Policy, snapshot: &Snapshot, now: Timestamp, pods: &[Str
                         own.push(mine);
                         ProfileExplanation {
                             profile: pr.name.clone(),
+                            evictor: pr.evictor.name().to_string(),
                             filter: pr.evictor.explain_filter(snapshot, pod, now),
                             pre_eviction_filter: pre_eviction(snapshot, pr, pod),
                             plugins: Vec::new(),
@@ -331,13 +335,18 @@ pub fn finish(
                     } else if !expl.filter.is_empty() {
                         (
                             "filtered",
-                            format!("not considered: DefaultEvictor: {}", expl.filter.join("; ")),
+                            format!(
+                                "not considered: {}: {}",
+                                expl.evictor,
+                                expl.filter.join("; ")
+                            ),
                         )
                     } else if let Some(pre) = &expl.pre_eviction_filter {
                         (
                             "filtered",
                             format!(
-                                "would not be evicted: DefaultEvictor PreEvictionFilter: {pre}"
+                                "would not be evicted: {} PreEvictionFilter: {pre}",
+                                expl.evictor
                             ),
                         )
                     } else {
@@ -382,16 +391,21 @@ pub fn render_pods(answers: &[PodExplanation]) -> String {
         for p in &a.profiles {
             let _ = writeln!(out, "  profile {}:", p.profile);
             if p.filter.is_empty() {
-                let _ = writeln!(out, "    DefaultEvictor Filter: passes");
+                let _ = writeln!(out, "    {} Filter: passes", p.evictor);
             } else {
                 let _ = writeln!(
                     out,
-                    "    DefaultEvictor Filter stops it: {}",
+                    "    {} Filter stops it: {}",
+                    p.evictor,
                     p.filter.join("; ")
                 );
             }
             if let Some(pre) = &p.pre_eviction_filter {
-                let _ = writeln!(out, "    DefaultEvictor PreEvictionFilter stops it: {pre}");
+                let _ = writeln!(
+                    out,
+                    "    {} PreEvictionFilter stops it: {pre}",
+                    p.evictor
+                );
             }
             let filtered = p.plugins.iter().filter(|v| v.verdict == "filtered").count();
             for v in p.plugins.iter().filter(|v| v.verdict != "filtered") {
@@ -400,7 +414,8 @@ pub fn render_pods(answers: &[PodExplanation]) -> String {
             if filtered > 0 {
                 let _ = writeln!(
                     out,
-                    "    {filtered} plugin(s) not considered because of the DefaultEvictor: {}",
+                    "    {filtered} plugin(s) not considered because of the {}: {}",
+                    p.evictor,
                     p.plugins
                         .iter()
                         .filter(|v| v.verdict == "filtered")

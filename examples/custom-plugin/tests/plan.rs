@@ -100,6 +100,16 @@ fn explain_says_why_the_other_pods_stay() {
         section("search-7f9c-d4e5f").contains("the pod is 4m old, younger than minPodAge 10m"),
         "{out}"
     );
+    // The verdict is labelled with the profile's evictors, not with the DefaultEvictor alone.
+    assert!(
+        section("search-7f9c-d4e5f")
+            .contains("DefaultEvictor+MinAgeEvictor Filter stops it: the pod is 4m old"),
+        "{out}"
+    );
+    assert!(
+        section("web-7f9c-j1k2l").contains("DefaultEvictor+MinAgeEvictor Filter: passes"),
+        "{out}"
+    );
     assert!(
         section("payments-7f9c-g7h8i")
             .contains("label descheduler.example.com/protected=true protects the pod"),
