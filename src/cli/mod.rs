@@ -1,14 +1,27 @@
 //! Command line: one binary, one subcommand per job.
 
+#[doc(hidden)]
 pub mod certs;
+#[doc(hidden)]
 pub mod completions;
+#[doc(hidden)]
 pub mod kubeconfig;
+#[doc(hidden)]
 pub mod logging;
+#[doc(hidden)]
 pub mod plan;
+#[doc(hidden)]
 pub mod plan_live;
+#[doc(hidden)]
 pub mod run;
+#[doc(hidden)]
 pub mod serve_limits;
+#[doc(hidden)]
 pub mod webhook;
+
+/// The process exit codes: a configuration error (bad policy, snapshot, flags or registry) and
+/// a runtime failure.
+pub use crate::error::{EXIT_CONFIG, EXIT_RUNTIME};
 
 use clap::{Parser, Subcommand};
 

@@ -401,11 +401,7 @@ pub fn render_pods(answers: &[PodExplanation]) -> String {
                 );
             }
             if let Some(pre) = &p.pre_eviction_filter {
-                let _ = writeln!(
-                    out,
-                    "    {} PreEvictionFilter stops it: {pre}",
-                    p.evictor
-                );
+                let _ = writeln!(out, "    {} PreEvictionFilter stops it: {pre}", p.evictor);
             }
             let filtered = p.plugins.iter().filter(|v| v.verdict == "filtered").count();
             for v in p.plugins.iter().filter(|v| v.verdict != "filtered") {

@@ -8,7 +8,7 @@ fn main() -> ExitCode {
         Ok(registry) => kube_descheduler::cli::main_with(registry),
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(kube_descheduler::error::EXIT_CONFIG as u8)
+            ExitCode::from(kube_descheduler::cli::EXIT_CONFIG as u8)
         }
     }
 }
