@@ -275,7 +275,8 @@ fn counts(s: &Snapshot, namespace: &str, top: Top<'_>, skip_ready: bool) -> Work
     }
     Workload {
         kind: Arc::from(top.kind),
-        label: Arc::from(format!("{} {namespace}/{}", top.kind, top.name)),
+        // `concat` rather than `format!`: one of these per workload a limit checks.
+        label: Arc::from([top.kind, " ", namespace, "/", top.name].concat()),
         uid: Arc::from(top.uid),
         desired: top.desired.unwrap_or(pods),
         ready,
