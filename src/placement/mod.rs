@@ -10,6 +10,7 @@
 //! - [`state`]: the per-cycle node loads and selector counts, updated incrementally.
 //! - [`terms`]: spread constraints and affinity terms as matchers; topology domains.
 //! - [`predict`]: Filter, Score, the best node and its ties.
+//! - [`scoring`]: the Score phase over the feasible nodes.
 //! - [`ports`]: the NodePorts filter (host ports).
 //! - [`score`]: kube-scheduler's scoring arithmetic.
 //!
@@ -23,6 +24,7 @@ pub mod ports;
 pub mod predict;
 pub mod profile;
 pub mod score;
+pub mod scoring;
 pub mod state;
 pub mod terms;
 #[cfg(test)]

@@ -9,11 +9,11 @@ use rustc_hash::FxHashMap;
 
 use super::ports::UsedPorts;
 use super::profile::SchedulerProfile;
-use super::score::{self, ResourceUse};
-use super::state::{ClusterState, Matcher, nonzero};
-use super::terms::{self, DomainIndex, HOSTNAME, Spread, ZONE};
+use super::scoring::{PluginScores, ScoreInput, score_plugins};
+use super::state::{ClusterState, Matcher, ResKey};
+use super::terms::{self, DomainIndex, Spread};
 use crate::scheduling::{affinity, taints};
-use crate::snapshot::resources::{CPU, MEMORY, PODS};
+use crate::snapshot::resources::PODS;
 use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
 /// A node's total score and each plugin's weighted part of it.
@@ -68,15 +68,21 @@ impl Prediction {
 /// Why a Filter plugin rejects a node (the plugin's name).
 pub type Rejection = &'static str;
 
-/// Per pod spec (tolerations, nodeSelector, affinity shared by an owner's pods): the static
-/// filters' verdicts per node, computed once per cycle.
-struct StaticFit {
+/// Per pod shape (tolerations, nodeSelector, affinity shared by an owner's pods): the static
+/// filters' verdicts and the node-only score inputs per node, computed once per cycle.
+pub struct StaticFit {
     /// NodeAffinity (nodeSelector + required node affinity).
-    affinity_ok: Vec<bool>,
+    pub affinity_ok: Vec<bool>,
     /// TaintToleration (NoSchedule / NoExecute).
-    taints_ok: Vec<bool>,
+    pub taints_ok: Vec<bool>,
     /// NodeUnschedulable.
-    schedulable_ok: Vec<bool>,
+    pub schedulable_ok: Vec<bool>,
+    /// TaintToleration's score input: the node's PreferNoSchedule taints that none of the pod's
+    /// tolerations with an empty or PreferNoSchedule effect tolerates.
+    pub prefer_taints: Vec<i64>,
+    /// NodeAffinity's score input: the weights of the pod's preferred node affinity terms the
+    /// node matches (`None`: the pod has none, every node scores 0).
+    pub preferred_affinity: Option<Vec<i64>>,
 }
 
 /// The `node.kubernetes.io/unschedulable:NoSchedule` taint a cordoned node carries.
@@ -120,11 +126,27 @@ impl AntiIndex {
     }
 }
 
+/// Buffers one prediction fills, kept across predictions (no allocation per node).
+#[derive(Default)]
+struct Scratch {
+    rejected: Vec<Option<Rejection>>,
+    feasible: Vec<usize>,
+    plugins: Vec<PluginScores>,
+    pool: Vec<Vec<i64>>,
+    totals: Vec<i64>,
+}
+
 /// The simulator's memory across predictions of one cycle.
 #[derive(Default)]
 pub struct Caches {
+    /// Per pod shape, by the addresses of its shared parts.
     statics: FxHashMap<(usize, usize, usize), Arc<StaticFit>>,
-    domains: DomainIndex,
+    /// Per pod shape, by content: owners with equal tolerations, nodeSelector and affinity (their
+    /// parts are shared within an owner only) share one [`StaticFit`].
+    statics_by_content: FxHashMap<String, Arc<StaticFit>>,
+    /// Per topology key, the nodes' domains.
+    pub domains: DomainIndex,
+    scratch: Scratch,
     /// Pods with required anti-affinity on their node, grouped by the term's matcher, built on
     /// first need and extended by placements.
     existing_anti: Option<AntiIndex>,
@@ -141,13 +163,46 @@ impl Caches {
                 .as_ref()
                 .map_or(0, |a| Arc::as_ptr(a) as *const u8 as usize),
         );
-        self.statics
-            .entry(key)
+        if let Some(fit) = self.statics.get(&key) {
+            return fit.clone();
+        }
+        // Debug text is equal exactly when the values are.
+        let content = format!("{:?}|{:?}|{:?}", p.tolerations, p.node_selector, p.affinity);
+        let fit = self
+            .statics_by_content
+            .entry(content)
             .or_insert_with(|| {
                 let unsched = unschedulable_taint();
                 let tolerates_unsched = taints::tolerated(&p.tolerations, &unsched);
                 let nodes = 0..snapshot.nodes.len() as NodeId;
+                let prefer: Vec<&Toleration> = p
+                    .tolerations
+                    .iter()
+                    .filter(|t| {
+                        t.effect
+                            .as_deref()
+                            .is_none_or(|e| e.is_empty() || e == "PreferNoSchedule")
+                    })
+                    .collect();
                 Arc::new(StaticFit {
+                    prefer_taints: nodes
+                        .clone()
+                        .map(|n| {
+                            snapshot
+                                .node(n)
+                                .taints
+                                .iter()
+                                .filter(|t| t.effect == "PreferNoSchedule")
+                                .filter(|t| !prefer.iter().any(|tol| taints::tolerates(tol, t)))
+                                .count() as i64
+                        })
+                        .collect(),
+                    preferred_affinity: affinity::has_preferred_node_affinity(p).then(|| {
+                        nodes
+                            .clone()
+                            .map(|n| affinity::preferred_node_affinity_score(p, snapshot.node(n)))
+                            .collect()
+                    }),
                     affinity_ok: nodes
                         .clone()
                         .map(|n| affinity::matches_node_selector_and_affinity(p, snapshot.node(n)))
@@ -167,7 +222,9 @@ impl Caches {
                         .collect(),
                 })
             })
-            .clone()
+            .clone();
+        self.statics.insert(key, fit.clone());
+        fit
     }
 
     /// Records a replacement placed on `node` for the existing anti-affinity list.
@@ -220,7 +277,7 @@ impl Caches {
 }
 
 /// Counts of a matcher per domain of `key` over the nodes `eligible` admits.
-fn domain_counts(
+pub fn domain_counts(
     per_node: &[u32],
     domains: &terms::Domains,
     eligible: impl Fn(usize) -> bool,
@@ -249,16 +306,25 @@ pub fn predict(
     let f = &profile.filters;
     let statics = caches.statics(snapshot, p);
     let n_nodes = snapshot.nodes.len();
+    let mut scratch = std::mem::take(&mut caches.scratch);
     // Filter: cheapest first; remember why the current node fails.
-    let mut rejected: Vec<Option<Rejection>> = vec![None; n_nodes];
-    let (pod_cpu, pod_mem) = nonzero(p);
+    let rejected = &mut scratch.rejected;
+    rejected.clear();
     let ports_taken = if f.node_ports {
         caches.ports.taken(snapshot, state, pod)
     } else {
         None
     };
-    for (n, r) in rejected.iter_mut().enumerate() {
-        *r = if f.node_unschedulable && !statics.schedulable_ok[n] {
+    // The pod's requests NodeResourcesFit checks, resolved once.
+    let wants: Vec<(ResKey<'_>, i64)> = p
+        .requests
+        .names()
+        .filter(|&name| name != PODS)
+        .map(|name| (ResKey::of(name), p.requests.get(name)))
+        .filter(|&(_, want)| want > 0)
+        .collect();
+    rejected.extend((0..n_nodes).map(|n| {
+        if f.node_unschedulable && !statics.schedulable_ok[n] {
             Some("NodeUnschedulable")
         } else if f.node_affinity && !statics.affinity_ok[n] {
             Some("NodeAffinity")
@@ -269,21 +335,23 @@ pub fn predict(
             .is_some_and(|t| t.get(n).copied().unwrap_or(false))
         {
             Some("NodePorts")
-        } else if f.node_resources_fit && !fits(snapshot, state, p, n) {
+        } else if f.node_resources_fit && !fits(snapshot, state, &wants, n) {
             Some("NodeResourcesFit")
         } else {
             None
-        };
-    }
+        }
+    }));
     let spreads = terms::spreads(p);
     if f.pod_topology_spread && spreads.iter().any(|s| s.hard) {
-        filter_spread(snapshot, state, caches, &statics, &spreads, &mut rejected);
+        filter_spread(snapshot, state, caches, &statics, &spreads, rejected);
     }
     let aff = terms::affinity_terms(p);
     if f.inter_pod_affinity {
-        filter_inter_pod(snapshot, state, caches, p, &aff, &mut rejected);
+        filter_inter_pod(snapshot, state, caches, p, &aff, rejected);
     }
-    let feasible: Vec<usize> = (0..n_nodes).filter(|&n| rejected[n].is_none()).collect();
+    let feasible = &mut scratch.feasible;
+    feasible.clear();
+    feasible.extend((0..n_nodes).filter(|&n| rejected[n].is_none()));
     let mut prediction = Prediction {
         feasible: feasible.len(),
         strategy: profile.strategy.name(),
@@ -292,102 +360,44 @@ pub fn predict(
             .and_then(|n| rejected.get(n as usize).copied().flatten()),
         ..Default::default()
     };
-    if feasible.is_empty() {
-        return prediction;
-    }
-    // Score.
-    let w = &profile.weights;
-    let mut plugins: Vec<(&'static str, i64, Vec<i64>)> = Vec::new();
-    let mut buf: Vec<ResourceUse> = Vec::with_capacity(4);
-    if w.node_resources_fit > 0 {
-        let s = feasible
-            .iter()
-            .map(|&n| {
-                resource_uses(
-                    snapshot,
-                    state,
-                    p,
-                    n,
-                    &profile.fit_resources,
-                    (pod_cpu, pod_mem),
-                    &mut buf,
-                );
-                score::fit_score(&profile.strategy, &buf)
-            })
-            .collect();
-        plugins.push(("NodeResourcesFit", w.node_resources_fit, s));
-    }
-    if w.balanced_allocation > 0 {
-        let s = feasible
-            .iter()
-            .map(|&n| {
-                actual_uses(snapshot, state, p, n, &profile.balanced_resources, &mut buf);
-                score::balanced_score(&buf)
-            })
-            .collect();
-        plugins.push(("NodeResourcesBalancedAllocation", w.balanced_allocation, s));
-    }
-    if w.taint_toleration > 0 {
-        let prefer: Vec<&Toleration> = p
-            .tolerations
-            .iter()
-            .filter(|t| {
-                t.effect
-                    .as_deref()
-                    .is_none_or(|e| e.is_empty() || e == "PreferNoSchedule")
-            })
-            .collect();
-        let mut s: Vec<i64> = feasible
-            .iter()
-            .map(|&n| {
-                snapshot
-                    .node(n as NodeId)
-                    .taints
-                    .iter()
-                    .filter(|t| t.effect == "PreferNoSchedule")
-                    .filter(|t| !prefer.iter().any(|tol| taints::tolerates(tol, t)))
-                    .count() as i64
-            })
-            .collect();
-        score::default_normalize(&mut s, true);
-        plugins.push(("TaintToleration", w.taint_toleration, s));
-    }
-    if w.node_affinity > 0 {
-        let mut s: Vec<i64> = if affinity::has_preferred_node_affinity(p) {
-            feasible
-                .iter()
-                .map(|&n| affinity::preferred_node_affinity_score(p, snapshot.node(n as NodeId)))
-                .collect()
-        } else {
-            vec![0; feasible.len()]
+    if !feasible.is_empty() {
+        let input = ScoreInput {
+            snapshot,
+            pod: p,
+            profile,
+            statics: &statics,
+            spreads: &spreads,
+            aff: &aff,
+            feasible,
         };
-        score::default_normalize(&mut s, false);
-        plugins.push(("NodeAffinity", w.node_affinity, s));
+        let plugins = &mut scratch.plugins;
+        score_plugins(&input, state, caches, &mut scratch.pool, plugins);
+        choose(p, feasible, plugins, &mut scratch.totals, &mut prediction);
+        scratch
+            .pool
+            .extend(plugins.drain(..).map(|(_, _, scores)| scores));
     }
-    if w.pod_topology_spread > 0 {
-        let s = score_spread(
-            snapshot, state, caches, &statics, p, profile, &spreads, &feasible,
-        );
-        plugins.push(("PodTopologySpread", w.pod_topology_spread, s));
-    }
-    if w.inter_pod_affinity > 0 {
-        let mut s = vec![0i64; feasible.len()];
-        for (term, weight) in &aff.preferred {
-            let m = terms::term_matcher(term, p);
-            let per_node = state.counts(snapshot, &m).to_vec();
-            let domains = caches.domains.get(snapshot, &term.topology_key);
-            let counts = domain_counts(&per_node, domains, |_| true);
-            for (i, &n) in feasible.iter().enumerate() {
-                if let Some(d) = domains.of[n] {
-                    s[i] += weight * counts[d as usize];
-                }
-            }
+    caches.scratch = scratch;
+    prediction
+}
+
+/// The best node (the first of the ties by node order), the ties, the current node's score and
+/// the runner-up, from the plugins' scores of the feasible nodes.
+fn choose(
+    p: &Pod,
+    feasible: &[usize],
+    plugins: &[PluginScores],
+    totals: &mut Vec<i64>,
+    prediction: &mut Prediction,
+) {
+    totals.clear();
+    totals.resize(feasible.len(), 0);
+    for (_, w, s) in plugins {
+        for (t, s) in totals.iter_mut().zip(s) {
+            *t += w * s;
         }
-        score::min_max_normalize(&mut s);
-        plugins.push(("InterPodAffinity", w.inter_pod_affinity, s));
     }
-    let total = |i: usize| plugins.iter().map(|(_, w, s)| w * s[i]).sum::<i64>();
-    let totals: Vec<i64> = (0..feasible.len()).map(total).collect();
+    let totals = &totals[..];
     let best = totals.iter().copied().max().unwrap_or(0);
     let node_score = |i: usize| NodeScore {
         total: totals[i],
@@ -398,7 +408,7 @@ pub fn predict(
     };
     prediction.ties = feasible
         .iter()
-        .zip(&totals)
+        .zip(totals)
         .filter(|(_, t)| **t == best)
         .map(|(&n, _)| n as NodeId)
         .collect();
@@ -416,75 +426,22 @@ pub fn predict(
         .filter(|&i| Some(feasible[i] as NodeId) != p.node)
         .max_by_key(|&i| (totals[i], std::cmp::Reverse(i)));
     prediction.runner_up = other.map(|i| (feasible[i] as NodeId, node_score(i)));
-    prediction
 }
 
-/// NodeResourcesFit's filter: a free pod slot and room for every requested resource.
-fn fits(snapshot: &Snapshot, state: &ClusterState, p: &Pod, n: usize) -> bool {
-    let node = snapshot.node(n as NodeId);
+/// NodeResourcesFit's filter: a free pod slot and room for every resource in `wants` (the pod's
+/// positive requests other than pods).
+#[inline]
+fn fits(snapshot: &Snapshot, state: &ClusterState, wants: &[(ResKey<'_>, i64)], n: usize) -> bool {
+    let allocatable = &snapshot.node(n as NodeId).allocatable;
     let Some(load) = state.loads.get(n) else {
         return false;
     };
-    if node.allocatable.pods - load.pods <= 0 {
+    if allocatable.pods - load.pods <= 0 {
         return false;
     }
-    p.requests.names().all(|name| {
-        let want = p.requests.get(name);
-        name == PODS || want <= 0 || want <= node.allocatable.get(name) - load.requested.get(name)
-    })
-}
-
-/// Requested (the pod included, with the non-zero defaults for cpu and memory) and allocatable of
-/// `resources` on node `n`, into `buf`.
-fn resource_uses(
-    snapshot: &Snapshot,
-    state: &ClusterState,
-    p: &Pod,
-    n: usize,
-    resources: &[(String, i64)],
-    (pod_cpu, pod_mem): (i64, i64),
-    buf: &mut Vec<ResourceUse>,
-) {
-    buf.clear();
-    let node = snapshot.node(n as NodeId);
-    let Some(load) = state.loads.get(n) else {
-        return;
-    };
-    for (name, weight) in resources {
-        let requested = match name.as_str() {
-            CPU => load.nonzero_cpu + pod_cpu,
-            MEMORY => load.nonzero_memory + pod_mem,
-            other => load.requested.get(other) + p.requests.get(other),
-        };
-        buf.push(ResourceUse {
-            requested,
-            allocatable: node.allocatable.get(name),
-            weight: *weight,
-        });
-    }
-}
-
-/// As [`resource_uses`] with the actual requests (BalancedAllocation's `useRequested`).
-fn actual_uses(
-    snapshot: &Snapshot,
-    state: &ClusterState,
-    p: &Pod,
-    n: usize,
-    resources: &[(String, i64)],
-    buf: &mut Vec<ResourceUse>,
-) {
-    buf.clear();
-    let node = snapshot.node(n as NodeId);
-    let Some(load) = state.loads.get(n) else {
-        return;
-    };
-    for (name, weight) in resources {
-        buf.push(ResourceUse {
-            requested: load.requested.get(name) + p.requests.get(name),
-            allocatable: node.allocatable.get(name),
-            weight: *weight,
-        });
-    }
+    wants
+        .iter()
+        .all(|&(key, want)| want <= key.get(allocatable) - key.get(&load.requested))
 }
 
 /// PodTopologySpread's filter (`filtering.go`): on a node with every hard constraint's key,
@@ -498,20 +455,23 @@ fn filter_spread(
     rejected: &mut [Option<Rejection>],
 ) {
     let hard: Vec<&Spread> = spreads.iter().filter(|s| s.hard).collect();
-    let keys: Vec<&str> = hard.iter().map(|s| s.key.as_str()).collect();
-    let has_keys = |n: usize| {
-        let labels = &snapshot.node(n as NodeId).labels;
-        keys.iter().all(|k| labels.contains_key(*k))
-    };
-    for s in hard {
-        let per_node = state.counts(snapshot, &s.matcher).to_vec();
-        let domains = caches.domains.get(snapshot, &s.key);
+    // A node has a key exactly when it has a domain of it.
+    for s in &hard {
+        caches.domains.get(snapshot, &s.key);
+    }
+    let key_domains: Vec<&terms::Domains> = hard
+        .iter()
+        .filter_map(|s| caches.domains.built(&s.key))
+        .collect();
+    let has_keys = |n: usize| key_domains.iter().all(|d| d.of[n].is_some());
+    for (s, domains) in hard.iter().zip(&key_domains) {
+        let per_node = state.counts(snapshot, &s.matcher);
         let eligible = |n: usize| {
             has_keys(n)
                 && (!s.honor_affinity || statics.affinity_ok[n])
                 && (!s.honor_taints || statics.taints_ok[n])
         };
-        let counts = domain_counts(&per_node, domains, eligible);
+        let counts = domain_counts(per_node, domains, eligible);
         let mut seen = vec![false; domains.count];
         for (n, d) in domains.of.iter().enumerate() {
             if let Some(d) = d
@@ -557,8 +517,9 @@ fn filter_inter_pod(
     aff: &terms::AffinityTerms<'_>,
     rejected: &mut [Option<Rejection>],
 ) {
-    // Existing pods whose required anti-affinity selects the incoming pod forbid their domain.
-    let mut forbidden: Vec<(String, String)> = Vec::new();
+    // Existing pods whose required anti-affinity selects the incoming pod forbid their domain
+    // (the holder's node's value of the term's key).
+    let mut forbidden: Vec<(String, NodeId)> = Vec::new();
     {
         let index = caches.existing_anti(snapshot, state);
         for (m, holders) in &index.groups {
@@ -567,16 +528,42 @@ fn filter_inter_pod(
             }
             for (pod, node, key) in holders {
                 let live = *pod > PodId::MAX / 2 || state.present(snapshot, *pod);
-                if live && let Some(v) = snapshot.node(*node).labels.get(key) {
-                    forbidden.push((key.clone(), v.clone()));
+                if live {
+                    forbidden.push((key.clone(), *node));
                 }
             }
         }
     }
     if !forbidden.is_empty() {
+        // Per key, the forbidden domains: a node is in one exactly when its value of the key is
+        // the holder's node's.
+        let mut by_key: Vec<(&str, Vec<bool>)> = Vec::new();
+        for (key, holder) in &forbidden {
+            let domains = caches.domains.get(snapshot, key);
+            let Some(d) = domains.of.get(*holder as usize).copied().flatten() else {
+                continue;
+            };
+            let at = match by_key.iter().position(|(k, _)| k == key) {
+                Some(i) => i,
+                None => {
+                    by_key.push((key, vec![false; domains.count]));
+                    by_key.len() - 1
+                }
+            };
+            if let Some(f) = by_key[at].1.get_mut(d as usize) {
+                *f = true;
+            }
+        }
+        let by_key: Vec<(&terms::Domains, Vec<bool>)> = by_key
+            .into_iter()
+            .filter_map(|(k, f)| caches.domains.built(k).map(|d| (d, f)))
+            .collect();
         for (n, r) in rejected.iter_mut().enumerate() {
-            let labels = &snapshot.node(n as NodeId).labels;
-            if r.is_none() && forbidden.iter().any(|(k, v)| labels.get(k) == Some(v)) {
+            if r.is_none()
+                && by_key
+                    .iter()
+                    .any(|(d, f)| d.of[n].is_some_and(|d| f[d as usize]))
+            {
                 *r = Some("InterPodAffinity");
             }
         }
@@ -624,93 +611,4 @@ fn filter_inter_pod(
             *r = Some("InterPodAffinity");
         }
     }
-}
-
-/// PodTopologySpread's score (`scoring.go`) over the feasible nodes: the pod's ScheduleAnyway
-/// constraints, or — without constraints of its own, for a pod of a ReplicaSet, StatefulSet or
-/// ReplicationController — the system defaults (hostname maxSkew 3, zone maxSkew 5) counting the
-/// controller's pods (kube-scheduler uses the selectors of the Services and controllers selecting
-/// the pod; the controller's own pods are what they select).
-#[allow(clippy::too_many_arguments)]
-fn score_spread(
-    snapshot: &Snapshot,
-    state: &mut ClusterState,
-    caches: &mut Caches,
-    statics: &StaticFit,
-    p: &Pod,
-    profile: &SchedulerProfile,
-    spreads: &[Spread],
-    feasible: &[usize],
-) -> Vec<i64> {
-    // (key, maxSkew, per-node counts, honor affinity).
-    let mut constraints: Vec<(String, i64, Vec<u32>, bool)> = Vec::new();
-    let system = p.topology_spread_constraints.is_empty();
-    if system {
-        let owner = p.controller().filter(|o| {
-            matches!(
-                o.kind.as_str(),
-                "ReplicaSet" | "StatefulSet" | "ReplicationController"
-            )
-        });
-        if let Some(o) = owner
-            && profile.system_default_spread
-        {
-            let counts = state.owner_counts(snapshot, &o.uid).to_vec();
-            constraints.push((HOSTNAME.to_string(), 3, counts.clone(), true));
-            constraints.push((ZONE.to_string(), 5, counts, true));
-        }
-    } else {
-        for s in spreads.iter().filter(|s| !s.hard) {
-            let counts = state.counts(snapshot, &s.matcher).to_vec();
-            constraints.push((s.key.clone(), s.max_skew, counts, s.honor_affinity));
-        }
-    }
-    if constraints.is_empty() {
-        return vec![0; feasible.len()];
-    }
-    let require_all = !system;
-    let has_all = |n: usize| {
-        let labels = &snapshot.node(n as NodeId).labels;
-        constraints.iter().all(|(k, ..)| labels.contains_key(k))
-    };
-    let ignored: Vec<bool> = feasible
-        .iter()
-        .map(|&n| require_all && !has_all(n))
-        .collect();
-    let mut raw = vec![0f64; feasible.len()];
-    for (key, max_skew, per_node, honor_affinity) in &constraints {
-        if key == HOSTNAME {
-            let size = ignored.iter().filter(|i| !**i).count();
-            for (i, &n) in feasible.iter().enumerate() {
-                let c = i64::from(per_node.get(n).copied().unwrap_or(0));
-                raw[i] += score::spread_score_for_count(c, *max_skew, size);
-            }
-            continue;
-        }
-        let domains = caches.domains.get(snapshot, key);
-        // Domains of the feasible, not ignored nodes; counts over every eligible node in them.
-        let mut in_play = vec![false; domains.count];
-        for (i, &n) in feasible.iter().enumerate() {
-            if let Some(d) = domains.of[n]
-                && !ignored[i]
-            {
-                in_play[d as usize] = true;
-            }
-        }
-        let size = in_play.iter().filter(|b| **b).count();
-        let counts = domain_counts(per_node, domains, |n| {
-            (!*honor_affinity || statics.affinity_ok[n]) && (!require_all || has_all(n))
-        });
-        for (i, &n) in feasible.iter().enumerate() {
-            if let Some(d) = domains.of[n] {
-                raw[i] += score::spread_score_for_count(counts[d as usize], *max_skew, size);
-            }
-        }
-    }
-    let raw: Vec<Option<i64>> = raw
-        .iter()
-        .zip(&ignored)
-        .map(|(s, ig)| (!ig).then(|| s.round() as i64))
-        .collect();
-    score::spread_normalize(&raw)
 }

@@ -94,20 +94,23 @@ pub fn fit_score(strategy: &ScoringStrategy, resources: &[ResourceUse]) -> i64 {
 /// `balancedResourceScorer`: 100 × (1 − the standard deviation of the requested fractions, each
 /// capped at 1); with two resources the deviation is half their difference.
 pub fn balanced_score(resources: &[ResourceUse]) -> i64 {
-    let fractions: Vec<f64> = resources
-        .iter()
-        .filter(|r| r.allocatable != 0)
-        .map(|r| (r.requested as f64 / r.allocatable as f64).min(1.0))
-        .collect();
-    let std = match fractions.len() {
+    // Read twice rather than collected: no allocation per node.
+    let fractions = || {
+        resources
+            .iter()
+            .filter(|r| r.allocatable != 0)
+            .map(|r| (r.requested as f64 / r.allocatable as f64).min(1.0))
+    };
+    let std = match fractions().count() {
         0 | 1 => 0.0,
-        2 => ((fractions[0] - fractions[1]) / 2.0).abs(),
+        2 => {
+            let mut f = fractions();
+            let (a, b) = (f.next().unwrap_or(0.0), f.next().unwrap_or(0.0));
+            ((a - b) / 2.0).abs()
+        }
         n => {
-            let mean = fractions.iter().sum::<f64>() / n as f64;
-            let var = fractions
-                .iter()
-                .map(|f| (f - mean) * (f - mean))
-                .sum::<f64>();
+            let mean = fractions().sum::<f64>() / n as f64;
+            let var = fractions().map(|f| (f - mean) * (f - mean)).sum::<f64>();
             (var / n as f64).sqrt()
         }
     };

@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kube::core::{Selector, SelectorExt};
+use kube::core::{Expression, Selector, SelectorExt};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::snapshot::resources::{CPU, MEMORY, Resources};
+use crate::snapshot::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources};
 use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
 /// kube-scheduler's CPU request for scoring a pod that requests none (`DefaultMilliCPURequest`).
@@ -18,6 +18,47 @@ pub const DEFAULT_MILLI_CPU: i64 = 100;
 /// kube-scheduler's memory request for scoring a pod that requests none (`DefaultMemoryRequest`,
 /// 200 MiB).
 pub const DEFAULT_MEMORY: i64 = 200 * 1024 * 1024;
+
+/// A resource name resolved once (per profile or per prediction), so reading it from a node's or
+/// a pod's [`Resources`] is a field access, not a comparison of names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResKey<'a> {
+    /// `cpu` (millicores).
+    Cpu,
+    /// `memory`.
+    Memory,
+    /// `ephemeral-storage`.
+    Ephemeral,
+    /// `pods`.
+    Pods,
+    /// Any other (extended) resource, by name.
+    Scalar(&'a str),
+}
+
+impl<'a> ResKey<'a> {
+    /// The key of `name`.
+    pub fn of(name: &'a str) -> Self {
+        match name {
+            CPU => ResKey::Cpu,
+            MEMORY => ResKey::Memory,
+            EPHEMERAL_STORAGE => ResKey::Ephemeral,
+            PODS => ResKey::Pods,
+            other => ResKey::Scalar(other),
+        }
+    }
+
+    /// The amount in `r` (as [`Resources::get`] of the name).
+    #[inline]
+    pub fn get(self, r: &Resources) -> i64 {
+        match self {
+            ResKey::Cpu => r.cpu_milli,
+            ResKey::Memory => r.memory,
+            ResKey::Ephemeral => r.ephemeral_storage,
+            ResKey::Pods => r.pods,
+            ResKey::Scalar(name) => r.get(name),
+        }
+    }
+}
 
 /// What one node carries.
 #[derive(Debug, Clone, Default)]
@@ -123,26 +164,64 @@ impl Matcher {
     }
 }
 
-/// A namespace's pods (at the cycle's start) grouped by their shared label map: a selector is
-/// matched once per group, not once per pod.
-type LabelGroups = Vec<(Arc<BTreeMap<String, String>>, Vec<PodId>)>;
+/// One label map and the pods sharing it.
+type LabelGroup = (Arc<BTreeMap<String, String>>, Vec<PodId>);
 
-/// Groups `namespace`'s pods by label map (pods of one owner share theirs; equal maps that are
-/// not shared land in separate groups, which only costs a match more).
-fn label_groups(snapshot: &Snapshot, namespace: &str) -> LabelGroups {
-    let mut at: FxHashMap<*const BTreeMap<String, String>, usize> = FxHashMap::default();
-    let mut groups: LabelGroups = Vec::new();
-    for &pod in snapshot.pods_in_namespace_at_start(namespace) {
-        let labels = &snapshot.pod(pod).labels;
-        let i = *at.entry(Arc::as_ptr(labels)).or_insert_with(|| {
-            groups.push((labels.clone(), Vec::new()));
-            groups.len() - 1
+/// A namespace's pods (at the cycle's start) grouped by their shared label map: a selector is
+/// matched once per group, not once per pod; and per label `key=value`, the groups carrying it.
+#[derive(Default)]
+struct LabelGroups {
+    groups: Vec<LabelGroup>,
+    by_label: FxHashMap<(String, String), Vec<usize>>,
+}
+
+impl LabelGroups {
+    /// Groups `namespace`'s pods by label map (pods of one owner share theirs; equal maps that are
+    /// not shared land in separate groups, which only costs a match more).
+    fn new(snapshot: &Snapshot, namespace: &str) -> Self {
+        let mut at: FxHashMap<*const BTreeMap<String, String>, usize> = FxHashMap::default();
+        let mut g = LabelGroups::default();
+        for &pod in snapshot.pods_in_namespace_at_start(namespace) {
+            let labels = &snapshot.pod(pod).labels;
+            let i = *at.entry(Arc::as_ptr(labels)).or_insert_with(|| {
+                g.groups.push((labels.clone(), Vec::new()));
+                g.groups.len() - 1
+            });
+            if let Some((_, pods)) = g.groups.get_mut(i) {
+                pods.push(pod);
+            }
+        }
+        for (i, (labels, _)) in g.groups.iter().enumerate() {
+            for (k, v) in labels.iter() {
+                g.by_label
+                    .entry((k.clone(), v.clone()))
+                    .or_default()
+                    .push(i);
+            }
+        }
+        g
+    }
+
+    /// The groups `selector` may pick: with an `Equal` or `In` requirement, only the groups
+    /// carrying one of its values (every group it picks does); otherwise all.
+    fn candidates(&self, selector: Option<&Selector>) -> Vec<usize> {
+        let pin = selector.and_then(|s| {
+            s.clone().into_iter().find_map(|e| match e {
+                Expression::Equal(k, v) => Some((k, vec![v])),
+                Expression::In(k, vs) => Some((k, vs.into_iter().collect())),
+                _ => None,
+            })
         });
-        if let Some((_, pods)) = groups.get_mut(i) {
-            pods.push(pod);
+        match pin {
+            // A label map has one value per key: the values' groups are disjoint.
+            Some((k, vs)) => vs
+                .into_iter()
+                .flat_map(|v| self.by_label.get(&(k.clone(), v)).into_iter().flatten())
+                .copied()
+                .collect(),
+            None => (0..self.groups.len()).collect(),
         }
     }
-    groups
 }
 
 /// The per-cycle state the predictions read and update.
@@ -282,12 +361,14 @@ impl ClusterState {
             };
             for ns in &namespaces {
                 if !self.groups.contains_key(ns) {
-                    self.groups.insert(ns.clone(), label_groups(snapshot, ns));
+                    self.groups
+                        .insert(ns.clone(), LabelGroups::new(snapshot, ns));
                 }
                 let Some(groups) = self.groups.get(ns) else {
                     continue;
                 };
-                for (labels, pods) in groups {
+                let candidates = groups.candidates(m.selector.as_ref());
+                for (labels, pods) in candidates.iter().filter_map(|&i| groups.groups.get(i)) {
                     if !m.picks_labels(snapshot, ns, labels) {
                         continue;
                     }

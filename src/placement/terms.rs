@@ -188,6 +188,11 @@ pub struct Domains {
 pub struct DomainIndex(FxHashMap<String, Domains>);
 
 impl DomainIndex {
+    /// The domains of `key`, if [`DomainIndex::get`] built them.
+    pub fn built(&self, key: &str) -> Option<&Domains> {
+        self.0.get(key)
+    }
+
     /// The domains of `key`.
     pub fn get(&mut self, snapshot: &Snapshot, key: &str) -> &Domains {
         if !self.0.contains_key(key) {
