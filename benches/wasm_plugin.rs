@@ -3,7 +3,8 @@
 //! 5,000-node / 150,000-pod cluster (seed 42) with a creation time on every pod. Reports the
 //! module's compile time at policy load, the RSS a loaded plugin adds, each plugin's cycle time
 //! (median and fastest of `WASM_BENCH_RUNS`, default 7, alternated), and asserts that both evict
-//! exactly the same pods with the same reasons. Run: `cargo bench --bench wasm_plugin`;
+//! exactly the same pods with the same reasons; then the time of one `plan --explain` answer of
+//! each (the port's `kd_explain`), asserting the same sentences. Run: `cargo bench --bench wasm_plugin`;
 //! `WASM_BENCH_SIZE=500x15000` chooses another size.
 
 #[path = "../tests/wasm_common/mod.rs"]
@@ -190,5 +191,49 @@ fn main() {
     println!(
         "  RSS added by the plugin: {:.1} MiB (target <= 64 MiB)",
         mib(added)
+    );
+    explain_cost(&snapshot, &native, &wasm, runs);
+}
+
+/// `plan --explain` for pods neither plugin selects: the same sentence from the native plugin and
+/// the port's `kd_explain`, and the time of one answer (median over `runs` pods spread over the
+/// cluster).
+fn explain_cost(
+    snapshot: &kube_descheduler::snapshot::Snapshot,
+    native: &kube_descheduler::policy::Policy,
+    wasm: &kube_descheduler::policy::Policy,
+    runs: usize,
+) {
+    let nodes = kube_descheduler::framework::cycle::ready_nodes(snapshot, None);
+    let now = kube_descheduler::testing::now();
+    let young: Vec<kube_descheduler::snapshot::PodId> = snapshot
+        .live_pods()
+        .filter(|&p| {
+            snapshot
+                .pod(p)
+                .creation_timestamp
+                .is_some_and(|c| now.duration_since(c).as_secs() <= 864_000)
+        })
+        .collect();
+    let step = (young.len() / runs).max(1);
+    let (mut native_times, mut wasm_times) = (Vec::new(), Vec::new());
+    for &pod in young.iter().step_by(step).take(runs) {
+        let t = Instant::now();
+        let n = native.profiles[0].deschedule[0].explain_pod(snapshot, pod, &nodes, now);
+        native_times.push(t.elapsed());
+        let t = Instant::now();
+        let w = wasm.profiles[0].deschedule[0].explain_pod(snapshot, pod, &nodes, now);
+        wasm_times.push(t.elapsed());
+        if n != w {
+            fail(format!(
+                "explanations differ for pod {pod}: native {n:?}, wasm {w:?}"
+            ));
+        }
+    }
+    println!(
+        "  plan --explain, one pod: native {:.1?}, wasm kd_explain {:.1?} (median of {}; same sentences)",
+        median(&mut native_times),
+        median(&mut wasm_times),
+        wasm_times.len()
     );
 }

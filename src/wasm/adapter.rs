@@ -3,13 +3,21 @@
 //! nominations through the [`Handle`] exactly as a native plugin evicts (the profile's evictor
 //! Filter, PreEvictionFilter, limits, the guard verdict, dry-run, Events, metrics). A failed call
 //! evicts nothing and fails only this plugin's run for the cycle ([`Handle::fail`]).
+//!
+//! `plan --explain` asks the optional `kd_explain` export why the plugin would not select a pod
+//! ([`WasmPlugin::explanation`]); a failed explain call only says so in the answer's text.
 
 use jiff::Timestamp;
 
-use super::abi::{CallTable, Nomination, SnapshotRef};
+use super::abi::{self, CallTable, Nomination, SnapshotRef};
 use super::load::{CallError, Guest};
 use crate::framework::{BalancePlugin, DeschedulePlugin, Handle};
 use crate::snapshot::{NodeId, PodId, Snapshot};
+
+/// What `plan --explain` says for a pod on none of the nodes the cycle gives the plugin (the host
+/// answers without calling the guest: a plugin can only nominate pods on those nodes).
+pub const NOT_ON_GIVEN_NODES: &str =
+    "its node is not one of the nodes the cycle gives the plugin (the plugin is not asked)";
 
 /// A WebAssembly plugin at its extension point.
 pub struct WasmPlugin {
@@ -38,7 +46,7 @@ impl WasmPlugin {
         let table = CallTable::build(snapshot, nodes);
         let g = &self.guest;
         let (rc, state) = SnapshotRef::scoped(snapshot, |snap| {
-            g.invoke(Some(snap), table, |store, inst| {
+            g.invoke(g.entry, Some(snap), table, |store, inst| {
                 let entry = inst.get_typed_func::<(i32, i32, i64), i32>(&mut *store, g.entry)?;
                 let (ptr, len) = g.write_args(store, inst)?;
                 entry.call(&mut *store, (ptr, len, now.as_second()))
@@ -56,6 +64,65 @@ impl WasmPlugin {
             .into_iter()
             .map(|Nomination { index, reason }| (pods[index], reason))
             .collect())
+    }
+
+    /// Asks the guest's `kd_explain` why it would not select `pod` over `nodes`: `Ok(None)` when
+    /// the module has no `kd_explain`, the pod is not in the call's table, or the guest gave no
+    /// explanation; the host's own sentence when the pod is on none of `nodes` (the guest is not
+    /// called); otherwise the guest's text, or why the call failed.
+    pub fn explanation(
+        &self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        nodes: &[NodeId],
+        now: Timestamp,
+    ) -> Result<Option<String>, CallError> {
+        let g = &self.guest;
+        if !g.explains {
+            return Ok(None);
+        }
+        let table = CallTable::build(snapshot, nodes);
+        let Some(index) = table.pods.iter().position(|&p| p == pod) else {
+            return Ok(None);
+        };
+        if table.pod_node[index] < 0 {
+            return Ok(Some(NOT_ON_GIVEN_NODES.to_string()));
+        }
+        let index = i32::try_from(index).map_err(|_| format!("pod index {index} is too large"))?;
+        let (rc, state) = SnapshotRef::scoped(snapshot, |snap| {
+            g.invoke(abi::EXPORT_EXPLAIN, Some(snap), table, |store, inst| {
+                let f = inst.get_typed_func::<(i32, i32, i64, i32), i32>(
+                    &mut *store,
+                    abi::EXPORT_EXPLAIN,
+                )?;
+                let (ptr, len) = g.write_args(store, inst)?;
+                f.call(&mut *store, (ptr, len, now.as_second(), index))
+            })
+        })?;
+        if rc != 0 {
+            return Err(match state.failed {
+                Some(m) => format!("the guest failed: {m}"),
+                None => format!("the guest's {} returned {rc}", abi::EXPORT_EXPLAIN),
+            });
+        }
+        Ok(state.explanation)
+    }
+
+    /// [`WasmPlugin::explanation`] as `plan --explain` shows it: a failure is a warning in the
+    /// text (it never fails the plan).
+    fn explain(
+        &self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        nodes: &[NodeId],
+        now: Timestamp,
+    ) -> Option<String> {
+        match self.explanation(snapshot, pod, nodes, now) {
+            Ok(e) => e,
+            Err(e) => Some(format!(
+                "the plugin gives no per-pod explanation (WebAssembly plugin: explain failed: {e})"
+            )),
+        }
     }
 
     fn run(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
@@ -88,6 +155,16 @@ impl DeschedulePlugin for WasmPlugin {
     fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         self.run(h, nodes);
     }
+
+    fn explain_pod(
+        &self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        nodes: &[NodeId],
+        now: Timestamp,
+    ) -> Option<String> {
+        self.explain(snapshot, pod, nodes, now)
+    }
 }
 
 impl BalancePlugin for WasmPlugin {
@@ -97,5 +174,15 @@ impl BalancePlugin for WasmPlugin {
 
     fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         self.run(h, nodes);
+    }
+
+    fn explain_pod(
+        &self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        nodes: &[NodeId],
+        now: Timestamp,
+    ) -> Option<String> {
+        self.explain(snapshot, pod, nodes, now)
     }
 }

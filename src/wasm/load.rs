@@ -128,6 +128,8 @@ pub struct Guest {
     pub limits: Limits,
     /// The export called at the plugin's extension point.
     pub entry: &'static str,
+    /// Whether the module exports the optional `kd_explain`.
+    pub explains: bool,
     /// `args` as JSON text.
     pub args_json: Vec<u8>,
     /// The plugin's name (the default reason code).
@@ -175,8 +177,9 @@ pub fn load(config: &WasmConfig, plugin: &str, point: ExtensionPoint) -> Result<
         ExtensionPoint::Deschedule => abi::EXPORT_DESCHEDULE,
         ExtensionPoint::Balance => abi::EXPORT_BALANCE,
     };
-    check_exports(&module, entry).map_err(at_module)?;
-    let linker = abi::linker(&engine).map_err(|e| at_module(format!("host functions: {e}")))?;
+    let explains = check_exports(&module, entry).map_err(at_module)?;
+    let linker =
+        super::host::linker(&engine).map_err(|e| at_module(format!("host functions: {e}")))?;
     let pre = linker
         .instantiate_pre(&module)
         .map_err(|e| at_module(format!("cannot link: {e}")))?;
@@ -185,6 +188,7 @@ pub fn load(config: &WasmConfig, plugin: &str, point: ExtensionPoint) -> Result<
         pre,
         limits: config.limits,
         entry,
+        explains,
         args_json: config.args_json.clone(),
         plugin: Arc::from(plugin),
         interner: Arc::new(Interner::default()),
@@ -214,7 +218,9 @@ fn check_imports(module: &Module) -> Result<(), String> {
     Ok(())
 }
 
-fn check_exports(module: &Module, entry: &str) -> Result<(), String> {
+/// The required exports and the types of the optional ones; returns whether the module exports
+/// `kd_explain`.
+fn check_exports(module: &Module, entry: &str) -> Result<bool, String> {
     use ValType::{I32, I64};
     let func = |name: &str, params: &[ValType], results: &[ValType]| -> Result<(), String> {
         let Some(ExternType::Func(f)) = module.get_export(name) else {
@@ -248,7 +254,11 @@ fn check_exports(module: &Module, entry: &str) -> Result<(), String> {
     if module.get_export(abi::EXPORT_VALIDATE).is_some() {
         func(abi::EXPORT_VALIDATE, &[I32, I32], &[I32])?;
     }
-    Ok(())
+    let explains = module.get_export(abi::EXPORT_EXPLAIN).is_some();
+    if explains {
+        func(abi::EXPORT_EXPLAIN, &[I32, I32, I64, I32], &[I32])?;
+    }
+    Ok(explains)
 }
 
 impl Guest {
@@ -256,7 +266,7 @@ impl Guest {
     fn check_version_and_args(&self) -> Result<(), ArgsError> {
         let table = CallTable::build_empty();
         let version = self
-            .invoke(None, table, |store, inst| {
+            .invoke(abi::EXPORT_VERSION, None, table, |store, inst| {
                 let f = inst.get_typed_func::<(), i32>(&mut *store, abi::EXPORT_VERSION)?;
                 f.call(&mut *store, ())
             })
@@ -272,15 +282,20 @@ impl Guest {
             ));
         }
         let (rc, state) = self
-            .invoke(None, CallTable::build_empty(), |store, inst| {
-                let Ok(f) =
-                    inst.get_typed_func::<(i32, i32), i32>(&mut *store, abi::EXPORT_VALIDATE)
-                else {
-                    return Ok(0);
-                };
-                let (ptr, len) = self.write_args(store, inst)?;
-                f.call(&mut *store, (ptr, len))
-            })
+            .invoke(
+                abi::EXPORT_VALIDATE,
+                None,
+                CallTable::build_empty(),
+                |store, inst| {
+                    let Ok(f) =
+                        inst.get_typed_func::<(i32, i32), i32>(&mut *store, abi::EXPORT_VALIDATE)
+                    else {
+                        return Ok(0);
+                    };
+                    let (ptr, len) = self.write_args(store, inst)?;
+                    f.call(&mut *store, (ptr, len))
+                },
+            )
             .map_err(|e| ArgsError::new("args", format!("kd_validate: {e}")))?;
         if rc != 0 {
             return Err(ArgsError::new(
@@ -317,16 +332,19 @@ impl Guest {
         Ok((ptr, len))
     }
 
-    /// Instantiates the module in a fresh store (memory cap, deadline) over `table` and runs `f`.
+    /// Instantiates the module in a fresh store (memory cap, deadline) over `table` and runs `f`,
+    /// which calls the export `export`.
     /// On success returns `f`'s value and the store's final state (nominations, …); otherwise a
     /// sentence saying what went wrong (timeout, memory, malformed answer, trap).
     pub fn invoke<R>(
         &self,
+        export: &'static str,
         snapshot: Option<SnapshotRef>,
         table: CallTable,
         f: impl FnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<R>,
     ) -> Result<(R, CallState), CallError> {
         let state = CallState::new(
+            export,
             snapshot,
             table,
             Limiter::new(self.limits.memory),

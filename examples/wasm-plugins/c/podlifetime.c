@@ -182,3 +182,30 @@ KD_EXPORT("deschedule") int deschedule(const char *json, int len, i64 now) {
   }
   return 0;
 }
+
+/* `plan --explain`: why pod `pod` is not selected, in the native plugin's words. */
+KD_EXPORT("kd_explain") int kd_explain(const char *json, int len, i64 now, int pod) {
+  args_t a;
+  if (!parse(json, len, &a)) return 1;
+  i64 *created = kd_malloc((size_t)(pod + 1) * 8);
+  if (!created) {
+    kd_fail_str("out of memory");
+    return 1;
+  }
+  kd_pod_column(KD_COL_CREATED, created, pod + 1);
+  char buf[256];
+  kd_text t = {buf, 0, sizeof buf};
+  if (a.has_max && created[pod] != KD_UNKNOWN_TIME && now - created[pod] <= a.max) {
+    kd_puts(&t, "age ");
+    put_duration(&t, now - created[pod]);
+    kd_puts(&t, " <= maxPodLifeTimeSeconds ");
+    kd_put_int(&t, a.max);
+    kd_puts(&t, " (");
+    put_duration(&t, a.max);
+    kd_puts(&t, ")");
+  } else {
+    kd_puts(&t, "its namespace, labels, states, conditions or owner kind do not match the plugin's args");
+  }
+  kd_explain_text(t.buf, t.len);
+  return 0;
+}

@@ -119,3 +119,44 @@ KD_EXPORT("deschedule") int deschedule(const char *json, int len, i64 now) {
   }
   return 0;
 }
+
+/* `plan --explain`: why pod `pod` is not selected, in the native plugin's words. */
+KD_EXPORT("kd_explain") int kd_explain(const char *json, int len, i64 now, int pod) {
+  (void)now;
+  args_t a;
+  if (!parse(json, len, &a)) return 1;
+  i64 *restarts = kd_malloc((size_t)(pod + 1) * 8), *ns = kd_malloc((size_t)(pod + 1) * 8);
+  unsigned char *ns_ok = kd_namespace_mask(&a.include, &a.exclude);
+  if (!restarts || !ns || !ns_ok) {
+    kd_fail_str("out of memory");
+    return 1;
+  }
+  kd_pod_column(a.including_init ? KD_COL_RESTARTS_WITH_INIT : KD_COL_RESTARTS, restarts, pod + 1);
+  kd_pod_column(KD_COL_NAMESPACE, ns, pod + 1);
+  char buf[256];
+  kd_text t = {buf, 0, sizeof buf};
+  if (restarts[pod] < a.threshold) {
+    kd_puts(&t, "restarts ");
+    kd_put_int(&t, restarts[pod]);
+    kd_puts(&t, " < podRestartThreshold ");
+    kd_put_int(&t, a.threshold);
+    if (a.including_init) kd_puts(&t, " (init containers counted)");
+  } else if (!ns_ok[ns[pod]]) {
+    kd_puts(&t, "the plugin's namespaces / labelSelector exclude it");
+  } else {
+    /* The states as the native plugin lists them: sorted, each once. */
+    kd_puts(&t, "restarts ");
+    kd_put_int(&t, restarts[pod]);
+    kd_puts(&t, " >= podRestartThreshold ");
+    kd_put_int(&t, a.threshold);
+    kd_puts(&t, ", but it is in none of the states [");
+    int crash = kd_strings_has(&a.states, "CrashLoopBackOff", 16);
+    int running = kd_strings_has(&a.states, "Running", 7);
+    if (crash) kd_puts(&t, "\"CrashLoopBackOff\"");
+    if (crash && running) kd_puts(&t, ", ");
+    if (running) kd_puts(&t, "\"Running\"");
+    kd_puts(&t, "]");
+  }
+  kd_explain_text(t.buf, t.len);
+  return 0;
+}

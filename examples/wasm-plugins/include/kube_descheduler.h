@@ -10,7 +10,10 @@
  *
  * The plugin then defines
  *   KD_EXPORT("deschedule") int deschedule(const char *args, int args_len, long long now);
- * (or "balance"), and optionally KD_EXPORT("kd_validate") int kd_validate(const char *, int).
+ * (or "balance"), and optionally KD_EXPORT("kd_validate") int kd_validate(const char *, int)
+ * and, for `plan --explain`,
+ *   KD_EXPORT("kd_explain") int kd_explain(const char *args, int args_len, long long now, int pod);
+ * which answers through kd_explain_text why the plugin would not select pod `pod`.
  */
 #ifndef KUBE_DESCHEDULER_H
 #define KUBE_DESCHEDULER_H
@@ -53,6 +56,9 @@ KD_IMPORT("reason_number") int kd_reason_number(const char *key, int key_len, i6
 KD_IMPORT("reason_flag") int kd_reason_flag(const char *key, int key_len, int value);
 /* Gives up: the call (or, from kd_validate, the policy) fails with this message. */
 KD_IMPORT("fail") void kd_fail(const char *msg, int len);
+/* Only inside kd_explain: why the plugin would not select the asked pod (at most 1024 bytes of
+ * UTF-8; a second call replaces the first, an empty text means no explanation). */
+KD_IMPORT("explain") int kd_explain_text(const char *text, int len);
 
 enum {
   KD_COL_NODE = 0,              /* node index, -1: on none of the call's nodes */
