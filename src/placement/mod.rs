@@ -17,6 +17,7 @@
 //! `docs/placement.md` lists what is modelled and every place the prediction differs from
 //! kube-scheduler.
 
+mod cache;
 pub mod config;
 #[cfg(test)]
 mod pod_spec_tests;

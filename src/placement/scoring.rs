@@ -6,10 +6,11 @@
 
 use std::borrow::Cow;
 
-use super::predict::{Caches, StaticFit, domain_counts};
+use super::cache::{Caches, StaticFit};
 use super::profile::SchedulerProfile;
 use super::score::{self, ResourceUse};
 use super::state::{ClusterState, ResKey, nonzero};
+use super::terms::domain_counts;
 use super::terms::{self, AffinityTerms, HOSTNAME, Spread, ZONE};
 use crate::snapshot::{NodeId, Pod, Snapshot};
 

@@ -210,3 +210,20 @@ impl DomainIndex {
         &self.0[key]
     }
 }
+
+/// Counts of a matcher per domain of `key` over the nodes `eligible` admits.
+pub fn domain_counts(
+    per_node: &[u32],
+    domains: &Domains,
+    eligible: impl Fn(usize) -> bool,
+) -> Vec<i64> {
+    let mut counts = vec![0i64; domains.count];
+    for (n, d) in domains.of.iter().enumerate() {
+        if let Some(d) = d
+            && eligible(n)
+        {
+            counts[*d as usize] += i64::from(per_node.get(n).copied().unwrap_or(0));
+        }
+    }
+    counts
+}

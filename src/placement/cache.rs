@@ -1,0 +1,230 @@
+//! The placement simulator's memory across the predictions of one cycle: per pod shape the
+//! static filters' verdicts and node-only score inputs, the nodes' topology domains, existing
+//! pods' required anti-affinity and host ports, and the buffers one prediction fills.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Taint, Toleration};
+use rustc_hash::FxHashMap;
+
+use super::ports::UsedPorts;
+use super::state::{ClusterState, Matcher};
+use super::terms::{self, DomainIndex};
+use crate::scheduling::{affinity, taints};
+use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
+
+/// Why a Filter plugin rejects a node (the plugin's name).
+pub type Rejection = &'static str;
+
+/// Per pod shape (tolerations, nodeSelector, affinity shared by an owner's pods): the static
+/// filters' verdicts and the node-only score inputs per node, computed once per cycle.
+pub struct StaticFit {
+    /// NodeAffinity (nodeSelector + required node affinity).
+    pub affinity_ok: Vec<bool>,
+    /// TaintToleration (NoSchedule / NoExecute).
+    pub taints_ok: Vec<bool>,
+    /// NodeUnschedulable.
+    pub schedulable_ok: Vec<bool>,
+    /// TaintToleration's score input: the node's PreferNoSchedule taints that none of the pod's
+    /// tolerations with an empty or PreferNoSchedule effect tolerates.
+    pub prefer_taints: Vec<i64>,
+    /// NodeAffinity's score input: the weights of the pod's preferred node affinity terms the
+    /// node matches (`None`: the pod has none, every node scores 0).
+    pub preferred_affinity: Option<Vec<i64>>,
+}
+
+/// The `node.kubernetes.io/unschedulable:NoSchedule` taint a cordoned node carries.
+fn unschedulable_taint() -> Taint {
+    Taint {
+        key: "node.kubernetes.io/unschedulable".into(),
+        effect: "NoSchedule".into(),
+        ..Default::default()
+    }
+}
+
+/// A holder of a required anti-affinity term: the pod (`PodId::MAX - pod` for a predicted
+/// replacement), its node, the term's topology key.
+type AntiHolder = (PodId, NodeId, String);
+
+/// Existing pods' required anti-affinity terms, grouped by matcher (the pods of one owner share
+/// theirs): an incoming pod is matched once per group, not once per pod.
+#[derive(Default)]
+pub(super) struct AntiIndex {
+    /// Per distinct matcher: the matcher and its holders (pod — `PodId::MAX - pod` for a
+    /// predicted replacement —, its node, the term's topology key).
+    pub(super) groups: Vec<(Matcher, Vec<AntiHolder>)>,
+    /// Matcher key → index in `groups`.
+    at: FxHashMap<String, usize>,
+}
+
+impl AntiIndex {
+    fn push(&mut self, pod: PodId, node: NodeId, key: String, m: Matcher) {
+        let k = m.key();
+        let i = match self.at.get(&k) {
+            Some(&i) => i,
+            None => {
+                self.groups.push((m, Vec::new()));
+                self.at.insert(k, self.groups.len() - 1);
+                self.groups.len() - 1
+            }
+        };
+        if let Some((_, holders)) = self.groups.get_mut(i) {
+            holders.push((pod, node, key));
+        }
+    }
+}
+
+/// Buffers one prediction fills, kept across predictions (no allocation per node).
+#[derive(Default)]
+pub(super) struct Scratch {
+    pub(super) rejected: Vec<Option<Rejection>>,
+    pub(super) feasible: Vec<usize>,
+    /// Per Score plugin (`scoring::PluginScores`): name, weight, scores per feasible node.
+    pub(super) plugins: Vec<(&'static str, i64, Vec<i64>)>,
+    pub(super) pool: Vec<Vec<i64>>,
+    pub(super) totals: Vec<i64>,
+}
+
+/// The simulator's memory across predictions of one cycle.
+#[derive(Default)]
+pub struct Caches {
+    /// Per pod shape, by the addresses of its shared parts.
+    statics: FxHashMap<(usize, usize, usize), Arc<StaticFit>>,
+    /// Per pod shape, by content: owners with equal tolerations, nodeSelector and affinity (their
+    /// parts are shared within an owner only) share one [`StaticFit`].
+    statics_by_content: FxHashMap<String, Arc<StaticFit>>,
+    /// Per topology key, the nodes' domains.
+    pub domains: DomainIndex,
+    pub(super) scratch: Scratch,
+    /// Pods with required anti-affinity on their node, grouped by the term's matcher, built on
+    /// first need and extended by placements.
+    existing_anti: Option<AntiIndex>,
+    /// Pods binding host ports (NodePorts), built on first need and extended by placements.
+    pub(super) ports: UsedPorts,
+}
+
+impl Caches {
+    pub(super) fn statics(&mut self, snapshot: &Snapshot, p: &Pod) -> Arc<StaticFit> {
+        let key = (
+            Arc::as_ptr(&p.tolerations) as *const u8 as usize,
+            Arc::as_ptr(&p.node_selector) as *const u8 as usize,
+            p.affinity
+                .as_ref()
+                .map_or(0, |a| Arc::as_ptr(a) as *const u8 as usize),
+        );
+        if let Some(fit) = self.statics.get(&key) {
+            return fit.clone();
+        }
+        // Debug text is equal exactly when the values are.
+        let content = format!("{:?}|{:?}|{:?}", p.tolerations, p.node_selector, p.affinity);
+        let fit = self
+            .statics_by_content
+            .entry(content)
+            .or_insert_with(|| {
+                let unsched = unschedulable_taint();
+                let tolerates_unsched = taints::tolerated(&p.tolerations, &unsched);
+                let nodes = 0..snapshot.nodes.len() as NodeId;
+                let prefer: Vec<&Toleration> = p
+                    .tolerations
+                    .iter()
+                    .filter(|t| {
+                        t.effect
+                            .as_deref()
+                            .is_none_or(|e| e.is_empty() || e == "PreferNoSchedule")
+                    })
+                    .collect();
+                Arc::new(StaticFit {
+                    prefer_taints: nodes
+                        .clone()
+                        .map(|n| {
+                            snapshot
+                                .node(n)
+                                .taints
+                                .iter()
+                                .filter(|t| t.effect == "PreferNoSchedule")
+                                .filter(|t| !prefer.iter().any(|tol| taints::tolerates(tol, t)))
+                                .count() as i64
+                        })
+                        .collect(),
+                    preferred_affinity: affinity::has_preferred_node_affinity(p).then(|| {
+                        nodes
+                            .clone()
+                            .map(|n| affinity::preferred_node_affinity_score(p, snapshot.node(n)))
+                            .collect()
+                    }),
+                    affinity_ok: nodes
+                        .clone()
+                        .map(|n| affinity::matches_node_selector_and_affinity(p, snapshot.node(n)))
+                        .collect(),
+                    taints_ok: nodes
+                        .clone()
+                        .map(|n| {
+                            taints::tolerates_all(
+                                &p.tolerations,
+                                &snapshot.node(n).taints,
+                                taints::is_scheduling_taint,
+                            )
+                        })
+                        .collect(),
+                    schedulable_ok: nodes
+                        .map(|n| !snapshot.node(n).unschedulable || tolerates_unsched)
+                        .collect(),
+                })
+            })
+            .clone();
+        self.statics.insert(key, fit.clone());
+        fit
+    }
+
+    /// Records a replacement placed on `node` for the existing anti-affinity list.
+    pub fn placed(&mut self, snapshot: &Snapshot, pod: PodId, node: NodeId) {
+        self.ports.placed(snapshot, pod, node);
+        if let Some(list) = &mut self.existing_anti {
+            let p = snapshot.pod(pod);
+            for t in affinity::required_anti_affinity_terms(p) {
+                list.push(
+                    PodId::MAX - pod,
+                    node,
+                    t.topology_key.clone(),
+                    terms::term_matcher(t, p),
+                );
+            }
+        }
+    }
+
+    pub(super) fn existing_anti(
+        &mut self,
+        snapshot: &Snapshot,
+        state: &ClusterState,
+    ) -> &AntiIndex {
+        self.existing_anti.get_or_insert_with(|| {
+            let mut list = AntiIndex::default();
+            for pod in 0..snapshot.pods.len() as PodId {
+                let p = snapshot.pod(pod);
+                let terms = affinity::required_anti_affinity_terms(p);
+                if terms.is_empty() || !state.present(snapshot, pod) {
+                    continue;
+                }
+                if let Some(n) = p.node {
+                    for t in terms {
+                        list.push(pod, n, t.topology_key.clone(), terms::term_matcher(t, p));
+                    }
+                }
+            }
+            for (n, placed) in state.placed.iter().enumerate() {
+                for &pod in placed {
+                    let p = snapshot.pod(pod);
+                    for t in affinity::required_anti_affinity_terms(p) {
+                        list.push(
+                            PodId::MAX - pod,
+                            n as NodeId,
+                            t.topology_key.clone(),
+                            terms::term_matcher(t, p),
+                        );
+                    }
+                }
+            }
+            list
+        })
+    }
+}
