@@ -2,12 +2,16 @@
 //! static filters' verdicts and node-only score inputs, the nodes' topology domains, existing
 //! pods' required anti-affinity and host ports, and the buffers one prediction fills.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 use rustc_hash::FxHashMap;
 
+use super::pin::MatcherIndex;
 use super::ports::UsedPorts;
+use super::resources::ResourceMemo;
+use super::scoring::PluginScores;
 use super::state::{ClusterState, Matcher};
 use super::terms::{self, DomainIndex};
 use crate::scheduling::{affinity, taints};
@@ -26,8 +30,8 @@ pub struct StaticFit {
     /// NodeUnschedulable.
     pub schedulable_ok: Vec<bool>,
     /// TaintToleration's score input: the node's PreferNoSchedule taints that none of the pod's
-    /// tolerations with an empty or PreferNoSchedule effect tolerates.
-    pub prefer_taints: Vec<i64>,
+    /// tolerations with an empty or PreferNoSchedule effect tolerates (`None`: no node has one).
+    pub prefer_taints: Option<Vec<i64>>,
     /// NodeAffinity's score input: the weights of the pod's preferred node affinity terms the
     /// node matches (`None`: the pod has none, every node scores 0).
     pub preferred_affinity: Option<Vec<i64>>,
@@ -55,17 +59,49 @@ pub(super) struct AntiIndex {
     pub(super) groups: Vec<(Matcher, Vec<AntiHolder>)>,
     /// Matcher key → index in `groups`.
     at: FxHashMap<String, usize>,
+    /// Per incoming pod's (namespace, labels): how many groups were checked, and those whose
+    /// matcher picks it (groups are only ever appended, so only new ones need checking).
+    picking: FxHashMap<(String, Arc<BTreeMap<String, String>>), (usize, Vec<usize>)>,
+    /// The groups' matchers filed by what they may pick.
+    index: MatcherIndex,
 }
 
 impl AntiIndex {
+    /// The groups whose matcher picks `p` (none for a terminating pod), matched once per
+    /// namespace and label map, not once per prediction.
+    pub(super) fn picking(&mut self, snapshot: &Snapshot, p: &Pod) -> Vec<usize> {
+        if p.is_terminating() {
+            return Vec::new();
+        }
+        let (checked, picking) = self
+            .picking
+            .entry((p.namespace.to_string(), p.labels.clone()))
+            .or_default();
+        // The groups added since this label map was last matched.
+        if *checked < self.groups.len() {
+            for i in self.index.candidates(&p.namespace, &p.labels) {
+                if i >= *checked
+                    && let Some((m, _)) = self.groups.get(i)
+                    && m.picks(snapshot, p)
+                {
+                    picking.push(i);
+                }
+            }
+        }
+        *checked = self.groups.len();
+        picking.clone()
+    }
+
     fn push(&mut self, pod: PodId, node: NodeId, key: String, m: Matcher) {
         let k = m.key();
         let i = match self.at.get(&k) {
             Some(&i) => i,
             None => {
+                let at = self.groups.len();
+                self.index.add(at, &m);
                 self.groups.push((m, Vec::new()));
-                self.at.insert(k, self.groups.len() - 1);
-                self.groups.len() - 1
+                self.at.insert(k, at);
+                at
             }
         };
         if let Some((_, holders)) = self.groups.get_mut(i) {
@@ -79,8 +115,8 @@ impl AntiIndex {
 pub(super) struct Scratch {
     pub(super) rejected: Vec<Option<Rejection>>,
     pub(super) feasible: Vec<usize>,
-    /// Per Score plugin (`scoring::PluginScores`): name, weight, scores per feasible node.
-    pub(super) plugins: Vec<(&'static str, i64, Vec<i64>)>,
+    /// Per Score plugin: name, weight, scores per feasible node.
+    pub(super) plugins: Vec<PluginScores>,
     pub(super) pool: Vec<Vec<i64>>,
     pub(super) totals: Vec<i64>,
 }
@@ -101,6 +137,8 @@ pub struct Caches {
     existing_anti: Option<AntiIndex>,
     /// Pods binding host ports (NodePorts), built on first need and extended by placements.
     pub(super) ports: UsedPorts,
+    /// Per resource shape, NodeResourcesFit's verdicts and the resource scores per node.
+    pub(super) resources: ResourceMemo,
 }
 
 impl Caches {
@@ -134,18 +172,21 @@ impl Caches {
                     })
                     .collect();
                 Arc::new(StaticFit {
-                    prefer_taints: nodes
-                        .clone()
-                        .map(|n| {
-                            snapshot
-                                .node(n)
-                                .taints
-                                .iter()
-                                .filter(|t| t.effect == "PreferNoSchedule")
-                                .filter(|t| !prefer.iter().any(|tol| taints::tolerates(tol, t)))
-                                .count() as i64
-                        })
-                        .collect(),
+                    prefer_taints: Some(
+                        nodes
+                            .clone()
+                            .map(|n| {
+                                snapshot
+                                    .node(n)
+                                    .taints
+                                    .iter()
+                                    .filter(|t| t.effect == "PreferNoSchedule")
+                                    .filter(|t| !prefer.iter().any(|tol| taints::tolerates(tol, t)))
+                                    .count() as i64
+                            })
+                            .collect::<Vec<i64>>(),
+                    )
+                    .filter(|per_node| per_node.iter().any(|&c| c > 0)),
                     preferred_affinity: affinity::has_preferred_node_affinity(p).then(|| {
                         nodes
                             .clone()
@@ -196,7 +237,7 @@ impl Caches {
         &mut self,
         snapshot: &Snapshot,
         state: &ClusterState,
-    ) -> &AntiIndex {
+    ) -> &mut AntiIndex {
         self.existing_anti.get_or_insert_with(|| {
             let mut list = AntiIndex::default();
             for pod in 0..snapshot.pods.len() as PodId {

@@ -12,18 +12,22 @@
 //! - [`predict`]: Filter, Score, the best node and its ties.
 //! - [`scoring`]: the Score phase over the feasible nodes.
 //! - [`ports`]: the NodePorts filter (host ports).
+//! - `pin`: matchers and pods filed by the label value a selector requires.
 //! - [`score`]: kube-scheduler's scoring arithmetic.
+//! - `resources`: NodeResourcesFit's filter and the resource scores, remembered per pod shape.
 //!
 //! `docs/placement.md` lists what is modelled and every place the prediction differs from
 //! kube-scheduler.
 
 mod cache;
 pub mod config;
+mod pin;
 #[cfg(test)]
 mod pod_spec_tests;
 pub mod ports;
 pub mod predict;
 pub mod profile;
+mod resources;
 pub mod score;
 pub mod scoring;
 pub mod state;
@@ -204,18 +208,18 @@ impl Simulator {
     /// the pod stays where it is in the simulated cluster.
     pub fn evaluate(&mut self, snapshot: &Snapshot, pod: PodId) -> Result<Prediction, String> {
         let scheduler_name = snapshot.pod(pod).scheduler_name();
-        let Some(profile) = self.profiles.get(scheduler_name) else {
+        let profiles = self.profiles.clone();
+        let Some(profile) = profiles.get(scheduler_name) else {
             return Err(format!(
                 "no profile of the scheduler configuration serves schedulerName {scheduler_name:?}"
             ));
         };
-        let profile = profile.clone();
         self.state.remove(snapshot, pod);
         Ok(predict::predict(
             snapshot,
             &mut self.state,
             &mut self.caches,
-            &profile,
+            profile,
             pod,
         ))
     }

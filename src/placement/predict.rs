@@ -4,10 +4,10 @@
 
 pub use super::cache::{Caches, Rejection, StaticFit};
 use super::profile::SchedulerProfile;
-use super::scoring::{PluginScores, ScoreInput, score_plugins};
-use super::state::{ClusterState, ResKey};
+use super::resources::ResourceView;
+use super::scoring::{PluginScores, ScoreInput, Scores, score_plugins};
+use super::state::ClusterState;
 use super::terms::{self, Spread, domain_counts};
-use crate::snapshot::resources::PODS;
 use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
 /// A node's total score and each plugin's weighted part of it.
@@ -81,14 +81,9 @@ pub fn predict(
     } else {
         None
     };
-    // The pod's requests NodeResourcesFit checks, resolved once.
-    let wants: Vec<(ResKey<'_>, i64)> = p
-        .requests
-        .names()
-        .filter(|&name| name != PODS)
-        .map(|name| (ResKey::of(name), p.requests.get(name)))
-        .filter(|&(_, want)| want > 0)
-        .collect();
+    // NodeResourcesFit's verdicts and the resource scores of the pod's shape, brought up to date.
+    let mut memo = std::mem::take(&mut caches.resources);
+    let resources = memo.view(snapshot, state, profile, p);
     rejected.extend((0..n_nodes).map(|n| {
         if f.node_unschedulable && !statics.schedulable_ok[n] {
             Some("NodeUnschedulable")
@@ -101,7 +96,7 @@ pub fn predict(
             .is_some_and(|t| t.get(n).copied().unwrap_or(false))
         {
             Some("NodePorts")
-        } else if f.node_resources_fit && !fits(snapshot, state, &wants, n) {
+        } else if f.node_resources_fit && !resources.fits[n] {
             Some("NodeResourcesFit")
         } else {
             None
@@ -138,12 +133,23 @@ pub fn predict(
         };
         let plugins = &mut scratch.plugins;
         score_plugins(&input, state, caches, &mut scratch.pool, plugins);
-        choose(p, feasible, plugins, &mut scratch.totals, &mut prediction);
+        choose(
+            p,
+            feasible,
+            plugins,
+            resources,
+            &mut scratch.totals,
+            &mut prediction,
+        );
         scratch
             .pool
-            .extend(plugins.drain(..).map(|(_, _, scores)| scores));
+            .extend(plugins.drain(..).filter_map(|p| match p.scores {
+                Scores::PerNode(v) => Some(v),
+                _ => None,
+            }));
     }
     caches.scratch = scratch;
+    caches.resources = memo;
     prediction
 }
 
@@ -153,61 +159,72 @@ fn choose(
     p: &Pod,
     feasible: &[usize],
     plugins: &[PluginScores],
+    resources: &ResourceView,
     totals: &mut Vec<i64>,
     prediction: &mut Prediction,
 ) {
+    // One pass for the uniform scores (the same for every node) and the resource scores (read
+    // from the shape's view), then the per-node vectors.
+    let (mut uniform, mut fit_w, mut balanced_w) = (0, 0, 0);
+    for p in plugins {
+        match p.scores {
+            Scores::Uniform(s) => uniform += p.weight * s,
+            Scores::Fit => fit_w += p.weight,
+            Scores::Balanced => balanced_w += p.weight,
+            Scores::PerNode(_) => {}
+        }
+    }
     totals.clear();
-    totals.resize(feasible.len(), 0);
-    for (_, w, s) in plugins {
-        for (t, s) in totals.iter_mut().zip(s) {
-            *t += w * s;
+    totals.extend(feasible.iter().map(|&n| {
+        uniform
+            + fit_w * i64::from(resources.fit[n])
+            + balanced_w * i64::from(resources.balanced[n])
+    }));
+    for p in plugins {
+        if let Scores::PerNode(s) = &p.scores {
+            for (t, s) in totals.iter_mut().zip(s) {
+                *t += p.weight * s;
+            }
         }
     }
     let totals = &totals[..];
-    let best = totals.iter().copied().max().unwrap_or(0);
     let node_score = |i: usize| NodeScore {
         total: totals[i],
         plugins: plugins
             .iter()
-            .map(|(name, w, s)| (*name, w * s[i]))
+            .map(|p| (p.name, p.weight * p.at(i, feasible[i], resources)))
             .collect(),
     };
-    prediction.ties = feasible
-        .iter()
-        .zip(totals)
-        .filter(|(_, t)| **t == best)
-        .map(|(&n, _)| n as NodeId)
-        .collect();
-    // Of the ties, the first by node order is named; the others are listed.
-    if let Some(i) = totals.iter().position(|&t| t == best) {
+    // One pass: the best total, its first node (named; the other ties are listed), every tie,
+    // and the runner-up (the best node other than the current one, first by node order).
+    let current = p.node.map(|c| c as usize);
+    let mut best = i64::MIN;
+    let mut first = None;
+    let mut other: Option<usize> = None;
+    prediction.ties.clear();
+    for (i, (&n, &t)) in feasible.iter().zip(totals).enumerate() {
+        if t > best {
+            best = t;
+            first = Some(i);
+            prediction.ties.clear();
+        }
+        if t == best {
+            prediction.ties.push(n as NodeId);
+        }
+        if Some(n) != current && other.is_none_or(|o| t > totals[o]) {
+            other = Some(i);
+        }
+    }
+    if let Some(i) = first {
         prediction.best = Some(feasible[i] as NodeId);
         prediction.best_score = Some(node_score(i));
     }
-    if let Some(cur) = p.node
-        && let Ok(i) = feasible.binary_search(&(cur as usize))
+    if let Some(cur) = current
+        && let Ok(i) = feasible.binary_search(&cur)
     {
         prediction.current_score = Some(node_score(i));
     }
-    let other = (0..feasible.len())
-        .filter(|&i| Some(feasible[i] as NodeId) != p.node)
-        .max_by_key(|&i| (totals[i], std::cmp::Reverse(i)));
     prediction.runner_up = other.map(|i| (feasible[i] as NodeId, node_score(i)));
-}
-
-/// NodeResourcesFit's filter: a free pod slot and room for every resource in `wants` (the pod's
-/// positive requests other than pods).
-#[inline]
-fn fits(snapshot: &Snapshot, state: &ClusterState, wants: &[(ResKey<'_>, i64)], n: usize) -> bool {
-    let allocatable = &snapshot.node(n as NodeId).allocatable;
-    let Some(load) = state.loads.get(n) else {
-        return false;
-    };
-    if allocatable.pods - load.pods <= 0 {
-        return false;
-    }
-    wants
-        .iter()
-        .all(|&(key, want)| want <= key.get(allocatable) - key.get(&load.requested))
 }
 
 /// PodTopologySpread's filter (`filtering.go`): on a node with every hard constraint's key,
@@ -288,10 +305,10 @@ fn filter_inter_pod(
     let mut forbidden: Vec<(String, NodeId)> = Vec::new();
     {
         let index = caches.existing_anti(snapshot, state);
-        for (m, holders) in &index.groups {
-            if !m.picks(snapshot, p) {
+        for g in index.picking(snapshot, p) {
+            let Some((_, holders)) = index.groups.get(g) else {
                 continue;
-            }
+            };
             for (pod, node, key) in holders {
                 let live = *pod > PodId::MAX / 2 || state.present(snapshot, *pod);
                 if live {

@@ -142,19 +142,42 @@ pub fn spread_score_for_count(count: i64, max_skew: i64, domains: usize) -> f64 
     count as f64 * w + (max_skew - 1) as f64 * w
 }
 
+/// `x.round() as i64` (half away from zero, as Go's `math.Round`), without the library call for
+/// the non-negative scores below 2^52 a spread sums to: the integer part by truncation, and the
+/// fraction `x - t` is exact there.
+#[inline]
+pub fn round_score(x: f64) -> i64 {
+    if !(0.0..4_503_599_627_370_496.0).contains(&x) {
+        return x.round() as i64;
+    }
+    let t = x as i64;
+    if x - t as f64 >= 0.5 { t + 1 } else { t }
+}
+
 /// `PodTopologySpread`'s NormalizeScore: fewer matching pods score higher; ignored nodes (`None`)
 /// score 0; when every counted node scores 0 they all get 100.
 pub fn spread_normalize(raw: &[Option<i64>]) -> Vec<i64> {
-    let counted = raw.iter().flatten();
-    let max = counted.clone().copied().max().unwrap_or(0);
-    let min = counted.copied().min().unwrap_or(0);
-    raw.iter()
-        .map(|s| match s {
-            None => 0,
-            Some(_) if max == 0 => MAX_NODE_SCORE,
-            Some(s) => MAX_NODE_SCORE * (max + min - s) / max,
-        })
-        .collect()
+    let mut out = Vec::with_capacity(raw.len());
+    spread_normalize_into(raw.iter().copied(), &mut out);
+    out
+}
+
+/// [`spread_normalize`] of `raw` appended to `out` (no intermediate vectors).
+pub fn spread_normalize_into(raw: impl Iterator<Item = Option<i64>> + Clone, out: &mut Vec<i64>) {
+    let counted = raw.clone().flatten();
+    let max = counted.clone().max().unwrap_or(0);
+    let min = counted.min().unwrap_or(0);
+    out.extend(raw.map(|s| spread_normalized(s, max, min)));
+}
+
+/// One node's [`spread_normalize`]d score, given the highest and lowest of the counted ones.
+#[inline]
+pub fn spread_normalized(raw: Option<i64>, max: i64, min: i64) -> i64 {
+    match raw {
+        None => 0,
+        Some(_) if max == 0 => MAX_NODE_SCORE,
+        Some(s) => MAX_NODE_SCORE * (max + min - s) / max,
+    }
 }
 
 /// `InterPodAffinity`'s NormalizeScore: min–max scaling to 0–100 (all equal: 0).

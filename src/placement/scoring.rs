@@ -8,14 +8,49 @@ use std::borrow::Cow;
 
 use super::cache::{Caches, StaticFit};
 use super::profile::SchedulerProfile;
-use super::score::{self, ResourceUse};
-use super::state::{ClusterState, ResKey, nonzero};
+use super::resources::ResourceView;
+use super::score;
+use super::state::ClusterState;
 use super::terms::domain_counts;
 use super::terms::{self, AffinityTerms, HOSTNAME, Spread, ZONE};
-use crate::snapshot::{NodeId, Pod, Snapshot};
+use crate::snapshot::{Pod, Snapshot};
 
 /// One Score plugin's result: its name, its weight and its normalised score per feasible node.
-pub type PluginScores = (&'static str, i64, Vec<i64>);
+pub struct PluginScores {
+    /// The plugin's name.
+    pub name: &'static str,
+    /// Its weight.
+    pub weight: i64,
+    /// Its normalised scores.
+    pub scores: Scores,
+}
+
+/// A Score plugin's normalised scores of the feasible nodes.
+pub enum Scores {
+    /// Every feasible node scores this (no per-node vector is filled: a plugin with nothing to
+    /// score, e.g. NodeAffinity for a pod without preferred terms).
+    Uniform(i64),
+    /// Per feasible node, in order.
+    PerNode(Vec<i64>),
+    /// NodeResourcesFit's score, read from the pod shape's [`ResourceView`] (not normalised, so
+    /// not copied).
+    Fit,
+    /// NodeResourcesBalancedAllocation's score, read from the [`ResourceView`].
+    Balanced,
+}
+
+impl PluginScores {
+    /// The score of the `i`-th feasible node, node `n`.
+    #[inline]
+    pub fn at(&self, i: usize, n: usize, resources: &ResourceView) -> i64 {
+        match &self.scores {
+            Scores::Uniform(s) => *s,
+            Scores::PerNode(v) => v.get(i).copied().unwrap_or(0),
+            Scores::Fit => resources.fit.get(n).map_or(0, |&s| i64::from(s)),
+            Scores::Balanced => resources.balanced.get(n).map_or(0, |&s| i64::from(s)),
+        }
+    }
+}
 
 /// What one prediction scores: the pod, its parsed constraints and the feasible nodes.
 pub struct ScoreInput<'a> {
@@ -35,9 +70,12 @@ pub struct ScoreInput<'a> {
     pub feasible: &'a [usize],
 }
 
-/// A resource a score reads: its key, its weight, the pod's amount, and whether the node's
-/// requests are summed with the non-zero defaults (cpu and memory for NodeResourcesFit).
-type ScoredResource<'a> = (ResKey<'a>, i64, i64, bool);
+/// An emptied vector from `pool`.
+fn take(pool: &mut Vec<Vec<i64>>) -> Vec<i64> {
+    let mut v = pool.pop().unwrap_or_default();
+    v.clear();
+    v
+}
 
 /// Scores the feasible nodes with every Score plugin of the profile (weight > 0), in
 /// kube-scheduler's plugin order; the vectors come from and go back to `pool`.
@@ -56,119 +94,86 @@ pub fn score_plugins(
         feasible,
         ..
     } = *input;
-    let mut take = || {
-        let mut v = pool.pop().unwrap_or_default();
-        v.clear();
-        v
-    };
     let w = &profile.weights;
-    let mut buf: Vec<ResourceUse> = Vec::with_capacity(4);
+    let mut push = |name, weight, scores| {
+        plugins.push(PluginScores {
+            name,
+            weight,
+            scores,
+        })
+    };
     if w.node_resources_fit > 0 {
-        let (pod_cpu, pod_mem) = nonzero(p);
-        let resources: Vec<ScoredResource<'_>> = profile
-            .fit_resources
-            .iter()
-            .map(|(name, weight)| {
-                let key = ResKey::of(name);
-                match key {
-                    ResKey::Cpu => (key, *weight, pod_cpu, true),
-                    ResKey::Memory => (key, *weight, pod_mem, true),
-                    _ => (key, *weight, key.get(&p.requests), false),
-                }
-            })
-            .collect();
-        let mut s = take();
-        s.extend(feasible.iter().map(|&n| {
-            uses(snapshot, state, n, &resources, &mut buf);
-            score::fit_score(&profile.strategy, &buf)
-        }));
-        plugins.push(("NodeResourcesFit", w.node_resources_fit, s));
+        push("NodeResourcesFit", w.node_resources_fit, Scores::Fit);
     }
     if w.balanced_allocation > 0 {
-        let resources: Vec<ScoredResource<'_>> = profile
-            .balanced_resources
-            .iter()
-            .map(|(name, weight)| {
-                let key = ResKey::of(name);
-                (key, *weight, key.get(&p.requests), false)
-            })
-            .collect();
-        let mut s = take();
-        s.extend(feasible.iter().map(|&n| {
-            uses(snapshot, state, n, &resources, &mut buf);
-            score::balanced_score(&buf)
-        }));
-        plugins.push(("NodeResourcesBalancedAllocation", w.balanced_allocation, s));
+        push(
+            "NodeResourcesBalancedAllocation",
+            w.balanced_allocation,
+            Scores::Balanced,
+        );
     }
     if w.taint_toleration > 0 {
-        let mut s = take();
-        s.extend(feasible.iter().map(|&n| statics.prefer_taints[n]));
-        score::default_normalize(&mut s, true);
-        plugins.push(("TaintToleration", w.taint_toleration, s));
+        let scores = match &statics.prefer_taints {
+            Some(per_node) => {
+                let mut s = take(pool);
+                s.extend(feasible.iter().map(|&n| per_node[n]));
+                score::default_normalize(&mut s, true);
+                Scores::PerNode(s)
+            }
+            // All 0: DefaultNormalizeScore reversed makes every node 100.
+            None => Scores::Uniform(score::MAX_NODE_SCORE),
+        };
+        push("TaintToleration", w.taint_toleration, scores);
     }
     if w.node_affinity > 0 {
-        let mut s = take();
-        match &statics.preferred_affinity {
-            Some(per_node) => s.extend(feasible.iter().map(|&n| per_node[n])),
-            None => s.resize(feasible.len(), 0),
-        }
-        score::default_normalize(&mut s, false);
-        plugins.push(("NodeAffinity", w.node_affinity, s));
+        let scores = match &statics.preferred_affinity {
+            Some(per_node) => {
+                let mut s = take(pool);
+                s.extend(feasible.iter().map(|&n| per_node[n]));
+                score::default_normalize(&mut s, false);
+                Scores::PerNode(s)
+            }
+            None => Scores::Uniform(0),
+        };
+        push("NodeAffinity", w.node_affinity, scores);
     }
     if w.pod_topology_spread > 0 {
-        let mut s = take();
-        score_spread(input, state, caches, &mut s);
-        plugins.push(("PodTopologySpread", w.pod_topology_spread, s));
+        let mut s = take(pool);
+        let scores = if score_spread(input, state, caches, &mut s) {
+            Scores::PerNode(s)
+        } else {
+            pool.push(s);
+            Scores::Uniform(0)
+        };
+        push("PodTopologySpread", w.pod_topology_spread, scores);
     }
     if w.inter_pod_affinity > 0 {
-        let mut s = take();
-        s.resize(feasible.len(), 0);
-        for (term, weight) in &input.aff.preferred {
-            let m = terms::term_matcher(term, p);
-            let per_node = state.counts(snapshot, &m);
-            let domains = caches.domains.get(snapshot, &term.topology_key);
-            let counts = domain_counts(per_node, domains, |_| true);
-            for (i, &n) in feasible.iter().enumerate() {
-                if let Some(d) = domains.of[n] {
-                    s[i] += weight * counts[d as usize];
+        let scores = if input.aff.preferred.is_empty() {
+            // All 0: min-max scaling of equal scores gives 0.
+            Scores::Uniform(0)
+        } else {
+            let mut s = take(pool);
+            s.resize(feasible.len(), 0);
+            for (term, weight) in &input.aff.preferred {
+                let m = terms::term_matcher(term, p);
+                let per_node = state.counts(snapshot, &m);
+                let domains = caches.domains.get(snapshot, &term.topology_key);
+                let counts = domain_counts(per_node, domains, |_| true);
+                for (i, &n) in feasible.iter().enumerate() {
+                    if let Some(d) = domains.of[n] {
+                        s[i] += weight * counts[d as usize];
+                    }
                 }
             }
-        }
-        score::min_max_normalize(&mut s);
-        plugins.push(("InterPodAffinity", w.inter_pod_affinity, s));
-    }
-}
-
-/// Requested (the pod included; with the non-zero defaults where asked) and allocatable of
-/// `resources` on node `n`, into `buf`.
-#[inline]
-fn uses(
-    snapshot: &Snapshot,
-    state: &ClusterState,
-    n: usize,
-    resources: &[ScoredResource<'_>],
-    buf: &mut Vec<ResourceUse>,
-) {
-    buf.clear();
-    let Some(load) = state.loads.get(n) else {
-        return;
-    };
-    let allocatable = &snapshot.node(n as NodeId).allocatable;
-    for &(key, weight, pod_amount, with_nonzero) in resources {
-        let on_node = match (key, with_nonzero) {
-            (ResKey::Cpu, true) => load.nonzero_cpu,
-            (ResKey::Memory, true) => load.nonzero_memory,
-            _ => key.get(&load.requested),
+            score::min_max_normalize(&mut s);
+            Scores::PerNode(s)
         };
-        buf.push(ResourceUse {
-            requested: on_node + pod_amount,
-            allocatable: key.get(allocatable),
-            weight,
-        });
+        push("InterPodAffinity", w.inter_pod_affinity, scores);
     }
 }
 
-/// PodTopologySpread's score (`scoring.go`) over the feasible nodes, into `out`: the pod's
+/// PodTopologySpread's score (`scoring.go`) over the feasible nodes, into `out` (`false`: no
+/// constraint applies, every node scores 0 and `out` is left empty): the pod's
 /// ScheduleAnyway constraints, or — without constraints of its own, for a pod of a ReplicaSet,
 /// StatefulSet or ReplicationController — the system defaults (hostname maxSkew 3, zone maxSkew
 /// 5) counting the controller's pods (kube-scheduler uses the selectors of the Services and
@@ -178,7 +183,7 @@ fn score_spread(
     state: &mut ClusterState,
     caches: &mut Caches,
     out: &mut Vec<i64>,
-) {
+) -> bool {
     let ScoreInput {
         snapshot,
         pod: p,
@@ -212,8 +217,8 @@ fn score_spread(
         }
     }
     if constraints.is_empty() {
-        out.resize(feasible.len(), 0);
-        return;
+        // Nothing to spread: every node scores 0.
+        return false;
     }
     // Pods with constraints of their own ignore nodes lacking any of the keys (a node has a key
     // exactly when it has a domain of it).
@@ -232,7 +237,9 @@ fn score_spread(
         Vec::new()
     };
     let is_ignored = |i: usize| ignored.get(i).copied().unwrap_or(false);
-    let mut raw = vec![0f64; feasible.len()];
+    // Per constraint: its weight ln(domains in play + 2), its skew part, and the count a node
+    // reads (its own for hostname, else its domain's over every eligible node of the domain).
+    let mut prepared: Vec<(f64, f64, Count<'_>)> = Vec::with_capacity(constraints.len());
     for ((key, max_skew, per_node, honor_affinity), domains) in constraints.iter().zip(&domains) {
         let size = if *key == HOSTNAME {
             feasible.len() - ignored.iter().filter(|i| **i).count()
@@ -252,27 +259,63 @@ fn score_spread(
         // arithmetic, in the same order).
         let w = ((size + 2) as f64).ln();
         let skew_part = (max_skew - 1) as f64 * w;
-        if *key == HOSTNAME {
-            for (i, &n) in feasible.iter().enumerate() {
-                let c = i64::from(per_node.get(n).copied().unwrap_or(0));
-                raw[i] += c as f64 * w + skew_part;
+        let count = if *key == HOSTNAME {
+            Count::Node(per_node)
+        } else {
+            let counts = domain_counts(per_node, domains, |n| {
+                (!*honor_affinity || statics.affinity_ok[n]) && (!require_all || has_all(n))
+            });
+            Count::Domain(domains, counts)
+        };
+        prepared.push((w, skew_part, count));
+    }
+    // One pass: each node's raw score (constraints added in order, as one vector per constraint
+    // would), rounded, and the highest and lowest of the counted ones; then kube-scheduler's
+    // normalisation (`score::spread_normalize`).
+    let mut rounded: Vec<i64> = Vec::with_capacity(feasible.len());
+    let (mut max, mut min): (Option<i64>, Option<i64>) = (None, None);
+    // Neighbouring nodes often sum to the same raw score: its rounding is kept.
+    let mut last: Option<(u64, i64)> = None;
+    for (i, &n) in feasible.iter().enumerate() {
+        let mut raw = 0f64;
+        for (w, skew_part, count) in &prepared {
+            match count {
+                Count::Node(per_node) => {
+                    let c = i64::from(per_node.get(n).copied().unwrap_or(0));
+                    raw += c as f64 * w + skew_part;
+                }
+                Count::Domain(domains, counts) => {
+                    if let Some(d) = domains.of[n] {
+                        raw += counts[d as usize] as f64 * w + skew_part;
+                    }
+                }
             }
-            continue;
         }
-        // Counts over every eligible node of each domain.
-        let counts = domain_counts(per_node, domains, |n| {
-            (!*honor_affinity || statics.affinity_ok[n]) && (!require_all || has_all(n))
-        });
-        for (i, &n) in feasible.iter().enumerate() {
-            if let Some(d) = domains.of[n] {
-                raw[i] += counts[d as usize] as f64 * w + skew_part;
-            }
+        let r = match last {
+            Some((bits, r)) if bits == raw.to_bits() => r,
+            _ => score::round_score(raw),
+        };
+        last = Some((raw.to_bits(), r));
+        rounded.push(r);
+        if !is_ignored(i) {
+            max = Some(max.map_or(r, |m| m.max(r)));
+            min = Some(min.map_or(r, |m| m.min(r)));
         }
     }
-    let raw: Vec<Option<i64>> = raw
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (!is_ignored(i)).then(|| s.round() as i64))
-        .collect();
-    out.extend(score::spread_normalize(&raw));
+    let (max, min) = (max.unwrap_or(0), min.unwrap_or(0));
+    out.extend(
+        rounded
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| score::spread_normalized((!is_ignored(i)).then_some(r), max, min)),
+    );
+    true
+}
+
+/// What a spread constraint counts for a node.
+enum Count<'a> {
+    /// Hostname: the node's own matching pods.
+    Node(&'a [u32]),
+    /// Another key: the matching pods of the node's domain.
+    Domain(&'a terms::Domains, Vec<i64>),
 }

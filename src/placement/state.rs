@@ -7,9 +7,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kube::core::{Expression, Selector, SelectorExt};
+use kube::core::{Selector, SelectorExt};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::pin::{MatcherIndex, PodIndex};
 use crate::snapshot::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources};
 use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
@@ -205,14 +206,7 @@ impl LabelGroups {
     /// The groups `selector` may pick: with an `Equal` or `In` requirement, only the groups
     /// carrying one of its values (every group it picks does); otherwise all.
     fn candidates(&self, selector: Option<&Selector>) -> Vec<usize> {
-        let pin = selector.and_then(|s| {
-            s.clone().into_iter().find_map(|e| match e {
-                Expression::Equal(k, v) => Some((k, vec![v])),
-                Expression::In(k, vs) => Some((k, vs.into_iter().collect())),
-                _ => None,
-            })
-        });
-        match pin {
+        match selector.and_then(super::pin::pin) {
             // A label map has one value per key: the values' groups are disjoint.
             Some((k, vs)) => vs
                 .into_iter()
@@ -233,12 +227,22 @@ pub struct ClusterState {
     /// Per node, the pods whose replacements were predicted there (the pod stands for its
     /// replacement: same spec).
     pub placed: Vec<Vec<PodId>>,
-    /// Per selector key: the matcher and its per-node counts.
-    counts: FxHashMap<String, (Matcher, Vec<u32>)>,
+    /// Every predicted replacement (the pod standing for it) and its node, filed by label.
+    placements: PodIndex<(PodId, NodeId)>,
+    /// Per controller uid, the nodes its predicted replacements landed on.
+    placed_by_owner: FxHashMap<String, Vec<NodeId>>,
+    /// Per selector: the matcher and its per-node counts.
+    counts: Vec<(Matcher, Vec<u32>)>,
+    /// Selector key → index in `counts`.
+    count_at: FxHashMap<String, usize>,
+    /// The selectors filed by what they may pick (a moving pod changes only their counts).
+    count_index: MatcherIndex,
     /// Per controller uid: its pods per node (system default spreading).
     owners: FxHashMap<Arc<str>, Vec<u32>>,
     /// Per namespace, its pods grouped by label map (built on first use).
     groups: FxHashMap<String, LabelGroups>,
+    /// Every node whose load changed, in order (what per-shape memories catch up with).
+    changed: Vec<NodeId>,
 }
 
 impl ClusterState {
@@ -257,10 +261,20 @@ impl ClusterState {
             loads,
             removed: moved.clone(),
             placed: vec![Vec::new(); n],
-            counts: FxHashMap::default(),
+            placements: PodIndex::default(),
+            placed_by_owner: FxHashMap::default(),
+            counts: Vec::new(),
+            count_at: FxHashMap::default(),
+            count_index: MatcherIndex::default(),
             owners: FxHashMap::default(),
             groups: FxHashMap::default(),
+            changed: Vec::new(),
         }
+    }
+
+    /// The nodes whose load changed since the state was made, in order (with repeats).
+    pub fn changed(&self) -> &[NodeId] {
+        &self.changed
     }
 
     /// Whether `pod` counts as on its node (not terminal, not gone this cycle).
@@ -314,6 +328,14 @@ impl ClusterState {
     pub fn place(&mut self, snapshot: &Snapshot, pod: PodId, node: NodeId) {
         if let Some(list) = self.placed.get_mut(node as usize) {
             list.push(pod);
+            let p = snapshot.pod(pod);
+            self.placements.add(&p.namespace, &p.labels, (pod, node));
+            if let Some(owner) = snapshot.pod(pod).controller() {
+                self.placed_by_owner
+                    .entry(owner.uid.to_string())
+                    .or_default()
+                    .push(node);
+            }
             self.shift(snapshot, pod, node, true);
         }
     }
@@ -322,7 +344,12 @@ impl ClusterState {
         let p = snapshot.pod(pod);
         let i = node as usize;
         if let Some(load) = self.loads.get_mut(i) {
-            if add { load.add(p) } else { load.remove(p) }
+            if add {
+                load.add(p)
+            } else {
+                load.remove(p)
+            }
+            self.changed.push(node);
         }
         let step = |c: &mut u32| {
             *c = if add {
@@ -331,8 +358,9 @@ impl ClusterState {
                 c.saturating_sub(1)
             }
         };
-        for (m, counts) in self.counts.values_mut() {
-            if m.picks(snapshot, p)
+        for at in self.count_index.candidates(&p.namespace, &p.labels) {
+            if let Some((m, counts)) = self.counts.get_mut(at)
+                && m.picks(snapshot, p)
                 && let Some(c) = counts.get_mut(i)
             {
                 step(c);
@@ -349,7 +377,7 @@ impl ClusterState {
     /// Per node, how many pods `m` picks (built on first use from the namespaces it looks at).
     pub fn counts(&mut self, snapshot: &Snapshot, m: &Matcher) -> &[u32] {
         let key = m.key();
-        if !self.counts.contains_key(&key) {
+        if !self.count_at.contains_key(&key) {
             let mut counts = vec![0u32; snapshot.nodes.len()];
             let namespaces: Vec<String> = match &m.namespaces {
                 Namespaces::Listed(l) => l.clone(),
@@ -384,19 +412,21 @@ impl ClusterState {
                     }
                 }
             }
-            for (node, placed) in self.placed.iter().enumerate() {
-                for &pod in placed {
-                    if m.picks(snapshot, snapshot.pod(pod))
-                        && let Some(c) = counts.get_mut(node)
-                    {
-                        *c += 1;
-                    }
+            for (pod, node) in self.placements.candidates(m) {
+                if m.picks(snapshot, snapshot.pod(pod))
+                    && let Some(c) = counts.get_mut(node as usize)
+                {
+                    *c += 1;
                 }
             }
-            self.counts.insert(key.clone(), (m.clone(), counts));
+            let at = self.counts.len();
+            self.count_index.add(at, m);
+            self.counts.push((m.clone(), counts));
+            self.count_at.insert(key.clone(), at);
         }
-        self.counts
+        self.count_at
             .get(&key)
+            .and_then(|&at| self.counts.get(at))
             .map(|(_, c)| c.as_slice())
             .unwrap_or(&[])
     }
@@ -414,13 +444,9 @@ impl ClusterState {
                     *c += 1;
                 }
             }
-            for (node, placed) in self.placed.iter().enumerate() {
-                for &pod in placed {
-                    if snapshot.pod(pod).controller().is_some_and(|o| o.uid == uid)
-                        && let Some(c) = counts.get_mut(node)
-                    {
-                        *c += 1;
-                    }
+            for &node in self.placed_by_owner.get(uid).into_iter().flatten() {
+                if let Some(c) = counts.get_mut(node as usize) {
+                    *c += 1;
                 }
             }
             self.owners.insert(Arc::from(uid), counts);

@@ -218,11 +218,15 @@ pub fn domain_counts(
     eligible: impl Fn(usize) -> bool,
 ) -> Vec<i64> {
     let mut counts = vec![0i64; domains.count];
-    for (n, d) in domains.of.iter().enumerate() {
+    // Most nodes count 0 (a selector picks a few pods): those are skipped before anything else.
+    for (n, (&c, d)) in per_node.iter().zip(&domains.of).enumerate() {
+        if c == 0 {
+            continue;
+        }
         if let Some(d) = d
             && eligible(n)
         {
-            counts[*d as usize] += i64::from(per_node.get(n).copied().unwrap_or(0));
+            counts[*d as usize] += i64::from(c);
         }
     }
     counts

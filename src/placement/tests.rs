@@ -635,3 +635,35 @@ fn the_placement_mode_reads_names_and_a_bare_yaml_off() {
         "unknown names are refused"
     );
 }
+
+#[test]
+fn round_score_equals_f64_round() {
+    use super::score::round_score;
+    let edge = [
+        0.0,
+        0.49999999999999994,
+        0.5,
+        1.5,
+        2.5,
+        2.4999999999999996,
+        4503599627370495.5,
+        4503599627370497.0,
+        -0.5,
+        -2.5,
+        f64::NAN,
+        f64::INFINITY,
+    ];
+    for x in edge {
+        assert_eq!(round_score(x), x.round() as i64, "{x}");
+    }
+    // Spread scores: counts times ln(domains + 2) plus skew parts.
+    for domains in 0..300usize {
+        let w = ((domains + 2) as f64).ln();
+        for count in 0..200i64 {
+            for skew in 1..6i64 {
+                let x = count as f64 * w + (skew - 1) as f64 * w;
+                assert_eq!(round_score(x), x.round() as i64, "{x}");
+            }
+        }
+    }
+}

@@ -14,7 +14,7 @@ pub const PODS: &str = "pods";
 pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
 
 /// A set of resource amounts. CPU is in millicores; everything else in whole units (rounded up).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Resources {
     /// CPU in millicores.
     pub cpu_milli: i64,
