@@ -41,7 +41,8 @@ pub struct Workload {
     pub uid: Arc<str>,
     /// Desired replicas at the cycle's start.
     pub desired: u32,
-    /// Pods of the workload that were Ready (and not terminating) at the cycle's start.
+    /// Pods of the workload that were Ready (and not terminating) at the cycle's start (0 for
+    /// [`Workloads::without_ready`]).
     pub ready: u32,
     /// Pods of the workload moved (evicted or deflected) this cycle.
     pub moved: u32,
@@ -95,8 +96,8 @@ struct Top<'s> {
 }
 
 impl Workloads {
-    /// Workloads whose [`Workload::ready`] is not needed (left 0 when the desired replicas are
-    /// known, so the workload's pods are not read).
+    /// Workloads whose [`Workload::ready`] is not needed (left 0, and when the desired replicas
+    /// are known the workload's pods are not read at all).
     pub fn without_ready() -> Self {
         Workloads {
             skip_ready: true,
