@@ -447,4 +447,50 @@ mod tests {
         let x = w.of_pod(&s, id("x-0")).expect("x");
         assert_eq!(w.get(x).desired, 2, "pods counted: desired unknown");
     }
+
+    /// Ready is decided per pod even when the pods' `conditions` lists alternate (the verdict is
+    /// remembered per list): Ready, not Ready, Ready and terminating, Ready again, Succeeded.
+    #[test]
+    fn ready_counts_follow_each_pods_conditions() {
+        let mut s = snapshot(
+            vec![node("n1").build()],
+            vec![
+                pod("a", "r-0", "n1").owner("ReplicaSet", "r").build(),
+                pod("a", "r-1", "n1")
+                    .owner("ReplicaSet", "r")
+                    .not_ready()
+                    .build(),
+                pod("a", "r-2", "n1").owner("ReplicaSet", "r").build(),
+                pod("a", "r-3", "n1")
+                    .owner("ReplicaSet", "r")
+                    .terminating()
+                    .build(),
+                pod("a", "r-4", "n1")
+                    .owner("ReplicaSet", "r")
+                    .not_ready()
+                    .build(),
+                pod("a", "r-5", "n1").owner("ReplicaSet", "r").build(),
+                pod("a", "r-6", "n1")
+                    .owner("ReplicaSet", "r")
+                    .phase("Succeeded")
+                    .build(),
+            ],
+        );
+        s.replica_sets = vec![rs("r", None, 7)].into();
+        let first = (0..s.pods.len() as PodId)
+            .find(|&p| s.pod(p).name == "r-0")
+            .expect("test pod");
+        let mut w = Workloads::default();
+        let id = w.of_pod(&s, first).expect("r");
+        assert_eq!(
+            (w.get(id).desired, w.get(id).ready),
+            (7, 3),
+            "r-0, r-2, r-5 Ready; r-3 terminating, r-6 ended"
+        );
+        // A workload with no known desired count counts its pods that have not ended.
+        let mut w = Workloads::without_ready();
+        s.replica_sets = Vec::new().into();
+        let id = w.of_pod(&s, first).expect("r");
+        assert_eq!((w.get(id).desired, w.get(id).ready), (6, 0));
+    }
 }
