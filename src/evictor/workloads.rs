@@ -22,6 +22,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use k8s_openapi::api::batch::v1::Job;
 
+use crate::snapshot::model::Condition;
 use crate::snapshot::owners::{OwnerIndex, cron_job_of, deployment_of};
 use crate::snapshot::{PodId, Snapshot};
 use crate::workload::ReplicaSetFacts;
@@ -40,7 +41,8 @@ pub struct Workload {
     pub uid: Arc<str>,
     /// Desired replicas at the cycle's start.
     pub desired: u32,
-    /// Pods of the workload that were Ready (and not terminating) at the cycle's start.
+    /// Pods of the workload that were Ready (and not terminating) at the cycle's start (0 for
+    /// [`Workloads::without_ready`]).
     pub ready: u32,
     /// Pods of the workload moved (evicted or deflected) this cycle.
     pub moved: u32,
@@ -94,8 +96,8 @@ struct Top<'s> {
 }
 
 impl Workloads {
-    /// Workloads whose [`Workload::ready`] is not needed (left 0 when the desired replicas are
-    /// known, so the workload's pods are not read).
+    /// Workloads whose [`Workload::ready`] is not needed (left 0, and when the desired replicas
+    /// are known the workload's pods are not read at all).
     pub fn without_ready() -> Self {
         Workloads {
             skip_ready: true,
@@ -253,7 +255,8 @@ fn job_finished(j: &Job) -> bool {
 }
 
 /// Reads a workload's Ready pods (and, without a known desired count, its pods) at cycle start;
-/// with `skip_ready` and a known desired count, reads no pod (Ready stays 0).
+/// with `skip_ready`, Ready is not read (stays 0), and with a known desired count as well no pod
+/// is read at all.
 fn counts(s: &Snapshot, namespace: &str, top: Top<'_>, skip_ready: bool) -> Workload {
     let (mut pods, mut ready) = (0u32, 0u32);
     let members: &[&str] = if skip_ready && top.desired.is_some() {
@@ -261,17 +264,46 @@ fn counts(s: &Snapshot, namespace: &str, top: Top<'_>, skip_ready: bool) -> Work
     } else {
         &top.members
     };
+    // Two passes over the workload's pods: the first only loads what the counts need from each
+    // pod (a short loop without branches on the pods' data, so the CPU has the loads of many
+    // pods in flight at once: these are cache misses), the second decides Ready. Pods of one
+    // workload mostly share one `conditions` list, so its verdict is computed once per list.
+    let mut facts: Vec<PodFacts<'_>> = Vec::new();
     for m in members {
-        for p in s.prefetched(s.pods_owned_by_at_start(m)) {
+        let ids = s.pods_owned_by_at_start(m);
+        facts.reserve(ids.len());
+        facts.extend(ids.iter().map(|&p| {
             let pod = s.pod(p);
-            if pod.is_terminal() {
-                continue;
+            PodFacts {
+                terminal: pod.is_terminal(),
+                terminating: pod.is_terminating(),
+                conditions: &pod.conditions[..],
             }
-            pods += 1;
-            if pod.is_ready() && !pod.is_terminating() {
-                ready += 1;
-            }
+        }));
+    }
+    let mut last: Option<(&[Condition], bool)> = None;
+    for f in &facts {
+        if f.terminal {
+            continue;
         }
+        pods += 1;
+        if skip_ready || f.terminating {
+            continue;
+        }
+        let is_ready = match last {
+            Some((c, r)) if std::ptr::eq(c, f.conditions) => r,
+            _ => {
+                // `Pod::is_ready`: the `Ready` condition is `True`.
+                let r = f
+                    .conditions
+                    .iter()
+                    .find(|c| c.type_ == "Ready")
+                    .is_some_and(|c| c.status == "True");
+                last = Some((f.conditions, r));
+                r
+            }
+        };
+        ready += u32::from(is_ready);
     }
     Workload {
         kind: Arc::from(top.kind),
@@ -283,6 +315,14 @@ fn counts(s: &Snapshot, namespace: &str, top: Top<'_>, skip_ready: bool) -> Work
         moved: 0,
         moved_ready: 0,
     }
+}
+
+/// What [`counts`] reads of one pod.
+struct PodFacts<'s> {
+    terminal: bool,
+    terminating: bool,
+    /// The pod's `status.conditions` (loaded in the first pass: the list, not the pod's field).
+    conditions: &'s [Condition],
 }
 
 #[cfg(test)]
@@ -406,5 +446,51 @@ mod tests {
         assert_eq!((w.get(web).desired, w.get(web).ready), (5, 0));
         let x = w.of_pod(&s, id("x-0")).expect("x");
         assert_eq!(w.get(x).desired, 2, "pods counted: desired unknown");
+    }
+
+    /// Ready is decided per pod even when the pods' `conditions` lists alternate (the verdict is
+    /// remembered per list): Ready, not Ready, Ready and terminating, Ready again, Succeeded.
+    #[test]
+    fn ready_counts_follow_each_pods_conditions() {
+        let mut s = snapshot(
+            vec![node("n1").build()],
+            vec![
+                pod("a", "r-0", "n1").owner("ReplicaSet", "r").build(),
+                pod("a", "r-1", "n1")
+                    .owner("ReplicaSet", "r")
+                    .not_ready()
+                    .build(),
+                pod("a", "r-2", "n1").owner("ReplicaSet", "r").build(),
+                pod("a", "r-3", "n1")
+                    .owner("ReplicaSet", "r")
+                    .terminating()
+                    .build(),
+                pod("a", "r-4", "n1")
+                    .owner("ReplicaSet", "r")
+                    .not_ready()
+                    .build(),
+                pod("a", "r-5", "n1").owner("ReplicaSet", "r").build(),
+                pod("a", "r-6", "n1")
+                    .owner("ReplicaSet", "r")
+                    .phase("Succeeded")
+                    .build(),
+            ],
+        );
+        s.replica_sets = vec![rs("r", None, 7)].into();
+        let first = (0..s.pods.len() as PodId)
+            .find(|&p| s.pod(p).name == "r-0")
+            .expect("test pod");
+        let mut w = Workloads::default();
+        let id = w.of_pod(&s, first).expect("r");
+        assert_eq!(
+            (w.get(id).desired, w.get(id).ready),
+            (7, 3),
+            "r-0, r-2, r-5 Ready; r-3 terminating, r-6 ended"
+        );
+        // A workload with no known desired count counts its pods that have not ended.
+        let mut w = Workloads::without_ready();
+        s.replica_sets = Vec::new().into();
+        let id = w.of_pod(&s, first).expect("r");
+        assert_eq!((w.get(id).desired, w.get(id).ready), (6, 0));
     }
 }
