@@ -50,6 +50,9 @@ fn unschedulable_taint() -> Taint {
 /// replacement), its node, the term's topology key.
 type AntiHolder = (PodId, NodeId, String);
 
+/// A pod's namespace and label map.
+type LabelsOf = (String, Arc<BTreeMap<String, String>>);
+
 /// Existing pods' required anti-affinity terms, grouped by matcher (the pods of one owner share
 /// theirs): an incoming pod is matched once per group, not once per pod.
 #[derive(Default)]
@@ -61,7 +64,7 @@ pub(super) struct AntiIndex {
     at: FxHashMap<String, usize>,
     /// Per incoming pod's (namespace, labels): how many groups were checked, and those whose
     /// matcher picks it (groups are only ever appended, so only new ones need checking).
-    picking: FxHashMap<(String, Arc<BTreeMap<String, String>>), (usize, Vec<usize>)>,
+    picking: FxHashMap<LabelsOf, (usize, Vec<usize>)>,
     /// The groups' matchers filed by what they may pick.
     index: MatcherIndex,
 }
