@@ -8,11 +8,12 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 use rustc_hash::FxHashMap;
 
-use super::pin::MatcherIndex;
+use super::matcher::Matcher;
+use super::matcher::MatcherIndex;
+use super::plugin_scores::PluginScores;
 use super::ports::UsedPorts;
 use super::resources::ResourceMemo;
-use super::scoring::PluginScores;
-use super::state::{ClusterState, Matcher};
+use super::state::ClusterState;
 use super::terms::{self, DomainIndex};
 use crate::scheduling::{affinity, taints};
 use crate::snapshot::{NodeId, Pod, PodId, Snapshot};

@@ -11,8 +11,10 @@
 //! - [`terms`]: spread constraints and affinity terms as matchers; topology domains.
 //! - [`predict`]: Filter, Score, the best node and its ties.
 //! - [`scoring`]: the Score phase over the feasible nodes.
+//! - [`plugin_scores`]: one Score plugin's scores in a prediction.
 //! - [`ports`]: the NodePorts filter (host ports).
-//! - `pin`: matchers and pods filed by the label value a selector requires.
+//! - [`matcher`]: which pods a selector picks; matchers and pods filed by the label value a
+//!   selector requires.
 //! - [`score`]: kube-scheduler's scoring arithmetic.
 //! - `resources`: NodeResourcesFit's filter and the resource scores, remembered per pod shape.
 //!
@@ -21,7 +23,8 @@
 
 mod cache;
 pub mod config;
-mod pin;
+pub mod matcher;
+pub mod plugin_scores;
 #[cfg(test)]
 mod pod_spec_tests;
 pub mod ports;

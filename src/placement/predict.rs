@@ -3,9 +3,10 @@
 //! [`ClusterState`] of the cycle so far.
 
 pub use super::cache::{Caches, Rejection, StaticFit};
+use super::plugin_scores::{PluginScores, Scores};
 use super::profile::SchedulerProfile;
 use super::resources::ResourceView;
-use super::scoring::{PluginScores, ScoreInput, Scores, score_plugins};
+use super::scoring::{ScoreInput, score_plugins};
 use super::state::ClusterState;
 use super::terms::{self, Spread, domain_counts};
 use crate::snapshot::{NodeId, Pod, PodId, Snapshot};

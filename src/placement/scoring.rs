@@ -7,50 +7,13 @@
 use std::borrow::Cow;
 
 use super::cache::{Caches, StaticFit};
+use super::plugin_scores::{PluginScores, Scores};
 use super::profile::SchedulerProfile;
-use super::resources::ResourceView;
 use super::score;
 use super::state::ClusterState;
 use super::terms::domain_counts;
 use super::terms::{self, AffinityTerms, HOSTNAME, Spread, ZONE};
 use crate::snapshot::{Pod, Snapshot};
-
-/// One Score plugin's result: its name, its weight and its normalised score per feasible node.
-pub struct PluginScores {
-    /// The plugin's name.
-    pub name: &'static str,
-    /// Its weight.
-    pub weight: i64,
-    /// Its normalised scores.
-    pub scores: Scores,
-}
-
-/// A Score plugin's normalised scores of the feasible nodes.
-pub enum Scores {
-    /// Every feasible node scores this (no per-node vector is filled: a plugin with nothing to
-    /// score, e.g. NodeAffinity for a pod without preferred terms).
-    Uniform(i64),
-    /// Per feasible node, in order.
-    PerNode(Vec<i64>),
-    /// NodeResourcesFit's score, read from the pod shape's [`ResourceView`] (not normalised, so
-    /// not copied).
-    Fit,
-    /// NodeResourcesBalancedAllocation's score, read from the [`ResourceView`].
-    Balanced,
-}
-
-impl PluginScores {
-    /// The score of the `i`-th feasible node, node `n`.
-    #[inline]
-    pub fn at(&self, i: usize, n: usize, resources: &ResourceView) -> i64 {
-        match &self.scores {
-            Scores::Uniform(s) => *s,
-            Scores::PerNode(v) => v.get(i).copied().unwrap_or(0),
-            Scores::Fit => resources.fit.get(n).map_or(0, |&s| i64::from(s)),
-            Scores::Balanced => resources.balanced.get(n).map_or(0, |&s| i64::from(s)),
-        }
-    }
-}
 
 /// What one prediction scores: the pod, its parsed constraints and the feasible nodes.
 pub struct ScoreInput<'a> {

@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use kube::core::{Selector, SelectorExt};
+use kube::core::Selector;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::pin::{MatcherIndex, PodIndex};
+use super::matcher::{Matcher, MatcherIndex, Namespaces, PodIndex};
 use crate::snapshot::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources};
 use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
@@ -106,65 +106,6 @@ impl NodeLoad {
     }
 }
 
-/// Which namespaces a selector looks at.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Namespaces {
-    /// These namespaces (a term's `namespaces`, or the owner's namespace).
-    Listed(Vec<String>),
-    /// The listed ones plus those whose labels a `namespaceSelector` (its text) matches.
-    Selected(Vec<String>, String),
-}
-
-/// Picks pods: namespaces and a label selector.
-#[derive(Debug, Clone)]
-pub struct Matcher {
-    /// Namespaces.
-    pub namespaces: Namespaces,
-    /// The namespace selector, compiled (with [`Namespaces::Selected`]).
-    pub ns_selector: Option<Selector>,
-    /// The label selector (`None`: a nil selector, picks nothing).
-    pub selector: Option<Selector>,
-}
-
-impl Matcher {
-    /// A cache key: matchers with equal keys pick the same pods.
-    pub fn key(&self) -> String {
-        format!("{:?}|{:?}", self.namespaces, self.selector)
-    }
-
-    /// Whether `namespace` is looked at.
-    fn namespace_ok(&self, snapshot: &Snapshot, namespace: &str) -> bool {
-        match &self.namespaces {
-            Namespaces::Listed(l) => l.iter().any(|n| n == namespace),
-            Namespaces::Selected(l, _) => {
-                l.iter().any(|n| n == namespace)
-                    || self.ns_selector.as_ref().is_some_and(|s| {
-                        let empty = BTreeMap::new();
-                        s.matches(snapshot.namespace_labels(namespace).unwrap_or(&empty))
-                    })
-            }
-        }
-    }
-
-    /// Whether the matcher picks `pod` (terminating pods are not counted, as kube-scheduler's
-    /// spreading and inter-pod affinity skip them).
-    pub fn picks(&self, snapshot: &Snapshot, pod: &Pod) -> bool {
-        // Cheapest test first (the result is the same conjunction).
-        !pod.is_terminating() && self.picks_labels(snapshot, &pod.namespace, &pod.labels)
-    }
-
-    /// Whether the matcher picks a non-terminating pod of `namespace` labelled `labels`.
-    pub fn picks_labels(
-        &self,
-        snapshot: &Snapshot,
-        namespace: &str,
-        labels: &BTreeMap<String, String>,
-    ) -> bool {
-        self.namespace_ok(snapshot, namespace)
-            && self.selector.as_ref().is_some_and(|s| s.matches(labels))
-    }
-}
-
 /// One label map and the pods sharing it.
 type LabelGroup = (Arc<BTreeMap<String, String>>, Vec<PodId>);
 
@@ -206,7 +147,7 @@ impl LabelGroups {
     /// The groups `selector` may pick: with an `Equal` or `In` requirement, only the groups
     /// carrying one of its values (every group it picks does); otherwise all.
     fn candidates(&self, selector: Option<&Selector>) -> Vec<usize> {
-        match selector.and_then(super::pin::pin) {
+        match selector.and_then(super::matcher::pin) {
             // A label map has one value per key: the values' groups are disjoint.
             Some((k, vs)) => vs
                 .into_iter()

@@ -9,7 +9,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelecto
 use kube::core::SelectorExt;
 use rustc_hash::FxHashMap;
 
-use super::state::{Matcher, Namespaces};
+use super::matcher::{Matcher, Namespaces};
 use crate::scheduling::selector;
 use crate::snapshot::{NodeId, Pod, Snapshot};
 

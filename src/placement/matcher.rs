@@ -1,5 +1,5 @@
-//! Finding the matchers that may pick a pod, and the pods a matcher may pick, without trying
-//! every one: a selector with an `Equal` or `In` requirement only picks pods carrying one of its
+//! Which pods a selector picks ([`Matcher`]: namespaces and a label selector), and finding the
+//! matchers that may pick a pod, and the pods a matcher may pick, without trying every one: a selector with an `Equal` or `In` requirement only picks pods carrying one of its
 //! values, so matchers and pods are filed under (namespace, label key, value). A lookup returns
 //! candidates — a superset of the answer, deduplicated — that the caller still checks with
 //! [`Matcher::picks`]; hashing the three strings to one number can only add candidates.
@@ -7,10 +7,69 @@
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 
-use kube::core::{Expression, Selector};
+use kube::core::{Expression, Selector, SelectorExt};
 use rustc_hash::{FxHashMap, FxHasher};
 
-use super::state::{Matcher, Namespaces};
+use crate::snapshot::{Pod, Snapshot};
+
+/// Which namespaces a selector looks at.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Namespaces {
+    /// These namespaces (a term's `namespaces`, or the owner's namespace).
+    Listed(Vec<String>),
+    /// The listed ones plus those whose labels a `namespaceSelector` (its text) matches.
+    Selected(Vec<String>, String),
+}
+
+/// Picks pods: namespaces and a label selector.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    /// Namespaces.
+    pub namespaces: Namespaces,
+    /// The namespace selector, compiled (with [`Namespaces::Selected`]).
+    pub ns_selector: Option<Selector>,
+    /// The label selector (`None`: a nil selector, picks nothing).
+    pub selector: Option<Selector>,
+}
+
+impl Matcher {
+    /// A cache key: matchers with equal keys pick the same pods.
+    pub fn key(&self) -> String {
+        format!("{:?}|{:?}", self.namespaces, self.selector)
+    }
+
+    /// Whether `namespace` is looked at.
+    pub fn namespace_ok(&self, snapshot: &Snapshot, namespace: &str) -> bool {
+        match &self.namespaces {
+            Namespaces::Listed(l) => l.iter().any(|n| n == namespace),
+            Namespaces::Selected(l, _) => {
+                l.iter().any(|n| n == namespace)
+                    || self.ns_selector.as_ref().is_some_and(|s| {
+                        let empty = BTreeMap::new();
+                        s.matches(snapshot.namespace_labels(namespace).unwrap_or(&empty))
+                    })
+            }
+        }
+    }
+
+    /// Whether the matcher picks `pod` (terminating pods are not counted, as kube-scheduler's
+    /// spreading and inter-pod affinity skip them).
+    pub fn picks(&self, snapshot: &Snapshot, pod: &Pod) -> bool {
+        // Cheapest test first (the result is the same conjunction).
+        !pod.is_terminating() && self.picks_labels(snapshot, &pod.namespace, &pod.labels)
+    }
+
+    /// Whether the matcher picks a non-terminating pod of `namespace` labelled `labels`.
+    pub fn picks_labels(
+        &self,
+        snapshot: &Snapshot,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> bool {
+        self.namespace_ok(snapshot, namespace)
+            && self.selector.as_ref().is_some_and(|s| s.matches(labels))
+    }
+}
 
 /// The label a selector requires, with its allowed values (`None`: no `Equal`/`In` requirement).
 pub fn pin(selector: &Selector) -> Option<(String, Vec<String>)> {
@@ -160,7 +219,6 @@ impl<T: Copy + Ord> PodIndex<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::placement::state::Namespaces;
     use crate::scheduling::selector;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
