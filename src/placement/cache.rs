@@ -13,6 +13,7 @@ use super::matcher::MatcherIndex;
 use super::plugin_scores::PluginScores;
 use super::ports::UsedPorts;
 use super::resources::ResourceMemo;
+use super::spread_score::SlotMaps;
 use super::state::ClusterState;
 use super::terms::{self, DomainIndex};
 use crate::scheduling::{affinity, taints};
@@ -30,12 +31,28 @@ pub struct StaticFit {
     pub taints_ok: Vec<bool>,
     /// NodeUnschedulable.
     pub schedulable_ok: Vec<bool>,
+    /// All three: what the default profile's node-only filters admit.
+    pub static_ok: Vec<bool>,
     /// TaintToleration's score input: the node's PreferNoSchedule taints that none of the pod's
     /// tolerations with an empty or PreferNoSchedule effect tolerates (`None`: no node has one).
     pub prefer_taints: Option<Vec<i64>>,
     /// NodeAffinity's score input: the weights of the pod's preferred node affinity terms the
     /// node matches (`None`: the pod has none, every node scores 0).
     pub preferred_affinity: Option<Vec<i64>>,
+}
+
+impl StaticFit {
+    /// `fit` with its combined verdict filled in.
+    fn with_static_ok(mut fit: StaticFit) -> Arc<StaticFit> {
+        fit.static_ok = fit
+            .schedulable_ok
+            .iter()
+            .zip(&fit.affinity_ok)
+            .zip(&fit.taints_ok)
+            .map(|((s, a), t)| *s && *a && *t)
+            .collect();
+        Arc::new(fit)
+    }
 }
 
 /// The `node.kubernetes.io/unschedulable:NoSchedule` taint a cordoned node carries.
@@ -117,12 +134,10 @@ impl AntiIndex {
 /// Buffers one prediction fills, kept across predictions (no allocation per node).
 #[derive(Default)]
 pub(super) struct Scratch {
-    pub(super) rejected: Vec<Option<Rejection>>,
     pub(super) feasible: Vec<usize>,
     /// Per Score plugin: name, weight, scores per feasible node.
     pub(super) plugins: Vec<PluginScores>,
     pub(super) pool: Vec<Vec<i64>>,
-    pub(super) totals: Vec<i64>,
 }
 
 /// The simulator's memory across predictions of one cycle.
@@ -143,6 +158,8 @@ pub struct Caches {
     pub(super) ports: UsedPorts,
     /// Per resource shape, NodeResourcesFit's verdicts and the resource scores per node.
     pub(super) resources: ResourceMemo,
+    /// Per set of spread constraint keys, the nodes' slots (sparse spread scores).
+    pub(super) spread_slots: SlotMaps,
 }
 
 impl Caches {
@@ -175,7 +192,8 @@ impl Caches {
                             .is_none_or(|e| e.is_empty() || e == "PreferNoSchedule")
                     })
                     .collect();
-                Arc::new(StaticFit {
+                StaticFit::with_static_ok(StaticFit {
+                    static_ok: Vec::new(),
                     prefer_taints: Some(
                         nodes
                             .clone()

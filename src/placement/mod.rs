@@ -33,6 +33,7 @@ pub mod profile;
 mod resources;
 pub mod score;
 pub mod scoring;
+mod spread_score;
 pub mod state;
 pub mod terms;
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! A Score plugin's result in one prediction: its name, its weight and its normalised scores of
 //! the feasible nodes, filled per node only when they differ between nodes.
 
+use std::sync::Arc;
+
 use super::resources::ResourceView;
 
 /// One Score plugin's result: its name, its weight and its normalised score per feasible node.
@@ -25,6 +27,40 @@ pub enum Scores {
     Fit,
     /// NodeResourcesBalancedAllocation's score, read from the [`ResourceView`].
     Balanced,
+    /// PodTopologySpread's score, per node slot with exceptions.
+    Spread(SpreadTable),
+}
+
+/// Normalised scores that are equal for every node of a slot (a topology domain), except for a
+/// few nodes of their own.
+pub struct SpreadTable {
+    /// Per node, its slot.
+    pub slots: Arc<[u32]>,
+    /// Per slot, the score of its nodes.
+    pub by_slot: Vec<i64>,
+    /// Feasible nodes scoring on their own: (index among the feasible nodes, score), in order.
+    pub exceptions: Vec<(usize, i64)>,
+}
+
+impl SpreadTable {
+    /// The score of the `i`-th feasible node, node `n`.
+    #[inline]
+    pub fn at(&self, i: usize, n: usize) -> i64 {
+        match self.exceptions.binary_search_by_key(&i, |e| e.0) {
+            Ok(k) => self.exceptions[k].1,
+            Err(_) => self.of_slot(n),
+        }
+    }
+
+    /// The score of node `n` by its slot alone.
+    #[inline]
+    pub fn of_slot(&self, n: usize) -> i64 {
+        self.slots
+            .get(n)
+            .and_then(|&s| self.by_slot.get(s as usize))
+            .copied()
+            .unwrap_or(0)
+    }
 }
 
 impl PluginScores {
@@ -36,6 +72,7 @@ impl PluginScores {
             Scores::PerNode(v) => v.get(i).copied().unwrap_or(0),
             Scores::Fit => resources.fit.get(n).map_or(0, |&s| i64::from(s)),
             Scores::Balanced => resources.balanced.get(n).map_or(0, |&s| i64::from(s)),
+            Scores::Spread(t) => t.at(i, n),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! [`ClusterState`] of the cycle so far.
 
 pub use super::cache::{Caches, Rejection, StaticFit};
-use super::plugin_scores::{PluginScores, Scores};
+use super::plugin_scores::{PluginScores, Scores, SpreadTable};
 use super::profile::SchedulerProfile;
 use super::resources::ResourceView;
 use super::scoring::{ScoreInput, score_plugins};
@@ -74,9 +74,6 @@ pub fn predict(
     let statics = caches.statics(snapshot, p);
     let n_nodes = snapshot.nodes.len();
     let mut scratch = std::mem::take(&mut caches.scratch);
-    // Filter: cheapest first; remember why the current node fails.
-    let rejected = &mut scratch.rejected;
-    rejected.clear();
     let ports_taken = if f.node_ports {
         caches.ports.taken(snapshot, state, pod)
     } else {
@@ -85,41 +82,41 @@ pub fn predict(
     // NodeResourcesFit's verdicts and the resource scores of the pod's shape, brought up to date.
     let mut memo = std::mem::take(&mut caches.resources);
     let resources = memo.view(snapshot, state, profile, p);
-    rejected.extend((0..n_nodes).map(|n| {
-        if f.node_unschedulable && !statics.schedulable_ok[n] {
-            Some("NodeUnschedulable")
-        } else if f.node_affinity && !statics.affinity_ok[n] {
-            Some("NodeAffinity")
-        } else if f.taint_toleration && !statics.taints_ok[n] {
-            Some("TaintToleration")
-        } else if ports_taken
-            .as_ref()
-            .is_some_and(|t| t.get(n).copied().unwrap_or(false))
-        {
-            Some("NodePorts")
-        } else if f.node_resources_fit && !resources.fits[n] {
-            Some("NodeResourcesFit")
-        } else {
-            None
-        }
-    }));
+    // Filter: the node-only and resource plugins in one pass, then the plugins reading other
+    // pods over the nodes left; only the current node's rejecting plugin is named.
+    let basic = BasicFilters {
+        filters: f,
+        statics: &statics,
+        ports_taken: ports_taken.as_deref(),
+        fits: &resources.fits,
+    };
+    let feasible = &mut scratch.feasible;
+    feasible.clear();
+    basic.pass(n_nodes, feasible);
+    let current = p.node.map(|n| n as usize).filter(|&n| n < n_nodes);
+    let mut current_filtered = current.and_then(|n| basic.rejection(n));
+    let still_feasible =
+        |feasible: &[usize]| current.is_some_and(|c| feasible.binary_search(&c).is_ok());
     let spreads = terms::spreads(p);
     if f.pod_topology_spread && spreads.iter().any(|s| s.hard) {
-        filter_spread(snapshot, state, caches, &statics, &spreads, rejected);
+        let before = still_feasible(feasible);
+        filter_spread(snapshot, state, caches, &statics, &spreads, feasible);
+        if before && !still_feasible(feasible) {
+            current_filtered = Some("PodTopologySpread");
+        }
     }
     let aff = terms::affinity_terms(p);
     if f.inter_pod_affinity {
-        filter_inter_pod(snapshot, state, caches, p, &aff, rejected);
+        let before = still_feasible(feasible);
+        filter_inter_pod(snapshot, state, caches, p, &aff, feasible);
+        if before && !still_feasible(feasible) {
+            current_filtered = Some("InterPodAffinity");
+        }
     }
-    let feasible = &mut scratch.feasible;
-    feasible.clear();
-    feasible.extend((0..n_nodes).filter(|&n| rejected[n].is_none()));
     let mut prediction = Prediction {
         feasible: feasible.len(),
         strategy: profile.strategy.name(),
-        current_filtered: p
-            .node
-            .and_then(|n| rejected.get(n as usize).copied().flatten()),
+        current_filtered,
         ..Default::default()
     };
     if !feasible.is_empty() {
@@ -134,14 +131,7 @@ pub fn predict(
         };
         let plugins = &mut scratch.plugins;
         score_plugins(&input, state, caches, &mut scratch.pool, plugins);
-        choose(
-            p,
-            feasible,
-            plugins,
-            resources,
-            &mut scratch.totals,
-            &mut prediction,
-        );
+        choose(p, feasible, plugins, resources, &mut prediction);
         scratch
             .pool
             .extend(plugins.drain(..).filter_map(|p| match p.scores {
@@ -154,6 +144,58 @@ pub fn predict(
     prediction
 }
 
+/// The Filter plugins that read only the node and its load: NodeUnschedulable, NodeAffinity,
+/// TaintToleration, NodePorts and NodeResourcesFit, in that order.
+struct BasicFilters<'a> {
+    filters: &'a super::profile::Filters,
+    statics: &'a StaticFit,
+    /// Per node, whether a host port the pod binds is taken (`None`: none is).
+    ports_taken: Option<&'a [bool]>,
+    fits: &'a [bool],
+}
+
+impl BasicFilters<'_> {
+    /// Appends every node passing them to `feasible`, in node order.
+    fn pass(&self, n_nodes: usize, feasible: &mut Vec<usize>) {
+        let f = self.filters;
+        let s = self.statics;
+        let default_static = f.node_unschedulable && f.node_affinity && f.taint_toleration;
+        match self.ports_taken {
+            // The default profile and no host port: one combined static verdict and the fit.
+            None if default_static && f.node_resources_fit => {
+                let ok = &s.static_ok;
+                feasible.extend(
+                    (0..n_nodes).filter(|&n| ok.get(n) == Some(&true) && self.fits[n]),
+                );
+            }
+            _ => feasible.extend((0..n_nodes).filter(|&n| self.rejection(n).is_none())),
+        }
+    }
+
+    /// The first of them rejecting node `n`.
+    fn rejection(&self, n: usize) -> Option<Rejection> {
+        let f = self.filters;
+        let s = self.statics;
+        let no = |v: &[bool]| !v.get(n).copied().unwrap_or(false);
+        if f.node_unschedulable && no(&s.schedulable_ok) {
+            Some("NodeUnschedulable")
+        } else if f.node_affinity && no(&s.affinity_ok) {
+            Some("NodeAffinity")
+        } else if f.taint_toleration && no(&s.taints_ok) {
+            Some("TaintToleration")
+        } else if self
+            .ports_taken
+            .is_some_and(|t| t.get(n).copied().unwrap_or(false))
+        {
+            Some("NodePorts")
+        } else if f.node_resources_fit && no(self.fits) {
+            Some("NodeResourcesFit")
+        } else {
+            None
+        }
+    }
+}
+
 /// The best node (the first of the ties by node order), the ties, the current node's score and
 /// the runner-up, from the plugins' scores of the feasible nodes.
 fn choose(
@@ -161,49 +203,48 @@ fn choose(
     feasible: &[usize],
     plugins: &[PluginScores],
     resources: &ResourceView,
-    totals: &mut Vec<i64>,
     prediction: &mut Prediction,
 ) {
-    // One pass for the uniform scores (the same for every node) and the resource scores (read
-    // from the shape's view), then the per-node vectors.
+    // The uniform scores (the same for every node) summed once; the resource scores read from
+    // the shape's view; the per-node vectors; the spread table by slot.
     let (mut uniform, mut fit_w, mut balanced_w) = (0, 0, 0);
+    let mut per_node: Vec<(i64, &[i64])> = Vec::new();
+    let mut spread: Option<(i64, &SpreadTable)> = None;
     for p in plugins {
-        match p.scores {
+        match &p.scores {
             Scores::Uniform(s) => uniform += p.weight * s,
             Scores::Fit => fit_w += p.weight,
             Scores::Balanced => balanced_w += p.weight,
-            Scores::PerNode(_) => {}
+            Scores::PerNode(v) => per_node.push((p.weight, v)),
+            Scores::Spread(t) => spread = Some((p.weight, t)),
         }
     }
-    totals.clear();
-    totals.extend(feasible.iter().map(|&n| {
-        uniform
-            + fit_w * i64::from(resources.fit[n])
-            + balanced_w * i64::from(resources.balanced[n])
-    }));
-    for p in plugins {
-        if let Scores::PerNode(s) = &p.scores {
-            for (t, s) in totals.iter_mut().zip(s) {
-                *t += p.weight * s;
-            }
-        }
-    }
-    let totals = &totals[..];
-    let node_score = |i: usize| NodeScore {
-        total: totals[i],
-        plugins: plugins
-            .iter()
-            .map(|p| (p.name, p.weight * p.at(i, feasible[i], resources)))
-            .collect(),
-    };
-    // One pass: the best total, its first node (named; the other ties are listed), every tie,
-    // and the runner-up (the best node other than the current one, first by node order).
+    let (fit, balanced) = (&resources.fit, &resources.balanced);
+    let no_exceptions: &[(usize, i64)] = &[];
+    let (spread_w, exceptions) = spread.map_or((0, no_exceptions), |(w, t)| (w, &t.exceptions));
+    let mut next_exception = exceptions.iter().peekable();
+    // One pass: each total, the best total and its first node (named; the other ties are
+    // listed), every tie, and the runner-up (the best node other than the current one, first by
+    // node order).
     let current = p.node.map(|c| c as usize);
     let mut best = i64::MIN;
     let mut first = None;
-    let mut other: Option<usize> = None;
+    let mut other: Option<(usize, i64)> = None;
     prediction.ties.clear();
-    for (i, (&n, &t)) in feasible.iter().zip(totals).enumerate() {
+    for (i, &n) in feasible.iter().enumerate() {
+        let mut t = uniform
+            + fit_w * fit.get(n).map_or(0, |&s| i64::from(s))
+            + balanced_w * balanced.get(n).map_or(0, |&s| i64::from(s));
+        for (w, v) in &per_node {
+            t += w * v.get(i).copied().unwrap_or(0);
+        }
+        if let Some((_, table)) = spread {
+            let s = match next_exception.next_if(|e| e.0 == i) {
+                Some(&(_, s)) => s,
+                None => table.of_slot(n),
+            };
+            t += spread_w * s;
+        }
         if t > best {
             best = t;
             first = Some(i);
@@ -212,10 +253,20 @@ fn choose(
         if t == best {
             prediction.ties.push(n as NodeId);
         }
-        if Some(n) != current && other.is_none_or(|o| t > totals[o]) {
-            other = Some(i);
+        if Some(n) != current && other.is_none_or(|(_, o)| t > o) {
+            other = Some((i, t));
         }
     }
+    let node_score = |i: usize| {
+        let plugins: Vec<(&'static str, i64)> = plugins
+            .iter()
+            .map(|p| (p.name, p.weight * p.at(i, feasible[i], resources)))
+            .collect();
+        NodeScore {
+            total: plugins.iter().map(|(_, s)| s).sum(),
+            plugins,
+        }
+    };
     if let Some(i) = first {
         prediction.best = Some(feasible[i] as NodeId);
         prediction.best_score = Some(node_score(i));
@@ -225,7 +276,7 @@ fn choose(
     {
         prediction.current_score = Some(node_score(i));
     }
-    prediction.runner_up = other.map(|i| (feasible[i] as NodeId, node_score(i)));
+    prediction.runner_up = other.map(|(i, _)| (feasible[i] as NodeId, node_score(i)));
 }
 
 /// PodTopologySpread's filter (`filtering.go`): on a node with every hard constraint's key,
@@ -236,7 +287,7 @@ fn filter_spread(
     caches: &mut Caches,
     statics: &StaticFit,
     spreads: &[Spread],
-    rejected: &mut [Option<Rejection>],
+    feasible: &mut Vec<usize>,
 ) {
     let hard: Vec<&Spread> = spreads.iter().filter(|s| s.hard).collect();
     // A node has a key exactly when it has a domain of it.
@@ -275,19 +326,11 @@ fn filter_spread(
         } else {
             present.iter().copied().min().unwrap_or(0)
         };
-        for (n, r) in rejected.iter_mut().enumerate() {
-            if r.is_some() {
-                continue;
-            }
-            let Some(d) = domains.of[n].filter(|_| has_keys(n)) else {
-                *r = Some("PodTopologySpread");
-                continue;
-            };
-            let skew = counts[d as usize] + i64::from(s.self_match) - min;
-            if skew > s.max_skew {
-                *r = Some("PodTopologySpread");
-            }
-        }
+        feasible.retain(|&n| {
+            domains.of[n]
+                .filter(|_| has_keys(n))
+                .is_some_and(|d| counts[d as usize] + i64::from(s.self_match) - min <= s.max_skew)
+        });
     }
 }
 
@@ -299,7 +342,7 @@ fn filter_inter_pod(
     caches: &mut Caches,
     p: &Pod,
     aff: &terms::AffinityTerms<'_>,
-    rejected: &mut [Option<Rejection>],
+    feasible: &mut Vec<usize>,
 ) {
     // Existing pods whose required anti-affinity selects the incoming pod forbid their domain
     // (the holder's node's value of the term's key).
@@ -342,26 +385,18 @@ fn filter_inter_pod(
             .into_iter()
             .filter_map(|(k, f)| caches.domains.built(k).map(|d| (d, f)))
             .collect();
-        for (n, r) in rejected.iter_mut().enumerate() {
-            if r.is_none()
-                && by_key
-                    .iter()
-                    .any(|(d, f)| d.of[n].is_some_and(|d| f[d as usize]))
-            {
-                *r = Some("InterPodAffinity");
-            }
-        }
+        feasible.retain(|&n| {
+            !by_key
+                .iter()
+                .any(|(d, f)| d.of[n].is_some_and(|d| f[d as usize]))
+        });
     }
     for t in &aff.required_anti {
         let m = terms::term_matcher(t, p);
-        let per_node = state.counts(snapshot, &m).to_vec();
+        let per_node = state.counts(snapshot, &m);
         let domains = caches.domains.get(snapshot, &t.topology_key);
-        let counts = domain_counts(&per_node, domains, |_| true);
-        for (n, r) in rejected.iter_mut().enumerate() {
-            if r.is_none() && domains.of[n].is_some_and(|d| counts[d as usize] > 0) {
-                *r = Some("InterPodAffinity");
-            }
-        }
+        let counts = domain_counts(per_node, domains, |_| true);
+        feasible.retain(|&n| domains.of[n].is_none_or(|d| counts[d as usize] == 0));
     }
     if aff.required_affinity.is_empty() {
         return;
@@ -372,16 +407,18 @@ fn filter_inter_pod(
     for t in &aff.required_affinity {
         let m = terms::term_matcher(t, p);
         self_matches_all &= m.picks(snapshot, p);
-        let per_node = state.counts(snapshot, &m).to_vec();
-        let domains = caches.domains.get(snapshot, &t.topology_key).clone();
-        let counts = domain_counts(&per_node, &domains, |_| true);
+        let per_node = state.counts(snapshot, &m);
+        let counts = domain_counts(per_node, caches.domains.get(snapshot, &t.topology_key), |_| {
+            true
+        });
         any |= counts.iter().any(|&c| c > 0);
-        per_term.push((domains, counts));
+        per_term.push((t.topology_key.as_str(), counts));
     }
-    for (n, r) in rejected.iter_mut().enumerate() {
-        if r.is_some() {
-            continue;
-        }
+    let per_term: Vec<(&terms::Domains, Vec<i64>)> = per_term
+        .into_iter()
+        .filter_map(|(key, counts)| caches.domains.built(key).map(|d| (d, counts)))
+        .collect();
+    feasible.retain(|&n| {
         let mut keys = true;
         let mut pods_exist = true;
         for (domains, counts) in &per_term {
@@ -391,8 +428,6 @@ fn filter_inter_pod(
             }
         }
         // The first pod of a group that selects itself may go anywhere with the keys.
-        if !keys || (!pods_exist && (any || !self_matches_all)) {
-            *r = Some("InterPodAffinity");
-        }
-    }
+        keys && (pods_exist || (!any && self_matches_all))
+    });
 }

@@ -4,12 +4,12 @@
 //! taints a pod shape does not tolerate, its preferred node affinity) come from the pod shape's
 //! [`StaticFit`], computed once per cycle — and the score vectors are reused across predictions.
 
-use std::borrow::Cow;
 
 use super::cache::{Caches, StaticFit};
 use super::plugin_scores::{PluginScores, Scores};
 use super::profile::SchedulerProfile;
 use super::score;
+use super::spread_score::{self, Constraint, SpreadInput};
 use super::state::ClusterState;
 use super::terms::domain_counts;
 use super::terms::{self, AffinityTerms, HOSTNAME, Spread, ZONE};
@@ -101,13 +101,8 @@ pub fn score_plugins(
         push("NodeAffinity", w.node_affinity, scores);
     }
     if w.pod_topology_spread > 0 {
-        let mut s = take(pool);
-        let scores = if score_spread(input, state, caches, &mut s) {
-            Scores::PerNode(s)
-        } else {
-            pool.push(s);
-            Scores::Uniform(0)
-        };
+        // Without constraints every node scores 0.
+        let scores = score_spread(input, state, caches, pool).unwrap_or(Scores::Uniform(0));
         push("PodTopologySpread", w.pod_topology_spread, scores);
     }
     if w.inter_pod_affinity > 0 {
@@ -135,18 +130,18 @@ pub fn score_plugins(
     }
 }
 
-/// PodTopologySpread's score (`scoring.go`) over the feasible nodes, into `out` (`false`: no
-/// constraint applies, every node scores 0 and `out` is left empty): the pod's
-/// ScheduleAnyway constraints, or — without constraints of its own, for a pod of a ReplicaSet,
-/// StatefulSet or ReplicationController — the system defaults (hostname maxSkew 3, zone maxSkew
-/// 5) counting the controller's pods (kube-scheduler uses the selectors of the Services and
-/// controllers selecting the pod; the controller's own pods are what they select).
+/// PodTopologySpread's score (`scoring.go`) over the feasible nodes (`None`: no constraint
+/// applies, every node scores 0): the pod's ScheduleAnyway constraints, or — without constraints
+/// of its own, for a pod of a ReplicaSet, StatefulSet or ReplicationController — the system
+/// defaults (hostname maxSkew 3, zone maxSkew 5) counting the controller's pods (kube-scheduler
+/// uses the selectors of the Services and controllers selecting the pod; the controller's own
+/// pods are what they select).
 fn score_spread(
     input: &ScoreInput<'_>,
     state: &mut ClusterState,
     caches: &mut Caches,
-    out: &mut Vec<i64>,
-) -> bool {
+    pool: &mut Vec<Vec<i64>>,
+) -> Option<Scores> {
     let ScoreInput {
         snapshot,
         pod: p,
@@ -156,8 +151,7 @@ fn score_spread(
         feasible,
         ..
     } = *input;
-    // (key, maxSkew, per-node counts, honor affinity).
-    let mut constraints: Vec<(&str, i64, Cow<'_, [u32]>, bool)> = Vec::new();
+    let mut constraints: Vec<Constraint<'_>> = Vec::new();
     let system = p.topology_spread_constraints.is_empty();
     if system {
         let owner = p.controller().filter(|o| {
@@ -170,115 +164,45 @@ fn score_spread(
             && profile.system_default_spread
         {
             let counts = state.owner_counts(snapshot, &o.uid);
-            constraints.push((HOSTNAME, 3, Cow::Borrowed(counts), true));
-            constraints.push((ZONE, 5, Cow::Borrowed(counts), true));
+            for (key, max_skew) in [(HOSTNAME, 3), (ZONE, 5)] {
+                constraints.push(Constraint {
+                    key,
+                    max_skew,
+                    per_node: counts,
+                    honor_affinity: true,
+                });
+            }
         }
     } else {
-        for s in spreads.iter().filter(|s| !s.hard) {
-            let counts = state.counts(snapshot, &s.matcher).to_vec();
-            constraints.push((&s.key, s.max_skew, Cow::Owned(counts), s.honor_affinity));
+        let soft: Vec<(&Spread, usize)> = spreads
+            .iter()
+            .filter(|s| !s.hard)
+            .map(|s| (s, state.count_slot(snapshot, &s.matcher)))
+            .collect();
+        for (s, at) in soft {
+            constraints.push(Constraint {
+                key: &s.key,
+                max_skew: s.max_skew,
+                per_node: state.counts_at(at),
+                honor_affinity: s.honor_affinity,
+            });
         }
     }
     if constraints.is_empty() {
-        // Nothing to spread: every node scores 0.
-        return false;
+        return None;
     }
-    // Pods with constraints of their own ignore nodes lacking any of the keys (a node has a key
-    // exactly when it has a domain of it).
-    let require_all = !system;
-    for (key, ..) in &constraints {
-        caches.domains.get(snapshot, key);
-    }
-    let domains: Vec<&terms::Domains> = constraints
-        .iter()
-        .filter_map(|(key, ..)| caches.domains.built(key))
-        .collect();
-    let has_all = |n: usize| domains.iter().all(|d| d.of[n].is_some());
-    let ignored: Vec<bool> = if require_all {
-        feasible.iter().map(|&n| !has_all(n)).collect()
-    } else {
-        Vec::new()
+    let input = SpreadInput {
+        snapshot,
+        // Pods with constraints of their own ignore nodes lacking any of the keys.
+        require_all: !system,
+        feasible,
+        affinity_ok: &statics.affinity_ok,
     };
-    let is_ignored = |i: usize| ignored.get(i).copied().unwrap_or(false);
-    // Per constraint: its weight ln(domains in play + 2), its skew part, and the count a node
-    // reads (its own for hostname, else its domain's over every eligible node of the domain).
-    let mut prepared: Vec<(f64, f64, Count<'_>)> = Vec::with_capacity(constraints.len());
-    for ((key, max_skew, per_node, honor_affinity), domains) in constraints.iter().zip(&domains) {
-        let size = if *key == HOSTNAME {
-            feasible.len() - ignored.iter().filter(|i| **i).count()
-        } else {
-            // Domains of the feasible, not ignored nodes.
-            let mut in_play = vec![false; domains.count];
-            for (i, &n) in feasible.iter().enumerate() {
-                if let Some(d) = domains.of[n]
-                    && !is_ignored(i)
-                {
-                    in_play[d as usize] = true;
-                }
-            }
-            in_play.iter().filter(|b| **b).count()
-        };
-        // `score::spread_score_for_count` with its weight computed once per constraint (the same
-        // arithmetic, in the same order).
-        let w = ((size + 2) as f64).ln();
-        let skew_part = (max_skew - 1) as f64 * w;
-        let count = if *key == HOSTNAME {
-            Count::Node(per_node)
-        } else {
-            let counts = domain_counts(per_node, domains, |n| {
-                (!*honor_affinity || statics.affinity_ok[n]) && (!require_all || has_all(n))
-            });
-            Count::Domain(domains, counts)
-        };
-        prepared.push((w, skew_part, count));
-    }
-    // One pass: each node's raw score (constraints added in order, as one vector per constraint
-    // would), rounded, and the highest and lowest of the counted ones; then kube-scheduler's
-    // normalisation (`score::spread_normalize`).
-    let mut rounded: Vec<i64> = Vec::with_capacity(feasible.len());
-    let (mut max, mut min): (Option<i64>, Option<i64>) = (None, None);
-    // Neighbouring nodes often sum to the same raw score: its rounding is kept.
-    let mut last: Option<(u64, i64)> = None;
-    for (i, &n) in feasible.iter().enumerate() {
-        let mut raw = 0f64;
-        for (w, skew_part, count) in &prepared {
-            match count {
-                Count::Node(per_node) => {
-                    let c = i64::from(per_node.get(n).copied().unwrap_or(0));
-                    raw += c as f64 * w + skew_part;
-                }
-                Count::Domain(domains, counts) => {
-                    if let Some(d) = domains.of[n] {
-                        raw += counts[d as usize] as f64 * w + skew_part;
-                    }
-                }
-            }
-        }
-        let r = match last {
-            Some((bits, r)) if bits == raw.to_bits() => r,
-            _ => score::round_score(raw),
-        };
-        last = Some((raw.to_bits(), r));
-        rounded.push(r);
-        if !is_ignored(i) {
-            max = Some(max.map_or(r, |m| m.max(r)));
-            min = Some(min.map_or(r, |m| m.min(r)));
-        }
-    }
-    let (max, min) = (max.unwrap_or(0), min.unwrap_or(0));
-    out.extend(
-        rounded
-            .iter()
-            .enumerate()
-            .map(|(i, &r)| score::spread_normalized((!is_ignored(i)).then_some(r), max, min)),
-    );
-    true
-}
-
-/// What a spread constraint counts for a node.
-enum Count<'a> {
-    /// Hostname: the node's own matching pods.
-    Node(&'a [u32]),
-    /// Another key: the matching pods of the node's domain.
-    Domain(&'a terms::Domains, Vec<i64>),
+    Some(spread_score::score(
+        &input,
+        &constraints,
+        &mut caches.domains,
+        &mut caches.spread_slots,
+        || take(pool),
+    ))
 }

@@ -14,11 +14,6 @@ use super::matcher::{Matcher, MatcherIndex, Namespaces, PodIndex};
 use crate::snapshot::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources};
 use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
-/// kube-scheduler's CPU request for scoring a pod that requests none (`DefaultMilliCPURequest`).
-pub const DEFAULT_MILLI_CPU: i64 = 100;
-/// kube-scheduler's memory request for scoring a pod that requests none (`DefaultMemoryRequest`,
-/// 200 MiB).
-pub const DEFAULT_MEMORY: i64 = 200 * 1024 * 1024;
 
 /// A resource name resolved once (per profile or per prediction), so reading it from a node's or
 /// a pod's [`Resources`] is a field access, not a comparison of names.
@@ -74,18 +69,9 @@ pub struct NodeLoad {
     pub pods: i64,
 }
 
-/// A pod's (CPU, memory) with kube-scheduler's non-zero defaults (applied to the pod's total: the
-/// lean model keeps no per-container requests).
+/// A pod's (CPU, memory) with kube-scheduler's non-zero defaults.
 pub fn nonzero(p: &Pod) -> (i64, i64) {
-    let cpu = match p.requests.get(CPU) {
-        0 => DEFAULT_MILLI_CPU,
-        c => c,
-    };
-    let mem = match p.requests.get(MEMORY) {
-        0 => DEFAULT_MEMORY,
-        m => m,
-    };
-    (cpu, mem)
+    p.requests.nonzero_cpu_memory()
 }
 
 impl NodeLoad {
@@ -190,12 +176,26 @@ impl ClusterState {
     /// The state of `snapshot` as it is (pods it marks evicted are gone), minus `moved`.
     pub fn new(snapshot: &Snapshot, moved: &FxHashSet<PodId>) -> Self {
         let n = snapshot.nodes.len();
-        let mut loads = vec![NodeLoad::default(); n];
-        for (node, load) in loads.iter_mut().enumerate() {
-            for p in snapshot.active_pods_on_node(node as NodeId) {
-                if !moved.contains(&p) {
-                    load.add(snapshot.pod(p));
+        // The snapshot's node usage (kept across the plugins of a cycle), less the moved pods it
+        // still counts.
+        let mut loads: Vec<NodeLoad> = (0..n as NodeId)
+            .map(|node| {
+                let u = snapshot.node_usage(node);
+                NodeLoad {
+                    requested: u.requested.clone(),
+                    nonzero_cpu: u.nonzero_cpu,
+                    nonzero_memory: u.nonzero_memory,
+                    pods: u.pods,
                 }
+            })
+            .collect();
+        for &pod in moved {
+            let p = snapshot.pod(pod);
+            if !p.is_terminal()
+                && !snapshot.is_evicted(pod)
+                && let Some(load) = p.node.and_then(|n| loads.get_mut(n as usize))
+            {
+                load.remove(p);
             }
         }
         ClusterState {
@@ -317,8 +317,22 @@ impl ClusterState {
 
     /// Per node, how many pods `m` picks (built on first use from the namespaces it looks at).
     pub fn counts(&mut self, snapshot: &Snapshot, m: &Matcher) -> &[u32] {
+        let at = self.count_slot(snapshot, m);
+        self.counts_at(at)
+    }
+
+    /// The per-node counts [`ClusterState::count_slot`] built.
+    pub fn counts_at(&self, at: usize) -> &[u32] {
+        self.counts.get(at).map(|(_, c)| c.as_slice()).unwrap_or(&[])
+    }
+
+    /// Where the per-node counts of `m` are kept (built on first use), for reading several
+    /// matchers' counts at once with [`ClusterState::counts_at`].
+    pub fn count_slot(&mut self, snapshot: &Snapshot, m: &Matcher) -> usize {
         let key = m.key();
-        if !self.count_at.contains_key(&key) {
+        if let Some(&at) = self.count_at.get(&key) {
+            at
+        } else {
             let mut counts = vec![0u32; snapshot.nodes.len()];
             let namespaces: Vec<String> = match &m.namespaces {
                 Namespaces::Listed(l) => l.clone(),
@@ -363,13 +377,9 @@ impl ClusterState {
             let at = self.counts.len();
             self.count_index.add(at, m);
             self.counts.push((m.clone(), counts));
-            self.count_at.insert(key.clone(), at);
+            self.count_at.insert(key, at);
+            at
         }
-        self.count_at
-            .get(&key)
-            .and_then(|&at| self.counts.get(at))
-            .map(|(_, c)| c.as_slice())
-            .unwrap_or(&[])
     }
 
     /// Per node, how many pods of the controller `uid` there are (built on first use).

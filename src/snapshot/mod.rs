@@ -73,6 +73,11 @@ pub struct NodeUsage {
     pub requested: Resources,
     /// How many there are (pod slots taken).
     pub pods: i64,
+    /// Sum of their CPU requests with kube-scheduler's non-zero default (millicores; see
+    /// [`Resources::nonzero_cpu_memory`]).
+    pub nonzero_cpu: i64,
+    /// Sum of their memory requests with kube-scheduler's non-zero default.
+    pub nonzero_memory: i64,
 }
 
 /// How many pods ahead [`Snapshot::prefetched`] asks for.
@@ -461,8 +466,12 @@ impl Snapshot {
     fn compute_usage(&self, node: NodeId) -> NodeUsage {
         let mut usage = NodeUsage::default();
         for p in self.active_pods_on_node(node) {
-            usage.requested.add(&self.pod(p).requests);
+            let requests = &self.pod(p).requests;
+            usage.requested.add(requests);
             usage.pods += 1;
+            let (cpu, memory) = requests.nonzero_cpu_memory();
+            usage.nonzero_cpu += cpu;
+            usage.nonzero_memory += memory;
         }
         usage
     }

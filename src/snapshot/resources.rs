@@ -12,6 +12,11 @@ pub const MEMORY: &str = "memory";
 pub const PODS: &str = "pods";
 /// Local ephemeral storage in bytes.
 pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+/// kube-scheduler's CPU request for scoring a pod that requests none (`DefaultMilliCPURequest`).
+pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
+/// kube-scheduler's memory request for scoring a pod that requests none
+/// (`DefaultMemoryRequest`, 200 MiB).
+pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
 
 /// A set of resource amounts. CPU is in millicores; everything else in whole units (rounded up).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -89,6 +94,21 @@ impl Resources {
     }
 
     /// Adds `other` to `self`, resource by resource.
+    /// (CPU millicores, memory) with kube-scheduler's non-zero defaults for scoring a pod that
+    /// requests none: [`DEFAULT_MILLI_CPU_REQUEST`], [`DEFAULT_MEMORY_REQUEST`] (applied to the
+    /// pod's total: the lean model keeps no per-container requests).
+    pub fn nonzero_cpu_memory(&self) -> (i64, i64) {
+        let cpu = match self.cpu_milli {
+            0 => DEFAULT_MILLI_CPU_REQUEST,
+            c => c,
+        };
+        let memory = match self.memory {
+            0 => DEFAULT_MEMORY_REQUEST,
+            m => m,
+        };
+        (cpu, memory)
+    }
+
     pub fn add(&mut self, other: &Resources) {
         self.combine(other, |a, b| a.saturating_add(b));
     }
