@@ -174,8 +174,13 @@ impl Caches {
         if let Some(fit) = self.statics.get(&key) {
             return fit.clone();
         }
-        // Debug text is equal exactly when the values are.
-        let content = format!("{:?}|{:?}|{:?}", p.tolerations, p.node_selector, p.affinity);
+        // Debug text is equal exactly when the values are. Only node affinity of the affinity
+        // counts here: pod (anti-)affinity selectors, which differ per owner, do not.
+        let node_affinity = p.affinity.as_ref().and_then(|a| a.node_affinity.as_ref());
+        let content = format!(
+            "{:?}|{:?}|{:?}",
+            p.tolerations, p.node_selector, node_affinity
+        );
         let fit = self
             .statics_by_content
             .entry(content)

@@ -163,9 +163,11 @@ impl BasicFilters<'_> {
         match self.ports_taken {
             // The default profile and no host port: one combined static verdict and the fit.
             None if default_static && f.node_resources_fit => {
-                let ok = &s.static_ok;
+                let both = s.static_ok.iter().zip(self.fits).take(n_nodes);
                 feasible.extend(
-                    (0..n_nodes).filter(|&n| ok.get(n) == Some(&true) && self.fits[n]),
+                    both.enumerate()
+                        .filter(|(_, (ok, fits))| **ok && **fits)
+                        .map(|(n, _)| n),
                 );
             }
             _ => feasible.extend((0..n_nodes).filter(|&n| self.rejection(n).is_none())),
@@ -222,29 +224,29 @@ fn choose(
     let (fit, balanced) = (&resources.fit, &resources.balanced);
     let no_exceptions: &[(usize, i64)] = &[];
     let (spread_w, exceptions) = spread.map_or((0, no_exceptions), |(w, t)| (w, &t.exceptions));
-    let mut next_exception = exceptions.iter().peekable();
-    // One pass: each total, the best total and its first node (named; the other ties are
-    // listed), every tie, and the runner-up (the best node other than the current one, first by
-    // node order).
-    let current = p.node.map(|c| c as usize);
-    let mut best = i64::MIN;
-    let mut first = None;
-    let mut other: Option<(usize, i64)> = None;
-    prediction.ties.clear();
-    for (i, &n) in feasible.iter().enumerate() {
+    // The total of the `i`-th feasible node, `n`, but for its spread exception.
+    let total = |i: usize, n: usize| {
         let mut t = uniform
             + fit_w * fit.get(n).map_or(0, |&s| i64::from(s))
             + balanced_w * balanced.get(n).map_or(0, |&s| i64::from(s));
         for (w, v) in &per_node {
             t += w * v.get(i).copied().unwrap_or(0);
         }
-        if let Some((_, table)) = spread {
-            let s = match next_exception.next_if(|e| e.0 == i) {
-                Some(&(_, s)) => s,
-                None => table.of_slot(n),
-            };
-            t += spread_w * s;
-        }
+        t
+    };
+    let spread_of = |n: usize, exception: Option<&(usize, i64)>| match (exception, spread) {
+        (Some(&(_, s)), _) => spread_w * s,
+        (None, Some((_, table))) => spread_w * table.of_slot(n),
+        (None, None) => 0,
+    };
+    // One pass: each total, the best total and its first node (named; the other ties are
+    // listed), and every tie.
+    let mut best = i64::MIN;
+    let mut first = None;
+    prediction.ties.clear();
+    let mut next_exception = exceptions.iter().peekable();
+    for (i, &n) in feasible.iter().enumerate() {
+        let t = total(i, n) + spread_of(n, next_exception.next_if(|e| e.0 == i));
         if t > best {
             best = t;
             first = Some(i);
@@ -253,10 +255,29 @@ fn choose(
         if t == best {
             prediction.ties.push(n as NodeId);
         }
-        if Some(n) != current && other.is_none_or(|(_, o)| t > o) {
-            other = Some((i, t));
-        }
     }
+    // The runner-up: the best node other than the current one, first by node order — the best
+    // node or the next tie, unless the current node is the only best one; then a second pass.
+    let current = p.node.map(|c| c as usize);
+    let other = match first {
+        Some(i) if Some(feasible[i]) != current => Some(i),
+        Some(_) if prediction.ties.len() > 1 => prediction
+            .ties
+            .get(1)
+            .and_then(|&n| feasible.binary_search(&(n as usize)).ok()),
+        Some(_) => {
+            let mut other: Option<(usize, i64)> = None;
+            let mut next_exception = exceptions.iter().peekable();
+            for (i, &n) in feasible.iter().enumerate() {
+                let t = total(i, n) + spread_of(n, next_exception.next_if(|e| e.0 == i));
+                if Some(n) != current && other.is_none_or(|(_, o)| t > o) {
+                    other = Some((i, t));
+                }
+            }
+            other.map(|(i, _)| i)
+        }
+        None => None,
+    };
     let node_score = |i: usize| {
         let plugins: Vec<(&'static str, i64)> = plugins
             .iter()
@@ -276,7 +297,7 @@ fn choose(
     {
         prediction.current_score = Some(node_score(i));
     }
-    prediction.runner_up = other.map(|(i, _)| (feasible[i] as NodeId, node_score(i)));
+    prediction.runner_up = other.map(|i| (feasible[i] as NodeId, node_score(i)));
 }
 
 /// PodTopologySpread's filter (`filtering.go`): on a node with every hard constraint's key,
@@ -408,9 +429,11 @@ fn filter_inter_pod(
         let m = terms::term_matcher(t, p);
         self_matches_all &= m.picks(snapshot, p);
         let per_node = state.counts(snapshot, &m);
-        let counts = domain_counts(per_node, caches.domains.get(snapshot, &t.topology_key), |_| {
-            true
-        });
+        let counts = domain_counts(
+            per_node,
+            caches.domains.get(snapshot, &t.topology_key),
+            |_| true,
+        );
         any |= counts.iter().any(|&c| c > 0);
         per_term.push((t.topology_key.as_str(), counts));
     }

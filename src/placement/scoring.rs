@@ -4,7 +4,6 @@
 //! taints a pod shape does not tolerate, its preferred node affinity) come from the pod shape's
 //! [`StaticFit`], computed once per cycle — and the score vectors are reused across predictions.
 
-
 use super::cache::{Caches, StaticFit};
 use super::plugin_scores::{PluginScores, Scores};
 use super::profile::SchedulerProfile;

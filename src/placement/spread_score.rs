@@ -16,7 +16,7 @@ use rustc_hash::FxHashMap;
 
 use super::plugin_scores::{Scores, SpreadTable};
 use super::score;
-use super::terms::{DomainIndex, Domains, HOSTNAME, domain_counts};
+use super::terms::{DomainIndex, Domains, HOSTNAME};
 use crate::snapshot::Snapshot;
 
 /// One constraint being scored.
@@ -93,8 +93,8 @@ impl SlotMaps {
             let slots = (0..n_nodes)
                 .map(|n| {
                     let domain = other.map(|d| d.of[n]);
-                    let lacks = matches!(domain, Some(None))
-                        || host.is_some_and(|h| h.of[n].is_none());
+                    let lacks =
+                        matches!(domain, Some(None)) || host.is_some_and(|h| h.of[n].is_none());
                     let slot = if require_all && lacks {
                         domains + 1
                     } else {
@@ -150,6 +150,7 @@ fn raw_of(prepared: &[Prepared<'_>], n: usize) -> f64 {
 /// counts the pods on those.
 fn prepare<'a>(
     constraints: &'a [Constraint<'a>],
+    nonzero: &[Vec<usize>],
     index: &'a DomainIndex,
     host_size: usize,
     domains_in_play: impl Fn(&str) -> usize,
@@ -158,7 +159,8 @@ fn prepare<'a>(
 ) -> Vec<Prepared<'a>> {
     constraints
         .iter()
-        .filter_map(|c| {
+        .zip(nonzero)
+        .filter_map(|(c, nonzero)| {
             let domains = index.built(c.key)?;
             let size = if c.key == HOSTNAME {
                 host_size
@@ -170,9 +172,17 @@ fn prepare<'a>(
             let count = if c.key == HOSTNAME {
                 Count::Node(c.per_node)
             } else {
-                let counts = domain_counts(c.per_node, domains, |n| {
-                    (!c.honor_affinity || affinity_ok(n)) && has_all(n)
-                });
+                // The domains' counts, from the nodes counting any pod.
+                let mut counts = vec![0i64; domains.count];
+                for &n in nonzero {
+                    if let Some(Some(d)) = domains.of.get(n)
+                        && (!c.honor_affinity || affinity_ok(n))
+                        && has_all(n)
+                        && let Some(at) = counts.get_mut(*d as usize)
+                    {
+                        *at += i64::from(c.per_node[n]);
+                    }
+                }
                 Count::Domain(domains, counts)
             };
             Some(Prepared {
@@ -203,8 +213,23 @@ pub fn score(
         .collect();
     others.sort_unstable();
     others.dedup();
+    // Per constraint, the nodes counting any pod (the constraints of the system defaults share
+    // their counts: read once).
+    let mut nonzero: Vec<Vec<usize>> = Vec::with_capacity(constraints.len());
+    for (i, c) in constraints.iter().enumerate() {
+        let shared = constraints[..i]
+            .iter()
+            .position(|o| std::ptr::eq(o.per_node, c.per_node));
+        nonzero.push(match shared {
+            Some(j) => nonzero[j].clone(),
+            None => (c.per_node.iter().enumerate())
+                .filter(|(_, c)| **c > 0)
+                .map(|(n, _)| n)
+                .collect(),
+        });
+    }
     if others.len() > 1 {
-        return Scores::PerNode(dense(input, constraints, index, vector()));
+        return Scores::PerNode(dense(input, constraints, &nonzero, index, vector()));
     }
     let hostname = constraints.iter().any(|c| c.key == HOSTNAME);
     let map = maps.get(
@@ -214,13 +239,14 @@ pub fn score(
         hostname,
         input.require_all,
     );
-    Scores::Spread(sparse(input, constraints, index, map))
+    Scores::Spread(sparse(input, constraints, &nonzero, index, map))
 }
 
 /// The sparse score: one per slot, one per node holding pods a hostname constraint counts.
 fn sparse(
     input: &SpreadInput<'_>,
     constraints: &[Constraint<'_>],
+    nonzero: &[Vec<usize>],
     index: &DomainIndex,
     map: &SlotMap,
 ) -> SpreadTable {
@@ -231,37 +257,48 @@ fn sparse(
         ..
     } = *input;
     let slots = &map.slots[..];
-    // Nodes whose own counts make them differ from their slot, in node order.
-    let mut holders: Vec<usize> = constraints
-        .iter()
-        .filter(|c| c.key == HOSTNAME)
-        .flat_map(|c| c.per_node.iter().enumerate().filter(|(_, c)| **c > 0))
-        .map(|(n, _)| n)
-        .collect();
-    holders.sort_unstable();
-    holders.dedup();
-    // Per slot, its feasible nodes and the first that is not an exception (its representative).
+    let ignored = map.ignored();
+    let slot_of = |n: usize| slots.get(n).map_or(ignored, |&s| s as usize);
+    // Per slot, its feasible nodes and the first of them.
     let n_slots = map.domains + 2;
     let mut in_slot = vec![0usize; n_slots];
     let mut first = vec![usize::MAX; n_slots];
-    let mut exceptions: Vec<(usize, i64)> = Vec::new();
-    let mut next = holders.iter().copied().peekable();
     for (i, &n) in feasible.iter().enumerate() {
-        let s = slots.get(n).map_or(map.ignored(), |&s| s as usize);
-        in_slot[s] += 1;
-        while next.next_if(|&h| h < n).is_some() {}
-        if next.next_if_eq(&n).is_some() {
-            exceptions.push((i, 0));
-        } else if first[s] == usize::MAX {
-            first[s] = i;
+        let s = slot_of(n);
+        if let Some(c) = in_slot.get_mut(s) {
+            *c += 1;
+            if *c == 1 {
+                first[s] = i;
+            }
+        }
+    }
+    // The feasible nodes whose own counts make them differ from their slot (exceptions), in
+    // order, by their index among the feasible nodes.
+    let mut exceptions: Vec<(usize, i64)> = constraints
+        .iter()
+        .zip(nonzero)
+        .filter(|(c, _)| c.key == HOSTNAME)
+        .flat_map(|(_, nonzero)| nonzero.iter())
+        .filter_map(|n| feasible.binary_search(n).ok())
+        .map(|i| (i, 0))
+        .collect();
+    exceptions.sort_unstable();
+    exceptions.dedup();
+    let is_exception = |i: usize| exceptions.binary_search_by_key(&i, |e| e.0).is_ok();
+    // Each slot's representative: a feasible node of it that is no exception.
+    for (s, at) in first.iter_mut().enumerate() {
+        if *at != usize::MAX && is_exception(*at) {
+            *at = (*at + 1..feasible.len())
+                .find(|&i| slot_of(feasible[i]) == s && !is_exception(i))
+                .unwrap_or(usize::MAX);
         }
     }
     let host_size = feasible.len() - in_slot[map.ignored()];
     let in_play = in_slot[..map.domains].iter().filter(|&&c| c > 0).count();
-    let has_all =
-        |n: usize| !require_all || slots.get(n).is_some_and(|&s| s as usize != map.ignored());
+    let has_all = |n: usize| !require_all || slot_of(n) != ignored;
     let prepared = prepare(
         constraints,
+        nonzero,
         index,
         host_size,
         |_| in_play,
@@ -269,7 +306,6 @@ fn sparse(
         has_all,
     );
     // Rounded raw scores: per slot with a representative, per exception; then the extremes.
-    let ignored = map.ignored();
     let mut by_slot: Vec<Option<i64>> = (0..n_slots)
         .map(|s| {
             (s != ignored && first[s] != usize::MAX)
@@ -280,8 +316,7 @@ fn sparse(
         .iter()
         .map(|&(i, _)| {
             let n = feasible[i];
-            let s = slots.get(n).map_or(ignored, |&s| s as usize);
-            (s != ignored).then(|| score::round_score(raw_of(&prepared, n)))
+            (slot_of(n) != ignored).then(|| score::round_score(raw_of(&prepared, n)))
         })
         .collect();
     let counted = by_slot.iter().chain(&raw_exceptions).flatten().copied();
@@ -304,6 +339,7 @@ fn sparse(
 fn dense(
     input: &SpreadInput<'_>,
     constraints: &[Constraint<'_>],
+    nonzero: &[Vec<usize>],
     index: &DomainIndex,
     mut out: Vec<i64>,
 ) -> Vec<i64> {
@@ -342,6 +378,7 @@ fn dense(
     };
     let prepared = prepare(
         constraints,
+        nonzero,
         index,
         host_size,
         in_play,

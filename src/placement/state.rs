@@ -14,7 +14,6 @@ use super::matcher::{Matcher, MatcherIndex, Namespaces, PodIndex};
 use crate::snapshot::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resources};
 use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
-
 /// A resource name resolved once (per profile or per prediction), so reading it from a node's or
 /// a pod's [`Resources`] is a field access, not a comparison of names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,7 +99,17 @@ type LabelGroup = (Arc<BTreeMap<String, String>>, Vec<PodId>);
 #[derive(Default)]
 struct LabelGroups {
     groups: Vec<LabelGroup>,
-    by_label: FxHashMap<(String, String), Vec<usize>>,
+    /// Per label `key=value`, by its hash (no strings copied), the groups carrying it (or, on a
+    /// hash collision, another label: [`LabelGroups::candidates`] checks).
+    by_label: FxHashMap<u64, Vec<usize>>,
+}
+
+/// The filing hash of a label `key=value`.
+fn label_hash(key: &str, value: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    (key, value).hash(&mut h);
+    h.finish()
 }
 
 impl LabelGroups {
@@ -121,10 +130,7 @@ impl LabelGroups {
         }
         for (i, (labels, _)) in g.groups.iter().enumerate() {
             for (k, v) in labels.iter() {
-                g.by_label
-                    .entry((k.clone(), v.clone()))
-                    .or_default()
-                    .push(i);
+                g.by_label.entry(label_hash(k, v)).or_default().push(i);
             }
         }
         g
@@ -135,11 +141,23 @@ impl LabelGroups {
     fn candidates(&self, selector: Option<&Selector>) -> Vec<usize> {
         match selector.and_then(super::matcher::pin) {
             // A label map has one value per key: the values' groups are disjoint.
-            Some((k, vs)) => vs
-                .into_iter()
-                .flat_map(|v| self.by_label.get(&(k.clone(), v)).into_iter().flatten())
-                .copied()
-                .collect(),
+            Some((k, vs)) => {
+                let k = k.as_str();
+                vs.iter()
+                    .flat_map(|v| {
+                        self.by_label
+                            .get(&label_hash(k, v))
+                            .into_iter()
+                            .flatten()
+                            .copied()
+                            .filter(move |&i| {
+                                self.groups
+                                    .get(i)
+                                    .is_some_and(|(labels, _)| labels.get(k) == Some(v))
+                            })
+                    })
+                    .collect()
+            }
             None => (0..self.groups.len()).collect(),
         }
     }
@@ -323,7 +341,10 @@ impl ClusterState {
 
     /// The per-node counts [`ClusterState::count_slot`] built.
     pub fn counts_at(&self, at: usize) -> &[u32] {
-        self.counts.get(at).map(|(_, c)| c.as_slice()).unwrap_or(&[])
+        self.counts
+            .get(at)
+            .map(|(_, c)| c.as_slice())
+            .unwrap_or(&[])
     }
 
     /// Where the per-node counts of `m` are kept (built on first use), for reading several
