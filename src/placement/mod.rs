@@ -22,6 +22,8 @@
 //! kube-scheduler.
 
 mod cache;
+#[cfg(test)]
+mod choose_tests;
 pub mod config;
 pub mod matcher;
 pub mod plugin_scores;

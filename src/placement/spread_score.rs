@@ -401,3 +401,7 @@ fn dense(
     }
     out
 }
+
+#[cfg(test)]
+#[path = "spread_score_tests.rs"]
+mod tests;
