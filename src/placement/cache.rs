@@ -267,7 +267,7 @@ impl Caches {
     ) -> &mut AntiIndex {
         self.existing_anti.get_or_insert_with(|| {
             let mut list = AntiIndex::default();
-            for pod in 0..snapshot.pods.len() as PodId {
+            for pod in snapshot.all_pods_prefetched_whole() {
                 let p = snapshot.pod(pod);
                 let terms = affinity::required_anti_affinity_terms(p);
                 if terms.is_empty() || !state.present(snapshot, pod) {

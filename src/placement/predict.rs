@@ -163,12 +163,20 @@ impl BasicFilters<'_> {
         match self.ports_taken {
             // The default profile and no host port: one combined static verdict and the fit.
             None if default_static && f.node_resources_fit => {
-                let both = s.static_ok.iter().zip(self.fits).take(n_nodes);
-                feasible.extend(
-                    both.enumerate()
-                        .filter(|(_, (ok, fits))| **ok && **fits)
-                        .map(|(n, _)| n),
-                );
+                // 64 nodes at a time: a mask of both verdicts, then its set bits.
+                let (ok, fits) = (&s.static_ok, self.fits);
+                let n_nodes = n_nodes.min(ok.len()).min(fits.len());
+                feasible.reserve(n_nodes);
+                for (c, (ok, fits)) in ok[..n_nodes].chunks(64).zip(fits.chunks(64)).enumerate() {
+                    let mut mask = 0u64;
+                    for (j, (a, b)) in ok.iter().zip(fits).enumerate() {
+                        mask |= u64::from(*a & *b) << j;
+                    }
+                    while mask != 0 {
+                        feasible.push(c * 64 + mask.trailing_zeros() as usize);
+                        mask &= mask - 1;
+                    }
+                }
             }
             _ => feasible.extend((0..n_nodes).filter(|&n| self.rejection(n).is_none())),
         }

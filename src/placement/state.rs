@@ -118,7 +118,7 @@ impl LabelGroups {
     fn new(snapshot: &Snapshot, namespace: &str) -> Self {
         let mut at: FxHashMap<*const BTreeMap<String, String>, usize> = FxHashMap::default();
         let mut g = LabelGroups::default();
-        for &pod in snapshot.pods_in_namespace_at_start(namespace) {
+        for pod in snapshot.prefetched(snapshot.pods_in_namespace_at_start(namespace)) {
             let labels = &snapshot.pod(pod).labels;
             let i = *at.entry(Arc::as_ptr(labels)).or_insert_with(|| {
                 g.groups.push((labels.clone(), Vec::new()));

@@ -315,14 +315,33 @@ impl Snapshot {
         })
     }
 
+    /// Every pod id, in order, prefetched as [`Self::prefetched`] does but whole (every cache
+    /// line of the pod, for a scan reading fields past the first lines).
+    pub fn all_pods_prefetched_whole(&self) -> impl Iterator<Item = PodId> + '_ {
+        const WHOLE: usize = std::mem::size_of::<Pod>().div_ceil(64);
+        let n = self.pods.len() as PodId;
+        for p in 0..(PREFETCH_AHEAD as PodId).min(n) {
+            self.prefetch_pod_lines(p, WHOLE);
+        }
+        (0..n).inspect(move |&p| {
+            self.prefetch_pod_lines(p.saturating_add(PREFETCH_AHEAD as PodId), WHOLE);
+        })
+    }
+
     /// Asks the CPU to start loading pod `id` into its caches (a hint: it changes no result).
     #[inline]
     fn prefetch_pod(&self, id: PodId) {
+        self.prefetch_pod_lines(id, PREFETCH_LINES);
+    }
+
+    /// [`Self::prefetch_pod`] of the pod's first `lines` cache lines.
+    #[inline]
+    fn prefetch_pod_lines(&self, id: PodId, lines: usize) {
         #[cfg(target_arch = "x86_64")]
         if let Some(pod) = self.pods.get(id as usize) {
             use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
             let at = Arc::as_ptr(pod).cast::<i8>();
-            for line in 0..PREFETCH_LINES {
+            for line in 0..lines {
                 // SAFETY: SSE is part of every x86_64 CPU, and a prefetch is only a hint: it
                 // never faults and reads nothing into the program (the address is in the pod).
                 unsafe { _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(line * 64)) };
