@@ -219,15 +219,8 @@ impl<T: Copy + Ord> PodIndex<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scheduling::selector;
+    use crate::scheduling::selector::{self, labels};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
-
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
 
     fn matcher(namespaces: Namespaces, s: LabelSelector) -> Matcher {
         Matcher {

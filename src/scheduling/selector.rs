@@ -146,16 +146,18 @@ pub fn matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
     compile(sel).is_ok_and(|s| s.matches(labels))
 }
 
+/// A label map of `pairs` (for tests).
+#[cfg(test)]
+pub(crate) fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
 
     #[test]
     fn parses_every_operator() {
