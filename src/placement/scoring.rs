@@ -39,6 +39,19 @@ fn take(pool: &mut Vec<Vec<i64>>) -> Vec<i64> {
     v
 }
 
+/// The feasible nodes' raw scores from `per_node`, through `helper.DefaultNormalizeScore`.
+fn default_normalized(
+    pool: &mut Vec<Vec<i64>>,
+    feasible: &[usize],
+    per_node: &[i64],
+    reverse: bool,
+) -> Scores {
+    let mut s = take(pool);
+    s.extend(feasible.iter().map(|&n| per_node[n]));
+    score::default_normalize(&mut s, reverse);
+    Scores::PerNode(s)
+}
+
 /// Scores the feasible nodes with every Score plugin of the profile (weight > 0), in
 /// kube-scheduler's plugin order; the vectors come from and go back to `pool`.
 pub fn score_plugins(
@@ -76,12 +89,7 @@ pub fn score_plugins(
     }
     if w.taint_toleration > 0 {
         let scores = match &statics.prefer_taints {
-            Some(per_node) => {
-                let mut s = take(pool);
-                s.extend(feasible.iter().map(|&n| per_node[n]));
-                score::default_normalize(&mut s, true);
-                Scores::PerNode(s)
-            }
+            Some(per_node) => default_normalized(pool, feasible, per_node, true),
             // All 0: DefaultNormalizeScore reversed makes every node 100.
             None => Scores::Uniform(score::MAX_NODE_SCORE),
         };
@@ -89,12 +97,7 @@ pub fn score_plugins(
     }
     if w.node_affinity > 0 {
         let scores = match &statics.preferred_affinity {
-            Some(per_node) => {
-                let mut s = take(pool);
-                s.extend(feasible.iter().map(|&n| per_node[n]));
-                score::default_normalize(&mut s, false);
-                Scores::PerNode(s)
-            }
+            Some(per_node) => default_normalized(pool, feasible, per_node, false),
             None => Scores::Uniform(0),
         };
         push("NodeAffinity", w.node_affinity, scores);
