@@ -72,7 +72,7 @@ pub enum Needed {
     AuthenticatedServing,
     /// Only when the policy measures usage with metrics.k8s.io: a LowNodeUtilization
     /// `metricsUtilization` with `source: KubernetesMetrics` (or the deprecated
-    /// `metricsServer: true`) — [`MetricsNeeds::kubernetes`](crate::usage::MetricsNeeds).
+    /// `metricsServer: true`) — [`MetricsNeeds::kubernetes`](kube_descheduler_engine::usage::MetricsNeeds).
     KubernetesMetrics,
     /// Only when the policy queries Prometheus (a LowNodeUtilization `metricsUtilization` with
     /// `source: Prometheus`) and its `metricsProviders` Prometheus entry names a token Secret

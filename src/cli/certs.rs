@@ -24,7 +24,7 @@ use rcgen::{
 };
 use rustls_pki_types::pem::PemObject;
 
-use crate::error::ConfigError;
+use kube_descheduler_engine::error::ConfigError;
 
 /// Flags of `certs`.
 #[derive(Debug, Clone, clap::Args)]

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-use crate::error::ConfigError;
+use kube_descheduler_engine::error::ConfigError;
 
 /// Reads `--kubeconfig` when given (a [`ConfigError`] naming the flag and file when it is
 /// unreadable or invalid: exit code 2), else infers the in-cluster or `$KUBECONFIG` configuration.

@@ -21,7 +21,7 @@ pub mod webhook;
 
 /// The process exit codes: a configuration error (bad policy, snapshot, flags or registry) and
 /// a runtime failure.
-pub use crate::error::{EXIT_CONFIG, EXIT_RUNTIME};
+pub use kube_descheduler_engine::error::{EXIT_CONFIG, EXIT_RUNTIME};
 
 use clap::{Parser, Subcommand};
 
@@ -53,11 +53,17 @@ pub enum Command {
 
 /// Runs the selected subcommand with the built-in plugins.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
-    run_with(cli, &crate::framework::Registry::builtin())
+    run_with(
+        cli,
+        &kube_descheduler_engine::framework::Registry::builtin(),
+    )
 }
 
 /// Runs the selected subcommand; policies may name the plugins of `registry`.
-pub fn run_with(cli: Cli, registry: &crate::framework::Registry) -> anyhow::Result<()> {
+pub fn run_with(
+    cli: Cli,
+    registry: &kube_descheduler_engine::framework::Registry,
+) -> anyhow::Result<()> {
     match cli.command {
         Command::Plan(args) => plan::run_with(args, registry),
         Command::Run(args) => run::run_with(*args, registry),
@@ -69,7 +75,7 @@ pub fn run_with(cli: Cli, registry: &crate::framework::Registry) -> anyhow::Resu
 
 /// The whole command line of the process (`std::env::args_os`) with the plugins of `registry`:
 /// every subcommand, flag, metric and Event of the stock binary, whose `main` is this call with
-/// [`crate::framework::Registry::builtin`]. Installs the process's TLS crypto provider (ring),
+/// [`kube_descheduler_engine::framework::Registry::builtin`]. Installs the process's TLS crypto provider (ring),
 /// prints clap's help and errors, and returns the exit code: 0, 1 for runtime failures, 2 for
 /// configuration errors (a policy naming an unknown plugin, bad args, bad flags).
 ///
@@ -84,7 +90,7 @@ pub fn run_with(cli: Cli, registry: &crate::framework::Registry) -> anyhow::Resu
 ///     kube_descheduler::cli::main_with(Registry::builtin())
 /// }
 /// ```
-pub fn main_with(registry: crate::framework::Registry) -> std::process::ExitCode {
+pub fn main_with(registry: kube_descheduler_engine::framework::Registry) -> std::process::ExitCode {
     // One TLS crypto provider for the whole process, before anything builds a rustls config.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let exit = |code: i32| std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
@@ -92,7 +98,7 @@ pub fn main_with(registry: crate::framework::Registry) -> std::process::ExitCode
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() {
-                crate::error::EXIT_CONFIG
+                kube_descheduler_engine::error::EXIT_CONFIG
             } else {
                 0
             };
@@ -104,7 +110,7 @@ pub fn main_with(registry: crate::framework::Registry) -> std::process::ExitCode
         Ok(()) => exit(0),
         Err(err) => {
             eprintln!("error: {err:#}");
-            exit(crate::error::exit_code(&err))
+            exit(kube_descheduler_engine::error::exit_code(&err))
         }
     }
 }

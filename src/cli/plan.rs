@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use crate::error::ConfigError;
 use crate::plan::{make_plan, render};
-use crate::{policy, snapshot};
+use kube_descheduler_engine::error::ConfigError;
+use kube_descheduler_engine::{policy, snapshot};
 
 /// Bundled example policy (used when `--policy` is not given and `examples/policy.yaml` is absent).
 pub const EXAMPLE_POLICY: &str = include_str!("../../examples/policy.yaml");
@@ -145,11 +145,17 @@ fn read_or_bundled(
 
 /// Plans evictions offline and prints the plan (the built-in plugins).
 pub fn run(args: PlanArgs) -> anyhow::Result<()> {
-    run_with(args, &crate::framework::Registry::builtin())
+    run_with(
+        args,
+        &kube_descheduler_engine::framework::Registry::builtin(),
+    )
 }
 
 /// Plans evictions with the plugins of `registry` and prints the plan.
-pub fn run_with(args: PlanArgs, registry: &crate::framework::Registry) -> anyhow::Result<()> {
+pub fn run_with(
+    args: PlanArgs,
+    registry: &kube_descheduler_engine::framework::Registry,
+) -> anyhow::Result<()> {
     super::logging::init(super::logging::LogFormat::Text, args.verbosity);
     let now = match &args.now {
         Some(s) => s.parse::<jiff::Timestamp>().map_err(|e| {
@@ -177,15 +183,17 @@ pub fn run_with(args: PlanArgs, registry: &crate::framework::Registry) -> anyhow
         (_, None) => None,
     };
     let live = args.live_source();
-    let request_timeout = crate::duration::parse_go_duration(&args.request_timeout)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| {
-            ConfigError::new(format!(
-                "--request-timeout: expected a Go duration greater than 0 such as 30s, got {:?}",
-                args.request_timeout
-            ))
-        })?;
+    let request_timeout = kube_descheduler_engine::duration::parse_go_duration(
+        &args.request_timeout,
+    )
+    .ok()
+    .filter(|d| !d.is_zero())
+    .ok_or_else(|| {
+        ConfigError::new(format!(
+            "--request-timeout: expected a Go duration greater than 0 such as 30s, got {:?}",
+            args.request_timeout
+        ))
+    })?;
     let (policy_text, policy_name) =
         read_or_bundled(&args.policy, "examples/policy.yaml", EXAMPLE_POLICY)?;
     // A WebAssembly plugin's relative `module` resolves against the policy file's directory.
@@ -193,7 +201,8 @@ pub fn run_with(args: PlanArgs, registry: &crate::framework::Registry) -> anyhow
     let mut policy = policy::load_text(&policy_text, registry, policy_dir)
         .map_err(|e| ConfigError::new(format!("policy {policy_name}: {}", e.0)))?;
     if let Some(path) = &args.scheduler_config {
-        policy.cycle.scheduler = std::sync::Arc::new(crate::placement::config::load_file(path)?);
+        policy.cycle.scheduler =
+            std::sync::Arc::new(kube_descheduler_engine::placement::config::load_file(path)?);
     }
     let started = std::time::Instant::now();
     let mut cluster_metrics = None;
@@ -244,7 +253,7 @@ pub fn run_with(args: PlanArgs, registry: &crate::framework::Registry) -> anyhow
         crate::live::dry_run::api_and_guard_verdict(
             &snapshot,
             now,
-            crate::guard::GuardConfig::default(),
+            kube_descheduler_guard::GuardConfig::default(),
         )
     });
     let verdict_ready = started.elapsed();

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use super::kubeconfig::{self, Source};
-use crate::snapshot::Snapshot;
-use crate::usage::metrics_api::RawSamples;
+use kube_descheduler_engine::snapshot::Snapshot;
+use kube_descheduler_engine::usage::metrics_api::RawSamples;
 
 /// The flag bounding the read, named in the error when it runs out.
 pub const TIMEOUT_FLAG: &str = "--request-timeout";

@@ -12,12 +12,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::logging::{self, LogFormat};
 use super::serve_limits::ServeLimitFlags;
-use crate::duration::parse_go_duration;
-use crate::error::ConfigError;
 use crate::leader::LeaderConfig;
 use crate::live::run::{LiveOptions, cancel_on_signals};
 use crate::live::server::TlsSource;
 use crate::serving::limits::ServeLimits;
+use kube_descheduler_engine::duration::parse_go_duration;
+use kube_descheduler_engine::error::ConfigError;
 
 /// client-go's defaults when `--client-connection-qps/-burst` are 0 (as upstream leaves them).
 pub const DEFAULT_QPS: f32 = 5.0;
@@ -300,16 +300,23 @@ pub async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
 
 /// Runs the descheduler against a cluster (the built-in plugins).
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
-    run_with(args, &crate::framework::Registry::builtin())
+    run_with(
+        args,
+        &kube_descheduler_engine::framework::Registry::builtin(),
+    )
 }
 
 /// Runs the descheduler against a cluster with the plugins of `registry`.
-pub fn run_with(args: RunArgs, registry: &crate::framework::Registry) -> anyhow::Result<()> {
+pub fn run_with(
+    args: RunArgs,
+    registry: &kube_descheduler_engine::framework::Registry,
+) -> anyhow::Result<()> {
     let resolved = resolve(&args)?;
     logging::init(args.logging_format, args.v);
-    let mut policy = crate::policy::load_file_with(&resolved.policy, registry)?;
+    let mut policy = kube_descheduler_engine::policy::load_file_with(&resolved.policy, registry)?;
     if let Some(path) = &args.scheduler_config {
-        policy.cycle.scheduler = std::sync::Arc::new(crate::placement::config::load_file(path)?);
+        policy.cycle.scheduler =
+            std::sync::Arc::new(kube_descheduler_engine::placement::config::load_file(path)?);
     }
     for w in &policy.warnings {
         tracing::warn!("policy: {w}");

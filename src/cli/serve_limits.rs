@@ -1,8 +1,8 @@
 //! The flags of the HTTPS servers' client bounds, shared by `webhook` and `run`.
 
-use crate::duration::parse_go_duration;
-use crate::error::ConfigError;
 use crate::serving::limits::{DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, ServeLimits};
+use kube_descheduler_engine::duration::parse_go_duration;
+use kube_descheduler_engine::error::ConfigError;
 
 /// The command-line flags of [`ServeLimits`] (shared by `webhook` and `run`).
 #[derive(Debug, Clone, clap::Args)]

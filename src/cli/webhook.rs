@@ -10,16 +10,17 @@ use prometheus_client::registry::Registry;
 
 use super::logging::{self, LogFormat};
 use super::serve_limits::ServeLimitFlags;
-use crate::error::ConfigError;
-use crate::guard::cache::KubeSource;
-use crate::guard::decision::{GuardConfig, parse_duration};
-use crate::guard::metrics::GuardMetrics;
-use crate::guard::rate::{Rate, RateLimits, parse_rate};
-use crate::guard::server::{GuardState, probe_router, router_with_body_limit};
-use crate::restart::RestartActor;
 use crate::serving::client_auth::ClientAuth;
 use crate::serving::limits::ServeLimits;
 use crate::serving::tls::{TlsFiles, load_files_with_reload, serve_https_with};
+use kube_descheduler_engine::duration::parse_go_duration as parse_duration;
+use kube_descheduler_engine::error::ConfigError;
+use kube_descheduler_guard::cache::KubeSource;
+use kube_descheduler_guard::decision::GuardConfig;
+use kube_descheduler_guard::metrics::GuardMetrics;
+use kube_descheduler_guard::rate::{Rate, RateLimits, parse_rate};
+use kube_descheduler_guard::restart::RestartActor;
+use kube_descheduler_guard::server::{GuardState, probe_router, router_with_body_limit};
 
 /// Flags of `webhook`.
 #[derive(Debug, Clone, clap::Args)]
@@ -207,7 +208,7 @@ async fn serve(args: WebhookArgs, limits: ServeLimits) -> anyhow::Result<()> {
     }
     // Restores run whether or not this replica surges: surges made before a restart, or by a
     // replica with other flags, are still undone.
-    tokio::spawn(crate::guard::surge_reconciler::run(
+    tokio::spawn(kube_descheduler_guard::surge_reconciler::run(
         source.clone(),
         restarter.clone(),
         args.deflect_deadline,

@@ -12,13 +12,13 @@ use super::dry_run::api_and_guard_verdict;
 use super::evictor::{ApiEvictor, ApiEvictorConfig, NOT_ATTEMPTED, not_attempted};
 use super::recent::RecentEvictions;
 use super::returns::BackoffBackend;
-use crate::evictor::planner::PlanBackend;
-use crate::evictor::{EvictOutcome, EvictionBackend};
-use crate::framework::cycle::{CycleReport, run_cycle};
-use crate::policy::Policy;
 use crate::serving::metrics::Metrics;
 use crate::serving::trigger::CycleSummary;
-use crate::snapshot::Snapshot;
+use kube_descheduler_engine::evictor::planner::PlanBackend;
+use kube_descheduler_engine::evictor::{EvictOutcome, EvictionBackend};
+use kube_descheduler_engine::framework::cycle::{CycleReport, run_cycle};
+use kube_descheduler_engine::policy::Policy;
+use kube_descheduler_engine::snapshot::Snapshot;
 
 /// How evictions are carried out.
 #[derive(Clone)]
@@ -91,8 +91,11 @@ impl LiveCycle {
             Mode::DryRun => {
                 let stop = stop.clone();
                 // The API server's PDB rules, then the eviction guard's decision (as `plan`).
-                let mut verdict =
-                    api_and_guard_verdict(&snapshot, now, crate::guard::GuardConfig::default());
+                let mut verdict = api_and_guard_verdict(
+                    &snapshot,
+                    now,
+                    kube_descheduler_guard::GuardConfig::default(),
+                );
                 Box::new(PlanBackend::with_verdict(Box::new(move |s, p| {
                     if stop.is_cancelled() {
                         return stopped();
@@ -159,11 +162,10 @@ impl LiveCycle {
             match &r.outcome {
                 EvictOutcome::Evicted => s.evicted += 1,
                 EvictOutcome::Deflected { .. } => s.deflected += 1,
-                EvictOutcome::Denied { reason } => {
+                EvictOutcome::Denied { .. } => s.skipped += 1,
+                EvictOutcome::BackedOff { .. } => {
                     s.skipped += 1;
-                    if reason.starts_with(crate::serving::metrics::PLACEMENT_BACKOFF) {
-                        backoffs += 1;
-                    }
+                    backoffs += 1;
                 }
                 EvictOutcome::Failed { .. } => s.errors += 1,
             }

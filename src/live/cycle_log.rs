@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::evictor::{EvictOutcome, EvictionRecord, LimitHit, PlacementHit};
+use kube_descheduler_engine::evictor::{EvictOutcome, EvictionRecord, LimitHit, PlacementHit};
 
 /// Per-item lines logged at info level per cycle, for each of attempts and refusals.
 pub const LINES_AT_INFO: usize = 100;
@@ -42,7 +42,7 @@ pub fn dry_run_attempts<'a>(records: impl IntoIterator<Item = &'a EvictionRecord
         match &r.outcome {
             EvictOutcome::Evicted => o.evicted += 1,
             EvictOutcome::Deflected { .. } => o.deflected += 1,
-            EvictOutcome::Denied { .. } => o.skipped += 1,
+            EvictOutcome::Denied { .. } | EvictOutcome::BackedOff { .. } => o.skipped += 1,
             EvictOutcome::Failed { .. } => o.errors += 1,
         }
     }
@@ -150,8 +150,8 @@ pub fn placement_refusals(hits: &[PlacementHit]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evictor::EvictionReason;
-    use crate::evictor::limits::LimitError;
+    use kube_descheduler_engine::evictor::EvictionReason;
+    use kube_descheduler_engine::evictor::limits::LimitError;
     use std::sync::Mutex;
 
     #[derive(Clone, Default)]
@@ -273,7 +273,7 @@ mod tests {
     #[test]
     fn placement_refusals_are_logged_with_their_sentence_and_summarised_per_code() {
         let refusal = |code, message: &str| {
-            Some(crate::placement::Refusal {
+            Some(kube_descheduler_engine::placement::Refusal {
                 code,
                 message: message.into(),
             })
@@ -285,13 +285,13 @@ mod tests {
             profile: "pack".into(),
             plugin: "HighNodeUtilization".into(),
             reason: Arc::new(EvictionReason::plugin("HighNodeUtilization")),
-            placement: Arc::new(crate::placement::PlacementReport {
+            placement: Arc::new(kube_descheduler_engine::placement::PlacementReport {
                 predicted_node: Some("n5".into()),
                 refusal: r,
                 ..Default::default()
             }),
         };
-        use crate::placement::RefusalCode::*;
+        use kube_descheduler_engine::placement::RefusalCode::*;
         let hits: Vec<PlacementHit> = (0..103)
             .map(|i| {
                 if i < 3 {
@@ -335,15 +335,17 @@ mod tests {
     #[test]
     fn predictions_are_logged_for_records_that_carry_one() {
         let mut with = record(1, "HighNodeUtilization", EvictOutcome::Evicted);
-        with.placement = Some(Arc::new(crate::placement::PlacementReport {
-            predicted_node: Some("n2".into()),
-            ties: vec!["n2".into(), "n3".into()],
-            refusal: Some(crate::placement::Refusal {
-                code: crate::placement::RefusalCode::PlacementTargetEmptied,
-                message: "would be scheduled onto n3, a node this cycle is emptying".into(),
-            }),
-            ..Default::default()
-        }));
+        with.placement = Some(Arc::new(
+            kube_descheduler_engine::placement::PlacementReport {
+                predicted_node: Some("n2".into()),
+                ties: vec!["n2".into(), "n3".into()],
+                refusal: Some(kube_descheduler_engine::placement::Refusal {
+                    code: kube_descheduler_engine::placement::RefusalCode::PlacementTargetEmptied,
+                    message: "would be scheduled onto n3, a node this cycle is emptying".into(),
+                }),
+                ..Default::default()
+            },
+        ));
         let without = record(2, "PodLifeTime", EvictOutcome::Evicted);
         let info = logged(tracing::Level::INFO, || {
             placement_predictions([&with, &without])

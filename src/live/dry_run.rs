@@ -11,9 +11,9 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::core::{Selector, SelectorExt};
 use rustc_hash::FxHashMap;
 
-use crate::evictor::EvictOutcome;
-use crate::snapshot::model::PodPhase;
-use crate::snapshot::{PodId, Snapshot};
+use kube_descheduler_engine::evictor::EvictOutcome;
+use kube_descheduler_engine::snapshot::model::PodPhase;
+use kube_descheduler_engine::snapshot::{PodId, Snapshot};
 
 /// Message of the API server's PDB refusal (429).
 pub const PDB_VIOLATION: &str = "Cannot evict pod as it would violate the pod's disruption budget.";
@@ -26,8 +26,8 @@ pub const PDB_VIOLATION: &str = "Cannot evict pod as it would violate the pod's 
 pub fn api_and_guard_verdict(
     snapshot: &Snapshot,
     now: jiff::Timestamp,
-    config: crate::guard::GuardConfig,
-) -> crate::evictor::planner::VerdictFn {
+    config: kube_descheduler_guard::GuardConfig,
+) -> kube_descheduler_engine::evictor::planner::VerdictFn {
     let mut guard = crate::plan::guard_verdict::guard_verdict(snapshot, now, config);
     let mut budgets = PdbIndex::new(snapshot);
     // kube-apiserver calls the validating webhooks of an eviction before its storage checks the
@@ -158,7 +158,10 @@ pub fn pdb_verdict(snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
 }
 
 /// The verdict for pod `p` given the budgets that select it.
-fn budget_verdict(p: &crate::snapshot::Pod, matching: &[&PodDisruptionBudget]) -> EvictOutcome {
+fn budget_verdict(
+    p: &kube_descheduler_engine::snapshot::Pod,
+    matching: &[&PodDisruptionBudget],
+) -> EvictOutcome {
     // Terminal, pending and terminating pods are deleted without a PDB check.
     if matches!(
         p.phase,
@@ -217,12 +220,12 @@ fn budget_verdict(p: &crate::snapshot::Pod, matching: &[&PodDisruptionBudget]) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::SnapshotBuilder;
-    use crate::testing::{node, pod};
     use k8s_openapi::api::policy::v1::{
         PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus,
     };
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+    use kube_descheduler_engine::snapshot::SnapshotBuilder;
+    use kube_descheduler_engine::testing::{node, pod};
 
     fn pdb(allowed: i32) -> PodDisruptionBudget {
         let mut p = PodDisruptionBudget::default();

@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
-use crate::evictor::EvictionReason;
+use kube_descheduler_engine::evictor::EvictionReason;
 
 /// The reporting controller name on our Events.
 pub const REPORTER: &str = "kube-descheduler";
@@ -84,7 +84,7 @@ impl EventSink {
         &self,
         pod: &PodRef<'_>,
         strategy: &str,
-        refusal: &crate::placement::Refusal,
+        refusal: &kube_descheduler_engine::placement::Refusal,
     ) {
         let reference = pod_reference(pod);
         self.publish_on(
@@ -167,7 +167,11 @@ fn pod_reference(pod: &PodRef<'_>) -> ObjectReference {
 /// The note of an `EvictionRefusedByPlacement` Event: who refused what, the code, and the
 /// sentence with the numbers, e.g. "HighNodeUtilization's eviction from n5 refused by
 /// kube-descheduler's placement: Enforce (PlacementReturn): would be scheduled back onto n5: …".
-pub fn placement_note(node: &str, strategy: &str, refusal: &crate::placement::Refusal) -> String {
+pub fn placement_note(
+    node: &str,
+    strategy: &str,
+    refusal: &kube_descheduler_engine::placement::Refusal,
+) -> String {
     format!(
         "{strategy}'s eviction from {node} refused by {REPORTER}'s placement: Enforce ({}): {}",
         refusal.code.as_str(),
@@ -201,8 +205,8 @@ mod tests {
 
     #[test]
     fn the_placement_note_names_the_plugin_the_node_the_code_and_the_sentence() {
-        let r = crate::placement::Refusal {
-            code: crate::placement::RefusalCode::PlacementReturn,
+        let r = kube_descheduler_engine::placement::Refusal {
+            code: kube_descheduler_engine::placement::RefusalCode::PlacementReturn,
             message: "would be scheduled back onto n5: score 694 on n5 vs 601 on n6".into(),
         };
         assert_eq!(

@@ -13,8 +13,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{EventSink, PodRef};
 use super::ratelimit::RateLimiter;
-use crate::evictor::{EvictOutcome, EvictionBackend, EvictionRequest, LimitError};
-use crate::snapshot::{PodId, Snapshot};
+use kube_descheduler_engine::evictor::{
+    EvictOutcome, EvictionBackend, EvictionRequest, LimitError,
+};
+use kube_descheduler_engine::snapshot::{PodId, Snapshot};
 
 /// Text in the eviction guard's (and KubeVirt-style) 429 that means "evacuation started".
 pub const DEFLECTION_TEXT: &str = "Eviction triggered evacuation";
@@ -257,8 +259,10 @@ impl ApiEvictor {
                     ev.evicted(pod, req.reason, req.plugin, Some(message)).await;
                 }
             }
-            EvictOutcome::Denied { reason } | EvictOutcome::Failed { error: reason } => {
-                let skipped = matches!(outcome, EvictOutcome::Denied { .. });
+            EvictOutcome::Denied { reason }
+            | EvictOutcome::BackedOff { reason }
+            | EvictOutcome::Failed { error: reason } => {
+                let skipped = !matches!(outcome, EvictOutcome::Failed { .. });
                 if skipped {
                     tracing::info!(pod = %key, strategy = req.plugin, error = %reason, "Eviction refused (skipped, not retried)");
                 } else {
@@ -324,7 +328,7 @@ impl EvictionBackend for ApiEvictor {
         snapshot: &Snapshot,
         pod: PodId,
         req: &EvictionRequest<'_>,
-        refusal: &crate::placement::Refusal,
+        refusal: &kube_descheduler_engine::placement::Refusal,
     ) {
         if self.stop.is_cancelled() || self.placement_events >= PLACEMENT_EVENTS_PER_CYCLE {
             return;

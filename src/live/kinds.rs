@@ -9,8 +9,8 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use serde::Deserialize;
 
-use crate::snapshot::view::PodView;
-use crate::snapshot::{Parts, SnapshotBuilder, autoscalers, nodes, workloads};
+use kube_descheduler_engine::snapshot::view::PodView;
+use kube_descheduler_engine::snapshot::{Parts, SnapshotBuilder, autoscalers, nodes, workloads};
 
 /// A kind `run` lists and watches (cluster-wide).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

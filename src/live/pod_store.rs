@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
-use crate::snapshot::{NodeId, Pod, SharedList};
+use kube_descheduler_engine::snapshot::{NodeId, Pod, SharedList};
 
 /// A change not yet merged: the new pod and whether it sets its own grace period, or a deletion.
 type Change = Option<(Arc<Pod>, bool)>;

@@ -8,7 +8,7 @@ use kube::Client;
 
 use super::state::ClusterState;
 use super::watch::{self as lister, WatchConfig};
-use crate::snapshot::Snapshot;
+use kube_descheduler_engine::snapshot::Snapshot;
 
 /// Lists every kind [`super::kinds::Kind::ALL`] once from `client` and returns the engine's
 /// snapshot of it. Fails after `timeout` with one line naming `api_server`, the kinds not listed

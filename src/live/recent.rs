@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::returns::ReturnDetector;
-use crate::snapshot::{PodId, Snapshot};
+use kube_descheduler_engine::snapshot::{PodId, Snapshot};
 
 /// How long a remembered eviction is trusted when the cache never catches up (a broken watch).
 pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
@@ -122,7 +122,7 @@ impl RecentEvictions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{node, pod, snapshot};
+    use kube_descheduler_engine::testing::{node, pod, snapshot};
 
     fn snap(terminating_b: bool) -> Snapshot {
         let mut b = pod("ns", "b", "n1");

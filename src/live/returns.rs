@@ -1,4 +1,4 @@
-//! The return detector of `run` (issue #35 part 4, upstream #424's proposal): evictions are
+//! The return detector of `run` (the proposal of kubernetes-sigs/descheduler issue 424): evictions are
 //! remembered by owner and source node for a window; when the pod watch shows a new pod of the
 //! same owner bound to the node the pod was evicted from, the return is counted
 //! (`kube_descheduler_placement_returns_total`), logged, announced by an `EvictedPodReturned`
@@ -24,9 +24,11 @@ use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 
-use crate::evictor::{EvictOutcome, EvictionBackend, EvictionRequest, LimitError};
 use crate::serving::metrics::{Metrics, PLACEMENT_BACKOFF, PlacementLabels};
-use crate::snapshot::{Pod, PodId, Snapshot};
+use kube_descheduler_engine::evictor::{
+    EvictOutcome, EvictionBackend, EvictionRequest, LimitError,
+};
+use kube_descheduler_engine::snapshot::{Pod, PodId, Snapshot};
 
 /// A suggested `--placement-return-window` (the flag's default is `0`, off).
 pub const DEFAULT_WINDOW: Duration = Duration::from_secs(30 * 60);
@@ -392,7 +394,7 @@ impl EvictionBackend for BackoffBackend {
         if let Some(reason) = self.returns.refusal(snapshot, pod) {
             let p = snapshot.pod(pod);
             tracing::info!(pod = %format!("{}/{}", p.namespace, p.name), strategy = req.plugin, profile = req.profile, node = node_of(snapshot, p).unwrap_or_default(), reason = %reason, "Eviction refused (placement backoff)");
-            return EvictOutcome::Denied { reason };
+            return EvictOutcome::BackedOff { reason };
         }
         self.inner.evict(snapshot, pod, req)
     }
@@ -412,7 +414,7 @@ impl EvictionBackend for BackoffBackend {
         snapshot: &Snapshot,
         pod: PodId,
         req: &EvictionRequest<'_>,
-        refusal: &crate::placement::Refusal,
+        refusal: &kube_descheduler_engine::placement::Refusal,
     ) {
         self.inner.placement_refused(snapshot, pod, req, refusal);
     }

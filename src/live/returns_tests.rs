@@ -1,6 +1,6 @@
 //! The return detector: what counts as a return, the backoff it starts, expiry and bounds.
 use super::*;
-use crate::testing::{node, pod, snapshot};
+use kube_descheduler_engine::testing::{node, pod, snapshot};
 
 fn snap(pods: Vec<k8s_openapi::api::core::v1::Pod>) -> Snapshot {
     snapshot(vec![node("n1").build(), node("n2").build()], pods)

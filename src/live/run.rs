@@ -23,11 +23,11 @@ use super::server::{TlsSource, serve_https_with};
 use super::state::ClusterState;
 use super::watch::{self as lister, WatchConfig};
 use crate::leader::{self, Elector, KubeLeaseApi, LeaderConfig};
-use crate::policy::Policy;
 use crate::serving::health::Readiness;
 use crate::serving::limits::ServeLimits;
 use crate::serving::metrics::Metrics;
 use crate::serving::trigger::trigger_channel;
+use kube_descheduler_engine::policy::Policy;
 
 /// Everything `run` needs besides the client.
 pub struct LiveOptions {

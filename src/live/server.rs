@@ -10,9 +10,9 @@ use axum::Router;
 use axum_server::tls_rustls::RustlsConfig;
 use tokio::task::JoinHandle;
 
-use crate::error::ConfigError;
 use crate::serving::limits::ServeLimits;
 use crate::serving::tls::{self, HttpsServer};
+use kube_descheduler_engine::error::ConfigError;
 
 /// Where the serving certificate comes from.
 #[derive(Debug, Clone)]

@@ -28,13 +28,13 @@ use tokio::sync::{mpsc, watch};
 use super::kinds::{self, Kind};
 use super::pod_store::PodStore;
 use super::returns::ReturnDetector;
-use crate::snapshot::consistency::{self, Inconsistency};
-use crate::snapshot::model::HpaTarget;
-use crate::snapshot::shared::SharedList;
-use crate::snapshot::{
+use kube_descheduler_engine::snapshot::consistency::{self, Inconsistency};
+use kube_descheduler_engine::snapshot::model::HpaTarget;
+use kube_descheduler_engine::snapshot::shared::SharedList;
+use kube_descheduler_engine::snapshot::{
     Node, NodeId, ObjectKey, Parts, PvcInfo, SharedParts, Snapshot, SnapshotBuilder,
 };
-use crate::workload::{DeploymentFacts, ReplicaSetFacts};
+use kube_descheduler_engine::workload::{DeploymentFacts, ReplicaSetFacts};
 
 /// Objects of one kind by key, with their list in key order kept for snapshots to share
 /// (rebuilt on the first snapshot after a change: a list of pointers, no object is copied).
@@ -292,7 +292,7 @@ impl ClusterState {
         let _ = self.returns.set(returns);
     }
 
-    fn observe_pods(&self, pods: &[Arc<crate::snapshot::Pod>]) {
+    fn observe_pods(&self, pods: &[Arc<kube_descheduler_engine::snapshot::Pod>]) {
         if let Some(r) = self.returns.get() {
             for p in pods {
                 r.observe(p);

@@ -78,7 +78,7 @@ fn a_list_replaces_the_kind_and_events_patch_it() {
     assert_eq!(snap.pods[0].node_name.as_deref(), Some("n2"));
     assert!(
         snap.inconsistencies.iter().any(|i| i.kind
-            == crate::snapshot::consistency::InconsistencyKind::PodOnUnknownNode
+            == kube_descheduler_engine::snapshot::consistency::InconsistencyKind::PodOnUnknownNode
             && i.examples.iter().any(|e| e.contains("n2"))),
         "a pod on an unknown node is reported: {:?}",
         snap.inconsistencies
@@ -326,17 +326,17 @@ fn a_snapshot_shares_the_pod_list_until_a_pod_changes() {
     state.upsert(Kind::Pod, [pod("ns", "a", "n1", "x").as_str()]);
     let first = state.snapshot();
     let second = state.snapshot();
-    assert!(crate::snapshot::SharedList::ptr_eq(
+    assert!(kube_descheduler_engine::snapshot::SharedList::ptr_eq(
         &first.pods,
         &second.pods
     ));
-    assert!(crate::snapshot::SharedList::ptr_eq(
+    assert!(kube_descheduler_engine::snapshot::SharedList::ptr_eq(
         &first.nodes,
         &second.nodes
     ));
     state.upsert(Kind::Pod, [pod("ns", "b", "n1", "x").as_str()]);
     let third = state.snapshot();
-    assert!(!crate::snapshot::SharedList::ptr_eq(
+    assert!(!kube_descheduler_engine::snapshot::SharedList::ptr_eq(
         &second.pods,
         &third.pods
     ));
@@ -348,7 +348,7 @@ fn a_snapshot_shares_the_pod_list_until_a_pod_changes() {
     assert_eq!(names(&third), ["ns/a", "ns/b"]);
     // A node event that changes nothing the engine reads keeps the node list.
     state.upsert(Kind::Node, [node("n1", true, false, json!([])).as_str()]);
-    assert!(crate::snapshot::SharedList::ptr_eq(
+    assert!(kube_descheduler_engine::snapshot::SharedList::ptr_eq(
         &third.nodes,
         &state.snapshot().nodes
     ));
@@ -375,7 +375,7 @@ fn a_changed_replica_set_leaves_the_others_shared_with_older_snapshots() {
     let first = state.snapshot();
     state.upsert(Kind::ReplicaSet, [replica_set("b", 0).as_str()]);
     let second = state.snapshot();
-    assert!(!crate::snapshot::SharedList::ptr_eq(
+    assert!(!kube_descheduler_engine::snapshot::SharedList::ptr_eq(
         &first.replica_sets,
         &second.replica_sets
     ));
@@ -406,7 +406,7 @@ fn snapshots_after_bursts_of_events_match_the_events() {
         &nodes.iter().map(String::as_str).collect::<Vec<_>>(),
     );
     let mut model: std::collections::BTreeMap<String, (String, String)> = Default::default();
-    let mut rng = crate::synth::Rng::new(7);
+    let mut rng = kube_descheduler_engine::synth::Rng::new(7);
     for round in 0..40 {
         // Enough events in some rounds to merge before the snapshot (more than 1,024 waiting).
         let events = if round % 10 == 9 { 1500 } else { 30 };
@@ -444,7 +444,7 @@ fn snapshots_after_bursts_of_events_match_the_events() {
                 (n != "gone").then_some(n.as_str())
             );
             assert_eq!(p.labels.get("app"), Some(app));
-            let id = id as crate::snapshot::PodId;
+            let id = id as kube_descheduler_engine::snapshot::PodId;
             if let Some(node) = p.node {
                 assert!(snap.pods_on_node(node).any(|q| q == id));
             }
@@ -461,7 +461,7 @@ fn snapshots_after_bursts_of_events_match_the_events() {
         let unknown = snap
             .inconsistencies
             .iter()
-            .find(|i| i.kind == crate::snapshot::consistency::InconsistencyKind::PodOnUnknownNode)
+            .find(|i| i.kind == kube_descheduler_engine::snapshot::consistency::InconsistencyKind::PodOnUnknownNode)
             .map_or(0, |i| i.count);
         assert_eq!(unknown, model.values().filter(|(n, _)| n == "gone").count());
     }

@@ -9,12 +9,12 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use super::Plan;
-use crate::evictor::LimitHit;
-use crate::framework::cycle::ready_nodes;
-use crate::plugins::default_evictor::DefaultEvictor;
-use crate::policy::Policy;
-use crate::scheduling::fit::{Misfit, PodFit};
-use crate::snapshot::{NodeId, PodId, Snapshot};
+use kube_descheduler_engine::evictor::LimitHit;
+use kube_descheduler_engine::framework::cycle::ready_nodes;
+use kube_descheduler_engine::plugins::default_evictor::DefaultEvictor;
+use kube_descheduler_engine::policy::Policy;
+use kube_descheduler_engine::scheduling::fit::{Misfit, PodFit};
+use kube_descheduler_engine::snapshot::{NodeId, PodId, Snapshot};
 
 /// What one plugin made of the pod.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -90,11 +90,11 @@ fn misfit_text(snapshot: &Snapshot, fit: &PodFit<'_>, pod: PodId, node: NodeId) 
                 .taints
                 .iter()
                 .find(|t| {
-                    crate::scheduling::taints::is_scheduling_taint(t)
-                        && !crate::scheduling::taints::tolerates_all(
+                    kube_descheduler_engine::scheduling::taints::is_scheduling_taint(t)
+                        && !kube_descheduler_engine::scheduling::taints::tolerates_all(
                             &p.tolerations,
                             std::slice::from_ref(*t),
-                            crate::scheduling::taints::is_scheduling_taint,
+                            kube_descheduler_engine::scheduling::taints::is_scheduling_taint,
                         )
                 })
                 .map(|t| match &t.value {
@@ -115,7 +115,7 @@ fn misfit_text(snapshot: &Snapshot, fit: &PodFit<'_>, pod: PodId, node: NodeId) 
 /// Why the PreEvictionFilter rejects the pod in `profile`, or `None`.
 fn pre_eviction(
     snapshot: &Snapshot,
-    profile: &crate::framework::cycle::Profile,
+    profile: &kube_descheduler_engine::framework::cycle::Profile,
     pod: PodId,
 ) -> Option<String> {
     let ev = default_evictor(profile)?;
@@ -154,7 +154,9 @@ fn pre_eviction(
 }
 
 /// The profile's DefaultEvictor (alone, or among the profile's evictors), if it has one.
-fn default_evictor(profile: &crate::framework::cycle::Profile) -> Option<&DefaultEvictor> {
+fn default_evictor(
+    profile: &kube_descheduler_engine::framework::cycle::Profile,
+) -> Option<&DefaultEvictor> {
     profile.evictor.as_any().downcast_ref::<DefaultEvictor>()
 }
 
@@ -169,7 +171,9 @@ fn pdbs_of(snapshot: &Snapshot, pod: PodId) -> Vec<String> {
                     .spec
                     .as_ref()
                     .and_then(|s| s.selector.as_ref())
-                    .is_some_and(|sel| crate::scheduling::selector::matches(sel, &p.labels))
+                    .is_some_and(|sel| {
+                        kube_descheduler_engine::scheduling::selector::matches(sel, &p.labels)
+                    })
         })
         .map(|pdb| {
             let allowed = pdb
@@ -440,7 +444,7 @@ pub struct NodeExplanation {
 /// `--explain-node NODE`: usage per resource against every level of every node-usage plugin run,
 /// and the class before and after the plan.
 pub fn explain_node(plan: &Plan, snapshot: &Snapshot, node: &str) -> Vec<NodeExplanation> {
-    use crate::evictor::reason::percent;
+    use kube_descheduler_engine::evictor::reason::percent;
     let mut out = Vec::new();
     for t in &plan.node_usage {
         let Some(row) = t.nodes.iter().find(|r| r.node == node) else {

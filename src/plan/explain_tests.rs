@@ -3,10 +3,10 @@
 
 use super::*;
 use crate::plan::make_plan;
-use crate::testing::{node, now, pod, snapshot};
+use kube_descheduler_engine::testing::{node, now, pod, snapshot};
 
 fn policy(evictor_args: &str, cycle: &str) -> Policy {
-    crate::policy::load_str(&format!(
+    kube_descheduler_engine::policy::load_str(&format!(
         "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n{cycle}\nprofiles:\n- name: p\n  pluginConfig:\n  - name: DefaultEvictor\n    args: {evictor_args}\n  - name: RemoveFailedPods\n    args: {{}}\n  plugins:\n    deschedule:\n      enabled: [RemoveFailedPods]\n"
     ))
     .expect("test policy")

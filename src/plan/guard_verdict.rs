@@ -17,17 +17,19 @@ use rustc_hash::FxHashMap as HashMap;
 
 use jiff::Timestamp;
 
-use crate::evictor::EvictOutcome;
-use crate::evictor::planner::VerdictFn;
-use crate::guard::replicas::ReplicaCensus;
-use crate::guard::{EvictionRequest, Facts, GuardConfig, Verdict, decide};
-use crate::snapshot::model::{PodPhase, Volume};
-use crate::snapshot::{ObjectKey, Pod, PodId, Snapshot};
-use crate::workload::facts::{OwnerFacts, PodPhase as GuardPhase};
-use crate::workload::{DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts};
+use kube_descheduler_engine::evictor::EvictOutcome;
+use kube_descheduler_engine::evictor::planner::VerdictFn;
+use kube_descheduler_engine::snapshot::model::{PodPhase, Volume};
+use kube_descheduler_engine::snapshot::{ObjectKey, Pod, PodId, Snapshot};
+use kube_descheduler_engine::workload::facts::OwnerFacts;
+use kube_descheduler_engine::workload::{
+    DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts,
+};
+use kube_descheduler_guard::replicas::ReplicaCensus;
+use kube_descheduler_guard::{EvictionRequest, Facts, GuardConfig, Verdict, decide};
 
-/// The guard's opt-out annotation and value (see [`crate::workload::annotations`]).
-use crate::workload::annotations::{OPT_OUT, OPT_OUT_VALUE};
+/// The guard's opt-out annotation and value (see [`kube_descheduler_engine::workload::annotations`]).
+use kube_descheduler_engine::workload::annotations::{OPT_OUT, OPT_OUT_VALUE};
 
 /// Guard facts about a pod of the snapshot.
 pub fn pod_facts(p: &Pod) -> PodFacts {
@@ -37,7 +39,7 @@ pub fn pod_facts(p: &Pod) -> PodFacts {
         uid: String::new(),
         labels: p.labels.clone(),
         opt_out: false,
-        phase: GuardPhase::Unknown,
+        phase: PodPhase::Unknown,
         terminating: false,
         ready: false,
         owner: None,
@@ -61,13 +63,7 @@ fn fill_pod_facts(p: &Pod, facts: &mut PodFacts) {
         .annotations
         .get(OPT_OUT)
         .is_some_and(|v| v == OPT_OUT_VALUE);
-    facts.phase = match p.phase {
-        PodPhase::Pending => GuardPhase::Pending,
-        PodPhase::Running => GuardPhase::Running,
-        PodPhase::Succeeded => GuardPhase::Succeeded,
-        PodPhase::Failed => GuardPhase::Failed,
-        PodPhase::Unknown => GuardPhase::Unknown,
-    };
+    facts.phase = p.phase;
     facts.terminating = p.is_terminating();
     facts.ready = p.is_ready();
     match (p.controller(), &mut facts.owner) {
@@ -155,7 +151,7 @@ fn deployment_members<'a>(
 }
 
 /// Rule A's census of `members` now, leaving out the evicted pod (by name, as
-/// [`crate::guard::replicas::census`] does) and the pods this plan evicted (they left); nothing
+/// [`kube_descheduler_guard::replicas::census`] does) and the pods this plan evicted (they left); nothing
 /// is being evicted elsewhere in a plan.
 fn members_census(snapshot: &Snapshot, members: &[Member], evicted: &str) -> ReplicaCensus {
     let mut c = ReplicaCensus::default();
@@ -358,7 +354,7 @@ impl GuardState {
     }
 }
 
-/// A verdict function for [`crate::evictor::planner::PlanBackend`] that applies the guard's rules.
+/// A verdict function for [`kube_descheduler_engine::evictor::planner::PlanBackend`] that applies the guard's rules.
 pub fn guard_verdict(snapshot: &Snapshot, now: Timestamp, config: GuardConfig) -> VerdictFn {
     let mut state = GuardState::new(snapshot, now, config);
     Box::new(move |s: &Snapshot, pod: PodId| state.verdict(s, pod))
@@ -388,7 +384,7 @@ mod tests {
     /// another pod gives exactly the fresh facts, for every pod of a varied cluster.
     #[test]
     fn refilled_pod_facts_equal_fresh_ones() {
-        let snap = crate::testing::synthetic_snapshot(20, 600, 9);
+        let snap = kube_descheduler_engine::testing::synthetic_snapshot(20, 600, 9);
         let mut reused = pod_facts(snap.pod(0));
         let mut hashes = (0, 0);
         for p in (0..snap.pods.len() as PodId).rev() {
@@ -412,8 +408,8 @@ mod tests {
     /// unready and terminating pods).
     #[test]
     fn members_census_equals_the_census_of_fresh_siblings() {
-        use crate::guard::replicas::{Sibling, census};
-        let mut snap = crate::testing::synthetic_snapshot(300, 3_000, 5);
+        use kube_descheduler_guard::replicas::{Sibling, census};
+        let mut snap = kube_descheduler_engine::testing::synthetic_snapshot(300, 3_000, 5);
         let rs_of = |snap: &Snapshot, d: usize| -> Vec<String> {
             snap.replica_sets
                 .iter()
@@ -494,7 +490,8 @@ mod tests {
             r#"{{"kind":"List","apiVersion":"v1","items":[{}]}}"#,
             items.join(",")
         );
-        let snap = crate::snapshot::load::load_bytes(list.as_bytes()).expect("test snapshot");
+        let snap = kube_descheduler_engine::snapshot::load::load_bytes(list.as_bytes())
+            .expect("test snapshot");
         let id = |ns: &str, name: &str| {
             (0..snap.pods.len() as PodId)
                 .find(|&p| &*snap.pod(p).namespace == ns && snap.pod(p).name == name)
@@ -570,7 +567,8 @@ mod tests {
             r#"{{"kind":"List","apiVersion":"v1","items":[{}]}}"#,
             items.join(",")
         );
-        let snap = crate::snapshot::load::load_bytes(list.as_bytes()).expect("test snapshot");
+        let snap = kube_descheduler_engine::snapshot::load::load_bytes(list.as_bytes())
+            .expect("test snapshot");
         assert!(snap.warnings.is_empty(), "{:?}", snap.warnings);
         snap
     }

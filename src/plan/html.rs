@@ -297,7 +297,9 @@ mod tests {
             node: "n".into(),
             profile: "p".into(),
             plugin: "X".into(),
-            reason: std::sync::Arc::new(crate::evictor::EvictionReason::plugin("X")),
+            reason: std::sync::Arc::new(kube_descheduler_engine::evictor::EvictionReason::plugin(
+                "X",
+            )),
             outcome: "evicted",
             message: None,
             placement: None,

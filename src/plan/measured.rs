@@ -6,11 +6,13 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::snapshot::{NodeId, Snapshot};
 use crate::usage::collector::query_all;
-use crate::usage::metrics_api::RawSamples;
 use crate::usage::prometheus::PrometheusClient;
-use crate::usage::{KUBERNETES_METRICS, KubernetesUsage, Measured, MetricsNeeds, PROMETHEUS};
+use kube_descheduler_engine::snapshot::{NodeId, Snapshot};
+use kube_descheduler_engine::usage::metrics_api::RawSamples;
+use kube_descheduler_engine::usage::{
+    KUBERNETES_METRICS, KubernetesUsage, Measured, MetricsNeeds, PROMETHEUS,
+};
 
 /// Where a plan's measured usage comes from.
 #[derive(Debug, Clone, Default)]

@@ -14,13 +14,13 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use serde::Serialize;
 
-use crate::evictor::planner::{PlanBackend, VerdictFn};
-use crate::evictor::{EvictOutcome, EvictionReason};
-use crate::framework::cycle::run_cycle;
+use kube_descheduler_engine::evictor::planner::{PlanBackend, VerdictFn};
+use kube_descheduler_engine::evictor::{EvictOutcome, EvictionReason};
+use kube_descheduler_engine::framework::cycle::run_cycle;
 use std::sync::Arc;
 
-use crate::policy::Policy;
-use crate::snapshot::Snapshot;
+use kube_descheduler_engine::policy::Policy;
+use kube_descheduler_engine::snapshot::Snapshot;
 
 /// The version of the JSON contract `plan --output json` prints (`contractVersion`).
 ///
@@ -51,11 +51,11 @@ pub struct PlannedEviction {
     /// The guard's message for deflected / denied evictions.
     pub message: Option<String>,
     /// Where the replacement is predicted to land (DefaultEvictor `placement: Report`).
-    pub placement: Option<Arc<crate::placement::PlacementReport>>,
+    pub placement: Option<Arc<kube_descheduler_engine::placement::PlacementReport>>,
 }
 
 /// A scored node as JSON: `{"node", "score", "plugins": {name: weighted score}}`.
-fn scored_json(s: &crate::placement::ScoredNode) -> serde_json::Value {
+fn scored_json(s: &kube_descheduler_engine::placement::ScoredNode) -> serde_json::Value {
     let plugins: serde_json::Map<String, serde_json::Value> = s
         .score
         .plugins
@@ -81,7 +81,7 @@ impl Serialize for PlannedEviction {
         if let Some(msg) = &self.message {
             m.serialize_entry("message", msg)?;
         }
-        // Optional fields (issue #35), present only with `placement: Report`.
+        // Optional fields, present only with `placement: Report`.
         if let Some(p) = &self.placement {
             m.serialize_entry("predictedNode", &p.predicted_node)?;
             m.serialize_entry("predictedTies", &p.ties)?;
@@ -167,7 +167,7 @@ pub struct Plan {
     pub placement_refusals: Vec<refusals::PlacementRefusal>,
     /// Evictions a limit refused before any attempt (not part of the JSON contract).
     #[serde(skip)]
-    pub limit_hits: Vec<crate::evictor::LimitHit>,
+    pub limit_hits: Vec<kube_descheduler_engine::evictor::LimitHit>,
 }
 
 /// Adds one to `key`'s count (allocating the key only the first time).
@@ -222,7 +222,7 @@ pub fn make_plan(
     // Counted in hash maps (a lookup per eviction), sorted once at the end.
     let mut by_plugin: rustc_hash::FxHashMap<String, usize> = Default::default();
     let mut by_node: rustc_hash::FxHashMap<String, usize> = Default::default();
-    let moved: rustc_hash::FxHashSet<crate::snapshot::PodId> = report
+    let moved: rustc_hash::FxHashSet<kube_descheduler_engine::snapshot::PodId> = report
         .records
         .iter()
         .filter(|r| r.outcome.moves_pod())
@@ -236,7 +236,7 @@ pub fn make_plan(
             match &r.outcome {
                 EvictOutcome::Evicted => summary.evicted += 1,
                 EvictOutcome::Deflected { .. } => summary.deflected += 1,
-                EvictOutcome::Denied { .. } => summary.denied += 1,
+                EvictOutcome::Denied { .. } | EvictOutcome::BackedOff { .. } => summary.denied += 1,
                 EvictOutcome::Failed { .. } => summary.errors += 1,
             }
             if r.outcome.moves_pod() {
@@ -248,7 +248,9 @@ pub fn make_plan(
             let message = match r.outcome {
                 EvictOutcome::Evicted => None,
                 EvictOutcome::Deflected { message } => Some(message),
-                EvictOutcome::Denied { reason } => Some(reason),
+                EvictOutcome::Denied { reason } | EvictOutcome::BackedOff { reason } => {
+                    Some(reason)
+                }
                 EvictOutcome::Failed { error } => Some(error),
             };
             PlannedEviction {
@@ -268,7 +270,10 @@ pub fn make_plan(
     summary.by_node = by_node.into_iter().collect();
     let measured_usage = measured::node_usage(
         snapshot,
-        &crate::framework::cycle::ready_nodes(snapshot, policy.cycle.node_selector.as_ref()),
+        &kube_descheduler_engine::framework::cycle::ready_nodes(
+            snapshot,
+            policy.cycle.node_selector.as_ref(),
+        ),
     );
     Plan {
         contract_version: CONTRACT_VERSION,
@@ -291,22 +296,25 @@ pub fn make_plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::parallel::with_workers;
+    use kube_descheduler_engine::framework::parallel::with_workers;
 
     /// Plugins split their analysis over worker threads; the plan (every attempt, in order, with
     /// its outcome) must be the same for any number of workers, with every plugin enabled.
     #[test]
     fn the_plan_does_not_depend_on_the_number_of_worker_threads() {
-        let policy = crate::policy::load_str(include_str!("../../benches/all-plugins-policy.yaml"))
-            .expect("the benchmark policy loads");
+        let policy = kube_descheduler_engine::policy::load_str(include_str!(
+            "../../benches/all-plugins-policy.yaml"
+        ))
+        .expect("the benchmark policy loads");
         let now: Timestamp = "2026-02-01T00:00:00Z".parse().expect("time");
         let plan_with = |workers: usize| {
             with_workers(workers, || {
-                let mut snapshot = crate::testing::synthetic_snapshot(80, 4_000, 21);
+                let mut snapshot =
+                    kube_descheduler_engine::testing::synthetic_snapshot(80, 4_000, 21);
                 let verdict = crate::plan::guard_verdict::guard_verdict(
                     &snapshot,
                     now,
-                    crate::guard::GuardConfig::default(),
+                    kube_descheduler_guard::GuardConfig::default(),
                 );
                 let plan = make_plan(&policy, &mut snapshot, now, Some(verdict));
                 plan.evictions

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashSet;
 use serde::Serialize;
 
-use crate::evictor::NodeUsageReport;
-use crate::evictor::usage::NodeClass;
-use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
+use kube_descheduler_engine::evictor::NodeUsageReport;
+use kube_descheduler_engine::evictor::usage::NodeClass;
+use kube_descheduler_engine::snapshot::{NodeId, Pod, PodId, Snapshot};
 
 /// Usage of one node at one moment.
 #[derive(Debug, Clone, Serialize, PartialEq)]

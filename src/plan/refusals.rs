@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use crate::evictor::{LimitError, LimitHit, PlacementHit};
+use kube_descheduler_engine::evictor::{LimitError, LimitHit, PlacementHit};
 
 /// One refused eviction.
 #[derive(Debug, Clone, Serialize, PartialEq)]

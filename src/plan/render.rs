@@ -72,7 +72,12 @@ pub fn table(plan: &Plan, all_nodes: bool) -> String {
 pub fn usage_table(t: &super::nodes::NodeUsageTable, limit: usize) -> String {
     let fmt_levels = |l: &std::collections::BTreeMap<String, f64>| {
         l.iter()
-            .map(|(k, v)| format!("{k} {}", crate::evictor::reason::percent(*v)))
+            .map(|(k, v)| {
+                format!(
+                    "{k} {}",
+                    kube_descheduler_engine::evictor::reason::percent(*v)
+                )
+            })
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -90,7 +95,7 @@ pub fn usage_table(t: &super::nodes::NodeUsageTable, limit: usize) -> String {
     headers.extend(t.resources.iter().map(|r| r.to_uppercase()));
     headers.push("MOVED".into());
     let pct = |v: Option<&Option<f64>>| match v.copied().flatten() {
-        Some(p) => crate::evictor::reason::percent(p),
+        Some(p) => kube_descheduler_engine::evictor::reason::percent(p),
         None => "-".to_string(),
     };
     let rows: Vec<Vec<String>> = t

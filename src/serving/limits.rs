@@ -38,8 +38,8 @@ use tokio_rustls::server::TlsStream;
 
 use super::peer::{self, PeerService};
 
-/// Default largest request body (an AdmissionReview holds a pod and its old version).
-pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// Default largest request body: the guard's, whose AdmissionReview holds a pod and its old version.
+pub const DEFAULT_MAX_BODY_BYTES: usize = kube_descheduler_guard::server::MAX_BODY_BYTES;
 /// Default time a client has to send its complete request headers.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default time a client has to complete the TLS handshake.

@@ -20,8 +20,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use crate::evictor::EvictOutcome;
-use crate::framework::cycle::CycleReport;
+use kube_descheduler_engine::evictor::EvictOutcome;
+use kube_descheduler_engine::framework::cycle::CycleReport;
 
 /// Upstream's `descheduler_loop_duration_seconds` buckets.
 pub const LOOP_BUCKETS: [f64; 15] = [
@@ -35,7 +35,7 @@ pub const STRATEGY_BUCKETS: [f64; 13] = [
 /// Labels of `descheduler_pods_evicted_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EvictedLabels {
-    /// `success`, `error`, `deflected`, `skipped`, or a limit's text ([`crate::evictor::LimitError::result_label`]).
+    /// `success`, `error`, `deflected`, `skipped`, or a limit's text ([`kube_descheduler_engine::evictor::LimitError::result_label`]).
     pub result: String,
     /// Plugin name.
     pub strategy: String,
@@ -47,8 +47,8 @@ pub struct EvictedLabels {
     pub node: String,
 }
 
-/// The `result` of an eviction refused by `run`'s placement backoff, and the prefix of the
-/// refusal's reason text.
+/// The `result` of an eviction refused by `run`'s placement backoff
+/// ([`EvictOutcome::BackedOff`]), and the first words of its reason text.
 pub const PLACEMENT_BACKOFF: &str = "placement backoff";
 
 /// Labels of `kube_descheduler_placement_returns_total`.
@@ -267,9 +267,7 @@ impl Metrics {
         match outcome {
             EvictOutcome::Evicted => "success",
             EvictOutcome::Deflected { .. } => "deflected",
-            EvictOutcome::Denied { reason } if reason.starts_with(PLACEMENT_BACKOFF) => {
-                PLACEMENT_BACKOFF
-            }
+            EvictOutcome::BackedOff { .. } => PLACEMENT_BACKOFF,
             EvictOutcome::Denied { .. } => "skipped",
             EvictOutcome::Failed { .. } => "error",
         }
@@ -302,7 +300,7 @@ impl Metrics {
                 EvictOutcome::Deflected { .. } => {
                     self.deflected.inc();
                 }
-                EvictOutcome::Denied { ref reason } if !reason.starts_with(PLACEMENT_BACKOFF) => {
+                EvictOutcome::Denied { .. } => {
                     self.skipped.inc();
                 }
                 _ => {}

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-pub use crate::peer::Peer;
+pub use kube_descheduler_guard::peer::Peer;
 
 /// The peer of a server-side TLS connection from `addr`: the subject of its verified client
 /// certificate, when it sent one.

@@ -35,7 +35,7 @@ use super::{
     CertsArgs, CertsCommand, ClusterArgs, ExistingCa, GeneratedCerts, base64, issue_at,
     service_dns_names,
 };
-use crate::error::ConfigError;
+use kube_descheduler_engine::error::ConfigError;
 
 /// The Secret type we manage.
 pub const TLS_SECRET_TYPE: &str = "kubernetes.io/tls";
