@@ -15,7 +15,14 @@ cp_find_go() {
   elif command -v go >/dev/null 2>&1; then GO=$(command -v go)
   else cp_die "no Go toolchain (need /usr/local/go/bin/go or go on PATH, Go >= 1.26) to build the control plane"
   fi
-  # A module whose go line asks for a newer Go than the local one fetches it from the proxy.
+  local v
+  v=$("$GO" env GOVERSION 2>/dev/null) || cp_die "$GO does not run"
+  v=${v#go}
+  if [ "$(printf '%s\n' "$v" 1.21 | sort -V | head -1)" != 1.21 ]; then
+    cp_die "Go $v at $GO is too old to build the control plane (need >= 1.21, which fetches the Go a module asks for; 1.26 is used)"
+  fi
+  # A module whose go line asks for a newer Go than the local one fetches it from the proxy
+  # (GOTOOLCHAIN=go1.27.x pins one explicitly).
   export GOTOOLCHAIN=${GOTOOLCHAIN:-auto}
   export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 }
@@ -51,7 +58,7 @@ cp_build() {
   if [ -f "$out/complete" ]; then exec 9>&-; return 0; fi
   # One quick look at the proxy first, so an unreachable proxy is one clear line, not a Go trace.
   if ! (cd "$mod" && "$GO" mod download k8s.io/kubernetes >/dev/null 2>"$CP_CACHE_ROOT/.download-$ver.log"); then
-    cp_die "cannot download k8s.io/kubernetes@v$ver from the Go module proxy ($(go env GOPROXY)): $(tail -1 "$CP_CACHE_ROOT/.download-$ver.log")"
+    cp_die "cannot download k8s.io/kubernetes@v$ver from the Go module proxy ($("$GO" env GOPROXY)): $(tail -1 "$CP_CACHE_ROOT/.download-$ver.log")"
   fi
   tmp=$out.partial
   rm -rf "$tmp"; mkdir -p "$tmp"
