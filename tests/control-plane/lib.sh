@@ -10,16 +10,16 @@ cp_log() { echo "control-plane: $*" >&2; }
 
 # Finds the go command (/usr/local/go/bin/go or go on PATH), or fails with one clear line.
 cp_find_go() {
-  if [ -n "${GO:-}" ] && [ -x "$GO" ]; then return; fi
-  if [ -x /usr/local/go/bin/go ]; then GO=/usr/local/go/bin/go
-  elif command -v go >/dev/null 2>&1; then GO=$(command -v go)
-  else cp_die "no Go toolchain (need /usr/local/go/bin/go or go on PATH, Go >= 1.26) to build the control plane"
+  if [ -n "${CP_GO:-}" ] && [ -x "$CP_GO" ]; then return; fi
+  if [ -x /usr/local/go/bin/go ]; then CP_GO=/usr/local/go/bin/go
+  elif command -v go >/dev/null 2>&1; then CP_GO=$(command -v go)
+  else cp_die "no Go toolchain (need /usr/local/go/bin/go or go on PATH, Go >= 1.21; the build modules ask for 1.24 and 1.26) to build the control plane"
   fi
   local v
-  v=$("$GO" env GOVERSION 2>/dev/null) || cp_die "$GO does not run"
+  v=$("$CP_GO" env GOVERSION 2>/dev/null) || cp_die "$CP_GO does not run"
   v=${v#go}
   if [ "$(printf '%s\n' "$v" 1.21 | sort -V | head -1)" != 1.21 ]; then
-    cp_die "Go $v at $GO is too old to build the control plane (need >= 1.21, which fetches the Go a module asks for; 1.26 is used)"
+    cp_die "Go $v at $CP_GO is too old to build the control plane (need >= 1.21, which fetches the Go a module asks for; 1.26 is used)"
   fi
   # A module whose go line asks for a newer Go than the local one fetches it from the proxy
   # (GOTOOLCHAIN=go1.27.x pins one explicitly).
@@ -57,8 +57,8 @@ cp_build() {
   fi
   if [ -f "$out/complete" ]; then exec 9>&-; return 0; fi
   # One quick look at the proxy first, so an unreachable proxy is one clear line, not a Go trace.
-  if ! (cd "$mod" && "$GO" mod download k8s.io/kubernetes >/dev/null 2>"$CP_CACHE_ROOT/.download-$ver.log"); then
-    cp_die "cannot download k8s.io/kubernetes@v$ver from the Go module proxy ($("$GO" env GOPROXY)): $(tail -1 "$CP_CACHE_ROOT/.download-$ver.log")"
+  if ! (cd "$mod" && "$CP_GO" mod download k8s.io/kubernetes >/dev/null 2>"$CP_CACHE_ROOT/.download-$ver.log"); then
+    cp_die "cannot download k8s.io/kubernetes@v$ver from the Go module proxy ($("$CP_GO" env GOPROXY)): $(tail -1 "$CP_CACHE_ROOT/.download-$ver.log")"
   fi
   tmp=$out.partial
   rm -rf "$tmp"; mkdir -p "$tmp"
@@ -66,19 +66,19 @@ cp_build() {
   cp_log "building Kubernetes v$ver, etcd v$ETCD_VERSION, kwok v$KWOK_VERSION into $out (a cold build takes many minutes)"
   local c
   for c in kube-apiserver kube-controller-manager kube-scheduler; do
-    (cd "$mod" && nice -n 10 "$GO" build -trimpath -ldflags=-s\ -w -o "$tmp/$c" "k8s.io/kubernetes/cmd/$c") \
+    (cd "$mod" && nice -n 10 "$CP_GO" build -trimpath -ldflags=-s\ -w -o "$tmp/$c" "k8s.io/kubernetes/cmd/$c") \
       || cp_die "building $c v$ver failed"
     cp_log "  $c built ($(( $(date +%s) - start )) s so far)"
   done
-  (cd "$CP_HERE/build/etcd" && nice -n 10 "$GO" build -trimpath -ldflags=-s\ -w -o "$tmp/etcd" .) \
+  (cd "$CP_HERE/build/etcd" && nice -n 10 "$CP_GO" build -trimpath -ldflags=-s\ -w -o "$tmp/etcd" .) \
     || cp_die "building etcd v$ETCD_VERSION failed"
   cp_log "  etcd built ($(( $(date +%s) - start )) s so far)"
-  (cd "$CP_HERE/build/kwok" && nice -n 10 "$GO" build -trimpath -ldflags=-s\ -w -o "$tmp/kwok" sigs.k8s.io/kwok/cmd/kwok) \
+  (cd "$CP_HERE/build/kwok" && nice -n 10 "$CP_GO" build -trimpath -ldflags=-s\ -w -o "$tmp/kwok" sigs.k8s.io/kwok/cmd/kwok) \
     || cp_die "building kwok v$KWOK_VERSION failed"
   cp_kwok_stages "$tmp"
   {
     echo "kubernetes v$ver"; echo "etcd v$ETCD_VERSION"; echo "kwok v$KWOK_VERSION"
-    echo "built $(date -u +%FT%TZ) in $(( $(date +%s) - start )) s with $("$GO" version)"
+    echo "built $(date -u +%FT%TZ) in $(( $(date +%s) - start )) s with $("$CP_GO" version)"
   } > "$tmp/complete"
   rm -rf "$out"; mv "$tmp" "$out"
   exec 9>&-
@@ -91,7 +91,7 @@ cp_kwok_stages() {
   local out=$1
   [ -s "$out/kwok-stages.yaml" ] && return 0
   cp_find_go
-  (cd "$CP_HERE/build/kwok" && nice -n 10 "$GO" run ./stages > "$out/kwok-stages.yaml.tmp") \
+  (cd "$CP_HERE/build/kwok" && nice -n 10 "$CP_GO" run ./stages > "$out/kwok-stages.yaml.tmp") \
     || cp_die "writing kwok's default stages failed"
   mv "$out/kwok-stages.yaml.tmp" "$out/kwok-stages.yaml"
 }
