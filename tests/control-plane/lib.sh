@@ -10,8 +10,9 @@ cp_log() { echo "control-plane: $*" >&2; }
 
 # Finds the go command (/usr/local/go/bin/go or go on PATH), or fails with one clear line.
 cp_find_go() {
-  if [ -n "${CP_GO:-}" ] && [ -x "$CP_GO" ]; then return; fi
-  if [ -x /usr/local/go/bin/go ]; then CP_GO=/usr/local/go/bin/go
+  [ -z "${CP_GO_CHECKED:-}" ] || return 0
+  if [ -n "${CP_GO:-}" ]; then [ -x "$CP_GO" ] || cp_die "CP_GO=$CP_GO is not an executable"
+  elif [ -x /usr/local/go/bin/go ]; then CP_GO=/usr/local/go/bin/go
   elif command -v go >/dev/null 2>&1; then CP_GO=$(command -v go)
   else cp_die "no Go toolchain (need /usr/local/go/bin/go or go on PATH, Go >= 1.21; the build modules ask for 1.24 and 1.26) to build the control plane"
   fi
@@ -25,6 +26,7 @@ cp_find_go() {
   # (GOTOOLCHAIN=go1.27.x pins one explicitly).
   export GOTOOLCHAIN=${GOTOOLCHAIN:-auto}
   export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
+  CP_GO_CHECKED=1
 }
 
 # Resolves K8S_VERSION (exact, or a minor line like 1.34 / 1.34.x) against the pinned list.
@@ -76,6 +78,9 @@ cp_build() {
   (cd "$CP_HERE/build/kwok" && nice -n 10 "$CP_GO" build -trimpath -ldflags=-s\ -w -o "$tmp/kwok" sigs.k8s.io/kwok/cmd/kwok) \
     || cp_die "building kwok v$KWOK_VERSION failed"
   cp_kwok_stages "$tmp"
+  for c in etcd kube-apiserver kube-controller-manager kube-scheduler kwok; do
+    [ -x "$tmp/$c" ] || cp_die "building v$ver: $tmp/$c was not produced"
+  done
   {
     echo "kubernetes v$ver"; echo "etcd v$ETCD_VERSION"; echo "kwok v$KWOK_VERSION"
     echo "built $(date -u +%FT%TZ) in $(( $(date +%s) - start )) s with $("$CP_GO" version)"
