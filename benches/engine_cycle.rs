@@ -145,7 +145,7 @@ fn main() {
                 *w = w.clone().with_history();
             }
             let started = Instant::now();
-            let verdict = kube_descheduler::live::dry_run::api_and_guard_verdict(
+            let verdict = kube_descheduler::guard::answer::api_and_guard_verdict(
                 &snapshot,
                 now,
                 kube_descheduler::guard::GuardConfig::default(),

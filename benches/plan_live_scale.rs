@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kube::api::ListParams;
-use kube_descheduler::live::kinds::Kind;
+use kube_descheduler::cluster::kinds::Kind;
 use kube_descheduler::synth::{Shape, write_cluster};
 use kube_sim::{Sim, SimOptions};
 use serde_json::Value;
@@ -138,7 +138,7 @@ async fn run(nodes: usize, pods: usize, runs: usize) {
     let config = kube::Config::from_custom_kubeconfig(config, &Default::default())
         .await
         .unwrap_or_else(|e| fail(format!("kubeconfig: {e}")));
-    let client = kube_descheduler::live::run::client_from_config(config)
+    let client = kube_descheduler::cluster::client::client(config)
         .unwrap_or_else(|e| fail(format!("client: {e}")));
 
     let mut failed = false;

@@ -295,7 +295,7 @@ async fn list_streaming(client: &kube::Client, path: &str) {
 
 /// Everything `run` lists, as streaming lists read concurrently by a bare client.
 async fn streaming_list_seconds(client: &kube::Client) -> f64 {
-    use kube_descheduler::live::kinds::Kind;
+    use kube_descheduler::cluster::kinds::Kind;
     let started = Instant::now();
     futures::future::join_all(Kind::ALL.iter().map(|k| {
         let client = client.clone();
@@ -306,7 +306,7 @@ async fn streaming_list_seconds(client: &kube::Client) -> f64 {
 }
 
 async fn initial_list_seconds(sim: &SimHandle) -> InitialList {
-    use kube_descheduler::live::kinds::Kind;
+    use kube_descheduler::cluster::kinds::Kind;
     let client = bare_client(sim).await;
     let started = Instant::now();
     for path in ["/api/v1/nodes", "/api/v1/pods"] {

@@ -90,7 +90,7 @@ fn engine_evicts_and_guard_does_not() {
 
 #[test]
 fn plan_reader_only_reads_and_lists_every_kind_run_lists() {
-    use crate::live::kinds::Kind;
+    use crate::cluster::kinds::Kind;
     assert!(
         calls_of(Component::PlanReader).all(|c| matches!(c.verb, "list" | "watch")),
         "plan never writes"

@@ -9,6 +9,7 @@
 //!
 //! This crate's own modules:
 //! - [`cli`]: the command line.
+//! - `cluster`: the client, and the cluster state kept current by list+watch or read once.
 //! - `live`: the `run` loop against a cluster (watch caches, evictions, events).
 //! - `plan`: the offline `plan` report.
 //! - `serving`: TLS serving, metrics, health and the trigger interface and API.
@@ -40,6 +41,8 @@ pub use kube_descheduler_guard::{peer, restart};
 #[doc(hidden)]
 pub mod apicalls;
 pub mod cli;
+#[doc(hidden)]
+pub mod cluster;
 #[doc(hidden)]
 pub mod leader;
 #[doc(hidden)]

@@ -452,9 +452,10 @@ async fn near_expiry_renews_from_the_same_ca_and_an_expiring_ca_is_replaced() {
 
     const DAY: Duration = Duration::from_secs(86_400);
     let sim = start(vec![configuration()]).await;
-    let client = kube_descheduler::cli::run::client(Some(&sim.kubeconfig_path().to_path_buf()))
-        .await
-        .expect("client");
+    let client =
+        kube_descheduler::cluster::client::connect(Some(&sim.kubeconfig_path().to_path_buf()))
+            .await
+            .expect("client");
     let dir = tempfile::tempdir().unwrap();
     let args = CertsArgs {
         service: "guard".into(),

@@ -5,10 +5,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use kube_descheduler::cluster::state::NodeChange;
 use kube_descheduler::live::cycle_loop::{
     CycleExec, LoopConfig, Source, run_loop, run_loop_with_events,
 };
-use kube_descheduler::live::state::NodeChange;
 use kube_descheduler::serving::trigger::{CycleSummary, TriggerError, trigger_channel};
 use tokio::sync::watch;
 use tokio::time::Instant;

@@ -7,9 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube_descheduler::live::kinds::Kind;
-use kube_descheduler::live::state::ClusterState;
-use kube_descheduler::live::watch::{self, ListProtocol, WatchConfig, WatchTasks};
+use kube_descheduler::cluster::kinds::Kind;
+use kube_descheduler::cluster::state::ClusterState;
+use kube_descheduler::cluster::watch::{self, ListProtocol, WatchConfig, WatchTasks};
 use kube_descheduler::snapshot::Snapshot;
 use kube_sim::{Sim, SimHandle, SimOptions};
 use serde_json::{Value, json};
@@ -65,7 +65,7 @@ async fn start_with(
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .unwrap();
-    let client = kube_descheduler::live::run::client_from_config(config).unwrap();
+    let client = kube_descheduler::cluster::client::client(config).unwrap();
     let state = Arc::new(ClusterState::new(None));
     let cfg = WatchConfig {
         // Small pages, so the lists here are paginated too.

@@ -77,9 +77,10 @@ async fn the_watched_state_equals_the_snapshot_file_of_the_same_cluster() {
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .unwrap();
-    let client = kube_descheduler::live::run::client_from_config(config).unwrap();
-    let state = std::sync::Arc::new(kube_descheduler::live::state::ClusterState::new(None));
-    let _tasks = kube_descheduler::live::watch::start(&client, state.clone(), Default::default());
+    let client = kube_descheduler::cluster::client::client(config).unwrap();
+    let state = std::sync::Arc::new(kube_descheduler::cluster::state::ClusterState::new(None));
+    let _tasks =
+        kube_descheduler::cluster::watch::start(&client, state.clone(), Default::default());
     tokio::time::timeout(run_sim_common::WAIT, state.wait_synced())
         .await
         .expect("the state syncs");

@@ -9,8 +9,8 @@
 
 use std::time::Instant;
 
-use kube_descheduler::live::kinds::Kind;
-use kube_descheduler::live::state::ClusterState;
+use kube_descheduler::cluster::kinds::Kind;
+use kube_descheduler::cluster::state::ClusterState;
 use serde_json::Value;
 
 fn kind_of(v: &Value) -> Option<Kind> {

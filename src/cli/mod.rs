@@ -5,7 +5,6 @@ pub mod certs;
 #[doc(hidden)]
 pub mod completions;
 #[doc(hidden)]
-pub mod kubeconfig;
 #[doc(hidden)]
 pub mod logging;
 #[doc(hidden)]
@@ -176,7 +175,7 @@ mod tests {
             let a = plan_of(&[argv0, "plan"]);
             assert_eq!(
                 a.live_source(),
-                Some(kubeconfig::Source::default()),
+                Some(crate::cluster::client::Source::default()),
                 "{argv0}: kubectl's usual loading"
             );
             let a = plan_of(&[argv0, "plan", "--context", "prod"]);
@@ -197,7 +196,10 @@ mod tests {
             assert_eq!(plan_of(&[argv0, "plan"]).live_source(), None, "{argv0}");
         }
         let a = plan_of(&["kube-descheduler", "plan", "--kubeconfig"]);
-        assert_eq!(a.live_source(), Some(kubeconfig::Source::default()));
+        assert_eq!(
+            a.live_source(),
+            Some(crate::cluster::client::Source::default())
+        );
         let a = plan_of(&["kube-descheduler", "plan", "--kubeconfig=k.yaml"]);
         assert_eq!(
             a.live_source().and_then(|s| s.file),

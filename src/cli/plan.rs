@@ -106,13 +106,15 @@ pub struct PlanArgs {
 
 impl PlanArgs {
     /// Where the live cluster is read from, when it is (`--kubeconfig` or `--context` given).
-    pub fn live_source(&self) -> Option<super::kubeconfig::Source> {
-        (self.kubeconfig.is_some() || self.context.is_some()).then(|| super::kubeconfig::Source {
-            file: self
-                .kubeconfig
-                .clone()
-                .filter(|f| !f.as_os_str().is_empty()),
-            context: self.context.clone(),
+    pub fn live_source(&self) -> Option<crate::cluster::client::Source> {
+        (self.kubeconfig.is_some() || self.context.is_some()).then(|| {
+            crate::cluster::client::Source {
+                file: self
+                    .kubeconfig
+                    .clone()
+                    .filter(|f| !f.as_os_str().is_empty()),
+                context: self.context.clone(),
+            }
         })
     }
 
@@ -157,100 +159,15 @@ pub fn run_with(
     registry: &kube_descheduler_engine::framework::Registry,
 ) -> anyhow::Result<()> {
     super::logging::init(super::logging::LogFormat::Text, args.verbosity);
-    let now = match &args.now {
-        Some(s) => s.parse::<jiff::Timestamp>().map_err(|e| {
-            ConfigError::new(format!(
-                "--now: expected an RFC 3339 time such as 2026-01-01T00:00:00Z, got {s:?}: {e}"
-            ))
-        })?,
-        None => jiff::Timestamp::now(),
-    };
-    let html_file = match (args.output, &args.file) {
-        (Output::Html, Some(f)) => Some(f.clone()),
-        (Output::Html, None) => {
-            return Err(ConfigError::new(
-                "--output html needs a FILE to write the report to (plan --output html report.html)",
-            )
-            .into());
-        }
-        (_, Some(f)) => {
-            return Err(ConfigError::new(format!(
-                "FILE {}: only --output html writes a file (table and json go to stdout)",
-                f.display()
-            ))
-            .into());
-        }
-        (_, None) => None,
-    };
-    let live = args.live_source();
-    let request_timeout = kube_descheduler_engine::duration::parse_go_duration(
-        &args.request_timeout,
-    )
-    .ok()
-    .filter(|d| !d.is_zero())
-    .ok_or_else(|| {
-        ConfigError::new(format!(
-            "--request-timeout: expected a Go duration greater than 0 such as 30s, got {:?}",
-            args.request_timeout
-        ))
-    })?;
-    let (policy_text, policy_name) =
-        read_or_bundled(&args.policy, "examples/policy.yaml", EXAMPLE_POLICY)?;
-    // A WebAssembly plugin's relative `module` resolves against the policy file's directory.
-    let policy_dir = args.policy.as_deref().and_then(std::path::Path::parent);
-    let mut policy = policy::load_text(&policy_text, registry, policy_dir)
-        .map_err(|e| ConfigError::new(format!("policy {policy_name}: {}", e.0)))?;
-    if let Some(path) = &args.scheduler_config {
-        policy.cycle.scheduler =
-            std::sync::Arc::new(kube_descheduler_engine::placement::config::load_file(path)?);
-    }
+    let now = now_arg(&args)?;
+    let html_file = html_file_arg(&args)?;
+    let request_timeout = request_timeout_arg(&args)?;
+    let policy = load_policy(&args, registry)?;
     let started = std::time::Instant::now();
-    let mut cluster_metrics = None;
-    let mut snapshot = match (&live, &args.snapshot) {
-        (Some(source), _) => {
-            let read = super::plan_live::read(
-                source,
-                request_timeout,
-                policy.metrics.kubernetes && args.metrics.is_empty(),
-            )?;
-            cluster_metrics = read.metrics;
-            read.snapshot
-        }
-        (None, Some(path)) => snapshot::load::load_file(path)?,
-        (None, None) => {
-            let (text, name) = read_or_bundled(&None, "examples/cluster.yaml", EXAMPLE_CLUSTER)?;
-            snapshot::load::load_bytes(text.as_bytes())
-                .map_err(|e| ConfigError::new(format!("snapshot {name}: {}", e.0)))?
-        }
-    };
-    let mut metric_warnings = Vec::new();
-    let inputs = crate::plan::measured::MetricsInputs {
-        files: args.metrics.clone(),
-        prometheus_url: args.prometheus_url.clone(),
-        prometheus_token_file: args.prometheus_token_file.clone(),
-        cluster: cluster_metrics,
-    };
-    if let Some(m) = crate::plan::measured::collect(&policy.metrics, &inputs, &mut metric_warnings)
-        .map_err(ConfigError::new)?
-    {
-        snapshot.measured = Some(std::sync::Arc::new(m));
-    }
-    snapshot.warnings.extend(metric_warnings);
+    let mut snapshot = load_snapshot(&args, &policy, request_timeout)?;
     let loaded = started.elapsed();
-    if args.strict && !snapshot.inconsistencies.is_empty() {
-        let kinds: Vec<String> = snapshot
-            .inconsistencies
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        return Err(ConfigError::new(format!(
-            "snapshot is inconsistent (--strict): {}",
-            kinds.join("; ")
-        ))
-        .into());
-    }
     let verdict = (!args.no_guard).then(|| {
-        crate::live::dry_run::api_and_guard_verdict(
+        kube_descheduler_guard::answer::api_and_guard_verdict(
             &snapshot,
             now,
             kube_descheduler_guard::GuardConfig::default(),
@@ -279,39 +196,7 @@ pub fn run_with(
         .collect();
     explain_time += explain_started.elapsed();
     let planned = started.elapsed();
-    use std::io::Write;
-    if let Some(path) = &html_file {
-        let file = std::fs::File::create(path).map_err(|e| {
-            ConfigError::new(format!("FILE {}: cannot create: {e}", path.display()))
-        })?;
-        let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
-        crate::plan::html::write_html(&plan, &mut out)
-            .and_then(|()| out.flush())
-            .with_context(|| format!("writing the report to {}", path.display()))?;
-        println!(
-            "wrote {} ({} eviction attempts: {} evicted, {} deflected, {} denied, {} errors)",
-            path.display(),
-            plan.evictions.len(),
-            plan.summary.evicted,
-            plan.summary.deflected,
-            plan.summary.denied,
-            plan.summary.errors
-        );
-    } else {
-        let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-        match args.output {
-            Output::Json => render::write_json(&plan, &mut out),
-            _ => writeln!(
-                out,
-                "{}{}{}",
-                render::table(&plan, args.all_nodes).trim_end(),
-                section(crate::plan::explain::render_pods(&plan.explanations)),
-                section(crate::plan::explain::render_nodes(&plan.node_explanations)),
-            ),
-        }
-        .and_then(|()| out.flush())
-        .context("writing the plan to stdout")?;
-    }
+    write_plan(&plan, &args, html_file.as_deref())?;
     if args.stats {
         eprintln!(
             "{}",
@@ -336,6 +221,162 @@ pub fn run_with(
     std::mem::forget(snapshot);
     std::mem::forget(plan);
     Ok(())
+}
+
+/// `--now`, else the current time.
+fn now_arg(args: &PlanArgs) -> anyhow::Result<jiff::Timestamp> {
+    Ok(match &args.now {
+        Some(s) => s.parse::<jiff::Timestamp>().map_err(|e| {
+            ConfigError::new(format!(
+                "--now: expected an RFC 3339 time such as 2026-01-01T00:00:00Z, got {s:?}: {e}"
+            ))
+        })?,
+        None => jiff::Timestamp::now(),
+    })
+}
+
+/// The report file: required by `--output html`, refused with the other outputs.
+fn html_file_arg(args: &PlanArgs) -> anyhow::Result<Option<PathBuf>> {
+    match (args.output, &args.file) {
+        (Output::Html, Some(f)) => Ok(Some(f.clone())),
+        (Output::Html, None) => Err(ConfigError::new(
+            "--output html needs a FILE to write the report to (plan --output html report.html)",
+        )
+        .into()),
+        (_, Some(f)) => Err(ConfigError::new(format!(
+            "FILE {}: only --output html writes a file (table and json go to stdout)",
+            f.display()
+        ))
+        .into()),
+        (_, None) => Ok(None),
+    }
+}
+
+/// `--request-timeout`: a Go duration greater than 0.
+fn request_timeout_arg(args: &PlanArgs) -> anyhow::Result<std::time::Duration> {
+    Ok(
+        kube_descheduler_engine::duration::parse_go_duration(&args.request_timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                ConfigError::new(format!(
+                    "--request-timeout: expected a Go duration greater than 0 such as 30s, got {:?}",
+                    args.request_timeout
+                ))
+            })?,
+    )
+}
+
+/// The policy (`--policy`, else the bundled example) with `--scheduler-config` applied.
+fn load_policy(
+    args: &PlanArgs,
+    registry: &kube_descheduler_engine::framework::Registry,
+) -> anyhow::Result<policy::Policy> {
+    let (policy_text, policy_name) =
+        read_or_bundled(&args.policy, "examples/policy.yaml", EXAMPLE_POLICY)?;
+    // A WebAssembly plugin's relative `module` resolves against the policy file's directory.
+    let policy_dir = args.policy.as_deref().and_then(std::path::Path::parent);
+    let mut policy = policy::load_text(&policy_text, registry, policy_dir)
+        .map_err(|e| ConfigError::new(format!("policy {policy_name}: {}", e.0)))?;
+    if let Some(path) = &args.scheduler_config {
+        policy.cycle.scheduler =
+            std::sync::Arc::new(kube_descheduler_engine::placement::config::load_file(path)?);
+    }
+    Ok(policy)
+}
+
+/// The cluster to plan on — read from a live cluster, a snapshot file or the bundled example —
+/// with the measured usage the policy needs; an inconsistent snapshot fails with `--strict`.
+fn load_snapshot(
+    args: &PlanArgs,
+    policy: &policy::Policy,
+    request_timeout: std::time::Duration,
+) -> anyhow::Result<snapshot::Snapshot> {
+    let mut cluster_metrics = None;
+    let mut snapshot = match (args.live_source(), &args.snapshot) {
+        (Some(source), _) => {
+            let read = super::plan_live::read(
+                &source,
+                request_timeout,
+                policy.metrics.kubernetes && args.metrics.is_empty(),
+            )?;
+            cluster_metrics = read.metrics;
+            read.snapshot
+        }
+        (None, Some(path)) => snapshot::load::load_file(path)?,
+        (None, None) => {
+            let (text, name) = read_or_bundled(&None, "examples/cluster.yaml", EXAMPLE_CLUSTER)?;
+            snapshot::load::load_bytes(text.as_bytes())
+                .map_err(|e| ConfigError::new(format!("snapshot {name}: {}", e.0)))?
+        }
+    };
+    let mut metric_warnings = Vec::new();
+    let inputs = crate::plan::measured::MetricsInputs {
+        files: args.metrics.clone(),
+        prometheus_url: args.prometheus_url.clone(),
+        prometheus_token_file: args.prometheus_token_file.clone(),
+        cluster: cluster_metrics,
+    };
+    if let Some(m) = crate::plan::measured::collect(&policy.metrics, &inputs, &mut metric_warnings)
+        .map_err(ConfigError::new)?
+    {
+        snapshot.measured = Some(std::sync::Arc::new(m));
+    }
+    snapshot.warnings.extend(metric_warnings);
+    if args.strict && !snapshot.inconsistencies.is_empty() {
+        let kinds: Vec<String> = snapshot
+            .inconsistencies
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        return Err(ConfigError::new(format!(
+            "snapshot is inconsistent (--strict): {}",
+            kinds.join("; ")
+        ))
+        .into());
+    }
+    Ok(snapshot)
+}
+
+/// Writes the HTML report to `html_file`, else the table or JSON to stdout.
+fn write_plan(
+    plan: &crate::plan::Plan,
+    args: &PlanArgs,
+    html_file: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    if let Some(path) = html_file {
+        let file = std::fs::File::create(path).map_err(|e| {
+            ConfigError::new(format!("FILE {}: cannot create: {e}", path.display()))
+        })?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
+        crate::plan::html::write_html(plan, &mut out)
+            .and_then(|()| out.flush())
+            .with_context(|| format!("writing the report to {}", path.display()))?;
+        println!(
+            "wrote {} ({} eviction attempts: {} evicted, {} deflected, {} denied, {} errors)",
+            path.display(),
+            plan.evictions.len(),
+            plan.summary.evicted,
+            plan.summary.deflected,
+            plan.summary.denied,
+            plan.summary.errors
+        );
+        return Ok(());
+    }
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    match args.output {
+        Output::Json => render::write_json(plan, &mut out),
+        _ => writeln!(
+            out,
+            "{}{}{}",
+            render::table(plan, args.all_nodes).trim_end(),
+            section(crate::plan::explain::render_pods(&plan.explanations)),
+            section(crate::plan::explain::render_nodes(&plan.node_explanations)),
+        ),
+    }
+    .and_then(|()| out.flush())
+    .context("writing the plan to stdout")
 }
 
 /// `text` as a section after the table (a blank line before it), or nothing.

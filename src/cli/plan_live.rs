@@ -1,11 +1,11 @@
 //! `plan --kubeconfig`: the wiring between the command line and the live cluster — the client
-//! configuration, the cluster read once ([`crate::live::read_once`]) and, when the policy measures
+//! configuration, the cluster read once ([`crate::cluster::read_once`]) and, when the policy measures
 //! usage with metrics.k8s.io and no `--metrics` file is given, one list of NodeMetrics and
 //! PodMetrics from the same API server.
 
 use std::time::Duration;
 
-use super::kubeconfig::{self, Source};
+use crate::cluster::client::{self as kubeconfig, Source};
 use kube_descheduler_engine::snapshot::Snapshot;
 use kube_descheduler_engine::usage::metrics_api::RawSamples;
 
@@ -34,9 +34,10 @@ pub fn read(
     let result = rt.block_on(async {
         let config = kubeconfig::load_source(source).await?;
         let server = config.cluster_url.to_string();
-        let client = crate::live::run::client_from_config(config)?;
+        let client = crate::cluster::client::client(config)?;
         let snapshot =
-            crate::live::read_once::read_cluster(&client, &server, timeout, TIMEOUT_FLAG).await?;
+            crate::cluster::read_once::read_cluster(&client, &server, timeout, TIMEOUT_FLAG)
+                .await?;
         let metrics = if kubernetes_metrics {
             let samples =
                 tokio::time::timeout(timeout, crate::usage::kube_source::collect(&client))

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::ArgAction;
-use kube::Client;
 
 use tokio_util::sync::CancellationToken;
 
@@ -292,12 +291,6 @@ fn identity() -> String {
     )
 }
 
-/// Builds the API client from `--kubeconfig`, else in-cluster / $KUBECONFIG (without kube's
-/// automatic retries: see [`crate::live::run::client_from_config`]).
-pub async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<Client> {
-    crate::live::run::client_from_config(super::kubeconfig::load(kubeconfig).await?)
-}
-
 /// Runs the descheduler against a cluster (the built-in plugins).
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     run_with(
@@ -355,10 +348,10 @@ pub fn run_with(
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let config = super::kubeconfig::load(args.kubeconfig.as_ref()).await?;
+        let config = crate::cluster::client::load(args.kubeconfig.as_ref()).await?;
         let mut opts = opts;
         opts.api_server = config.cluster_url.to_string();
-        let client = crate::live::run::client_from_config(config)?;
+        let client = crate::cluster::client::client(config)?;
         let shutdown = CancellationToken::new();
         cancel_on_signals(shutdown.clone());
         crate::live::run::run(opts, client, shutdown).await

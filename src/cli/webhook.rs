@@ -139,11 +139,6 @@ fn rate_limits(args: &WebhookArgs) -> RateLimits {
     }
 }
 
-async fn client(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
-    let config = super::kubeconfig::load(kubeconfig).await?;
-    kube::Client::try_from(config).context("building the Kubernetes client")
-}
-
 async fn serve(args: WebhookArgs, limits: ServeLimits) -> anyhow::Result<()> {
     let client_auth = args.client_ca_file.clone().map(|ca_file| ClientAuth {
         ca_file,
@@ -177,7 +172,7 @@ async fn serve(args: WebhookArgs, limits: ServeLimits) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let client = client(args.kubeconfig.as_ref()).await?;
+    let client = crate::cluster::client::connect(args.kubeconfig.as_ref()).await?;
     let mut registry = Registry::default();
     let metrics = GuardMetrics::register(&mut registry);
     metrics.set_client_auth(client_auth.is_some());

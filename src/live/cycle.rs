@@ -8,7 +8,6 @@ use jiff::Timestamp;
 use tokio_util::sync::CancellationToken;
 
 use super::cycle_loop::{CycleExec, Source};
-use super::dry_run::api_and_guard_verdict;
 use super::evictor::{ApiEvictor, ApiEvictorConfig, NOT_ATTEMPTED, not_attempted};
 use super::recent::RecentEvictions;
 use super::returns::BackoffBackend;
@@ -19,11 +18,12 @@ use kube_descheduler_engine::evictor::{EvictOutcome, EvictionBackend};
 use kube_descheduler_engine::framework::cycle::{CycleReport, run_cycle};
 use kube_descheduler_engine::policy::Policy;
 use kube_descheduler_engine::snapshot::Snapshot;
+use kube_descheduler_guard::answer::api_and_guard_verdict;
 
 /// How evictions are carried out.
 #[derive(Clone)]
 pub enum Mode {
-    /// `--dry-run`: no API writes; outcomes predicted by [`super::dry_run::api_and_guard_verdict`].
+    /// `--dry-run`: no API writes; outcomes predicted by [`api_and_guard_verdict`].
     DryRun,
     /// Evictions through the API.
     Live(Box<ApiEvictorConfig>),

@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
-use super::state::NodeChange;
+use crate::cluster::state::NodeChange;
 use crate::serving::trigger::{CycleSummary, TriggerError, TriggerQueue, TriggerState, lock};
 
 /// What started a cycle.

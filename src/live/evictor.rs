@@ -51,7 +51,7 @@ pub struct ApiEvictorConfig {
     /// Events sink (None: no Events).
     pub events: Option<EventSink>,
     /// The cluster state, to know whether a pod sets `terminationGracePeriodSeconds` (None: treat as unset).
-    pub pods: Option<Arc<super::state::ClusterState>>,
+    pub pods: Option<Arc<crate::cluster::state::ClusterState>>,
     /// Set once the server lacks `policy/v1` Evictions; later calls use `policy/v1beta1`.
     pub use_v1beta1: Arc<AtomicBool>,
     /// Bound on one eviction call ([`DEFAULT_EVICTION_CALL_TIMEOUT`]); past it the eviction is an

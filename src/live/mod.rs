@@ -1,5 +1,6 @@
-//! `run` against a cluster: the watched cluster state, the live eviction backend, Events, dry-run verdicts,
-//! the cycle loop (interval, one-shot, trigger API) and HTTPS serving.
+//! `run` against a cluster: the live eviction backend, Events, the return detector, the cycle
+//! loop (interval, one-shot, trigger API) and HTTPS serving, over the watched cluster state of
+//! [`crate::cluster`].
 //!
 //! API calls made by `run` (for RBAC; mirrored in the report to packaging):
 //! - `list`, `watch`: nodes, pods, namespaces, persistentvolumeclaims (core); poddisruptionbudgets
@@ -13,25 +14,19 @@
 //! - `create` tokenreviews (authentication.k8s.io), `create` subjectaccessreviews
 //!   (authorization.k8s.io) — for `/metrics` (unless `--metrics-unauthenticated`) and the trigger.
 //!
-//! `plan --kubeconfig` ([`read_once`]) makes only the `list` calls above (and `list`
+//! `plan --kubeconfig` ([`crate::cluster::read_once`]) makes only the `list` calls above (and `list`
 //! nodes/pods of metrics.k8s.io when the policy measures usage with it): no watch, no writes.
 
 pub mod auth;
 pub mod cycle;
 pub mod cycle_log;
 pub mod cycle_loop;
-pub mod dry_run;
 pub mod events;
 pub mod evictor;
 pub mod http;
-pub mod kinds;
-mod pod_store;
 pub mod ratelimit;
-pub mod read_once;
 pub mod recent;
 pub mod returns;
 pub mod run;
 pub mod server;
-pub mod state;
 pub mod trim;
-pub mod watch;

@@ -172,6 +172,12 @@ fn node_of<'a>(snapshot: &'a Snapshot, pod: &'a Pod) -> Option<&'a str> {
         .filter(|n| !n.is_empty())
 }
 
+impl crate::cluster::state::PodObserver for ReturnDetector {
+    fn pod_seen(&self, pod: &Pod) {
+        self.observe(pod);
+    }
+}
+
 impl ReturnDetector {
     /// A detector remembering evictions for `window`; returns are counted in `metrics` and sent
     /// to `events` (dropped when its queue is full).

@@ -20,13 +20,13 @@ use super::ratelimit::RateLimiter;
 use super::recent::RecentEvictions;
 use super::returns::{Return, ReturnDetector};
 use super::server::{TlsSource, serve_https_with};
-use super::state::ClusterState;
-use super::watch::{self as lister, WatchConfig};
+use crate::cluster::state::ClusterState;
+use crate::cluster::watch::{self as lister, WatchConfig};
 use crate::leader::{self, Elector, KubeLeaseApi, LeaderConfig};
 use crate::serving::health::Readiness;
 use crate::serving::limits::ServeLimits;
 use crate::serving::metrics::Metrics;
-use crate::serving::trigger::trigger_channel;
+use crate::serving::trigger::{Trigger, trigger_channel};
 use kube_descheduler_engine::policy::Policy;
 
 /// Everything `run` needs besides the client.
@@ -71,15 +71,6 @@ pub struct LiveOptions {
     pub placement_return_window: Duration,
 }
 
-/// Builds the client `run` must use: kube's default client silently retries 429/503/504 up to 15
-/// times (with Retry-After), which would retry refused evictions (upstream never retries a 429
-/// within a cycle) and could delay Lease renewals past the renew deadline; it is turned off here.
-/// Pass clients to [`run`] built this way (any URL + CA works, e.g. the API stand-in).
-pub fn client_from_config(mut config: kube::Config) -> anyhow::Result<Client> {
-    config.default_retry = false;
-    Ok(Client::try_from(config)?)
-}
-
 /// Cancels `token` on SIGTERM or SIGINT.
 pub fn cancel_on_signals(token: CancellationToken) {
     tokio::spawn(async move {
@@ -122,21 +113,7 @@ pub async fn run(
     let (trigger, queue) = trigger_channel();
     let authz: Arc<dyn Authorizer> = Arc::new(KubeAuthorizer::new(client.clone()));
 
-    let serving = match &opts.serve {
-        Some((addr, tls)) => {
-            let state = AppState {
-                metrics: metrics.clone(),
-                metrics_auth: !opts.metrics_unauthenticated,
-                trigger: opts.trigger.then(|| trigger.clone()),
-                authz,
-                ready: ready.clone(),
-            };
-            let s = serve_https_with(router(state), *addr, tls.clone(), &opts.serve_limits).await?;
-            tracing::info!(address = %s.addr, "serving /healthz, /readyz{}{}", if metrics.is_some() { ", /metrics" } else { "" }, if opts.trigger { ", POST /api/v1/descheduler/run" } else { "" });
-            Some(s)
-        }
-        None => None,
-    };
+    let serving = start_serving(&opts, &metrics, &trigger, authz, &ready).await?;
 
     let (changes_tx, changes_rx) = match opts.cycle_on_events {
         Some(_) => {
@@ -147,116 +124,34 @@ pub async fn run(
     };
     let state = Arc::new(ClusterState::new(changes_tx));
     let limiter = Arc::new(RateLimiter::new(opts.qps, opts.burst));
-    // Nothing is evicted in dry-run, so nothing can come back.
-    let returns = (!opts.dry_run && !opts.placement_return_window.is_zero()).then(|| {
-        let (tx, rx) = tokio::sync::mpsc::channel(RETURN_EVENTS_QUEUED);
-        tokio::spawn(publish_returns(
-            rx,
-            EventSink::new(client.clone()),
-            limiter.clone(),
-        ));
-        let d = Arc::new(ReturnDetector::new(
-            opts.placement_return_window,
-            metrics.clone(),
-            Some(tx),
-        ));
-        state.watch_returns(d.clone());
-        d
-    });
+    let returns = start_return_detector(&opts, &client, &state, &limiter, &metrics);
     let _watch_tasks = lister::start(&client, state.clone(), opts.watch);
     let one_shot = opts.interval.is_zero() && !opts.trigger;
-    let sync = async {
-        tokio::select! {
-            _ = state.wait_synced() => Ok(()),
-            _ = tokio::time::sleep(opts.one_shot_sync_timeout), if one_shot => {
-                Err(anyhow::anyhow!("{}", sync_failure(&opts.api_server, opts.one_shot_sync_timeout, "--cache-sync-timeout", &state)))
-            }
-        }
-    };
-    tracing::info!(server = %opts.api_server, "listing and watching the cluster");
-    let synced = tokio::select! {
-        r = sync => Some(r),
-        _ = shutdown.cancelled() => None,
-    };
-    match synced {
-        Some(Ok(())) => {
-            let (nodes, pods) = state.counts();
-            tracing::info!(nodes, pods, "cluster state synced");
+    match wait_until_synced(&opts, &state, one_shot, &shutdown).await {
+        Ok(true) => {
             tokio::spawn(follow_sync(
                 state.in_sync_rx(),
                 ready.clone(),
                 metrics.clone(),
             ));
         }
-        Some(Err(e)) => {
-            stop_serving(serving).await;
-            return Err(e);
-        }
-        None => {
+        Ok(false) => {
             stop_serving(serving).await;
             return Ok(());
+        }
+        Err(e) => {
+            stop_serving(serving).await;
+            return Err(e);
         }
     }
 
     let elector_stop = CancellationToken::new();
     let (leading_tx, leading_rx) = watch::channel(opts.leader.is_none());
-    let elector_task = opts.leader.clone().map(|cfg| {
-        tracing::info!(identity = %cfg.identity, lease = %format!("{}/{}", cfg.namespace, cfg.name), "leader election on");
-        let api = KubeLeaseApi::new(client.clone(), &cfg.namespace, &cfg.name);
-        let tx = leading_tx.clone();
-        tokio::spawn(leader::run(Elector::new(api, cfg), tx, elector_stop.clone()))
-    });
-    if let Some(m) = metrics.clone() {
-        let mut rx = leading_rx.clone();
-        tokio::spawn(async move {
-            loop {
-                m.leader.set(i64::from(*rx.borrow_and_update()));
-                if rx.changed().await.is_err() {
-                    break;
-                }
-            }
-        });
-    }
+    let elector_task = start_leader_election(&opts, &client, &leading_tx, &elector_stop);
+    follow_leadership(&metrics, &leading_rx);
 
-    let mode = if opts.dry_run {
-        Mode::DryRun
-    } else {
-        Mode::Live(Box::new(ApiEvictorConfig {
-            client: client.clone(),
-            limiter,
-            grace_period_seconds: opts.policy.grace_period_seconds,
-            failure_events: opts.policy.eviction_failure_event_notification,
-            events: Some(EventSink::new(client.clone())),
-            pods: Some(state.clone()),
-            use_v1beta1: Arc::new(AtomicBool::new(false)),
-            call_timeout: crate::live::evictor::DEFAULT_EVICTION_CALL_TIMEOUT,
-        }))
-    };
-    let usage = if opts.policy.metrics.is_empty() {
-        None
-    } else {
-        let sa = std::path::Path::new("/var/run/secrets/kubernetes.io/serviceaccount");
-        let token_file = Some(sa.join("token")).filter(|p| p.exists());
-        let ca = std::fs::read(sa.join("ca.crt")).ok();
-        let c = Arc::new(crate::usage::collector::Collector::new(
-            opts.policy.metrics.clone(),
-            client.clone(),
-            opts.metrics_max_age,
-            token_file,
-            ca,
-        ));
-        tracing::info!(
-            kubernetes_metrics = opts.policy.metrics.kubernetes,
-            prometheus_queries = opts.policy.metrics.prometheus_queries.len(),
-            "collecting measured usage for metricsUtilization"
-        );
-        // The first cycle runs on a first collection; then every 5 s in the background.
-        c.collect_once().await;
-        let bg = c.clone();
-        let stop = shutdown.clone();
-        tokio::spawn(async move { bg.run(stop).await });
-        Some(c)
-    };
+    let mode = eviction_mode(&opts, &client, limiter, &state);
+    let usage = start_usage(&opts, &client, &shutdown).await;
     let snap_state = state.clone();
     let mut policy = opts.policy;
     // `workloadEvictionWindow` counts the evictions of every cycle this process runs (in memory;
@@ -294,6 +189,172 @@ pub async fn run(
         std::mem::forget(state);
     }
     Ok(())
+}
+
+/// Waits until every kind is listed: `Ok(false)` when `shutdown` comes first, an error naming
+/// what is missing when a one-shot run's `--cache-sync-timeout` passes.
+async fn wait_until_synced(
+    opts: &LiveOptions,
+    state: &ClusterState,
+    one_shot: bool,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<bool> {
+    let sync = async {
+        tokio::select! {
+            _ = state.wait_synced() => Ok(()),
+            _ = tokio::time::sleep(opts.one_shot_sync_timeout), if one_shot => {
+                Err(anyhow::anyhow!("{}", crate::cluster::state::sync_failure(&opts.api_server, opts.one_shot_sync_timeout, "--cache-sync-timeout", state)))
+            }
+        }
+    };
+    tracing::info!(server = %opts.api_server, "listing and watching the cluster");
+    tokio::select! {
+        r = sync => {
+            r?;
+            let (nodes, pods) = state.counts();
+            tracing::info!(nodes, pods, "cluster state synced");
+            Ok(true)
+        }
+        _ = shutdown.cancelled() => Ok(false),
+    }
+}
+
+/// Serves `/healthz`, `/readyz`, `/metrics` and the trigger API when `--secure-port` is set.
+async fn start_serving(
+    opts: &LiveOptions,
+    metrics: &Option<Arc<Metrics>>,
+    trigger: &Trigger,
+    authz: Arc<dyn Authorizer>,
+    ready: &Readiness,
+) -> anyhow::Result<Option<super::server::Serving>> {
+    let Some((addr, tls)) = &opts.serve else {
+        return Ok(None);
+    };
+    let state = AppState {
+        metrics: metrics.clone(),
+        metrics_auth: !opts.metrics_unauthenticated,
+        trigger: opts.trigger.then(|| trigger.clone()),
+        authz,
+        ready: ready.clone(),
+    };
+    let s = serve_https_with(router(state), *addr, tls.clone(), &opts.serve_limits).await?;
+    tracing::info!(address = %s.addr, "serving /healthz, /readyz{}{}", if metrics.is_some() { ", /metrics" } else { "" }, if opts.trigger { ", POST /api/v1/descheduler/run" } else { "" });
+    Ok(Some(s))
+}
+
+/// The return detector, shown every pod the watches see, with its Events published in the
+/// background (none in dry-run: nothing is evicted, so nothing can come back).
+fn start_return_detector(
+    opts: &LiveOptions,
+    client: &Client,
+    state: &Arc<ClusterState>,
+    limiter: &Arc<RateLimiter>,
+    metrics: &Option<Arc<Metrics>>,
+) -> Option<Arc<ReturnDetector>> {
+    if opts.dry_run || opts.placement_return_window.is_zero() {
+        return None;
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel(RETURN_EVENTS_QUEUED);
+    tokio::spawn(publish_returns(
+        rx,
+        EventSink::new(client.clone()),
+        limiter.clone(),
+    ));
+    let d = Arc::new(ReturnDetector::new(
+        opts.placement_return_window,
+        metrics.clone(),
+        Some(tx),
+    ));
+    state.watch_pods(d.clone());
+    Some(d)
+}
+
+/// Runs leader election on a Lease with `--leader-elect`, telling `leading` who leads.
+fn start_leader_election(
+    opts: &LiveOptions,
+    client: &Client,
+    leading: &watch::Sender<bool>,
+    stop: &CancellationToken,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let cfg = opts.leader.clone()?;
+    tracing::info!(identity = %cfg.identity, lease = %format!("{}/{}", cfg.namespace, cfg.name), "leader election on");
+    let api = KubeLeaseApi::new(client.clone(), &cfg.namespace, &cfg.name);
+    let tx = leading.clone();
+    Some(tokio::spawn(leader::run(
+        Elector::new(api, cfg),
+        tx,
+        stop.clone(),
+    )))
+}
+
+/// Keeps the leader gauge equal to whether this replica leads.
+fn follow_leadership(metrics: &Option<Arc<Metrics>>, leading: &watch::Receiver<bool>) {
+    let Some(m) = metrics.clone() else {
+        return;
+    };
+    let mut rx = leading.clone();
+    tokio::spawn(async move {
+        loop {
+            m.leader.set(i64::from(*rx.borrow_and_update()));
+            if rx.changed().await.is_err() {
+                break;
+            }
+        }
+    });
+}
+
+/// Dry run, or evictions through the API with Events.
+fn eviction_mode(
+    opts: &LiveOptions,
+    client: &Client,
+    limiter: Arc<RateLimiter>,
+    state: &Arc<ClusterState>,
+) -> Mode {
+    if opts.dry_run {
+        return Mode::DryRun;
+    }
+    Mode::Live(Box::new(ApiEvictorConfig {
+        client: client.clone(),
+        limiter,
+        grace_period_seconds: opts.policy.grace_period_seconds,
+        failure_events: opts.policy.eviction_failure_event_notification,
+        events: Some(EventSink::new(client.clone())),
+        pods: Some(state.clone()),
+        use_v1beta1: Arc::new(AtomicBool::new(false)),
+        call_timeout: crate::live::evictor::DEFAULT_EVICTION_CALL_TIMEOUT,
+    }))
+}
+
+/// The measured-usage collector when the policy needs one: a first collection before the first
+/// cycle, then every 5 s in the background until `shutdown`.
+async fn start_usage(
+    opts: &LiveOptions,
+    client: &Client,
+    shutdown: &CancellationToken,
+) -> Option<Arc<crate::usage::collector::Collector>> {
+    if opts.policy.metrics.is_empty() {
+        return None;
+    }
+    let sa = std::path::Path::new("/var/run/secrets/kubernetes.io/serviceaccount");
+    let token_file = Some(sa.join("token")).filter(|p| p.exists());
+    let ca = std::fs::read(sa.join("ca.crt")).ok();
+    let c = Arc::new(crate::usage::collector::Collector::new(
+        opts.policy.metrics.clone(),
+        client.clone(),
+        opts.metrics_max_age,
+        token_file,
+        ca,
+    ));
+    tracing::info!(
+        kubernetes_metrics = opts.policy.metrics.kubernetes,
+        prometheus_queries = opts.policy.metrics.prometheus_queries.len(),
+        "collecting measured usage for metricsUtilization"
+    );
+    c.collect_once().await;
+    let bg = c.clone();
+    let stop = shutdown.clone();
+    tokio::spawn(async move { bg.run(stop).await });
+    Some(c)
 }
 
 /// Return Events waiting to be published at most (more are dropped, the returns still count).
@@ -341,29 +402,6 @@ async fn follow_sync(
             return;
         }
     }
-}
-
-/// The one line `run` (and `plan --kubeconfig`) exits with when the cluster state did not sync in
-/// time: the server, the timeout and the `flag` that set it, the kinds still missing, and the last
-/// error seen (on one line even when the error spans several).
-pub(crate) fn sync_failure(
-    server: &str,
-    timeout: Duration,
-    flag: &str,
-    state: &ClusterState,
-) -> String {
-    let missing = state.unsynced();
-    let kinds: Vec<&str> = missing.iter().map(|(k, _)| k.resource()).collect();
-    let error = missing
-        .iter()
-        .find_map(|(_, e)| e.clone())
-        .map(|e| format!("; last error: {}", e.replace(['\r', '\n'], " ")))
-        .unwrap_or_default();
-    format!(
-        "cannot list the cluster from the API server {server} within {}s ({flag}): {} not listed{error}",
-        timeout.as_secs_f64(),
-        kinds.join(", ")
-    )
 }
 
 async fn stop_serving(s: Option<super::server::Serving>) {

@@ -2,7 +2,6 @@
 //! be evicted, deflected or denied. The JSON shape is a contract other tools depend on.
 
 pub mod explain;
-pub mod guard_verdict;
 pub mod html;
 pub mod measured;
 pub mod nodes;
@@ -311,7 +310,7 @@ mod tests {
             with_workers(workers, || {
                 let mut snapshot =
                     kube_descheduler_engine::testing::synthetic_snapshot(80, 4_000, 21);
-                let verdict = crate::plan::guard_verdict::guard_verdict(
+                let verdict = kube_descheduler_guard::answer::guard_verdict(
                     &snapshot,
                     now,
                     kube_descheduler_guard::GuardConfig::default(),

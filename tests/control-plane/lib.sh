@@ -42,12 +42,21 @@ cp_resolve_version() {
 # The cache directory holding the binaries for one Kubernetes version.
 cp_bin_dir() { echo "$CP_CACHE_ROOT/$1"; }
 
+# Bumped whenever the way the binaries are built changes, so cached builds of an older recipe
+# are rebuilt (most of it comes from Go's build cache).
+CP_BUILD_RECIPE=2
+
+# Whether `out` holds a finished build of the current recipe.
+cp_build_done() {
+  [ -f "$1/complete" ] && grep -qx "recipe $CP_BUILD_RECIPE" "$1/complete"
+}
+
 # Builds (once) etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok for one
 # Kubernetes version into the cache. A finished build is marked by the file `complete`.
 cp_build() {
   local ver=$1 out tmp start mod
   out=$(cp_bin_dir "$ver")
-  [ -f "$out/complete" ] && return 0
+  cp_build_done "$out" && return 0
   cp_find_go
   mod=$CP_HERE/build/k8s-$ver
   [ -f "$mod/go.mod" ] || cp_die "no build module $mod (run tests/control-plane/build/gen-module $ver)"
@@ -57,7 +66,7 @@ cp_build() {
     cp_log "another process is building v$ver; waiting for it"
     flock 9
   fi
-  if [ -f "$out/complete" ]; then exec 9>&-; return 0; fi
+  if cp_build_done "$out"; then exec 9>&-; return 0; fi
   # One quick look at the proxy first, so an unreachable proxy is one clear line, not a Go trace.
   if ! (cd "$mod" && "$CP_GO" mod download k8s.io/kubernetes >/dev/null 2>"$CP_CACHE_ROOT/.download-$ver.log"); then
     cp_die "cannot download k8s.io/kubernetes@v$ver from the Go module proxy ($("$CP_GO" env GOPROXY)): $(tail -1 "$CP_CACHE_ROOT/.download-$ver.log")"
@@ -66,9 +75,17 @@ cp_build() {
   rm -rf "$tmp"; mkdir -p "$tmp"
   start=$(date +%s)
   cp_log "building Kubernetes v$ver, etcd v$ETCD_VERSION, kwok v$KWOK_VERSION into $out (a cold build takes many minutes)"
-  local c
+  local c minor=${ver#*.} v
+  minor=${minor%%.*}
+  # The version stamps a release build sets (hack/lib/version.sh): without them the servers
+  # report v0.0.0-master, which kubectl version cannot parse and clients cannot compare.
+  local ldflags="-s -w"
+  for v in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags="$ldflags -X $v.gitVersion=v$ver -X $v.gitMajor=1 -X $v.gitMinor=$minor"
+    ldflags="$ldflags -X $v.gitTreeState=clean -X $v.buildDate=1970-01-01T00:00:00Z"
+  done
   for c in kube-apiserver kube-controller-manager kube-scheduler; do
-    (cd "$mod" && nice -n 10 "$CP_GO" build -trimpath -ldflags=-s\ -w -o "$tmp/$c" "k8s.io/kubernetes/cmd/$c") \
+    (cd "$mod" && nice -n 10 "$CP_GO" build -trimpath -ldflags="$ldflags" -o "$tmp/$c" "k8s.io/kubernetes/cmd/$c") \
       || cp_die "building $c v$ver failed"
     cp_log "  $c built ($(( $(date +%s) - start )) s so far)"
   done
@@ -82,6 +99,7 @@ cp_build() {
     [ -x "$tmp/$c" ] || cp_die "building v$ver: $tmp/$c was not produced"
   done
   {
+    echo "recipe $CP_BUILD_RECIPE"
     echo "kubernetes v$ver"; echo "etcd v$ETCD_VERSION"; echo "kwok v$KWOK_VERSION"
     echo "built $(date -u +%FT%TZ) in $(( $(date +%s) - start )) s with $("$CP_GO" version)"
   } > "$tmp/complete"

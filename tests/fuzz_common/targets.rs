@@ -321,11 +321,8 @@ fn run_snapshot(input: &[u8]) -> bool {
     };
     if let Some(policy) = plan_policy() {
         let now = Timestamp::from_second(1_790_000_000).unwrap_or(Timestamp::UNIX_EPOCH);
-        let verdict = kube_descheduler::plan::guard_verdict::guard_verdict(
-            &snapshot,
-            now,
-            GuardConfig::default(),
-        );
+        let verdict =
+            kube_descheduler::guard::answer::guard_verdict(&snapshot, now, GuardConfig::default());
         let plan = kube_descheduler::plan::make_plan(policy, &mut snapshot, now, Some(verdict));
         let mut out = Vec::new();
         let _ = kube_descheduler::plan::render::write_json(&plan, &mut out);
@@ -557,7 +554,7 @@ fn run_kubeconfig(input: &[u8]) -> bool {
             return false;
         }
         let path = file.path().to_path_buf();
-        rt.block_on(kube_descheduler::cli::kubeconfig::load(Some(&path)))
+        rt.block_on(kube_descheduler::cluster::client::load(Some(&path)))
             .is_ok()
     })
 }

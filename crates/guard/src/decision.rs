@@ -310,110 +310,152 @@ fn decide_inner(
     let Some(pod) = facts.pod else {
         return Verdict::allow(AllowReason::PodNotFound);
     };
-    if let Some(uid) = &req.uid_precondition
-        && !uid.is_empty()
-        && *uid != pod.uid
-    {
-        return Verdict::allow(AllowReason::UidMismatch);
+    if let Some(v) = unguarded_pod(req, pod) {
+        return v;
     }
-    if pod.terminating {
-        return Verdict::allow(AllowReason::Terminating);
-    }
-    match pod.phase {
-        PodPhase::Succeeded | PodPhase::Failed => return Verdict::allow(AllowReason::Terminal),
-        PodPhase::Pending => return Verdict::allow(AllowReason::Pending),
-        PodPhase::Running | PodPhase::Unknown => {}
-    }
-    if !pod.ready {
-        return Verdict::allow(AllowReason::NotReady);
-    }
-    if pod.opt_out {
-        return Verdict::allow(AllowReason::OptOut);
-    }
-
-    let deadline = SignedDuration::try_from(config.deflect_deadline).unwrap_or(SignedDuration::MAX);
-    let expired_since = |t: Timestamp| now.duration_since(t) >= deadline;
-    // Formatted only on the paths that report it (most evictions are simply allowed).
-    let pod_key = || format!("{}/{}", pod.namespace, pod.name);
     let rs = owned_replica_set(pod, facts.replica_set);
     let deployment = rs.and_then(|rs| owning_deployment(rs, facts.deployment));
-
     if let (Some(rs), Some(d)) = (rs, deployment) {
         if d.opt_out {
             return Verdict::allow(AllowReason::OptOut);
         }
-        let current = pod_in_current_replica_set(pod, rs, d);
-        if let Some(restart) = &d.restart
-            && (d.rollout_in_progress() || !current)
-        {
-            if d.progress_deadline_exceeded {
-                return allow_warn(
-                    AllowReason::ProgressDeadlineExceeded,
-                    format!(
-                        "eviction guard: the rolling restart of Deployment {} exceeded its progress deadline; allowing the eviction",
-                        d.key()
-                    ),
-                );
-            }
-            if expired_since(restart.at) {
-                return allow_warn(
-                    AllowReason::DeadlineExpired,
-                    format!(
-                        "eviction guard: the rolling restart of Deployment {} started at {} has not finished within {}; allowing the eviction",
-                        d.key(),
-                        restart.at,
-                        fmt_duration(config.deflect_deadline)
-                    ),
-                );
-            }
-            return Verdict::DenyInFlight {
-                deployment: d.key(),
-                restarted_at: restart.at,
-                message: format!(
-                    "{DEFLECTION_PHRASE}: a rolling restart is in progress for Deployment {} (started {} by the kube-descheduler eviction guard); pod {} will be replaced by the rollout. Retry later; the guard allows the eviction once the rollout ends or after {}.",
-                    d.key(),
-                    restart.at,
-                    pod_key(),
-                    fmt_duration(config.deflect_deadline)
-                ),
-            };
+        if let Some(v) = rolling_restart(pod, rs, d, facts, now, config) {
+            return v;
         }
-        if current && deflectable(pod, d, facts.pvcs) && no_ready_replica_stays(d, facts.census) {
-            if let Some(first) = facts.first_denied_at
-                && expired_since(first)
-            {
-                return allow_warn(
-                    AllowReason::DeadlineExpired,
-                    format!(
-                        "eviction guard: could not hand pod {} over to a rolling restart of Deployment {} within {}; allowing the eviction",
-                        pod_key(),
-                        d.key(),
-                        fmt_duration(config.deflect_deadline)
-                    ),
-                );
-            }
-            return Verdict::Deflect {
-                deployment: d.key(),
-                message: format!(
-                    "{DEFLECTION_PHRASE}: the kube-descheduler eviction guard started a rolling restart of Deployment {}; a rolling restart is in progress and a replacement pod starts before pod {} is removed. Retry later; the guard allows the eviction once the rollout ends or after {}.",
-                    d.key(),
-                    pod_key(),
-                    fmt_duration(config.deflect_deadline)
-                ),
-            };
+        if let Some(v) = surge::decide(pod, rs, d, facts, now, config) {
+            return v;
         }
     }
-
-    if let (Some(rs), Some(d)) = (rs, deployment)
-        && let Some(v) = surge::decide(pod, rs, d, facts, now, config)
-    {
-        return v;
-    }
-
     if !config.health_guard {
         return Verdict::allow(AllowReason::NotGuarded);
     }
-    let bounded = facts.first_denied_at.is_some_and(expired_since);
+    health_guard(pod, rs, deployment, facts, now, config)
+}
+
+/// Rule 1: the pods the guard lets go at once (missing uid match, terminating, not running, not
+/// Ready, opted out).
+fn unguarded_pod(req: &EvictionRequest, pod: &PodFacts) -> Option<Verdict> {
+    if let Some(uid) = &req.uid_precondition
+        && !uid.is_empty()
+        && *uid != pod.uid
+    {
+        return Some(Verdict::allow(AllowReason::UidMismatch));
+    }
+    if pod.terminating {
+        return Some(Verdict::allow(AllowReason::Terminating));
+    }
+    match pod.phase {
+        PodPhase::Succeeded | PodPhase::Failed => {
+            return Some(Verdict::allow(AllowReason::Terminal));
+        }
+        PodPhase::Pending => return Some(Verdict::allow(AllowReason::Pending)),
+        PodPhase::Running | PodPhase::Unknown => {}
+    }
+    if !pod.ready {
+        return Some(Verdict::allow(AllowReason::NotReady));
+    }
+    if pod.opt_out {
+        return Some(Verdict::allow(AllowReason::OptOut));
+    }
+    None
+}
+
+/// Whether the deflect deadline has passed since `t`.
+fn expired_since(t: Timestamp, now: Timestamp, config: &GuardConfig) -> bool {
+    let deadline = SignedDuration::try_from(config.deflect_deadline).unwrap_or(SignedDuration::MAX);
+    now.duration_since(t) >= deadline
+}
+
+/// Rules 2 and 3: a rolling restart we started is still in flight (deny again, or allow once it is
+/// stuck or past the deadline), or the pod is the Deployment's last Ready replica (deflect).
+fn rolling_restart(
+    pod: &PodFacts,
+    rs: &ReplicaSetFacts,
+    d: &DeploymentFacts,
+    facts: &Facts<'_>,
+    now: Timestamp,
+    config: &GuardConfig,
+) -> Option<Verdict> {
+    // Formatted only on the paths that report it (most evictions are simply allowed).
+    let pod_key = || format!("{}/{}", pod.namespace, pod.name);
+    let current = pod_in_current_replica_set(pod, rs, d);
+    if let Some(restart) = &d.restart
+        && (d.rollout_in_progress() || !current)
+    {
+        if d.progress_deadline_exceeded {
+            return Some(allow_warn(
+                AllowReason::ProgressDeadlineExceeded,
+                format!(
+                    "eviction guard: the rolling restart of Deployment {} exceeded its progress deadline; allowing the eviction",
+                    d.key()
+                ),
+            ));
+        }
+        if expired_since(restart.at, now, config) {
+            return Some(allow_warn(
+                AllowReason::DeadlineExpired,
+                format!(
+                    "eviction guard: the rolling restart of Deployment {} started at {} has not finished within {}; allowing the eviction",
+                    d.key(),
+                    restart.at,
+                    fmt_duration(config.deflect_deadline)
+                ),
+            ));
+        }
+        return Some(Verdict::DenyInFlight {
+            deployment: d.key(),
+            restarted_at: restart.at,
+            message: format!(
+                "{DEFLECTION_PHRASE}: a rolling restart is in progress for Deployment {} (started {} by the kube-descheduler eviction guard); pod {} will be replaced by the rollout. Retry later; the guard allows the eviction once the rollout ends or after {}.",
+                d.key(),
+                restart.at,
+                pod_key(),
+                fmt_duration(config.deflect_deadline)
+            ),
+        });
+    }
+    if !(current && deflectable(pod, d, facts.pvcs) && no_ready_replica_stays(d, facts.census)) {
+        return None;
+    }
+    if let Some(first) = facts.first_denied_at
+        && expired_since(first, now, config)
+    {
+        return Some(allow_warn(
+            AllowReason::DeadlineExpired,
+            format!(
+                "eviction guard: could not hand pod {} over to a rolling restart of Deployment {} within {}; allowing the eviction",
+                pod_key(),
+                d.key(),
+                fmt_duration(config.deflect_deadline)
+            ),
+        ));
+    }
+    Some(Verdict::Deflect {
+        deployment: d.key(),
+        message: format!(
+            "{DEFLECTION_PHRASE}: the kube-descheduler eviction guard started a rolling restart of Deployment {}; a rolling restart is in progress and a replacement pod starts before pod {} is removed. Retry later; the guard allows the eviction once the rollout ends or after {}.",
+            d.key(),
+            pod_key(),
+            fmt_duration(config.deflect_deadline)
+        ),
+    })
+}
+
+/// Rule 5, the health guard: deny while a matching budget allows no disruption, or while no
+/// budget covers the pod and its controller is already short of Ready replicas; bounded by the
+/// deadline counted from the first denial.
+fn health_guard(
+    pod: &PodFacts,
+    rs: Option<&ReplicaSetFacts>,
+    deployment: Option<&DeploymentFacts>,
+    facts: &Facts<'_>,
+    now: Timestamp,
+    config: &GuardConfig,
+) -> Verdict {
+    let pod_key = || format!("{}/{}", pod.namespace, pod.name);
+    let bounded = facts
+        .first_denied_at
+        .is_some_and(|t| expired_since(t, now, config));
     let mut matching = facts.pdbs.iter().filter(|p| p.matches(pod)).peekable();
     let covered = matching.peek().is_some();
     if let Some(pdb) = matching.find(|p| p.disruptions_allowed <= 0) {

@@ -22,6 +22,7 @@
 //! 6. Dry run → no side effects, allow with a warning saying what would have happened.
 //! 7. Everything else, and whenever the guard cannot tell: allow.
 
+pub mod answer;
 pub mod cache;
 pub mod decision;
 pub mod in_flight;

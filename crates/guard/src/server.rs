@@ -237,45 +237,23 @@ impl GuardState {
             self.evictions
                 .note(&eviction.namespace, &eviction.name, (self.clock)());
         }
-        let deadline = tokio::time::Instant::now() + GATHER_BUDGET;
-        let mut gathered = match self
-            .gather_by(eviction, PodLookup::PreferCache, deadline)
-            .await
-        {
-            Ok(g) => g,
+        let now = (self.clock)();
+        let (gathered, verdict) = match self.verdict_for(eviction, now).await {
+            Ok(decided) => decided,
             Err(e) => return self.cannot_check(request, &pod_key, e),
         };
-        self.metrics.pod_read(if gathered.pod_from_cache {
-            "cache"
-        } else {
-            "api"
-        });
-        let now = (self.clock)();
-        self.mark_evicting(&mut gathered, now);
-        let mut verdict = self.decide(eviction, &gathered, now);
-        if gathered.pod_from_cache && !matches!(verdict, Verdict::Allow { .. }) {
-            self.metrics.pod_read("recheck");
-            gathered = match self.gather_by(eviction, PodLookup::Fresh, deadline).await {
-                Ok(g) => g,
-                Err(e) => return self.cannot_check(request, &pod_key, e),
-            };
-            self.mark_evicting(&mut gathered, now);
-            verdict = self.decide(eviction, &gathered, now);
-        }
-        let requested_by = || {
-            request
-                .user_info
-                .username
-                .clone()
-                .unwrap_or_else(|| "unknown".into())
+        let asked = Asked {
+            request,
+            eviction,
+            peer,
+            pod_uid: gathered
+                .pod
+                .as_ref()
+                .map(|p| p.uid.clone())
+                .unwrap_or_default(),
+            pod_key,
         };
-        let pod_uid = gathered
-            .pod
-            .as_ref()
-            .map(|p| p.uid.clone())
-            .unwrap_or_default();
-        let audit = || audit_of(request, peer);
-        tracing::debug!(pod = %pod_key, outcome = verdict.outcome(), "eviction reviewed");
+        tracing::debug!(pod = %asked.pod_key, outcome = verdict.outcome(), "eviction reviewed");
         let forget = self.config.deflect_deadline * 2;
         match verdict {
             Verdict::Allow { reason, warnings } => {
@@ -286,53 +264,10 @@ impl GuardState {
                 deployment,
                 message,
             } => {
-                self.denials.note(&pod_uid, now, forget);
-                let (namespace, name) = deployment
-                    .split_once('/')
-                    .unwrap_or((&eviction.namespace, &deployment));
-                if let Err(empty) = self.budget.try_take(namespace) {
-                    self.metrics.deny("restart_rate_limited");
-                    let msg = self
-                        .budget
-                        .exhausted_message("rolling restarts", &pod_key, &empty);
-                    tracing::warn!(pod = %pod_key, deployment = %deployment, audit = %audit(), "restart budget empty; refusing without restarting");
-                    return deny_429(request, &msg);
-                }
-                let outcome = self
-                    .restarter
-                    .restart(RestartRequest {
-                        namespace: namespace.to_owned(),
-                        deployment: name.to_owned(),
-                        pod: eviction.name.clone(),
-                        pod_uid: pod_uid.clone(),
-                        requested_by: requested_by(),
-                        audit: audit(),
-                    })
-                    .await;
-                if matches!(outcome, RestartOutcome::InFlight { .. }) {
-                    // Nothing was patched: the restart someone else started is rolling.
-                    self.budget.refund(namespace);
-                }
-                match outcome {
-                    RestartOutcome::Restarted { .. } | RestartOutcome::InFlight { .. } => {
-                        self.metrics.deflect();
-                        self.metrics.deny("deflected");
-                        let others_ready = gathered.census().is_some_and(|c| c.other_ready > 0);
-                        self.metrics.rule_action(if others_ready {
-                            "ready_replicas_leaving"
-                        } else {
-                            "last_ready_replica"
-                        });
-                        deny_429(request, &message)
-                    }
-                    RestartOutcome::Failed { error } => {
-                        self.metrics.deny("restart_failed");
-                        let msg = format!(
-                            "Cannot evict pod {pod_key} yet: the kube-descheduler eviction guard could not start a rolling restart of Deployment {deployment} ({error}). Retry the eviction."
-                        );
-                        deny_429(request, &msg)
-                    }
-                }
+                self.denials.note(&asked.pod_uid, now, forget);
+                let others_ready = gathered.census().is_some_and(|c| c.other_ready > 0);
+                self.deflect(&asked, &deployment, &message, others_ready)
+                    .await
             }
             Verdict::DenyInFlight { message, .. } => {
                 self.metrics.deny("in_flight");
@@ -345,59 +280,180 @@ impl GuardState {
                 to,
                 message,
             } => {
-                self.denials.note(&pod_uid, now, forget);
-                let (namespace, name) = deployment
-                    .split_once('/')
-                    .unwrap_or((&eviction.namespace, &deployment));
-                if let Err(empty) = self.budget.try_take(namespace) {
-                    self.metrics.deny("surge_rate_limited");
-                    let msg = self
-                        .budget
-                        .exhausted_message("replica surges", &pod_key, &empty);
-                    tracing::warn!(pod = %pod_key, deployment = %deployment, audit = %audit(), "surge budget empty; refusing without surging");
-                    return deny_429(request, &msg);
-                }
-                let outcome = self
-                    .restarter
-                    .surge(SurgeRequest {
-                        namespace: namespace.to_owned(),
-                        deployment: name.to_owned(),
-                        from,
-                        to,
-                        budget,
-                        pod: eviction.name.clone(),
-                        pod_uid: pod_uid.clone(),
-                        requested_by: requested_by(),
-                        audit: audit(),
-                    })
-                    .await;
-                if matches!(outcome, SurgeOutcome::InFlight) {
-                    self.budget.refund(namespace);
-                }
-                match outcome {
-                    SurgeOutcome::Surged { .. } | SurgeOutcome::InFlight => {
-                        self.metrics.deny("pdb_surge");
-                        deny_429(request, &message)
-                    }
-                    SurgeOutcome::Failed { error } => {
-                        self.metrics.deny("pdb_surge_failed");
-                        let msg = format!(
-                            "Cannot evict pod {pod_key} yet: a PodDisruptionBudget allows no disruption and the kube-descheduler eviction guard could not raise the replicas of Deployment {deployment} ({error}). Retry the eviction."
-                        );
-                        deny_429(request, &msg)
-                    }
-                }
+                self.denials.note(&asked.pod_uid, now, forget);
+                let surge = (budget, from, to);
+                self.surge(&asked, &deployment, surge, &message).await
             }
             // Plain refusals: remembered for the deadline, counted under their reason, 429.
             Verdict::DenySurging { ref message, .. }
             | Verdict::DenyHpa { ref message, .. }
             | Verdict::DenyPdb { ref message, .. }
             | Verdict::DenyUnhealthy { ref message, .. } => {
-                self.denials.note(&pod_uid, now, forget);
+                self.denials.note(&asked.pod_uid, now, forget);
                 self.metrics.deny(denial_reason(&verdict));
                 deny_429(request, message)
             }
         }
+    }
+
+    /// The facts and the verdict on them. An allow may come from the watch cache; anything else
+    /// is decided again on a fresh read of the pod.
+    async fn verdict_for(
+        &self,
+        eviction: &EvictionRequest,
+        now: Timestamp,
+    ) -> Result<(Gathered, Verdict), Option<SourceError>> {
+        let deadline = tokio::time::Instant::now() + GATHER_BUDGET;
+        let mut gathered = self
+            .gather_by(eviction, PodLookup::PreferCache, deadline)
+            .await?;
+        self.metrics.pod_read(if gathered.pod_from_cache {
+            "cache"
+        } else {
+            "api"
+        });
+        self.mark_evicting(&mut gathered, now);
+        let mut verdict = self.decide(eviction, &gathered, now);
+        if gathered.pod_from_cache && !matches!(verdict, Verdict::Allow { .. }) {
+            self.metrics.pod_read("recheck");
+            gathered = self.gather_by(eviction, PodLookup::Fresh, deadline).await?;
+            self.mark_evicting(&mut gathered, now);
+            verdict = self.decide(eviction, &gathered, now);
+        }
+        Ok((gathered, verdict))
+    }
+
+    /// Rule A: take a token, start the rolling restart of `deployment` and refuse the eviction
+    /// with the deflection message (another 429 when the budget is empty or the restart failed).
+    async fn deflect(
+        &self,
+        asked: &Asked<'_>,
+        deployment: &str,
+        message: &str,
+        others_ready: bool,
+    ) -> AdmissionReview<DynamicObject> {
+        let (request, pod_key) = (asked.request, &asked.pod_key);
+        let (namespace, name) = deployment
+            .split_once('/')
+            .unwrap_or((&asked.eviction.namespace, deployment));
+        if let Err(empty) = self.budget.try_take(namespace) {
+            self.metrics.deny("restart_rate_limited");
+            let msg = self
+                .budget
+                .exhausted_message("rolling restarts", pod_key, &empty);
+            tracing::warn!(pod = %pod_key, deployment = %deployment, audit = %asked.audit(), "restart budget empty; refusing without restarting");
+            return deny_429(request, &msg);
+        }
+        let outcome = self
+            .restarter
+            .restart(RestartRequest {
+                namespace: namespace.to_owned(),
+                deployment: name.to_owned(),
+                pod: asked.eviction.name.clone(),
+                pod_uid: asked.pod_uid.clone(),
+                requested_by: asked.requested_by(),
+                audit: asked.audit(),
+            })
+            .await;
+        if matches!(outcome, RestartOutcome::InFlight { .. }) {
+            // Nothing was patched: the restart someone else started is rolling.
+            self.budget.refund(namespace);
+        }
+        match outcome {
+            RestartOutcome::Restarted { .. } | RestartOutcome::InFlight { .. } => {
+                self.metrics.deflect();
+                self.metrics.deny("deflected");
+                self.metrics.rule_action(if others_ready {
+                    "ready_replicas_leaving"
+                } else {
+                    "last_ready_replica"
+                });
+                deny_429(request, message)
+            }
+            RestartOutcome::Failed { error } => {
+                self.metrics.deny("restart_failed");
+                let msg = format!(
+                    "Cannot evict pod {pod_key} yet: the kube-descheduler eviction guard could not start a rolling restart of Deployment {deployment} ({error}). Retry the eviction."
+                );
+                deny_429(request, &msg)
+            }
+        }
+    }
+
+    /// Rule B: take a token, raise `deployment`'s replicas (`surge`: the budget, from, to) and
+    /// refuse the eviction (another 429 when the budget is empty or the surge failed).
+    async fn surge(
+        &self,
+        asked: &Asked<'_>,
+        deployment: &str,
+        (budget, from, to): (String, i32, i32),
+        message: &str,
+    ) -> AdmissionReview<DynamicObject> {
+        let (request, pod_key) = (asked.request, &asked.pod_key);
+        let (namespace, name) = deployment
+            .split_once('/')
+            .unwrap_or((&asked.eviction.namespace, deployment));
+        if let Err(empty) = self.budget.try_take(namespace) {
+            self.metrics.deny("surge_rate_limited");
+            let msg = self
+                .budget
+                .exhausted_message("replica surges", pod_key, &empty);
+            tracing::warn!(pod = %pod_key, deployment = %deployment, audit = %asked.audit(), "surge budget empty; refusing without surging");
+            return deny_429(request, &msg);
+        }
+        let outcome = self
+            .restarter
+            .surge(SurgeRequest {
+                namespace: namespace.to_owned(),
+                deployment: name.to_owned(),
+                from,
+                to,
+                budget,
+                pod: asked.eviction.name.clone(),
+                pod_uid: asked.pod_uid.clone(),
+                requested_by: asked.requested_by(),
+                audit: asked.audit(),
+            })
+            .await;
+        if matches!(outcome, SurgeOutcome::InFlight) {
+            self.budget.refund(namespace);
+        }
+        match outcome {
+            SurgeOutcome::Surged { .. } | SurgeOutcome::InFlight => {
+                self.metrics.deny("pdb_surge");
+                deny_429(request, message)
+            }
+            SurgeOutcome::Failed { error } => {
+                self.metrics.deny("pdb_surge_failed");
+                let msg = format!(
+                    "Cannot evict pod {pod_key} yet: a PodDisruptionBudget allows no disruption and the kube-descheduler eviction guard could not raise the replicas of Deployment {deployment} ({error}). Retry the eviction."
+                );
+                deny_429(request, &msg)
+            }
+        }
+    }
+}
+
+/// One eviction review being answered: who asked, and which pod.
+struct Asked<'a> {
+    request: &'a AdmissionRequest<DynamicObject>,
+    eviction: &'a EvictionRequest,
+    peer: &'a Peer,
+    pod_key: String,
+    pod_uid: String,
+}
+
+impl Asked<'_> {
+    fn requested_by(&self) -> String {
+        self.request
+            .user_info
+            .username
+            .clone()
+            .unwrap_or_else(|| "unknown".into())
+    }
+
+    fn audit(&self) -> RequestAudit {
+        audit_of(self.request, self.peer)
     }
 }
 

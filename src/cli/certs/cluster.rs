@@ -91,7 +91,7 @@ pub fn run(cmd: CertsCommand) -> anyhow::Result<()> {
         .build()
         .context("starting the runtime")?;
     runtime.block_on(async {
-        let client = crate::cli::run::client(cmd.cluster.kubeconfig.as_ref()).await?;
+        let client = crate::cluster::client::connect(cmd.cluster.kubeconfig.as_ref()).await?;
         let outcome = reconcile(&client, &cmd.certs, &cmd.cluster, SystemTime::now()).await?;
         super::write_files(&cmd.certs.out_dir, &outcome.certs)?;
         println!("{}", outcome.certs.ca_bundle);

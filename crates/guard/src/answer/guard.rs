@@ -15,6 +15,10 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::budgets::BudgetIndex;
+use crate::replicas::ReplicaCensus;
+use crate::{EvictionRequest, Facts, GuardConfig, Verdict, decide};
+
 use jiff::Timestamp;
 
 use kube_descheduler_engine::evictor::EvictOutcome;
@@ -25,8 +29,6 @@ use kube_descheduler_engine::workload::facts::OwnerFacts;
 use kube_descheduler_engine::workload::{
     DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts,
 };
-use kube_descheduler_guard::replicas::ReplicaCensus;
-use kube_descheduler_guard::{EvictionRequest, Facts, GuardConfig, Verdict, decide};
 
 /// The guard's opt-out annotation and value (see [`kube_descheduler_engine::workload::annotations`]).
 use kube_descheduler_engine::workload::annotations::{OPT_OUT, OPT_OUT_VALUE};
@@ -105,9 +107,8 @@ fn fill_pod_facts(p: &Pod, facts: &mut PodFacts) {
 struct GuardState {
     config: GuardConfig,
     now: Timestamp,
-    /// Every budget, in snapshot order.
-    pdbs: Vec<PdbFacts>,
-    pdb_index: HashMap<String, NamespacePdbs>,
+    /// Every budget, in snapshot order, with their disruptions spent as the plan goes.
+    budgets: BudgetIndex,
     /// `namespace/name` of the first autoscaler scaling each Deployment, by namespace and
     /// Deployment name (the webhook also takes the first one its list returns).
     hpa_of_deploy: HashMap<String, HashMap<String, String>>,
@@ -151,7 +152,7 @@ fn deployment_members<'a>(
 }
 
 /// Rule A's census of `members` now, leaving out the evicted pod (by name, as
-/// [`kube_descheduler_guard::replicas::census`] does) and the pods this plan evicted (they left); nothing
+/// [`crate::replicas::census`] does) and the pods this plan evicted (they left); nothing
 /// is being evicted elsewhere in a plan.
 fn members_census(snapshot: &Snapshot, members: &[Member], evicted: &str) -> ReplicaCensus {
     let mut c = ReplicaCensus::default();
@@ -173,67 +174,15 @@ fn members_census(snapshot: &Snapshot, members: &[Member], evicted: &str) -> Rep
     c
 }
 
-/// The budgets of one namespace, indexed so that a pod is only matched against the budgets that
-/// can select it (a namespace can hold thousands of budgets).
-#[derive(Default)]
-struct NamespacePdbs {
-    /// Budgets whose selector has no `matchLabels` entry to index by.
-    unindexed: Vec<usize>,
-    /// Budgets by their first `matchLabels` pair (key, then value): only pods with that label
-    /// can match.
-    by_label: HashMap<String, HashMap<String, Vec<usize>>>,
-}
-
-impl NamespacePdbs {
-    /// Indexes (into [`GuardState::pdbs`]) of the budgets that may select a pod with `labels`, in
-    /// snapshot order.
-    fn candidates(&self, labels: &std::collections::BTreeMap<String, String>) -> Vec<usize> {
-        let mut out = self.unindexed.clone();
-        for (k, v) in labels {
-            if let Some(list) = self.by_label.get(k).and_then(|m| m.get(v)) {
-                out.extend_from_slice(list);
-            }
-        }
-        out.sort_unstable();
-        out
-    }
-}
-
 impl GuardState {
     fn new(snapshot: &Snapshot, now: Timestamp, config: GuardConfig) -> Self {
-        let mut pdbs = Vec::with_capacity(snapshot.pdbs.len());
-        let mut pdb_index: HashMap<String, NamespacePdbs> = HashMap::default();
-        for pdb in &snapshot.pdbs {
-            let f = PdbFacts::from_pdb(pdb);
-            let ns = pdb_index.entry(f.namespace.clone()).or_default();
-            // A parsed selector requires every matchLabels pair, so the first one is a sound key.
-            let first_pair = pdb
-                .spec
-                .as_ref()
-                .and_then(|s| s.selector.as_ref())
-                .and_then(|sel| sel.match_labels.as_ref())
-                .and_then(|m| m.iter().next())
-                .filter(|_| f.selector.is_some());
-            match first_pair {
-                Some((k, v)) => ns
-                    .by_label
-                    .entry(k.clone())
-                    .or_default()
-                    .entry(v.clone())
-                    .or_default()
-                    .push(pdbs.len()),
-                None => ns.unindexed.push(pdbs.len()),
-            }
-            pdbs.push(f);
-        }
         GuardState {
             config: GuardConfig {
                 pdb_surge: true,
                 ..config
             },
             now,
-            pdbs,
-            pdb_index,
+            budgets: BudgetIndex::new(snapshot),
             hpa_of_deploy: {
                 let mut m: HashMap<String, HashMap<String, String>> = HashMap::default();
                 for h in &snapshot.hpas {
@@ -297,11 +246,9 @@ impl GuardState {
             })
             .collect();
         let candidates = self
-            .pdb_index
-            .get(&facts_pod.namespace)
-            .map(|ns| ns.candidates(&facts_pod.labels))
-            .unwrap_or_default();
-        let pdb_refs: Vec<&PdbFacts> = candidates.iter().map(|&i| &self.pdbs[i]).collect();
+            .budgets
+            .candidates(&facts_pod.namespace, &facts_pod.labels);
+        let pdb_refs: Vec<&PdbFacts> = candidates.iter().map(|&i| &self.budgets.facts[i]).collect();
         let census = deployment_index.map(|i| {
             let members = self.members_of_deploy.entry(i).or_insert_with(|| {
                 let owned = snapshot
@@ -331,7 +278,7 @@ impl GuardState {
                 // The API server spends a disruption of every budget covering a healthy pod.
                 if facts_pod.ready {
                     for &i in &candidates {
-                        let pdb = &mut self.pdbs[i];
+                        let pdb = &mut self.budgets.facts[i];
                         if pdb.matches(&facts_pod) {
                             pdb.disruptions_allowed = (pdb.disruptions_allowed - 1).max(0);
                         }
@@ -408,7 +355,7 @@ mod tests {
     /// unready and terminating pods).
     #[test]
     fn members_census_equals_the_census_of_fresh_siblings() {
-        use kube_descheduler_guard::replicas::{Sibling, census};
+        use crate::replicas::{Sibling, census};
         let mut snap = kube_descheduler_engine::testing::synthetic_snapshot(300, 3_000, 5);
         let rs_of = |snap: &Snapshot, d: usize| -> Vec<String> {
             snap.replica_sets

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use futures::{AsyncBufRead, AsyncBufReadExt};
 
-use crate::live::kinds::{self, Kind};
-use crate::live::state::ClusterState;
+use crate::cluster::kinds::{self, Kind};
+use crate::cluster::state::ClusterState;
 
 /// Objects per batch (a page's worth).
 const BATCH: usize = 500;

@@ -1,4 +1,5 @@
-//! The one place `--kubeconfig` (else in-cluster / `$KUBECONFIG`) becomes a client configuration.
+//! The one place `--kubeconfig` (else in-cluster / `$KUBECONFIG`) becomes a client configuration
+//! and a client.
 
 use std::path::PathBuf;
 
@@ -9,24 +10,25 @@ use kube_descheduler_engine::error::ConfigError;
 /// Reads `--kubeconfig` when given (a [`ConfigError`] naming the flag and file when it is
 /// unreadable or invalid: exit code 2), else infers the in-cluster or `$KUBECONFIG` configuration.
 pub async fn load(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Config> {
-    match kubeconfig {
-        Some(path) => {
-            let kc = Kubeconfig::read_from(path)
-                .map_err(|e| ConfigError::new(format!("--kubeconfig {}: {e}", path.display())))?;
-            Ok(
-                kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-                    .await
-                    .map_err(|e| {
-                        ConfigError::new(format!("--kubeconfig {}: {e}", path.display()))
-                    })?,
-            )
-        }
-        None => kube::Config::infer().await.map_err(|e| {
-            anyhow::anyhow!(
-                "cannot find a cluster configuration (no --kubeconfig, not in a cluster, no usable $KUBECONFIG): {e}"
-            )
-        }),
-    }
+    load_source(&Source {
+        file: kubeconfig.cloned(),
+        context: None,
+    })
+    .await
+}
+
+/// The client every component uses. kube's default client silently retries 429/503/504 up to
+/// 15 times (with Retry-After), which would retry refused evictions (upstream never retries a 429
+/// within a cycle), could delay Lease renewals past the renew deadline, and would hold an
+/// admission review past kube-apiserver's webhook timeout; it is turned off here.
+pub fn client(mut config: kube::Config) -> anyhow::Result<kube::Client> {
+    config.default_retry = false;
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// [`load`] then [`client`].
+pub async fn connect(kubeconfig: Option<&PathBuf>) -> anyhow::Result<kube::Client> {
+    client(load(kubeconfig).await?)
 }
 
 /// Where `plan` reads a live cluster from (`--kubeconfig [FILE]`, `--context NAME`).
@@ -69,6 +71,10 @@ pub async fn load_source(source: &Source) -> anyhow::Result<kube::Config> {
             ))
             .into()
         }),
-        (None, None) => load(None).await,
+        (None, None) => kube::Config::infer().await.map_err(|e| {
+            anyhow::anyhow!(
+                "cannot find a cluster configuration (no --kubeconfig, not in a cluster, no usable $KUBECONFIG): {e}"
+            )
+        }),
     }
 }

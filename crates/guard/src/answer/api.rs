@@ -1,86 +1,30 @@
-//! `--dry-run`: what an eviction would really do, evaluated locally against the snapshot.
+//! The API server's PodDisruptionBudget check of an eviction, on a snapshot.
 //!
-//! Unlike upstream (which fakes the client and so never sees a PodDisruptionBudget), dry-run here
-//! applies the API server's PDB rules here, to the evictions the eviction guard's decision
-//! ([`crate::plan::guard_verdict`]) lets through (the webhook is called first).
+//! Unlike upstream's dry run (which fakes the client and so never sees a PodDisruptionBudget),
+//! `run --dry-run` and `plan` apply these rules to the evictions the guard lets through.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::core::{Selector, SelectorExt};
-use rustc_hash::FxHashMap;
-
 use kube_descheduler_engine::evictor::EvictOutcome;
 use kube_descheduler_engine::snapshot::model::PodPhase;
 use kube_descheduler_engine::snapshot::{PodId, Snapshot};
+use rustc_hash::FxHashMap;
+
+use super::budgets::BudgetIndex;
 
 /// Message of the API server's PDB refusal (429).
 pub const PDB_VIOLATION: &str = "Cannot evict pod as it would violate the pod's disruption budget.";
 
-/// What an eviction would get in a cluster, predicted from the snapshot alone: the eviction
-/// guard's decision (one guard state for the whole cycle, so budgets are spent as evictions would
-/// spend them), then, for what it allows, the API server's PodDisruptionBudget rules
-/// ([`pdb_verdict`]). `plan` and
-/// `run --dry-run` both use it, so they decide the same on the same cluster.
-pub fn api_and_guard_verdict(
-    snapshot: &Snapshot,
-    now: jiff::Timestamp,
-    config: kube_descheduler_guard::GuardConfig,
-) -> kube_descheduler_engine::evictor::planner::VerdictFn {
-    let mut guard = crate::plan::guard_verdict::guard_verdict(snapshot, now, config);
-    let mut budgets = PdbIndex::new(snapshot);
-    // kube-apiserver calls the validating webhooks of an eviction before its storage checks the
-    // budgets, so the guard's refusal is what the client sees — a rule A deflection or a rule B
-    // surge while a budget allows no disruption, the guard's own budget denial — and only an
-    // eviction the guard allows meets the API server's budget check.
-    Box::new(move |s, p| match guard(s, p) {
-        EvictOutcome::Evicted => budgets.verdict(s, p),
-        refused => refused,
-    })
-}
-
-/// The snapshot's PodDisruptionBudgets by namespace with their selectors parsed once, so the
-/// per-eviction check reads only the pod's namespace and converts no selector (a cycle makes
-/// tens of thousands of attempts at 5,000 nodes). Within a namespace, budgets are indexed by their
-/// first `matchLabels` pair, so a pod is matched only against the budgets that can select it; and
-/// the budgets selecting a pod are remembered by the pod's namespace and labels (pods of one owner
-/// share one labels `Arc`), so that matching happens once per owner, not once per attempt.
-pub struct PdbIndex {
-    by_namespace: std::collections::HashMap<String, NamespaceBudgets>,
+/// The budget check for every eviction of one cycle: the budgets selecting a pod are remembered
+/// by the pod's namespace and labels (pods of one owner share one labels `Arc`), so matching
+/// happens once per owner, not once per attempt.
+pub struct ApiBudgets {
+    index: BudgetIndex,
     /// Indexes into `snapshot.pdbs` of the budgets selecting a pod, keyed by the addresses of
     /// its namespace and labels; the `Arc`s are kept so that no other value takes an address.
     matched: FxHashMap<(usize, usize), MatchedBudgets>,
-}
-
-/// The parsed budgets of one namespace.
-#[derive(Default)]
-struct NamespaceBudgets {
-    /// Budgets whose selector has no `matchLabels` pair to index by (expressions only, or
-    /// empty: every pod of the namespace).
-    unindexed: Vec<(usize, Selector)>,
-    /// Budgets by their first `matchLabels` pair (key, then value): a parsed selector requires
-    /// every pair, so only pods with that label can match.
-    by_label: FxHashMap<String, FxHashMap<String, Vec<(usize, Selector)>>>,
-}
-
-impl NamespaceBudgets {
-    /// Indexes (into `snapshot.pdbs`) of the budgets selecting `labels`, in snapshot order.
-    fn matching(&self, labels: &BTreeMap<String, String>) -> Vec<usize> {
-        let indexed = labels
-            .iter()
-            .filter_map(|(k, v)| self.by_label.get(k)?.get(v))
-            .flatten();
-        let mut out: Vec<usize> = self
-            .unindexed
-            .iter()
-            .chain(indexed)
-            .filter(|(_, sel)| sel.matches(labels))
-            .map(|&(i, _)| i)
-            .collect();
-        out.sort_unstable();
-        out
-    }
 }
 
 /// The budgets selecting pods with one namespace and labels `Arc`.
@@ -90,41 +34,11 @@ struct MatchedBudgets {
     budgets: Vec<usize>,
 }
 
-impl PdbIndex {
-    /// Indexes `snapshot.pdbs`; a budget without a selector, or with one that does not parse,
-    /// matches no pod (as the API server's budget lookup).
+impl ApiBudgets {
+    /// Indexes `snapshot.pdbs`.
     pub fn new(snapshot: &Snapshot) -> Self {
-        let mut by_namespace: std::collections::HashMap<String, NamespaceBudgets> =
-            Default::default();
-        for (i, pdb) in snapshot.pdbs.iter().enumerate() {
-            let (Some(ns), Some(sel)) = (
-                pdb.metadata.namespace.as_ref(),
-                pdb.spec.as_ref().and_then(|s| s.selector.clone()),
-            ) else {
-                continue;
-            };
-            let first_pair = sel
-                .match_labels
-                .as_ref()
-                .and_then(|m| m.iter().next())
-                .map(|(k, v)| (k.clone(), v.clone()));
-            let Ok(sel) = Selector::try_from(sel) else {
-                continue;
-            };
-            let budgets = by_namespace.entry(ns.clone()).or_default();
-            match first_pair {
-                Some((k, v)) => budgets
-                    .by_label
-                    .entry(k)
-                    .or_default()
-                    .entry(v)
-                    .or_default()
-                    .push((i, sel)),
-                None => budgets.unindexed.push((i, sel)),
-            }
-        }
-        PdbIndex {
-            by_namespace,
+        ApiBudgets {
+            index: BudgetIndex::new(snapshot),
             matched: FxHashMap::default(),
         }
     }
@@ -136,14 +50,11 @@ impl PdbIndex {
             Arc::as_ptr(&p.namespace) as *const u8 as usize,
             Arc::as_ptr(&p.labels) as usize,
         );
-        let by_namespace = &self.by_namespace;
+        let index = &self.index;
         let found = self.matched.entry(key).or_insert_with(|| MatchedBudgets {
             _namespace: Arc::clone(&p.namespace),
             _labels: Arc::clone(&p.labels),
-            budgets: by_namespace
-                .get(&*p.namespace)
-                .map(|ns| ns.matching(&p.labels))
-                .unwrap_or_default(),
+            budgets: index.matching(&p.namespace, &p.labels),
         });
         let matching: Vec<&PodDisruptionBudget> =
             found.budgets.iter().map(|&i| &*snapshot.pdbs[i]).collect();
@@ -152,9 +63,9 @@ impl PdbIndex {
 }
 
 /// The API server's PodDisruptionBudget check for an eviction of `pod` (indexes the budgets on
-/// every call: for one-off checks; a cycle uses [`PdbIndex`]).
+/// every call: for one-off checks; a cycle uses [`ApiBudgets`]).
 pub fn pdb_verdict(snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
-    PdbIndex::new(snapshot).verdict(snapshot, pod)
+    ApiBudgets::new(snapshot).verdict(snapshot, pod)
 }
 
 /// The verdict for pod `p` given the budgets that select it.
@@ -224,6 +135,7 @@ mod tests {
         PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus,
     };
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+    use kube_core::SelectorExt;
     use kube_descheduler_engine::snapshot::SnapshotBuilder;
     use kube_descheduler_engine::testing::{node, pod};
 
@@ -290,7 +202,7 @@ mod tests {
         twin.name = "a-twin".into();
         s.pods.push(Arc::new(twin));
         assert!(Arc::ptr_eq(&s.pods[0].labels, &s.pods[3].labels));
-        let mut index = PdbIndex::new(&s);
+        let mut index = ApiBudgets::new(&s);
         let denied = |o: EvictOutcome| matches!(o, EvictOutcome::Denied { .. });
         assert!(denied(index.verdict(&s, 0)));
         assert!(denied(index.verdict(&s, 3)));
@@ -370,7 +282,7 @@ mod tests {
         ));
         b.add_pdb(&with("all", "everything", LabelSelector::default()));
         let s = b.build();
-        let index = PdbIndex::new(&s);
+        let index = BudgetIndex::new(&s);
         let mut sizes = std::collections::BTreeSet::new();
         for p in &s.pods {
             let scan: Vec<usize> = s
@@ -379,15 +291,12 @@ mod tests {
                 .enumerate()
                 .filter(|(_, b)| b.metadata.namespace.as_deref() == Some(&*p.namespace))
                 .filter_map(|(i, b)| {
-                    let sel = Selector::try_from(b.spec.as_ref()?.selector.clone()?).ok()?;
+                    let sel =
+                        kube_core::Selector::try_from(b.spec.as_ref()?.selector.clone()?).ok()?;
                     sel.matches(&p.labels).then_some(i)
                 })
                 .collect();
-            let found = index
-                .by_namespace
-                .get(&*p.namespace)
-                .map(|ns| ns.matching(&p.labels))
-                .unwrap_or_default();
+            let found = index.matching(&p.namespace, &p.labels);
             assert_eq!(found, scan, "{}/{}", p.namespace, p.name);
             sizes.insert(scan.len());
         }

@@ -30,7 +30,7 @@ pub async fn read_cluster(
     if synced.is_err() {
         anyhow::bail!(
             "{}",
-            super::run::sync_failure(api_server, timeout, flag, &state)
+            super::state::sync_failure(api_server, timeout, flag, &state)
         );
     }
     let snapshot = state.snapshot();

@@ -27,7 +27,6 @@ use tokio::sync::{mpsc, watch};
 
 use super::kinds::{self, Kind};
 use super::pod_store::PodStore;
-use super::returns::ReturnDetector;
 use kube_descheduler_engine::snapshot::consistency::{self, Inconsistency};
 use kube_descheduler_engine::snapshot::model::HpaTarget;
 use kube_descheduler_engine::snapshot::shared::SharedList;
@@ -262,6 +261,12 @@ impl NodeChange {
     }
 }
 
+/// Something shown every pod the watches add or change (`run`'s return detector).
+pub trait PodObserver: Send + Sync {
+    /// `pod` was added or changed.
+    fn pod_seen(&self, pod: &kube_descheduler_engine::snapshot::Pod);
+}
+
 /// The watched cluster, in compact form. Shared between the watch tasks and the cycles.
 pub struct ClusterState {
     inner: Mutex<Inner>,
@@ -269,8 +274,8 @@ pub struct ClusterState {
     /// Whether every kind is synced and none is broken (what `/readyz` reports).
     in_sync_tx: watch::Sender<bool>,
     node_changes: Option<mpsc::Sender<NodeChange>>,
-    /// Shown every pod added or changed ([`Self::watch_returns`]).
-    returns: std::sync::OnceLock<Arc<ReturnDetector>>,
+    /// Shown every pod added or changed ([`Self::watch_pods`]).
+    pod_observer: std::sync::OnceLock<Arc<dyn PodObserver>>,
 }
 
 impl ClusterState {
@@ -283,19 +288,19 @@ impl ClusterState {
             synced_tx: watch::channel(0).0,
             in_sync_tx: watch::channel(false).0,
             node_changes,
-            returns: std::sync::OnceLock::new(),
+            pod_observer: std::sync::OnceLock::new(),
         }
     }
 
-    /// Shows every pod added or changed from now on to `returns` (at most one detector).
-    pub fn watch_returns(&self, returns: Arc<ReturnDetector>) {
-        let _ = self.returns.set(returns);
+    /// Shows every pod added or changed from now on to `observer` (at most one).
+    pub fn watch_pods(&self, observer: Arc<dyn PodObserver>) {
+        let _ = self.pod_observer.set(observer);
     }
 
     fn observe_pods(&self, pods: &[Arc<kube_descheduler_engine::snapshot::Pod>]) {
-        if let Some(r) = self.returns.get() {
+        if let Some(r) = self.pod_observer.get() {
             for p in pods {
-                r.observe(p);
+                r.pod_seen(p);
             }
         }
     }
@@ -694,6 +699,29 @@ fn insert(
         tracing::debug!(warning = %w, "cluster state");
     }
     keys
+}
+
+/// The one line `run` (and `plan --kubeconfig`) exits with when the cluster state did not sync in
+/// time: the server, the timeout and the `flag` that set it, the kinds still missing, and the last
+/// error seen (on one line even when the error spans several).
+pub fn sync_failure(
+    server: &str,
+    timeout: std::time::Duration,
+    flag: &str,
+    state: &ClusterState,
+) -> String {
+    let missing = state.unsynced();
+    let kinds: Vec<&str> = missing.iter().map(|(k, _)| k.resource()).collect();
+    let error = missing
+        .iter()
+        .find_map(|(_, e)| e.clone())
+        .map(|e| format!("; last error: {}", e.replace(['\r', '\n'], " ")))
+        .unwrap_or_default();
+    format!(
+        "cannot list the cluster from the API server {server} within {}s ({flag}): {} not listed{error}",
+        timeout.as_secs_f64(),
+        kinds.join(", ")
+    )
 }
 
 #[cfg(test)]

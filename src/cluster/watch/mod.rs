@@ -361,22 +361,10 @@ async fn watch_into(
         list_only,
     } = feed;
     let mut listing = version.is_none();
-    let req = if listing {
-        let wp = WatchParams::streaming_lists().timeout(cfg.watch_timeout_seconds);
-        kube::core::Request::new(kind.path()).watch(&wp, "")
-    } else {
-        let wp = WatchParams::default().timeout(cfg.watch_timeout_seconds);
-        kube::core::Request::new(kind.path()).watch(&wp, version.as_deref().unwrap_or(""))
-    }
-    .map_err(|e| Failure::Other(e.to_string()))?;
     let started = Instant::now();
-    let body = match client.request_stream(req).await {
-        Ok(b) => b,
-        Err(e) if is_gone(&e) => return Ok(WatchEnd::Gone),
-        Err(kube::Error::Api(s)) if listing && is_refusal(s.code) => {
-            return Err(Failure::NoWatchList(format!("{} {}", s.code, s.message)));
-        }
-        Err(e) => return Err(Failure::Other(e.to_string())),
+    let body = match open_watch(client, kind, cfg, version.as_deref()).await? {
+        Ok(body) => body,
+        Err(end) => return Ok(end),
     };
     if listing {
         tracing::debug!(kind = kind.resource(), "streaming list started");
@@ -438,16 +426,7 @@ async fn watch_into(
                 }
             },
             "BOOKMARK" if listing => {
-                if !ends_initial_events(raw) {
-                    return Err(Failure::NoWatchList(
-                        "a BOOKMARK without the end-of-initial-events annotation".into(),
-                    ));
-                }
-                let Some(v) = version_of(raw) else {
-                    return Err(Failure::Other(
-                        "the end of the initial events has no resourceVersion".into(),
-                    ));
-                };
+                let v = initial_events_end(raw)?;
                 protocols.set(kind, ListProtocol::WatchList);
                 state.end_list(kind);
                 tracing::debug!(
@@ -465,22 +444,7 @@ async fn watch_into(
                 continue;
             }
             "BOOKMARK" => {}
-            "ERROR" => {
-                let status: StatusOnly = serde_json::from_str(raw).unwrap_or(StatusOnly {
-                    code: None,
-                    message: None,
-                });
-                let code = status.code.unwrap_or(0);
-                if code == 410 {
-                    return Ok(WatchEnd::Gone);
-                }
-                let msg = format!("watch error {code}: {}", status.message.unwrap_or_default());
-                return Err(if listing && is_refusal(code) {
-                    Failure::NoWatchList(msg)
-                } else {
-                    Failure::Other(msg)
-                });
-            }
+            "ERROR" => return error_event(raw, listing),
             other => {
                 tracing::debug!(
                     kind = kind.resource(),
@@ -499,6 +463,67 @@ async fn watch_into(
         )));
     }
     Ok(WatchEnd::Closed)
+}
+
+/// Opens the watch of `kind`: a streaming list when there is no `version` yet, else a watch from
+/// it. `Ok(Err(end))`: the watch ended before it began (`410 Gone`: relist).
+async fn open_watch(
+    client: &Client,
+    kind: Kind,
+    cfg: &WatchConfig,
+    version: Option<&str>,
+) -> Result<Result<impl futures::AsyncBufRead + Unpin + use<>, WatchEnd>, Failure> {
+    let listing = version.is_none();
+    let req = match version {
+        None => {
+            let wp = WatchParams::streaming_lists().timeout(cfg.watch_timeout_seconds);
+            kube::core::Request::new(kind.path()).watch(&wp, "")
+        }
+        Some(v) => {
+            let wp = WatchParams::default().timeout(cfg.watch_timeout_seconds);
+            kube::core::Request::new(kind.path()).watch(&wp, v)
+        }
+    }
+    .map_err(|e| Failure::Other(e.to_string()))?;
+    match client.request_stream(req).await {
+        Ok(b) => Ok(Ok(b)),
+        Err(e) if is_gone(&e) => Ok(Err(WatchEnd::Gone)),
+        Err(kube::Error::Api(s)) if listing && is_refusal(s.code) => {
+            Err(Failure::NoWatchList(format!("{} {}", s.code, s.message)))
+        }
+        Err(e) => Err(Failure::Other(e.to_string())),
+    }
+}
+
+/// The resourceVersion of the BOOKMARK that ends a streaming list's initial events.
+fn initial_events_end(raw: &str) -> Result<String, Failure> {
+    if !ends_initial_events(raw) {
+        return Err(Failure::NoWatchList(
+            "a BOOKMARK without the end-of-initial-events annotation".into(),
+        ));
+    }
+    version_of(raw).ok_or_else(|| {
+        Failure::Other("the end of the initial events has no resourceVersion".into())
+    })
+}
+
+/// How an ERROR event ends the watch: `410 Gone` relists; a refusal while listing means the
+/// server does not do streaming lists.
+fn error_event(raw: &str, listing: bool) -> Result<WatchEnd, Failure> {
+    let status: StatusOnly = serde_json::from_str(raw).unwrap_or(StatusOnly {
+        code: None,
+        message: None,
+    });
+    let code = status.code.unwrap_or(0);
+    if code == 410 {
+        return Ok(WatchEnd::Gone);
+    }
+    let msg = format!("watch error {code}: {}", status.message.unwrap_or_default());
+    Err(if listing && is_refusal(code) {
+        Failure::NoWatchList(msg)
+    } else {
+        Failure::Other(msg)
+    })
 }
 
 /// Lists and watches `kind` until aborted.
