@@ -169,95 +169,41 @@ const PLAN_LIST: &str = "read once (paged list) into the snapshot `plan` decides
 const PLAN_METRICS: &str = "measured usage for metricsUtilization (without --metrics FILE)";
 const PLAN_STREAM: &str = "read once as a streaming list (WatchList, a watch that ends at its initial-events bookmark); without it, a paged list";
 
-/// Every Kubernetes API call of every component. Keep it exact: the chart's RBAC is derived from
-/// and tested against it.
-pub const API_CALLS: &[ApiCall] = &[
-    // ---- Engine (`run`) -------------------------------------------------------------------
-    call(Engine, "list", "", "nodes", Cluster, CACHE),
-    call(Engine, "watch", "", "nodes", Cluster, CACHE),
-    call(Engine, "list", "", "pods", AllNamespaces, CACHE),
-    call(Engine, "watch", "", "pods", AllNamespaces, CACHE),
-    call(Engine, "list", "", "namespaces", Cluster, CACHE),
-    call(Engine, "watch", "", "namespaces", Cluster, CACHE),
-    call(
-        Engine,
-        "list",
-        "policy",
-        "poddisruptionbudgets",
-        AllNamespaces,
-        CACHE,
-    ),
-    call(
-        Engine,
-        "watch",
-        "policy",
-        "poddisruptionbudgets",
-        AllNamespaces,
-        CACHE,
-    ),
-    call(
-        Engine,
-        "list",
-        "scheduling.k8s.io",
-        "priorityclasses",
-        Cluster,
-        CACHE,
-    ),
-    call(
-        Engine,
-        "watch",
-        "scheduling.k8s.io",
-        "priorityclasses",
-        Cluster,
-        CACHE,
-    ),
-    call(
-        Engine,
-        "list",
-        "",
-        "persistentvolumeclaims",
-        AllNamespaces,
-        CACHE,
-    ),
-    call(
-        Engine,
-        "watch",
-        "",
-        "persistentvolumeclaims",
-        AllNamespaces,
-        CACHE,
-    ),
-    call(Engine, "list", "apps", "replicasets", AllNamespaces, CACHE),
-    call(Engine, "watch", "apps", "replicasets", AllNamespaces, CACHE),
-    call(Engine, "list", "apps", "deployments", AllNamespaces, CACHE),
-    call(Engine, "watch", "apps", "deployments", AllNamespaces, CACHE),
-    call(Engine, "list", "apps", "statefulsets", AllNamespaces, CACHE),
-    call(
-        Engine,
-        "watch",
-        "apps",
-        "statefulsets",
-        AllNamespaces,
-        CACHE,
-    ),
-    call(Engine, "list", "batch", "jobs", AllNamespaces, CACHE),
-    call(Engine, "watch", "batch", "jobs", AllNamespaces, CACHE),
-    call(
-        Engine,
-        "list",
-        "autoscaling",
-        "horizontalpodautoscalers",
-        AllNamespaces,
-        CACHE,
-    ),
-    call(
-        Engine,
-        "watch",
-        "autoscaling",
-        "horizontalpodautoscalers",
-        AllNamespaces,
-        CACHE,
-    ),
+/// The kinds in the cluster state that `run` watches and `plan --kubeconfig` reads once
+/// (`cluster::kinds`): (API group, resource, scope).
+const CLUSTER_KINDS: &[(&str, &str, Scope)] = &[
+    ("", "nodes", Cluster),
+    ("", "pods", AllNamespaces),
+    ("", "namespaces", Cluster),
+    ("policy", "poddisruptionbudgets", AllNamespaces),
+    ("scheduling.k8s.io", "priorityclasses", Cluster),
+    ("", "persistentvolumeclaims", AllNamespaces),
+    ("apps", "replicasets", AllNamespaces),
+    ("apps", "deployments", AllNamespaces),
+    ("apps", "statefulsets", AllNamespaces),
+    ("batch", "jobs", AllNamespaces),
+    ("autoscaling", "horizontalpodautoscalers", AllNamespaces),
+];
+
+/// `list` and `watch` of every cluster kind, for `component`.
+fn cluster_reads(
+    component: Component,
+    list_why: &'static str,
+    watch_why: &'static str,
+) -> Vec<ApiCall> {
+    CLUSTER_KINDS
+        .iter()
+        .flat_map(|&(group, resource, scope)| {
+            [
+                call(component, "list", group, resource, scope, list_why),
+                call(component, "watch", group, resource, scope, watch_why),
+            ]
+        })
+        .collect()
+}
+
+/// The engine's calls other than its cluster reads.
+const ENGINE_CALLS: &[ApiCall] = &[
     sub(
         call(
             Engine,
@@ -398,6 +344,10 @@ pub const API_CALLS: &[ApiCall] = &[
         ),
         Names::PrometheusTokenSecret,
     ),
+];
+
+/// The guard's and the certificates hook's calls.
+const GUARD_AND_CERTS_CALLS: &[ApiCall] = &[
     // ---- Guard (`webhook`) ------------------------------------------------------------------
     call(
         Guard,
@@ -612,141 +562,10 @@ pub const API_CALLS: &[ApiCall] = &[
         ),
         Names::WebhookConfiguration,
     ),
-    // ---- PlanReader (`plan --kubeconfig`) ---------------------------------------------------
-    call(PlanReader, "list", "", "nodes", Cluster, PLAN_LIST),
-    call(PlanReader, "watch", "", "nodes", Cluster, PLAN_STREAM),
-    call(PlanReader, "list", "", "pods", AllNamespaces, PLAN_LIST),
-    call(PlanReader, "watch", "", "pods", AllNamespaces, PLAN_STREAM),
-    call(PlanReader, "list", "", "namespaces", Cluster, PLAN_LIST),
-    call(PlanReader, "watch", "", "namespaces", Cluster, PLAN_STREAM),
-    call(
-        PlanReader,
-        "list",
-        "policy",
-        "poddisruptionbudgets",
-        AllNamespaces,
-        PLAN_LIST,
-    ),
-    call(
-        PlanReader,
-        "watch",
-        "policy",
-        "poddisruptionbudgets",
-        AllNamespaces,
-        PLAN_STREAM,
-    ),
-    call(
-        PlanReader,
-        "list",
-        "scheduling.k8s.io",
-        "priorityclasses",
-        Cluster,
-        PLAN_LIST,
-    ),
-    call(
-        PlanReader,
-        "watch",
-        "scheduling.k8s.io",
-        "priorityclasses",
-        Cluster,
-        PLAN_STREAM,
-    ),
-    call(
-        PlanReader,
-        "list",
-        "",
-        "persistentvolumeclaims",
-        AllNamespaces,
-        PLAN_LIST,
-    ),
-    call(
-        PlanReader,
-        "watch",
-        "",
-        "persistentvolumeclaims",
-        AllNamespaces,
-        PLAN_STREAM,
-    ),
-    call(
-        PlanReader,
-        "list",
-        "apps",
-        "replicasets",
-        AllNamespaces,
-        PLAN_LIST,
-    ),
-    call(
-        PlanReader,
-        "watch",
-        "apps",
-        "replicasets",
-        AllNamespaces,
-        PLAN_STREAM,
-    ),
-    call(
-        PlanReader,
-        "list",
-        "apps",
-        "deployments",
-        AllNamespaces,
-        PLAN_LIST,
-    ),
-    call(
-        PlanReader,
-        "watch",
-        "apps",
-        "deployments",
-        AllNamespaces,
-        PLAN_STREAM,
-    ),
-    call(
-        PlanReader,
-        "list",
-        "apps",
-        "statefulsets",
-        AllNamespaces,
-        PLAN_LIST,
-    ),
-    call(
-        PlanReader,
-        "watch",
-        "apps",
-        "statefulsets",
-        AllNamespaces,
-        PLAN_STREAM,
-    ),
-    call(
-        PlanReader,
-        "list",
-        "batch",
-        "jobs",
-        AllNamespaces,
-        PLAN_LIST,
-    ),
-    call(
-        PlanReader,
-        "watch",
-        "batch",
-        "jobs",
-        AllNamespaces,
-        PLAN_STREAM,
-    ),
-    call(
-        PlanReader,
-        "list",
-        "autoscaling",
-        "horizontalpodautoscalers",
-        AllNamespaces,
-        PLAN_LIST,
-    ),
-    call(
-        PlanReader,
-        "watch",
-        "autoscaling",
-        "horizontalpodautoscalers",
-        AllNamespaces,
-        PLAN_STREAM,
-    ),
+];
+
+/// `plan --kubeconfig`'s calls other than its cluster reads.
+const PLAN_READER_CALLS: &[ApiCall] = &[
     when(
         call(
             PlanReader,
@@ -770,6 +589,17 @@ pub const API_CALLS: &[ApiCall] = &[
         Needed::KubernetesMetrics,
     ),
 ];
+
+/// Every Kubernetes API call of every component. Keep it exact: the chart's RBAC is derived from
+/// and tested against it.
+pub static API_CALLS: std::sync::LazyLock<Vec<ApiCall>> = std::sync::LazyLock::new(|| {
+    let mut calls = cluster_reads(Engine, CACHE, CACHE);
+    calls.extend_from_slice(ENGINE_CALLS);
+    calls.extend_from_slice(GUARD_AND_CERTS_CALLS);
+    calls.extend(cluster_reads(PlanReader, PLAN_LIST, PLAN_STREAM));
+    calls.extend_from_slice(PLAN_READER_CALLS);
+    calls
+});
 
 /// The calls of one component.
 pub fn calls_of(component: Component) -> impl Iterator<Item = &'static ApiCall> {

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 #[test]
 fn no_duplicate_calls() {
     let mut seen = HashSet::new();
-    for c in API_CALLS {
+    for c in API_CALLS.iter() {
         let key = (c.component, c.verb, c.group, c.rbac_resource(), c.scope);
         assert!(
             seen.insert(key.clone()),
@@ -17,7 +17,7 @@ fn no_duplicate_calls() {
 
 #[test]
 fn verbs_are_rbac_verbs_and_fields_are_well_formed() {
-    for c in API_CALLS {
+    for c in API_CALLS.iter() {
         assert!(
             VALID_VERBS.contains(&c.verb),
             "{c:?}: `{}` is not an RBAC verb",

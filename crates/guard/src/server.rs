@@ -323,6 +323,28 @@ impl GuardState {
         Ok((gathered, verdict))
     }
 
+    /// Takes a token from the namespace's budget for a write to `deployment` (`namespace/name`):
+    /// its namespace and name, or the 429 answer when the budget is empty.
+    fn take_token<'d>(
+        &self,
+        asked: &'d Asked<'_>,
+        deployment: &'d str,
+        write: &GuardedWrite,
+    ) -> Result<(&'d str, &'d str), AdmissionReview<DynamicObject>> {
+        let (namespace, name) = deployment
+            .split_once('/')
+            .unwrap_or((&asked.eviction.namespace, deployment));
+        let Err(empty) = self.budget.try_take(namespace) else {
+            return Ok((namespace, name));
+        };
+        self.metrics.deny(write.metric);
+        let msg = self
+            .budget
+            .exhausted_message(write.what, &asked.pod_key, &empty);
+        tracing::warn!(pod = %asked.pod_key, deployment = %deployment, audit = %asked.audit(), "{} budget empty; refusing without {}", write.what, write.action);
+        Err(deny_429(asked.request, &msg))
+    }
+
     /// Rule A: take a token, start the rolling restart of `deployment` and refuse the eviction
     /// with the deflection message (another 429 when the budget is empty or the restart failed).
     async fn deflect(
@@ -333,17 +355,10 @@ impl GuardState {
         others_ready: bool,
     ) -> AdmissionReview<DynamicObject> {
         let (request, pod_key) = (asked.request, &asked.pod_key);
-        let (namespace, name) = deployment
-            .split_once('/')
-            .unwrap_or((&asked.eviction.namespace, deployment));
-        if let Err(empty) = self.budget.try_take(namespace) {
-            self.metrics.deny("restart_rate_limited");
-            let msg = self
-                .budget
-                .exhausted_message("rolling restarts", pod_key, &empty);
-            tracing::warn!(pod = %pod_key, deployment = %deployment, audit = %asked.audit(), "restart budget empty; refusing without restarting");
-            return deny_429(request, &msg);
-        }
+        let (namespace, name) = match self.take_token(asked, deployment, &RESTART) {
+            Ok(target) => target,
+            Err(refused) => return refused,
+        };
         let outcome = self
             .restarter
             .restart(RestartRequest {
@@ -390,17 +405,10 @@ impl GuardState {
         message: &str,
     ) -> AdmissionReview<DynamicObject> {
         let (request, pod_key) = (asked.request, &asked.pod_key);
-        let (namespace, name) = deployment
-            .split_once('/')
-            .unwrap_or((&asked.eviction.namespace, deployment));
-        if let Err(empty) = self.budget.try_take(namespace) {
-            self.metrics.deny("surge_rate_limited");
-            let msg = self
-                .budget
-                .exhausted_message("replica surges", pod_key, &empty);
-            tracing::warn!(pod = %pod_key, deployment = %deployment, audit = %asked.audit(), "surge budget empty; refusing without surging");
-            return deny_429(request, &msg);
-        }
+        let (namespace, name) = match self.take_token(asked, deployment, &SURGE) {
+            Ok(target) => target,
+            Err(refused) => return refused,
+        };
         let outcome = self
             .restarter
             .surge(SurgeRequest {
@@ -433,6 +441,28 @@ impl GuardState {
         }
     }
 }
+
+/// A Deployment write the guard's token buckets limit.
+struct GuardedWrite {
+    /// In the refusal's text.
+    what: &'static str,
+    /// The `reason` of the denial metric.
+    metric: &'static str,
+    /// In the log line.
+    action: &'static str,
+}
+
+const RESTART: GuardedWrite = GuardedWrite {
+    what: "rolling restarts",
+    metric: "restart_rate_limited",
+    action: "restarting",
+};
+
+const SURGE: GuardedWrite = GuardedWrite {
+    what: "replica surges",
+    metric: "surge_rate_limited",
+    action: "surging",
+};
 
 /// One eviction review being answered: who asked, and which pod.
 struct Asked<'a> {
