@@ -1,0 +1,7 @@
+module kube-descheduler/examples/wasm-plugins/go
+
+go 1.26
+
+require kube-descheduler/sdk/go v0.0.0
+
+replace kube-descheduler/sdk/go => ../../../sdk/go
