@@ -4,9 +4,11 @@
 package kdtest
 
 import (
+	"encoding/json"
 	"sort"
 
 	"kube-descheduler/sdk/go/kd"
+	"kube-descheduler/sdk/go/kd/abix"
 )
 
 // Pod is a pod of the test table.
@@ -29,17 +31,23 @@ type Pod struct {
 	Reason string
 	// Container, init and ephemeral container waiting/terminated reasons.
 	ContainerReasons, InitReasons, EphemeralReasons []string
+	// Tolerations (proposed extension, package abix).
+	Tolerations []abix.Toleration
 }
 
 // Nomination is a recorded nomination.
 type Nomination struct {
 	Pod    int
 	Reason kd.Reason
+	// Strings are the string facts added by abix.Nominate.
+	Strings []abix.String
 }
 
 // Cluster is a kd.Host over Nodes and Pods.
 type Cluster struct {
-	Nodes       []string
+	Nodes []string
+	// Taints by node index (proposed extension, package abix).
+	Taints      [][]abix.Taint
 	Pods        []Pod
 	Nominations []Nomination
 	Explained   string
@@ -47,7 +55,10 @@ type Cluster struct {
 	namespaces  []string
 }
 
-var _ kd.Host = (*Cluster)(nil)
+var (
+	_ kd.Host   = (*Cluster)(nil)
+	_ abix.Host = (*Cluster)(nil)
+)
 
 func (c *Cluster) nsIndex() []string {
 	if c.namespaces == nil {
@@ -135,9 +146,36 @@ func (c *Cluster) PodHasState(pod int, flags kd.StateFlags, state string) bool {
 }
 
 func (c *Cluster) Nominate(pod int, r kd.Reason) {
-	c.Nominations = append(c.Nominations, Nomination{pod, r})
+	c.Nominations = append(c.Nominations, Nomination{Pod: pod, Reason: r})
 }
 
 func (c *Cluster) Explain(text string) { c.Explained = text }
 
 func (c *Cluster) Fail(msg string) { c.Failed = msg }
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func (c *Cluster) NodeTaintsJSON(node int) string {
+	if node < len(c.Taints) && c.Taints[node] != nil {
+		return mustJSON(c.Taints[node])
+	}
+	return "[]"
+}
+
+func (c *Cluster) PodTolerationsJSON(pod int) string {
+	if t := c.Pods[pod].Tolerations; t != nil {
+		return mustJSON(t)
+	}
+	return "[]"
+}
+
+func (c *Cluster) ReasonString(key, value string) {
+	last := &c.Nominations[len(c.Nominations)-1]
+	last.Strings = append(last.Strings, abix.String{Key: key, Value: value})
+}
