@@ -1,0 +1,150 @@
+//! The Go port of PodLifeTime (examples/wasm-plugins/go/podlifetime, rebuilt with the pinned Go
+//! toolchain) decides exactly as the native plugin: `plan -o json` with the same args evicts the
+//! same pods in the same order with the same reasons (code, text, numbers), on the bundled
+//! example and on a synthetic cluster of 1,000 nodes, with several arg sets and with limits.
+
+mod wasm_go_common;
+
+use std::path::Path;
+
+use wasm_go_common::*;
+
+/// Plans `native` and the Go port `module` with the same `args` on `snapshot`; asserts identical
+/// evictions (plugin names aside) and no plugin failure; returns how many.
+fn assert_same(
+    dir: &Path,
+    native: &str,
+    module: &str,
+    args: &str,
+    snapshot: &Path,
+    extra: &str,
+) -> usize {
+    let run = |p: String| {
+        let (out, v) = plan(dir, &p, snapshot, &[]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let warnings = v["summary"]["warnings"].to_string();
+        assert!(
+            !warnings.contains("failed for this cycle"),
+            "{args}: {warnings}"
+        );
+        evictions(&v)
+    };
+    let want = run(policy(native, args, extra));
+    let got = run(policy(
+        "GoPort",
+        &format!(
+            "{{module: {}, args: {args}}}",
+            rebuilt().join(module).display()
+        ),
+        extra,
+    ));
+    assert_eq!(got.len(), want.len(), "{native} {args}: counts differ");
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g, w, "{native} {args}");
+    }
+    want.len()
+}
+
+#[test]
+fn podlifetime_matches_the_native_plugin_on_the_bundled_example() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = root().join("examples/cluster.yaml");
+    let mut total = 0;
+    for args in [
+        "{maxPodLifeTimeSeconds: 604800}",
+        "{maxPodLifeTimeSeconds: 3600, namespaces: {include: [shop, batch]}}",
+        "{maxPodLifeTimeSeconds: 60, namespaces: {exclude: [shop]}}",
+        "{states: [Running]}",
+        "{states: [CrashLoopBackOff, Failed, Pending], includingInitContainers: true}",
+        "{maxPodLifeTimeSeconds: 60, ownerKinds: {exclude: [ReplicaSet]}}",
+        "{maxPodLifeTimeSeconds: 60, ownerKinds: {include: [ReplicaSet, Job]}}",
+        "{maxPodLifeTimeSeconds: 60, labelSelector: {matchExpressions: [{key: app, operator: In, values: [api, db-proxy, nightly-import]}]}}",
+        "{maxPodLifeTimeSeconds: 60, labelSelector: {matchLabels: {app: api}}}",
+    ] {
+        total += assert_same(
+            dir.path(),
+            "PodLifeTime",
+            "podlifetime.wasm",
+            args,
+            &cluster,
+            "",
+        );
+    }
+    assert!(total > 5, "the cases evict pods ({total})");
+}
+
+#[test]
+fn podlifetime_matches_the_native_plugin_on_a_synthetic_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = synthetic(dir.path(), 1000, 12_000, 7);
+    let mut total = 0;
+    for args in [
+        "{maxPodLifeTimeSeconds: 864000}",
+        "{maxPodLifeTimeSeconds: 86400, namespaces: {include: [team-a, batch]}}",
+        "{maxPodLifeTimeSeconds: 86400, namespaces: {exclude: [team-a, kube-system]}, ownerKinds: {exclude: [DaemonSet]}}",
+        "{states: [Failed, CrashLoopBackOff]}",
+        "{maxPodLifeTimeSeconds: 600, states: [Running], labelSelector: {matchExpressions: [{key: app, operator: Exists}]}}",
+        "{maxPodLifeTimeSeconds: 999999999}",
+    ] {
+        total += assert_same(
+            dir.path(),
+            "PodLifeTime",
+            "podlifetime.wasm",
+            args,
+            &cluster,
+            "",
+        );
+    }
+    assert!(total > 1000, "the cases evict pods ({total})");
+    // With limits, the order decides which pods go.
+    let limited = assert_same(
+        dir.path(),
+        "PodLifeTime",
+        "podlifetime.wasm",
+        "{maxPodLifeTimeSeconds: 86400}",
+        &cluster,
+        "maxNoOfPodsToEvictPerNode: 3\nmaxNoOfPodsToEvictTotal: 50\n",
+    );
+    assert_eq!(limited, 50);
+}
+
+#[test]
+fn podlifetime_refuses_what_abi_v1_cannot_see() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, want) in [
+        (
+            "{maxPodLifeTimeSeconds: 1, conditions: [{type: Ready}]}",
+            "args.conditions: not supported by the WebAssembly port",
+        ),
+        (
+            "{maxPodLifeTimeSeconds: 1, exitCodes: [1]}",
+            "args.exitCodes: not supported",
+        ),
+        ("{}", "at least one filtering criterion must be specified"),
+        ("{maxPodLifeTime: 1}", "unknown field"),
+    ] {
+        let (out, _) = plan(
+            dir.path(),
+            &policy(
+                "GoPort",
+                &format!(
+                    "{{module: {}, args: {args}}}",
+                    rebuilt().join("podlifetime.wasm").display()
+                ),
+                "",
+            ),
+            &root().join("examples/cluster.yaml"),
+            &[],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args}: {err}");
+        assert!(
+            err.contains("args.args") && err.contains(want),
+            "{args}: {err}"
+        );
+    }
+}
