@@ -37,7 +37,7 @@ type Call struct {
 	cols [numColumns][]int64
 	ns   []string
 	// nominated pods, to refuse a second nomination with a clear error.
-	nominated map[int]bool
+	nominated []bool
 }
 
 // NewCall makes a call over host at Unix time now. The SDK's exports make one per host call;
@@ -108,7 +108,8 @@ func (c *Call) Namespaces() []string {
 	return c.ns
 }
 
-// Nominate nominates pod p for eviction with reason r. The host applies the profile's
+// Nominate nominates pod p for eviction with reason r (the host copies r: its slices may be
+// reused for the next nomination). The host applies the profile's
 // DefaultEvictor, the limits and the guard as for a built-in plugin. A pod on no given node, or
 // a pod nominated twice, makes the call a malformed answer: Nominate returns an error instead.
 func (c *Call) Nominate(p Pod, r Reason) error {
@@ -119,15 +120,15 @@ func (c *Call) Nominate(p Pod, r Reason) error {
 		return errorf("kd: nominate: pod %d is on none of the call's nodes", p.i)
 	}
 	if c.nominated == nil {
-		c.nominated = map[int]bool{}
+		c.nominated = make([]bool, len(c.pods))
 	}
-	if c.nominated[int(p.i)] {
+	if c.nominated[p.i] {
 		return errorf("kd: nominate: pod %d is nominated twice", p.i)
 	}
 	if err := r.check(); err != nil {
 		return err
 	}
-	c.nominated[int(p.i)] = true
+	c.nominated[p.i] = true
 	c.host.Nominate(int(p.i), r)
 	return nil
 }

@@ -127,30 +127,38 @@ func (s *LabelSelector) MatchesPod(p Pod) bool { return s.Matches(p.Label) }
 
 // Duration writes seconds as kube-descheduler's reasons do: 45s, 12m 5s, 3h 20m, 9d 3h.
 func Duration(secs int64) string {
-	sign := ""
+	var buf [32]byte
+	return string(AppendDuration(buf[:0], secs))
+}
+
+// AppendDuration appends Duration(secs) to b.
+func AppendDuration(b []byte, secs int64) []byte {
 	if secs < 0 {
-		sign, secs = "-", -secs
+		b = append(b, '-')
+		secs = -secs
 	}
 	d, h, m, s := secs/86400, secs%86400/3600, secs%3600/60, secs%60
-	var b strings.Builder
-	b.WriteString(sign)
+	unit := func(b []byte, v int64, u byte) []byte { return append(strconv.AppendInt(b, v, 10), u) }
 	switch {
-	case d > 0 && h > 0:
-		fmt.Fprintf(&b, "%dd %dh", d, h)
 	case d > 0:
-		fmt.Fprintf(&b, "%dd", d)
-	case h > 0 && m > 0:
-		fmt.Fprintf(&b, "%dh %dm", h, m)
+		b = unit(b, d, 'd')
+		if h > 0 {
+			b = unit(append(b, ' '), h, 'h')
+		}
 	case h > 0:
-		fmt.Fprintf(&b, "%dh", h)
-	case m > 0 && s > 0:
-		fmt.Fprintf(&b, "%dm %ds", m, s)
+		b = unit(b, h, 'h')
+		if m > 0 {
+			b = unit(append(b, ' '), m, 'm')
+		}
 	case m > 0:
-		fmt.Fprintf(&b, "%dm", m)
+		b = unit(b, m, 'm')
+		if s > 0 {
+			b = unit(append(b, ' '), s, 's')
+		}
 	default:
-		fmt.Fprintf(&b, "%ds", s)
+		b = unit(b, s, 's')
 	}
-	return b.String()
+	return b
 }
 
 // DebugList writes strings as Rust's {:?} of a Vec<String> does: ["a", "b"].

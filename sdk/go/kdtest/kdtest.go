@@ -146,6 +146,8 @@ func (c *Cluster) PodHasState(pod int, flags kd.StateFlags, state string) bool {
 }
 
 func (c *Cluster) Nominate(pod int, r kd.Reason) {
+	r.Numbers = append([]kd.Number(nil), r.Numbers...)
+	r.Flags = append([]kd.Flag(nil), r.Flags...)
 	c.Nominations = append(c.Nominations, Nomination{Pod: pod, Reason: r})
 }
 

@@ -10,9 +10,11 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"kube-descheduler/sdk/go/kd"
 )
@@ -121,52 +123,53 @@ func qualifies(c *kd.Call, a *Args, p kd.Pod, nsOK []bool) bool {
 // Deschedule nominates the qualifying pods, oldest first.
 func (PodLifeTime) Deschedule(c *kd.Call, a *Args) error {
 	nsOK := a.Namespaces.Mask(c)
-	var picked []kd.Pod
+	var picked []int32
 	for _, p := range c.Pods() {
 		if p.Node() >= 0 && qualifies(c, a, p, nsOK) {
-			picked = append(picked, p)
+			picked = append(picked, int32(p.Index()))
 		}
 	}
-	// Oldest first (an unknown creation time sorts first), stable for equal times.
+	// Oldest first (an unknown creation time sorts first), in table order for equal times.
 	created := c.Column(kd.ColCreated)
-	slices.SortStableFunc(picked, func(x, y kd.Pod) int {
-		return compare(created[x.Index()], created[y.Index()])
+	slices.SortFunc(picked, func(x, y int32) int {
+		if d := cmp.Compare(created[x], created[y]); d != 0 {
+			return d
+		}
+		return cmp.Compare(x, y)
 	})
-	maxText := ""
+	var maxText []byte
 	if m := a.MaxPodLifeTimeSeconds; m != nil {
-		maxText = fmt.Sprintf(" > maxPodLifeTimeSeconds %d (%s)", *m, kd.Duration(int64(*m)))
+		maxText = append(maxText, " > maxPodLifeTimeSeconds "...)
+		maxText = strconv.AppendUint(maxText, *m, 10)
+		maxText = append(maxText, " ("...)
+		maxText = append(kd.AppendDuration(maxText, int64(*m)), ')')
 	}
-	statesText := ""
 	if len(a.States) > 0 {
-		statesText = "; in one of the states " + kd.DebugList(a.States)
+		maxText = append(maxText, "; in one of the states "...)
+		maxText = append(maxText, kd.DebugList(a.States)...)
 	}
-	for _, p := range picked {
-		r := kd.Reason{Code: "PodLifeTimeExceeded"}
-		ageText := "unknown"
+	var text []byte
+	var numbers [2]kd.Number
+	for _, i := range picked {
+		p := c.Pod(int(i))
+		r := kd.Reason{Code: "PodLifeTimeExceeded", Numbers: numbers[:0]}
+		text = append(text[:0], "age "...)
 		if created, ok := p.CreatedUnix(); ok {
 			age := c.NowUnix() - created
-			ageText = kd.Duration(age)
+			text = kd.AppendDuration(text, age)
 			r.Numbers = append(r.Numbers, kd.Number{Key: "ageSeconds", Value: age})
+		} else {
+			text = append(text, "unknown"...)
 		}
 		if m := a.MaxPodLifeTimeSeconds; m != nil {
 			r.Numbers = append(r.Numbers, kd.Number{Key: "maxPodLifeTimeSeconds", Value: int64(*m)})
 		}
-		r.Text = "age " + ageText + maxText + statesText
+		r.Text = string(append(text, maxText...))
 		if err := c.Nominate(p, r); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func compare(x, y int64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
 }
 
 // Explain is the native plugin's sentence for a pod it does not select.
