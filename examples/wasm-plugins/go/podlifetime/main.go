@@ -123,19 +123,23 @@ func qualifies(c *kd.Call, a *Args, p kd.Pod, nsOK []bool) bool {
 // Deschedule nominates the qualifying pods, oldest first.
 func (PodLifeTime) Deschedule(c *kd.Call, a *Args) error {
 	nsOK := a.Namespaces.Mask(c)
-	var picked []int32
+	created := c.Column(kd.ColCreated)
+	type pick struct {
+		created int64
+		pod     int32
+	}
+	var picked []pick
 	for _, p := range c.Pods() {
 		if p.Node() >= 0 && qualifies(c, a, p, nsOK) {
-			picked = append(picked, int32(p.Index()))
+			picked = append(picked, pick{created[p.Index()], int32(p.Index())})
 		}
 	}
 	// Oldest first (an unknown creation time sorts first), in table order for equal times.
-	created := c.Column(kd.ColCreated)
-	slices.SortFunc(picked, func(x, y int32) int {
-		if d := cmp.Compare(created[x], created[y]); d != 0 {
-			return d
+	slices.SortFunc(picked, func(x, y pick) int {
+		if x.created != y.created {
+			return cmp.Compare(x.created, y.created)
 		}
-		return cmp.Compare(x, y)
+		return cmp.Compare(x.pod, y.pod)
 	})
 	var maxText []byte
 	if m := a.MaxPodLifeTimeSeconds; m != nil {
@@ -150,8 +154,8 @@ func (PodLifeTime) Deschedule(c *kd.Call, a *Args) error {
 	}
 	var text []byte
 	var numbers [2]kd.Number
-	for _, i := range picked {
-		p := c.Pod(int(i))
+	for _, k := range picked {
+		p := c.Pod(int(k.pod))
 		r := kd.Reason{Code: "PodLifeTimeExceeded", Numbers: numbers[:0]}
 		text = append(text[:0], "age "...)
 		if created, ok := p.CreatedUnix(); ok {

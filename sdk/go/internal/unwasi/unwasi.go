@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sort"
 )
 
 // WASIModule is the import module Go's wasip1 port uses.
@@ -293,7 +294,10 @@ func Rewrite(mod []byte) ([]byte, error) {
 		case 0:
 			sr := &reader{b: s.body}
 			if sr.name() == "name" {
-				continue // function names would need renumbering; drop them
+				if nb, err := rewriteNames(s.body[sr.off:], fix); err == nil {
+					emit(0, append(appendName(nil, "name"), nb...))
+				}
+				continue
 			}
 			emit(0, s.body)
 		case 2:
@@ -666,4 +670,44 @@ func Imports(mod []byte) ([]string, error) {
 		}
 	}
 	return out, r.err
+}
+
+// rewriteNames keeps the function names subsection (renumbered) of a name section's body.
+func rewriteNames(body []byte, fix func(uint32) (uint32, error)) ([]byte, error) {
+	r := &reader{b: body}
+	for !r.eof() {
+		id := r.byte()
+		sub := r.bytes(int(r.u32()))
+		if r.err != nil {
+			return nil, r.err
+		}
+		if id != 1 {
+			continue
+		}
+		sr := &reader{b: sub}
+		n := sr.u32()
+		type entry struct {
+			idx  uint32
+			name string
+		}
+		var list []entry
+		for ; n > 0; n-- {
+			idx, err := fix(sr.u32())
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, entry{idx, sr.name()})
+		}
+		if sr.err != nil {
+			return nil, sr.err
+		}
+		sort.Slice(list, func(i, j int) bool { return list[i].idx < list[j].idx })
+		b := appendU32(nil, uint32(len(list)))
+		for _, e := range list {
+			b = appendU32(b, e.idx)
+			b = appendName(b, e.name)
+		}
+		return append(append([]byte{1}, appendU32(nil, uint32(len(b)))...), b...), nil
+	}
+	return nil, errors.New("no function names")
 }
