@@ -44,6 +44,17 @@ func module() []byte {
 	code = appendU32(code, uint32(len(f)))
 	code = append(code, f...)
 	sec(10, code)
+	var names []byte
+	names = appendU32(names, 2)
+	names = appendU32(names, 2)
+	names = appendName(names, "init")
+	names = appendU32(names, 3)
+	names = appendName(names, "ffff")
+	name := appendName(nil, "name")
+	name = append(name, 1)
+	name = appendU32(name, uint32(len(names)))
+	name = append(name, names...)
+	sec(0, name)
 	return m
 }
 
@@ -69,6 +80,10 @@ func TestRewrite(t *testing.T) {
 	}
 	if !bytes.Contains(out, []byte{0x10, 3, 0x1a, 0x0b}) || !bytes.Contains(out, []byte{0, 0x10, 0, 0x0b}) {
 		t.Error("calls not renumbered")
+	}
+	// The function names follow their functions: init is 1, ffff is 2.
+	if !bytes.Contains(out, []byte{1, 4, 'i', 'n', 'i', 't', 2, 4, 'f', 'f', 'f', 'f'}) {
+		t.Error("function names not renumbered")
 	}
 	again, err := Rewrite(out)
 	if err != nil || !bytes.Equal(again, out) {
