@@ -72,15 +72,4 @@ fn the_go_podlifetime_port_explains_as_the_native_plugin() {
             "not selected: age 1d <= maxPodLifeTimeSeconds 604800 (7d)",
         ]
     );
-    // Without maxPodLifeTimeSeconds only the second sentence exists.
-    let details = same_answers(
-        "{states: [CrashLoopBackOff]}",
-        &["shop/api-6f4b9d7c8-q9r2t"],
-    );
-    assert_eq!(
-        details,
-        [
-            "not selected: its namespace, labels, states, conditions or owner kind do not match the plugin's args"
-        ]
-    );
 }

@@ -78,7 +78,7 @@ func TestArgsAndFailures(t *testing.T) {
 		{`{"min": "x"}`, `args: cannot unmarshal string into Go struct field args.min of type int64`},
 		{`{"namespaces": {"include": ["a"], "exclude": ["b"]}}`, "only one of include or exclude"},
 		{`{"min": 1} {}`, "trailing data"},
-		{`{"panic": true}`, "panic: runtime error: invalid memory address or nil pointer dereference"},
+		{`{"panic": true}`, "panic: runtime error: invalid memory address or nil pointer dereference (at kube-descheduler/sdk/go/kd_test.plugin.Deschedule, "},
 	} {
 		h := cluster()
 		if rc := kd.RunDeschedule(h, []byte(tc.args), 0); rc == 0 || !strings.Contains(h.Failed, tc.fail) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 )
 
 // Plugin is a WebAssembly plugin whose args decode into A (encoding/json, unknown fields refused).
@@ -134,11 +135,8 @@ func guard(h Host, f func() error) (rc int32) {
 	defer func() {
 		if r := recover(); r != nil {
 			msg := fmt.Sprintf("panic: %v", r)
-			if st := debug.Stack(); len(st) > 0 {
-				msg += "\n" + string(st)
-			}
-			if len(msg) > 4000 {
-				msg = msg[:4000]
+			if at := panicSite(debug.Stack()); at != "" {
+				msg += " (at " + at + ")"
 			}
 			h.Fail(msg)
 			rc = failed
@@ -149,6 +147,32 @@ func guard(h Host, f func() error) (rc int32) {
 		return failed
 	}
 	return ok
+}
+
+// panicSite is the function and file:line that panicked, from a goroutine stack.
+func panicSite(stack []byte) string {
+	lines := strings.Split(string(stack), "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "panic(") {
+			continue
+		}
+		// Frames are a function line and a file line; skip the runtime's own (sigpanic, …).
+		for j := i + 2; j+1 < len(lines); j += 2 {
+			fn := lines[j]
+			if strings.HasPrefix(fn, "runtime.") {
+				continue
+			}
+			if k := strings.LastIndexByte(fn, '('); k > 0 {
+				fn = fn[:k]
+			}
+			file := strings.TrimSpace(lines[j+1])
+			if k := strings.LastIndex(file, " +0x"); k > 0 {
+				file = file[:k]
+			}
+			return fn + ", " + file
+		}
+	}
+	return ""
 }
 
 // RunValidate is what kd_validate does, over any host.
