@@ -133,3 +133,102 @@ fn podlifetime_refuses_what_abi_v1_cannot_see() {
         );
     }
 }
+
+/// One `plan --stats` with debug logs: the plugin's run in seconds (its `plugin finished` line)
+/// and the stats (`loadSeconds`, `explainSeconds`, `peakRssKiB`, …).
+fn measure(
+    dir: &Path,
+    policy_text: &str,
+    snapshot: &Path,
+    extra: &[&str],
+) -> (f64, serde_json::Value) {
+    let file = dir.join("measure.yaml");
+    std::fs::write(&file, policy_text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
+        .args(["plan", "--stats", "--policy"])
+        .arg(&file)
+        .arg("--snapshot")
+        .arg(snapshot)
+        .args(["--now", NOW, "-o", "json"])
+        .args(extra)
+        .env("RUST_LOG", "kube_descheduler=debug")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = String::from_utf8_lossy(&out.stderr);
+    let secs = log
+        .lines()
+        .filter(|l| l.contains("plugin finished"))
+        .filter_map(|l| l.split("seconds=").nth(1))
+        .filter_map(|s| s.split_whitespace().next()?.parse::<f64>().ok())
+        .sum();
+    let stats = log
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .unwrap_or_default();
+    (secs, stats)
+}
+
+/// Not a check: measures, with this build's binary, one cycle of the native PodLifeTime, the C
+/// port and the Go port on the synthetic 5,000-node / 150,000-pod cluster (the load time, which
+/// includes compiling the module, and the peak RSS), and the cost of one `kd_explain` answer (a
+/// fresh instance: the Go runtime's start included). Run with
+/// `cargo test --test wasm_go_ports -- --ignored --nocapture measure`.
+#[test]
+#[ignore]
+fn measure_the_go_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let (nodes, pods) = (5000, 150_000);
+    let cluster = synthetic(dir.path(), nodes, pods, 42);
+    let args = "{maxPodLifeTimeSeconds: 864000, namespaces: {exclude: [kube-system]}}";
+    let c_port = root().join("examples/wasm-plugins/podlifetime.wasm");
+    let go_port = rebuilt().join("podlifetime.wasm");
+    for (name, module) in [
+        ("native", None),
+        ("C port", Some(&c_port)),
+        ("Go port", Some(&go_port)),
+    ] {
+        let p = match module {
+            None => policy("PodLifeTime", args, ""),
+            Some(m) => policy(
+                "Port",
+                &format!("{{module: {}, args: {args}}}", m.display()),
+                "",
+            ),
+        };
+        let (secs, stats) = measure(dir.path(), &p, &cluster, &[]);
+        println!(
+            "{name}: cycle {secs:.3} s at {nodes} nodes / {pods} pods; load {:.2} s; peak RSS {} KiB; {} evictions",
+            stats["loadSeconds"].as_f64().unwrap_or_default(),
+            stats["peakRssKiB"],
+            stats["evictions"]
+        );
+    }
+    let example = root().join("examples/cluster.yaml");
+    for (name, module) in [("C port", &c_port), ("Go port", &go_port)] {
+        let p = policy(
+            "Port",
+            &format!(
+                "{{module: {}, args: {{maxPodLifeTimeSeconds: 604800}}}}",
+                module.display()
+            ),
+            "",
+        );
+        let many: Vec<&str> = ["--explain", "shop/api-6f4b9d7c8-q9r2t"]
+            .iter()
+            .copied()
+            .cycle()
+            .take(82)
+            .collect();
+        let (_, stats) = measure(dir.path(), &p, &example, &many);
+        println!(
+            "{name}: one kd_explain answer on the example (fresh instance) {:.2} ms",
+            stats["explainSeconds"].as_f64().unwrap_or_default() * 1000.0 / 41.0
+        );
+    }
+}
