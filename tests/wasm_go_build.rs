@@ -81,7 +81,7 @@ fn a_go_reactor_without_the_wasi_rewrite_is_refused_at_load() {
         &policy(
             "GoFixed",
             &format!(
-                "{{module: {}, args: {{maxPodLifeTimeSeconds: 60}}}}",
+                "{{module: {}, timeout: 60s, args: {{maxPodLifeTimeSeconds: 60}}}}",
                 fixed.display()
             ),
             "",

@@ -43,7 +43,10 @@ fn same_answers(args: &str, pods: &[&str]) -> Vec<String> {
         dir.path(),
         &policy(
             "GoPort",
-            &format!("{{module: {}, args: {args}}}", module.display()),
+            &format!(
+                "{{module: {}, timeout: 60s, args: {args}}}",
+                module.display()
+            ),
             "",
         ),
         pods,

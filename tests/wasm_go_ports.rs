@@ -37,7 +37,7 @@ fn assert_same(
     let got = run(policy(
         "GoPort",
         &format!(
-            "{{module: {}, args: {args}}}",
+            "{{module: {}, timeout: 60s, args: {args}}}",
             rebuilt().join(module).display()
         ),
         extra,

@@ -10,8 +10,15 @@ use wasm_go_common::*;
 
 /// A profile with the misbehaving guest (`mode`, sandbox args `limits`) before a native
 /// PodLifeTime.
+/// Without a `timeout` in `limits`, 60s: the timeout is wall-clock time, and a machine running
+/// other builds can stretch a short call past the default 1s.
 fn policy_with(mode: &str, limits: &str) -> String {
     let module = rebuilt().join("misbehave.wasm");
+    let limits = if limits.contains("timeout") {
+        limits.to_string()
+    } else {
+        format!("{limits} timeout: 60s,")
+    };
     format!(
         "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: p\n  pluginConfig:\n  - name: GoMisbehave\n    args: {{module: {}, {limits} args: {{mode: {mode}}}}}\n  - name: PodLifeTime\n    args: {{maxPodLifeTimeSeconds: 86400}}\n  plugins:\n    deschedule:\n      enabled: [GoMisbehave, PodLifeTime]\n",
         module.display()
