@@ -5,7 +5,9 @@
 //! (median and fastest of `WASM_BENCH_RUNS`, default 7, alternated), and asserts that both evict
 //! exactly the same pods with the same reasons; then the time of one `plan --explain` answer of
 //! each (the port's `kd_explain`), asserting the same sentences. Run: `cargo bench --bench wasm_plugin`;
-//! `WASM_BENCH_SIZE=500x15000` chooses another size.
+//! `WASM_BENCH_SIZE=500x15000` chooses another size; `WASM_BENCH_MODULE=examples/wasm-plugins/go/
+//! podlifetime.wasm` measures the Go port instead of the C port (any PodLifeTime port taking the
+//! args below; relative to the repository root).
 
 #[path = "../tests/wasm_common/mod.rs"]
 mod wasm_common;
@@ -69,7 +71,11 @@ fn main() {
         .unwrap_or(7)
         .max(1);
     let root = wasm_common::root();
-    let module = root.join("examples/wasm-plugins/podlifetime.wasm");
+    let module = root.join(
+        std::env::var("WASM_BENCH_MODULE")
+            .unwrap_or_else(|_| "examples/wasm-plugins/podlifetime.wasm".to_string()),
+    );
+    eprintln!("wasm_plugin: module {}", module.display());
     let t = Instant::now();
     let cluster = wasm_common::synthetic_with_ages(nodes, pods, 42);
     let mut snapshot = kube_descheduler::snapshot::load::load_bytes(&cluster)

@@ -1,0 +1,134 @@
+// RemovePodsViolatingNodeTaints as a Go WebAssembly plugin (Deschedule): evicts pods that do not
+// tolerate a NoSchedule taint (and PreferNoSchedule with includePreferNoSchedule) of their node,
+// node by node, with the native plugin's reason (code TaintNotTolerated, its text, and the node
+// and taint as string facts) and its `plan --explain` sentences.
+//
+// Args: the native plugin's (upstream v0.36 RemovePodsViolatingNodeTaintsArgs): namespaces,
+// labelSelector, includePreferNoSchedule, excludedTaints, includedTaints.
+//
+// ABI v1 gives a module no node taints, no pod tolerations and no string facts on a reason: this
+// port uses the proposed extension in package abix (node_taints, pod_tolerations,
+// reason_string), so kube-descheduler refuses the module at policy load until its host offers
+// those functions. Its decisions are tested with the in-memory host (go test).
+package main
+
+import (
+	"errors"
+	"slices"
+
+	"kube-descheduler/sdk/go/kd"
+	"kube-descheduler/sdk/go/kd/abix"
+)
+
+// Args are upstream's RemovePodsViolatingNodeTaintsArgs.
+type Args struct {
+	Namespaces              *kd.Namespaces    `json:"namespaces"`
+	LabelSelector           *kd.LabelSelector `json:"labelSelector"`
+	IncludePreferNoSchedule bool              `json:"includePreferNoSchedule"`
+	ExcludedTaints          []string          `json:"excludedTaints"`
+	// IncludedTaints: nil means every taint, an empty list none.
+	IncludedTaints *[]string `json:"includedTaints"`
+}
+
+// NodeTaints is the plugin.
+type NodeTaints struct{}
+
+func init() { kd.Register[Args](NodeTaints{}) }
+
+func main() {}
+
+// Validate applies the native plugin's rules.
+func (NodeTaints) Validate(a *Args) error {
+	if err := a.Namespaces.Validate(); err != nil {
+		return err
+	}
+	if err := a.LabelSelector.Validate(); err != nil {
+		return err
+	}
+	if len(a.ExcludedTaints) > 0 && a.IncludedTaints != nil && len(*a.IncludedTaints) > 0 {
+		return errors.New("args.includedTaints: either includedTaints or excludedTaints can be set, but not both")
+	}
+	return nil
+}
+
+// named is whether set names t by key or by key=value.
+func named(set []string, t abix.Taint) bool {
+	return slices.Contains(set, t.Key) || (t.Value != "" && slices.Contains(set, t.Key+"="+t.Value))
+}
+
+// considered is whether t is a taint the plugin enforces.
+func considered(a *Args, t abix.Taint) bool {
+	effect := t.Effect == "NoSchedule" || (a.IncludePreferNoSchedule && t.Effect == "PreferNoSchedule")
+	return effect && !named(a.ExcludedTaints, t) && (a.IncludedTaints == nil || named(*a.IncludedTaints, t))
+}
+
+// untolerated is the first enforced taint of the pod's node the pod does not tolerate.
+func untolerated(a *Args, taints []abix.Taint, tolerations []abix.Toleration) (abix.Taint, bool) {
+	for _, t := range taints {
+		if considered(a, t) && !abix.Tolerated(tolerations, t) {
+			return t, true
+		}
+	}
+	return abix.Taint{}, false
+}
+
+// Deschedule nominates, node by node, the pods that do not tolerate an enforced taint.
+func (NodeTaints) Deschedule(c *kd.Call, a *Args) error {
+	nsOK := a.Namespaces.Mask(c)
+	taints := make([][]abix.Taint, c.NodeCount())
+	for n := range taints {
+		t, err := abix.NodeTaints(c, n)
+		if err != nil {
+			return err
+		}
+		taints[n] = t
+	}
+	for _, p := range c.Pods() {
+		n := p.Node()
+		if n < 0 || len(taints[n]) == 0 {
+			continue
+		}
+		// Succeeded and Failed pods hold no resources and are not considered.
+		if ph := p.Phase(); ph == kd.Succeeded || ph == kd.Failed {
+			continue
+		}
+		if !nsOK[p.NamespaceIndex()] || !a.LabelSelector.MatchesPod(p) {
+			continue
+		}
+		tol, err := abix.PodTolerations(c, p)
+		if err != nil {
+			return err
+		}
+		t, bad := untolerated(a, taints[n], tol)
+		if !bad {
+			continue
+		}
+		node := c.NodeName(n)
+		r := kd.Reason{Code: "TaintNotTolerated", Text: node + " taint " + t.String() + " not tolerated"}
+		if err := abix.Nominate(c, p, r, abix.String{Key: "node", Value: node}, abix.String{Key: "taint", Value: t.String()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Explain is the native plugin's sentence for a pod it does not select.
+func (NodeTaints) Explain(c *kd.Call, a *Args, p kd.Pod) (string, error) {
+	n := p.Node()
+	if n < 0 {
+		return "", kd.ErrNoExplanation
+	}
+	taints, err := abix.NodeTaints(c, n)
+	if err != nil {
+		return "", err
+	}
+	tol, err := abix.PodTolerations(c, p)
+	if err != nil {
+		return "", err
+	}
+	node := c.NodeName(n)
+	if t, bad := untolerated(a, taints, tol); bad {
+		return node + " taint " + t.String() + " is not tolerated, but the plugin's namespaces / labelSelector exclude the pod", nil
+	}
+	return "it tolerates every taint of " + node + " this plugin enforces", nil
+}

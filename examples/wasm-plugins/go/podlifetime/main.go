@@ -1,0 +1,188 @@
+// PodLifeTime as a Go WebAssembly plugin (Deschedule): evicts pods older than
+// maxPodLifeTimeSeconds and/or in one of `states`, in the namespaces and with the labels and
+// owner kinds the args select; oldest first across all nodes, with the native plugin's reason
+// (code PodLifeTimeExceeded, its text and numbers) and its `plan --explain` sentences.
+//
+// Args: the native plugin's (upstream v0.36 PodLifeTimeArgs). ABI v1 gives a module no pod
+// conditions and no container exit codes, so `conditions` and `exitCodes` are refused; and it
+// gives only the controller owner's kind, so `ownerKinds` looks at that owner only (the native
+// plugin looks at every owner reference).
+package main
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"kube-descheduler/sdk/go/kd"
+)
+
+// Args are upstream's PodLifeTimeArgs.
+type Args struct {
+	Namespaces                   *kd.Namespaces    `json:"namespaces"`
+	LabelSelector                *kd.LabelSelector `json:"labelSelector"`
+	OwnerKinds                   *OwnerKinds       `json:"ownerKinds"`
+	MaxPodLifeTimeSeconds        *uint64           `json:"maxPodLifeTimeSeconds"`
+	States                       []string          `json:"states"`
+	Conditions                   []any             `json:"conditions"`
+	ExitCodes                    []int32           `json:"exitCodes"`
+	IncludingInitContainers      bool              `json:"includingInitContainers"`
+	IncludingEphemeralContainers bool              `json:"includingEphemeralContainers"`
+}
+
+// OwnerKinds selects pods by their owner's kind: include or exclude, not both.
+type OwnerKinds struct {
+	Include []string `json:"include"`
+	Exclude []string `json:"exclude"`
+}
+
+// AllowedStates are the states upstream accepts.
+var AllowedStates = []string{
+	"Completed", "ContainerCannotRun", "ContainerCreating", "CrashLoopBackOff",
+	"CreateContainerConfigError", "CreateContainerError", "DeadlineExceeded", "ErrImagePull",
+	"Error", "Evicted", "Failed", "ImagePullBackOff", "InvalidImageName", "NodeAffinity",
+	"NodeLost", "OOMKilled", "Pending", "PodInitializing", "Running", "Shutdown", "StartError",
+	"Succeeded", "UnexpectedAdmissionError", "Unknown",
+}
+
+// PodLifeTime is the plugin.
+type PodLifeTime struct{}
+
+func init() { kd.Register[Args](PodLifeTime{}) }
+
+func main() {}
+
+// Validate applies upstream's rules (and refuses what ABI v1 cannot see).
+func (PodLifeTime) Validate(a *Args) error {
+	if err := a.Namespaces.Validate(); err != nil {
+		return err
+	}
+	if err := a.LabelSelector.Validate(); err != nil {
+		return err
+	}
+	if a.OwnerKinds != nil && len(a.OwnerKinds.Include) > 0 && len(a.OwnerKinds.Exclude) > 0 {
+		return errors.New("args.ownerKinds: only one of Include/Exclude ownerKinds can be set")
+	}
+	for _, s := range a.States {
+		if !slices.Contains(AllowedStates, s) {
+			return fmt.Errorf("args.states: %q: states must be one of %s", s, kd.DebugList(AllowedStates))
+		}
+	}
+	if len(a.Conditions) > 0 {
+		return errors.New("args.conditions: not supported by the WebAssembly port (ABI v1 gives a module no pod conditions)")
+	}
+	if len(a.ExitCodes) > 0 {
+		return errors.New("args.exitCodes: not supported by the WebAssembly port (ABI v1 gives a module no container exit codes)")
+	}
+	if a.MaxPodLifeTimeSeconds == nil && len(a.States) == 0 {
+		return errors.New("args: at least one filtering criterion must be specified (maxPodLifeTimeSeconds, states, conditions, or exitCodes)")
+	}
+	return nil
+}
+
+// qualifies is the native plugin's test of one pod, without the DefaultEvictor (the host's).
+func qualifies(c *kd.Call, a *Args, p kd.Pod, nsOK []bool) bool {
+	if !nsOK[p.NamespaceIndex()] || !a.LabelSelector.MatchesPod(p) {
+		return false
+	}
+	if a.MaxPodLifeTimeSeconds != nil {
+		// Strictly older than the max, in whole seconds; an unknown creation time is very old.
+		if created, ok := p.CreatedUnix(); ok {
+			age := c.NowUnix() - created
+			if age < 0 || uint64(age) <= *a.MaxPodLifeTimeSeconds {
+				return false
+			}
+		}
+	}
+	if len(a.States) > 0 {
+		flags := kd.StatePhase | kd.StatePodReason | kd.StateWaiting | kd.StateTerminated
+		if a.IncludingInitContainers {
+			flags |= kd.StateInitContainers
+		}
+		if a.IncludingEphemeralContainers {
+			flags |= kd.StateEphemeralContainers
+		}
+		if !slices.ContainsFunc(a.States, func(s string) bool { return p.HasState(flags, s) }) {
+			return false
+		}
+	}
+	if o := a.OwnerKinds; o != nil {
+		kind, has := p.ControllerKind()
+		if len(o.Include) > 0 && (!has || !slices.Contains(o.Include, kind)) {
+			return false
+		}
+		if len(o.Include) == 0 && has && slices.Contains(o.Exclude, kind) {
+			return false
+		}
+	}
+	return true
+}
+
+// Deschedule nominates the qualifying pods, oldest first.
+func (PodLifeTime) Deschedule(c *kd.Call, a *Args) error {
+	nsOK := a.Namespaces.Mask(c)
+	created := c.Column(kd.ColCreated)
+	type pick struct {
+		created int64
+		pod     int32
+	}
+	var picked []pick
+	for _, p := range c.Pods() {
+		if p.Node() >= 0 && qualifies(c, a, p, nsOK) {
+			picked = append(picked, pick{created[p.Index()], int32(p.Index())})
+		}
+	}
+	// Oldest first (an unknown creation time sorts first), in table order for equal times.
+	slices.SortFunc(picked, func(x, y pick) int {
+		if x.created != y.created {
+			return cmp.Compare(x.created, y.created)
+		}
+		return cmp.Compare(x.pod, y.pod)
+	})
+	var maxText []byte
+	if m := a.MaxPodLifeTimeSeconds; m != nil {
+		maxText = append(maxText, " > maxPodLifeTimeSeconds "...)
+		maxText = strconv.AppendUint(maxText, *m, 10)
+		maxText = append(maxText, " ("...)
+		maxText = append(kd.AppendDuration(maxText, int64(*m)), ')')
+	}
+	if len(a.States) > 0 {
+		maxText = append(maxText, "; in one of the states "...)
+		maxText = append(maxText, kd.DebugList(a.States)...)
+	}
+	var text []byte
+	var numbers [2]kd.Number
+	for _, k := range picked {
+		p := c.Pod(int(k.pod))
+		r := kd.Reason{Code: "PodLifeTimeExceeded", Numbers: numbers[:0]}
+		text = append(text[:0], "age "...)
+		if created, ok := p.CreatedUnix(); ok {
+			age := c.NowUnix() - created
+			text = kd.AppendDuration(text, age)
+			r.Numbers = append(r.Numbers, kd.Number{Key: "ageSeconds", Value: age})
+		} else {
+			text = append(text, "unknown"...)
+		}
+		if m := a.MaxPodLifeTimeSeconds; m != nil {
+			r.Numbers = append(r.Numbers, kd.Number{Key: "maxPodLifeTimeSeconds", Value: int64(*m)})
+		}
+		r.Text = string(append(text, maxText...))
+		if err := c.Nominate(p, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Explain is the native plugin's sentence for a pod it does not select.
+func (PodLifeTime) Explain(c *kd.Call, a *Args, p kd.Pod) (string, error) {
+	if created, ok := p.CreatedUnix(); ok && a.MaxPodLifeTimeSeconds != nil {
+		age, m := c.NowUnix()-created, *a.MaxPodLifeTimeSeconds
+		if age <= int64(m) {
+			return fmt.Sprintf("age %s <= maxPodLifeTimeSeconds %d (%s)", kd.Duration(age), m, kd.Duration(int64(m))), nil
+		}
+	}
+	return "its namespace, labels, states, conditions or owner kind do not match the plugin's args", nil
+}

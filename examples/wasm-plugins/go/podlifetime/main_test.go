@@ -1,0 +1,104 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"kube-descheduler/sdk/go/kd"
+	"kube-descheduler/sdk/go/kdtest"
+)
+
+const now = 1_000_000
+
+func cluster() *kdtest.Cluster {
+	return &kdtest.Cluster{
+		Nodes: []string{"n0", "n1"},
+		Pods: []kdtest.Pod{
+			{Name: "young", Namespace: "a", Node: 0, Created: now - 3600, ControllerKind: "ReplicaSet"},
+			{Name: "old", Namespace: "a", Node: 0, Created: now - 90000, ControllerKind: "ReplicaSet", Labels: map[string]string{"app": "x"}},
+			{Name: "older", Namespace: "b", Node: 1, Created: now - 200000, ControllerKind: "Job"},
+			{Name: "unknown", Namespace: "b", Node: 1, Created: kd.UnknownTime},
+			{Name: "crash", Namespace: "a", Node: 1, Created: now - 60, ContainerReasons: []string{"CrashLoopBackOff"}},
+			{Name: "init-crash", Namespace: "a", Node: 1, Created: now - 60, InitReasons: []string{"CrashLoopBackOff"}},
+			{Name: "elsewhere", Namespace: "a", Node: -1, Created: 0},
+		},
+	}
+}
+
+func run(t *testing.T, args string) (*kdtest.Cluster, []string) {
+	t.Helper()
+	h := cluster()
+	if rc := kd.RunDeschedule(h, []byte(args), now); rc != 0 {
+		t.Fatalf("%s: failed: %s", args, h.Failed)
+	}
+	var names []string
+	for _, n := range h.Nominations {
+		names = append(names, h.Pods[n.Pod].Name)
+	}
+	return h, names
+}
+
+func TestOldestFirstWithTheNativeReason(t *testing.T) {
+	h, got := run(t, `{"maxPodLifeTimeSeconds": 86400}`)
+	if strings.Join(got, ",") != "unknown,older,old" {
+		t.Fatalf("%v", got)
+	}
+	r := h.Nominations[1].Reason
+	if r.Code != "PodLifeTimeExceeded" || r.Text != "age 2d 7h > maxPodLifeTimeSeconds 86400 (1d)" ||
+		len(r.Numbers) != 2 || r.Numbers[0].Value != 200000 || r.Numbers[1].Value != 86400 {
+		t.Fatalf("%+v", r)
+	}
+	if r := h.Nominations[0].Reason; r.Text != "age unknown > maxPodLifeTimeSeconds 86400 (1d)" || len(r.Numbers) != 1 {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestFilters(t *testing.T) {
+	for args, want := range map[string]string{
+		`{"maxPodLifeTimeSeconds": 86400, "namespaces": {"include": ["a"]}}`:                              "old",
+		`{"maxPodLifeTimeSeconds": 86400, "labelSelector": {"matchLabels": {"app": "x"}}}`:                "old",
+		`{"maxPodLifeTimeSeconds": 86400, "ownerKinds": {"exclude": ["Job"]}}`:                            "unknown,old",
+		`{"maxPodLifeTimeSeconds": 86400, "ownerKinds": {"include": ["Job"]}}`:                            "older",
+		`{"states": ["CrashLoopBackOff"]}`:                                                                "crash",
+		`{"states": ["CrashLoopBackOff"], "includingInitContainers": true}`:                               "crash,init-crash",
+		`{"maxPodLifeTimeSeconds": 30, "states": ["CrashLoopBackOff"], "namespaces": {"exclude": ["b"]}}`: "crash",
+	} {
+		if _, got := run(t, args); strings.Join(got, ",") != want {
+			t.Errorf("%s: %v, want %s", args, got, want)
+		}
+	}
+	h, _ := run(t, `{"states": ["CrashLoopBackOff", "Failed"]}`)
+	if r := h.Nominations[0].Reason; r.Text != `age 1m; in one of the states ["CrashLoopBackOff", "Failed"]` {
+		t.Errorf("%q", r.Text)
+	}
+}
+
+func TestRefusedArgs(t *testing.T) {
+	for args, want := range map[string]string{
+		`{}`: "at least one filtering criterion",
+		`{"maxPodLifeTimeSeconds": 1, "conditions": [{"type": "Ready"}]}`:                  "args.conditions: not supported",
+		`{"maxPodLifeTimeSeconds": 1, "exitCodes": [1]}`:                                   "args.exitCodes: not supported",
+		`{"states": ["Sleeping"]}`:                                                         "states must be one of",
+		`{"maxPodLifeTimeSeconds": 1, "ownerKinds": {"include": ["A"], "exclude": ["B"]}}`: "only one of Include/Exclude",
+		`{"maxPodLifeTimeSeconds": -1}`:                                                    "cannot unmarshal",
+		`{"maxPodLifeTime": 1}`:                                                            `unknown field "maxPodLifeTime"`,
+	} {
+		h := cluster()
+		if rc := kd.RunValidate(h, []byte(args)); rc == 0 || !strings.Contains(h.Failed, want) {
+			t.Errorf("%s: %q, want %q", args, h.Failed, want)
+		}
+	}
+}
+
+func TestExplain(t *testing.T) {
+	for pod, want := range map[int]string{
+		0: "age 1h <= maxPodLifeTimeSeconds 86400 (1d)",
+		2: "its namespace, labels, states, conditions or owner kind do not match the plugin's args",
+		3: "its namespace, labels, states, conditions or owner kind do not match the plugin's args",
+	} {
+		h := cluster()
+		if rc := kd.RunExplain(h, []byte(`{"maxPodLifeTimeSeconds": 86400}`), now, pod); rc != 0 || h.Explained != want {
+			t.Errorf("pod %d: %q (%s)", pod, h.Explained, h.Failed)
+		}
+	}
+}

@@ -1,0 +1,3 @@
+module kube-descheduler/sdk/go
+
+go 1.26

@@ -1,0 +1,64 @@
+package kd
+
+// Host is ABI v1's host functions (import module kube_descheduler) as seen by the SDK. Inside a
+// WebAssembly module it is the real host (build tag wasip1); in tests, package kdtest offers an
+// in-memory Host, so that a plugin's decisions can be tested with plain `go test`.
+//
+// Every method mirrors one host function of docs/wasm-plugins.md, "ABI v1".
+type Host interface {
+	NodeCount() int
+	PodCount() int
+	NamespaceCount() int
+	// PodColumn returns column col for pods 0..count-1.
+	PodColumn(col Column, count int) []int64
+	NamespaceName(ns int) string
+	NodeName(node int) string
+	PodName(pod int) string
+	// PodLabel returns the pod's label value and whether it has the label.
+	PodLabel(pod int, key string) (string, bool)
+	// PodOwnerKind returns the kind of the pod's controller owner and whether it has one.
+	PodOwnerKind(pod int) (string, bool)
+	PodHasState(pod int, flags StateFlags, state string) bool
+	// Nominate nominates a pod with its reason (code, text, numbers and flags in order).
+	Nominate(pod int, r Reason)
+	// Explain answers kd_explain.
+	Explain(text string)
+	// Fail ends the call with msg; on the real host it does not return.
+	Fail(msg string)
+}
+
+// Column is a pod column of pod_column.
+type Column int32
+
+// The columns of ABI v1.
+const (
+	ColNode             Column = 0
+	ColCreated          Column = 1
+	ColPhase            Column = 2
+	ColRestarts         Column = 3
+	ColRestartsWithInit Column = 4
+	ColNamespace        Column = 5
+	ColCPURequest       Column = 6
+	ColMemoryRequest    Column = 7
+	ColPriority         Column = 8
+	numColumns                 = 9
+)
+
+// StateFlags selects what pod_has_state compares.
+type StateFlags int32
+
+// The flags of pod_has_state.
+const (
+	StatePhase               StateFlags = 1
+	StatePodReason           StateFlags = 2
+	StateWaiting             StateFlags = 4
+	StateTerminated          StateFlags = 8
+	StateInitContainers      StateFlags = 16
+	StateEphemeralContainers StateFlags = 32
+)
+
+// UnknownTime is the CREATED value of a pod without a creation timestamp.
+const UnknownTime int64 = -1 << 63
+
+// ABIVersion is the ABI version this SDK speaks.
+const ABIVersion = 1
