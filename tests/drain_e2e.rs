@@ -1,6 +1,6 @@
 //! End to end: real `kubectl drain` (every installed version) against kube-sim, with our real
 //! `kube-descheduler webhook` binary registered from `webhook-config/` as shipped. Each test is
-//! one scenario of issue #5; none sleeps longer than kubectl's own 5 s eviction retry.
+//! one scenario of the zero-downtime drain (docs/zero-downtime-drain.md); none sleeps longer than kubectl's own 5 s eviction retry.
 
 mod e2e_common;
 

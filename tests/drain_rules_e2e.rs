@@ -1,4 +1,4 @@
-//! End to end, issue #17: the guard's drain rules with real `kubectl drain` against kube-sim and
+//! End to end: the guard's drain rules with real `kubectl drain` against kube-sim and
 //! our real `kube-descheduler webhook` binary (registered from `webhook-config/` as shipped).
 //!
 //! Rule A: every Ready replica of a surge-able Deployment on the drained (cordoned) node → one

@@ -1,4 +1,4 @@
-//! Issue #37: limits that scale with the workload — percentage node / namespace limits,
+//! Eviction limits that scale with the workload — percentage node / namespace limits,
 //! `maxNoOfPodsToEvictPerWorkload`, `maxUnavailablePerWorkload` and `workloadEvictionWindow` —
 //! decided in a cycle the way `plan` and `run` run it.
 

@@ -1,4 +1,5 @@
-//! Issue #37 through `plan` as users run it: refusals by the new limits in the table, the JSON
+//! The percentage and per-workload eviction limits through `plan` as users run it: refusals by
+//! those limits in the table, the JSON
 //! and the HTML page; bad values exit 2 naming the field; and the oracle check that an upstream
 //! policy (none of the new fields) plans byte for byte as before the limits existed.
 
@@ -159,7 +160,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// The oracle: `plan -o json` of policies without the new fields, fingerprinted from the binary
-/// built before issue #37 (commit 7d3a49c). A change here means an upstream policy decides
+/// built before the percentage and per-workload limits existed (commit 7d3a49c). A change here means an upstream policy decides
 /// differently — or the plan contract changed on purpose; then regenerate the fingerprints with
 /// that commit's binary (the commands are in docs/eviction-limits.md).
 #[test]

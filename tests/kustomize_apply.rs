@@ -199,7 +199,7 @@ async fn example_overlay_renders_and_applies_idempotently_to_the_stand_in() {
     sim.shutdown().await;
 }
 
-/// Issue #36: the client-auth overlay (on top of the example) renders the client CA ConfigMap, the
+/// The guard's client-auth overlay (on top of the example) renders the client CA ConfigMap, the
 /// flags, probes on the probe port and a NetworkPolicy with the API server's address, and applies.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_auth_overlay_renders_flags_probes_and_network_policy_and_applies() {

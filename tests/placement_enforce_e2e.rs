@@ -1,5 +1,5 @@
-//! Issue #35, `placement: Enforce` end to end: `run` (not dry-run, a 2 s interval, at least three
-//! cycles) against kube-sim with its controllers on, on the issue's cluster (six 4-CPU nodes;
+//! `placement: Enforce` end to end: `run` (not dry-run, a 2 s interval, at least three
+//! cycles) against kube-sim with its controllers on, on the ping-pong cluster (six 4-CPU nodes;
 //! n1–n4 one 2.4-CPU pod of `big` each, n5 / n6 one 200m pod of `small`; HighNodeUtilization at
 //! cpu / memory 20 %; see `placement_e2e_common`).
 //!

@@ -1,11 +1,13 @@
-//! Issue #35's scenario end to end: `run` (not dry-run, a 2 s interval, several cycles) against
+//! The ping-pong scenario (HighNodeUtilization empties nodes that LeastAllocated scoring refills)
+//! end to end: `run` (not dry-run, a 2 s interval, several cycles) against
 //! kube-sim with its controllers on. Six 4-CPU nodes; n1–n4 each run one 2.4-CPU pod of
 //! ReplicaSet `big` (60 %), n5 and n6 one 200m pod of ReplicaSet `small` (5 %); the policy is
 //! HighNodeUtilization with `thresholds: {cpu: 20, memory: 20}`.
 //!
 //! - kube-sim's default (least-allocated) scheduler puts every replacement back onto n5 / n6:
 //!   with the return detector off (`--placement-return-window 0`) the evictions repeat every
-//!   cycle (the bug, upstream #424); with it on, the returns are counted, the Event is on the
+//!   cycle (the bug, kubernetes-sigs/descheduler issue 424: throttle evictions that land back on
+//!   the same node); with it on, the returns are counted, the Event is on the
 //!   ReplicaSet, and the backoff stops the loop (later cycles evict nothing, each refusal counted
 //!   as `result="placement backoff"`).
 //! - kube-sim's scheduler configured with MostAllocated packs the replacements onto n1–n4: the
@@ -36,7 +38,7 @@ async fn start_run(sim: &kube_sim::SimHandle, name: &str, window: &str) -> Run {
 async fn without_the_detector_least_allocated_evicts_the_small_pods_every_cycle() {
     let sim = start_cluster(None).await;
     let run = start_run(&sim, "loop", "0").await;
-    // Three cycles' worth of evictions: 2 per cycle, forever (upstream #424).
+    // Three cycles' worth of evictions: 2 per cycle, forever (upstream issue 424).
     run.wait("six evictions", |m| {
         metric(
             m,

@@ -1,4 +1,4 @@
-//! Issue #35: the DefaultEvictor's `placement: Report` in `plan` — every eviction names the node
+//! Placement prediction: the DefaultEvictor's `placement: Report` in `plan` — every eviction names the node
 //! its replacement is predicted to land on, with ties and scores; without the argument the JSON is
 //! unchanged; `--scheduler-config` changes the prediction as the cluster's kube-scheduler would.
 
@@ -95,7 +95,7 @@ fn the_issue_scenario_least_allocated_returns_most_allocated_packs() {
         "--policy",
         "tests/placement/hnu-report-policy.yaml",
         "--snapshot",
-        "tests/placement/issue-cluster.json",
+        "tests/placement/ping-pong-cluster.json",
     ];
     // kube-scheduler's default (LeastAllocated): each small pod comes straight back.
     let least = plan(&base);
@@ -200,7 +200,7 @@ const ENFORCE: [&str; 4] = [
     "--policy",
     "tests/placement/hnu-enforce-policy.yaml",
     "--snapshot",
-    "tests/placement/issue-cluster.json",
+    "tests/placement/ping-pong-cluster.json",
 ];
 
 #[test]

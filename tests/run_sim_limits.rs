@@ -1,4 +1,5 @@
-//! `kube-descheduler run` (the real binary) against the API stand-in with issue #37's limits:
+//! `kube-descheduler run` (the real binary) against the API stand-in with the
+//! per-workload eviction limits:
 //! `workloadEvictionWindow` holds across interval cycles in one process, and its refusals are
 //! counted in `descheduler_pods_evicted_total` with their own result text and logged.
 

@@ -1,4 +1,5 @@
-//! Issue #35's scenario against kube-sim, shared by the placement end-to-end tests
+//! The ping-pong scenario (HighNodeUtilization empties nodes that LeastAllocated scoring refills)
+//! against kube-sim, shared by the placement end-to-end tests
 //! (`placement_returns_e2e`, `placement_enforce_e2e`): six 4-CPU nodes; n1–n4 each run one
 //! 2.4-CPU pod of ReplicaSet `big` (60 %), n5 and n6 one 200m pod of ReplicaSet `small` (5 %); the
 //! policy is HighNodeUtilization with `thresholds: {cpu: 20, memory: 20}`, and `run` is started
@@ -14,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::run_sim_common::{self, Descheduler, NS, metric, pod_ready, start, wait_for};
 
-/// The issue's policy with the DefaultEvictor's `placement` set to `mode` (`None`: the argument
+/// The ping-pong policy with the DefaultEvictor's `placement` set to `mode` (`None`: the argument
 /// is absent, as in an upstream policy).
 pub fn policy(mode: Option<&str>) -> String {
     let args = match mode {
@@ -99,7 +100,7 @@ fn workload(app: &str, cpu: &str, memory: &str, nodes: &[&str]) -> Vec<Value> {
     out
 }
 
-/// Starts kube-sim with the issue's cluster (its scheduler configured by `scheduler_config`, a
+/// Starts kube-sim with the ping-pong cluster (its scheduler configured by `scheduler_config`, a
 /// `KubeSchedulerConfiguration`) and waits for the six pods to be Running and Ready.
 pub async fn start_cluster(scheduler_config: Option<&str>) -> SimHandle {
     let _ = rustls::crypto::ring::default_provider().install_default();
