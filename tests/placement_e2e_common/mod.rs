@@ -156,6 +156,19 @@ pub fn small_nodes(sim: &SimHandle) -> Vec<String> {
     small_pods(sim).into_iter().map(|(n, _)| n).collect()
 }
 
+/// Waits until both small pods' replacements run on n1–n4 (packed by MostAllocated scoring).
+pub async fn wait_packed(sim: &SimHandle) {
+    let s = sim.clone();
+    wait_for("the replacements packed onto n1–n4", || {
+        let nodes = small_nodes(&s);
+        nodes.len() == 2
+            && nodes
+                .iter()
+                .all(|n| ["n1", "n2", "n3", "n4"].contains(&n.as_str()))
+    })
+    .await;
+}
+
 /// `run` against the cluster, with its metrics.
 pub struct Run {
     /// The process.
@@ -204,6 +217,18 @@ impl Run {
             );
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
+    }
+
+    /// Waits until at least `n` evictions have succeeded.
+    pub async fn wait_evicted(&self, what: &str, n: f64) {
+        self.wait(what, |m| {
+            metric(
+                m,
+                "descheduler_pods_evicted_total",
+                &[("result", "success")],
+            ) >= n
+        })
+        .await;
     }
 
     /// Waits until `n` more cycles completed after now.
