@@ -1,7 +1,7 @@
-//! `kube-descheduler run` (the real binary) against the API stand-in with the
-//! per-workload eviction limits:
-//! `workloadEvictionWindow` holds across interval cycles in one process, and its refusals are
-//! counted in `descheduler_pods_evicted_total` with their own result text and logged.
+//! `kube-descheduler run` (the real binary) against the API stand-in with the per-workload
+//! eviction limits: `workloadEvictionWindow` holds across interval cycles in one process, and its
+//! refusals are counted in `descheduler_pods_evicted_total` with their own result text and
+//! logged.
 
 mod run_sim_common;
 
