@@ -10,7 +10,7 @@
 //! of every mode, then run 2 of every mode, …, so a change of the host's load hits them alike)
 //! and prints them side by side, with the placement refusals of Enforce; each mode's policy is
 //! written to `target/bench-data/engine-cycle-<mode>-policy.yaml` (for `plan_scale`);
-//! `ENGINE_CYCLE_LIMITS=1` adds every limit of issue #37 to the policy
+//! `ENGINE_CYCLE_LIMITS=1` adds every percentage and per-workload limit to the policy
 //! (percentage node and namespace limits, per-workload, unavailable, and the `run` window with a
 //! history), to measure what they cost; `ENGINE_CYCLE_LIMITS=loose` adds the namespace,
 //! per-workload, unavailable and window limits at 100 % (next to the integer node limit), so every
@@ -72,7 +72,7 @@ fn main() {
             fail(format!("generating {}: {e}", file.display()));
         }
     }
-    // The run_scale policy: all ten plugins with the issue's limits.
+    // The run_scale policy: all ten plugins with the run_scale limits (5 per node, 2,000 in total).
     let policy_text = std::fs::read_to_string(root.join("benches/all-plugins-policy.yaml"))
         .unwrap_or_else(|e| fail(format!("policy: {e}")))
         .replace(
@@ -95,10 +95,10 @@ fn main() {
         _ => policy_text,
     };
     if scaled {
-        println!("with every issue #37 limit ({limits_mode})");
+        println!("with every percentage and per-workload limit ({limits_mode})");
     }
     // `ENGINE_CYCLE_PLACEMENT=Report` (or a list, `Off,Report,Enforce`) sets the DefaultEvictor's
-    // `placement` in both profiles (issue #35; docs/placement.md).
+    // `placement` in both profiles (docs/placement.md).
     let modes: Vec<String> = std::env::var("ENGINE_CYCLE_PLACEMENT")
         .ok()
         .filter(|m| !m.trim().is_empty())

@@ -6,7 +6,7 @@
 //! 11 kinds listed concurrently in pages of 500, each page's bytes read and dropped: nothing
 //! decoded but the continue token), then `plan --kubeconfig -o json` end to end (spawn to exit,
 //! the bundled example policy) with its peak resident size (VmHWM, printed by the child's
-//! `--stats`). Targets (issue #34): wall ≤ list time + 1 s, peak RSS ≤ 300 MiB; a missed target
+//! `--stats`). Targets (docs/performance.md): wall ≤ list time + 1 s, peak RSS ≤ 300 MiB; a missed target
 //! exits 1. Knobs: `PLAN_LIVE_SIZE` (`NODESxPODS`), `PLAN_LIVE_RUNS` (default 1).
 //! Run: `cargo bench --bench plan_live_scale`.
 

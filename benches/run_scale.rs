@@ -31,7 +31,8 @@ use kube_descheduler::synth::{Shape, write_cluster};
 use kube_sim::{Sim, SimHandle, SimOptions};
 use serde_json::Value;
 
-/// The comparison numbers (same cluster and policy, same machine).
+/// Numbers to compare with (same cluster and policy, same machine): an earlier build of `run`
+/// and upstream.
 const TODAY_RUN: &str =
     "run before the compact state: 1,913 MiB peak RSS, 15.9 s wall, 0.38 s cycle";
 const UPSTREAM_V036: &str =
@@ -412,7 +413,7 @@ fn main() {
     let _ = std::fs::create_dir_all(&dir);
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_kube-descheduler"));
 
-    // The policy: all ten plugins, 5 evictions per node, 2,000 in total.
+    // The run_scale policy: all ten plugins, 5 evictions per node, 2,000 in total.
     let policy_text = std::fs::read_to_string(root.join("benches/all-plugins-policy.yaml"))
         .unwrap_or_else(|e| fail(format!("policy: {e}")))
         .replace(

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 
 mod kubectl_common;
 
-use kube_sim::{Sim, SimHandle, SimOptions};
+use kube_sim::SimHandle;
 use kubectl_common::{Out, kubectl_path};
 use serde_json::{Value, json};
 
@@ -313,12 +313,7 @@ async fn kubectl_apply_of_every_chart_variant_is_served_idempotent_and_readable(
     let dir = tempfile::tempdir().expect("tempdir");
     let mut crd_variants = 0;
     for (v, objects) in variants.iter().zip(&rendered) {
-        let sim = Sim::start(SimOptions {
-            controllers: false,
-            ..Default::default()
-        })
-        .await
-        .expect("kube-sim starts");
+        let sim = kubectl_common::frozen_sim().await;
         let ctx = |what: &str, o: &Out| {
             format!(
                 "{}: kubectl {what}:\nstdout:\n{}\nstderr:\n{}",
@@ -506,12 +501,7 @@ async fn the_certs_hook_job_args_work_around_a_kubectl_apply_of_the_chart() {
         })
         .collect();
 
-    let sim = Sim::start(SimOptions {
-        controllers: false,
-        ..Default::default()
-    })
-    .await
-    .expect("kube-sim starts");
+    let sim = kubectl_common::frozen_sim().await;
     args.push(format!("--kubeconfig={}", sim.kubeconfig_path().display()));
     let hook = || async {
         let o = tokio::process::Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
@@ -671,12 +661,7 @@ async fn the_rendered_guard_probes_answer_without_a_client_certificate_and_revie
             }
         })
         .collect();
-    let sim = Sim::start(SimOptions {
-        controllers: false,
-        ..Default::default()
-    })
-    .await
-    .expect("kube-sim starts");
+    let sim = kubectl_common::frozen_sim().await;
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
         .args(&args)
         .arg("--bind-address=127.0.0.1")

@@ -1,16 +1,8 @@
 //! The `plan` command as users run it: exit codes, output contract, bundled defaults.
 
-use std::process::Command;
+mod cli_common;
 
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
-}
-
-fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
-    let p = dir.path().join(name);
-    std::fs::write(&p, text).unwrap();
-    p
-}
+use cli_common::{bin, json_of, succeeds, write};
 
 const EMPTY_POLICY: &str =
     "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles: []\n";
@@ -18,27 +10,21 @@ const EMPTY_POLICY: &str =
 #[test]
 fn json_output_is_exactly_one_object_and_config_errors_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let policy = write(&dir, "p.yaml", EMPTY_POLICY);
-    let out = bin()
-        .args(["plan", "--policy"])
-        .arg(&policy)
-        .args(["--now", "2026-01-10T00:00:00Z", "-o", "json"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).expect("stdout is one JSON object");
+    let policy = write(dir.path(), "p.yaml", EMPTY_POLICY);
+    let v = json_of(&succeeds(
+        bin().args(["plan", "--policy"]).arg(&policy).args([
+            "--now",
+            cli_common::NOW,
+            "-o",
+            "json",
+        ]),
+    ));
     assert_eq!(v["evictions"], serde_json::json!([]));
     assert_eq!(v["summary"]["nodes"], 7);
     assert_eq!(v["summary"]["pods"], 28);
 
     let bad = write(
-        &dir,
+        dir.path(),
         "bad.yaml",
         "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofile: []\n",
     );
@@ -74,38 +60,26 @@ fn json_output_is_exactly_one_object_and_config_errors_exit_2() {
 #[test]
 fn bundled_examples_are_used_outside_the_repository() {
     let dir = tempfile::tempdir().unwrap();
-    let policy = write(&dir, "p.yaml", EMPTY_POLICY);
-    let out = bin()
-        .args(["plan", "-o", "json", "--policy"])
-        .arg(&policy)
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let policy = write(dir.path(), "p.yaml", EMPTY_POLICY);
+    let v = json_of(&succeeds(
+        bin()
+            .args(["plan", "-o", "json", "--policy"])
+            .arg(&policy)
+            .current_dir(dir.path()),
+    ));
     assert_eq!(v["summary"]["nodes"], 7, "the bundled example cluster");
 }
 
 #[test]
 fn table_output_reports_a_skipped_cycle() {
     let dir = tempfile::tempdir().unwrap();
-    let policy = write(&dir, "p.yaml", EMPTY_POLICY);
+    let policy = write(dir.path(), "p.yaml", EMPTY_POLICY);
     let snap = write(
-        &dir,
+        dir.path(),
         "s.yaml",
         "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: only}\n  status:\n    conditions: [{type: Ready, status: 'True'}]\n",
     );
-    let out = bin()
-        .args(["plan", "--policy"])
-        .arg(&policy)
-        .arg("--snapshot")
-        .arg(&snap)
-        .output()
-        .unwrap();
+    let out = cli_common::plan_with(&policy, &snap).output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -116,17 +90,7 @@ fn table_output_reports_a_skipped_cycle() {
 
 #[test]
 fn the_bundled_example_exercises_every_plugin_and_the_guard() {
-    let out = bin()
-        .args(["plan", "-o", "json", "--now", "2026-01-10T00:00:00Z"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = cli_common::plan_json(&[]);
     let rows: Vec<(String, String, String)> = v["evictions"]
         .as_array()
         .unwrap()
@@ -198,19 +162,7 @@ fn the_bundled_example_exercises_every_plugin_and_the_guard() {
     assert_eq!(v["summary"]["deflected"], 1);
 
     // Without the guard every attempt is an eviction.
-    let out = bin()
-        .args([
-            "plan",
-            "-o",
-            "json",
-            "--no-guard",
-            "--now",
-            "2026-01-10T00:00:00Z",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = cli_common::plan_json(&["--no-guard"]);
     assert!(
         v["evictions"]
             .as_array()
@@ -293,9 +245,9 @@ profiles:
         )
     };
     let dir = tempfile::tempdir().unwrap();
-    let policy = write(&dir, "policy.yaml", POLICY);
+    let policy = write(dir.path(), "policy.yaml", POLICY);
     let plan = |opted_in: bool, hpa: bool| -> (String, String) {
-        let snap = write(&dir, "snapshot.json", &snapshot(opted_in, hpa));
+        let snap = write(dir.path(), "snapshot.json", &snapshot(opted_in, hpa));
         let out = bin()
             .args([
                 "plan",

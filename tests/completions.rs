@@ -2,19 +2,13 @@
 //! in a real bash (its completion function driven with COMP_WORDS/COMP_CWORD as bash's
 //! programmable completion calls it); the zsh and fish scripts are valid for those shells.
 
+mod cli_common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn script(shell: &str, dir: &Path) -> PathBuf {
-    let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
-        .args(["completions", shell])
-        .output()
-        .expect("kube-descheduler runs");
-    assert!(
-        out.status.success(),
-        "{shell}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = cli_common::succeeds(cli_common::bin().args(["completions", shell]));
     assert!(!out.stdout.is_empty(), "{shell}: a script");
     let path = dir.join(format!("kube-descheduler.{shell}"));
     std::fs::write(&path, &out.stdout).expect("written");

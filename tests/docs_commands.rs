@@ -1,4 +1,4 @@
-//! Docs that cannot rot (issue #34): every fenced shell block in the repository's Markdown files
+//! Docs that cannot rot: every fenced shell block in the repository's Markdown files
 //! (README.md, docs/, charts/, certs/, webhook-config/, tests/kube-sim/, …) is tagged
 //! `sh runnable` or `sh illustrative`, and every `runnable` block runs with bash against the
 //! built binaries and exits 0 — so a renamed flag or subcommand in a documented command fails

@@ -1,6 +1,8 @@
-//! Issue #37: limits that scale with the workload — percentage node / namespace limits,
+//! Eviction limits that scale with the workload — percentage node / namespace limits,
 //! `maxNoOfPodsToEvictPerWorkload`, `maxUnavailablePerWorkload` and `workloadEvictionWindow` —
 //! decided in a cycle the way `plan` and `run` run it.
+
+mod plugins_common;
 
 use std::time::Duration;
 
@@ -11,36 +13,12 @@ use kube_descheduler::evictor::planner::PlanBackend;
 use kube_descheduler::evictor::window::{WindowLimit, WindowSpec};
 use kube_descheduler::evictor::{LimitError, LimitValue, ScaledLimits};
 use kube_descheduler::framework::cycle::{CycleConfig, CycleReport, Profile, run_cycle};
-use kube_descheduler::framework::{DeschedulePlugin, Handle};
 use kube_descheduler::plugins::default_evictor::DefaultEvictor;
+use kube_descheduler::snapshot::Snapshot;
 use kube_descheduler::snapshot::builder::SnapshotBuilder;
-use kube_descheduler::snapshot::{NodeId, PodId, Snapshot};
 use kube_descheduler::testing::*;
 use kube_descheduler::workload::DeploymentFacts;
-
-/// Tries every pod on every node (node limit: next node; total limit: stop), as upstream plugins.
-struct EvictAll;
-
-impl DeschedulePlugin for EvictAll {
-    fn name(&self) -> &'static str {
-        "EvictAll"
-    }
-    fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
-        'nodes: for &n in nodes {
-            let pods: Vec<PodId> = h.snapshot.pods_on_node(n).collect();
-            for p in pods {
-                if !h.filter(p) {
-                    continue;
-                }
-                match h.evict(p, None) {
-                    Err(e) if e.is_total_limit() => return,
-                    Err(e) if e.is_node_limit() => continue 'nodes,
-                    _ => {}
-                }
-            }
-        }
-    }
-}
+use plugins_common::EvictAll;
 
 fn cycle(snap: &mut Snapshot, cfg: &CycleConfig, at: jiff::Timestamp) -> CycleReport {
     let profiles = [Profile {
@@ -66,6 +44,16 @@ fn evicted_in(report: &CycleReport, namespace: &str) -> usize {
         .iter()
         .filter(|r| &*r.namespace == namespace && r.outcome.moves_pod())
         .count()
+}
+
+/// The names of the pods the cycle moved (evicted or deflected), in order.
+fn moved_pods(report: &CycleReport) -> Vec<&str> {
+    report
+        .records
+        .iter()
+        .filter(|r| r.outcome.moves_pod())
+        .map(|r| r.name.as_str())
+        .collect()
 }
 
 fn owner(kind: &str, name: &str, uid: &str) -> Option<Vec<OwnerReference>> {
@@ -408,12 +396,7 @@ fn max_unavailable_counts_not_ready_replicas_and_this_cycles_moves() {
     // every other Ready pod.
     let mut snap = deployment_cluster(6, 6, 1);
     let report = cycle(&mut snap, &cfg, now());
-    let moved: Vec<&str> = report
-        .records
-        .iter()
-        .filter(|r| r.outcome.moves_pod())
-        .map(|r| r.name.as_str())
-        .collect();
+    let moved = moved_pods(&report);
     assert_eq!(moved.len(), 2, "{moved:?}");
     assert!(moved.contains(&"web-0"), "{moved:?}");
     assert_eq!(report.limit_hits.len(), 4);
@@ -433,12 +416,7 @@ fn max_unavailable_counts_not_ready_replicas_and_this_cycles_moves() {
     });
     let mut snap = deployment_cluster(6, 6, 2);
     let report = cycle(&mut snap, &cfg, now());
-    let moved: Vec<&str> = report
-        .records
-        .iter()
-        .filter(|r| r.outcome.moves_pod())
-        .map(|r| r.name.as_str())
-        .collect();
+    let moved = moved_pods(&report);
     assert_eq!(moved, vec!["web-0", "web-1"], "the two not-Ready pods");
     // Missing replicas count as not Ready: 6 desired, only 4 pods exist (all Ready), limit 2 →
     // nothing may go.

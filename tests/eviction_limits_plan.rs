@@ -1,35 +1,21 @@
-//! Issue #37 through `plan` as users run it: refusals by the new limits in the table, the JSON
-//! and the HTML page; bad values exit 2 naming the field; and the oracle check that an upstream
-//! policy (none of the new fields) plans byte for byte as before the limits existed.
+//! The percentage and per-workload eviction limits through `plan` as users run it: refusals by
+//! those limits in the table, the JSON and the HTML page; bad values exit 2 naming the field; and
+//! the oracle check that an upstream policy (none of the new fields) plans byte for byte as
+//! before the limits existed.
+
+mod cli_common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-const NOW: &str = "2026-01-10T00:00:00Z";
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"));
-    c.current_dir(env!("CARGO_MANIFEST_DIR"));
-    c
-}
+use cli_common::{NOW, bin, config_error, succeeds};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn plan(args: &[&str]) -> Output {
-    let out = bin()
-        .arg("plan")
-        .args(args)
-        .args(["--now", NOW])
-        .output()
-        .expect("the binary runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    succeeds(bin().arg("plan").args(args).args(["--now", NOW]))
 }
 
 /// The bundled example policy with the new limits added.
@@ -140,13 +126,7 @@ fn bad_limit_values_exit_2_naming_the_field() {
             format!("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n{field}: {bad}\nprofiles: []\n"),
         )
         .expect("write");
-        let out = bin()
-            .args(["plan", "--policy"])
-            .arg(&p)
-            .output()
-            .expect("runs");
-        assert_eq!(out.status.code(), Some(2), "{field}: {bad}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = config_error(bin().args(["plan", "--policy"]).arg(&p));
         assert!(err.contains(field), "{field}: {bad}: {err}");
     }
 }
@@ -159,7 +139,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// The oracle: `plan -o json` of policies without the new fields, fingerprinted from the binary
-/// built before issue #37 (commit 7d3a49c). A change here means an upstream policy decides
+/// built before the percentage and per-workload limits existed (commit 7d3a49c). A change here means an upstream policy decides
 /// differently — or the plan contract changed on purpose; then regenerate the fingerprints with
 /// that commit's binary (the commands are in docs/eviction-limits.md).
 #[test]

@@ -1,6 +1,8 @@
 //! The cycle and evictor: order of extension points, limits across profiles, effects visible to
 //! later plugins, and the two-Ready-nodes rule.
 
+mod plugins_common;
+
 use std::sync::{Arc, Mutex};
 
 use kube_descheduler::evictor::{EvictOutcome, EvictionBackend, EvictionRequest};
@@ -18,23 +20,12 @@ struct EvictAll {
 
 impl EvictAll {
     fn run(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
-        'nodes: for &n in nodes {
-            let pods: Vec<PodId> = h.snapshot.pods_on_node(n).collect();
-            for p in pods {
-                self.seen
-                    .lock()
-                    .unwrap()
-                    .push(format!("{}:{}", self.name, h.snapshot.pod(p).name));
-                if !h.filter(p) {
-                    continue;
-                }
-                match h.evict(p, None) {
-                    Err(e) if e.is_total_limit() => return,
-                    Err(e) if e.is_node_limit() => continue 'nodes,
-                    _ => {}
-                }
-            }
-        }
+        plugins_common::try_each(h, nodes, |h, p| {
+            self.seen
+                .lock()
+                .unwrap()
+                .push(format!("{}:{}", self.name, h.snapshot.pod(p).name));
+        });
     }
 }
 impl DeschedulePlugin for EvictAll {

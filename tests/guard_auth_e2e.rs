@@ -1,4 +1,4 @@
-//! Issue #36: the eviction guard acts only for the API server. The real `kube-descheduler
+//! The eviction guard acts only for the API server. The real `kube-descheduler
 //! webhook` binary against kube-sim: forged reviews posted straight to the webhook are refused at
 //! the TLS handshake unless they come with a client certificate from the configured CA carrying
 //! an allowed name; a rotated client CA takes effect for new connections; and, with

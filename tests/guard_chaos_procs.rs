@@ -35,14 +35,7 @@ async fn guard_killed_between_its_restart_patch_and_its_answer_restarts_once_and
  {
     // One replica behind `minAvailable: 1`; the spare node is cordoned until the new guard has
     // answered a retry, so the retry meets the old pod and the rollout still in flight.
-    let cluster = Cluster::start(vec![
-        node("n1", true),
-        node("n2", false),
-        deployment("api", 1, Strategy::Default),
-        pdb_min_available("api", 1),
-    ])
-    .await;
-    cluster.wait_ready_on(&[("api", 1)], "n1").await;
+    let cluster = Cluster::start_single_replica_behind_budget("api").await;
     let (mut first, certs) = guarded(&cluster, &[]).await;
     let certs_dir = cluster.dir.path().join("certs");
     let port = first.addr.port();

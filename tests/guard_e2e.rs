@@ -1,7 +1,9 @@
 //! The webhook wired as in the binary — watch caches (`KubeSource`) and the real restart actor on
 //! a `kube::Client` — against a small fake API server (list/watch, GET, JSON PATCH with `test`
-//! semantics, Events). Until the team's API stand-in is available, this checks the Kubernetes
-//! side end to end: deflect → one restart → in flight from the watch cache → no second write.
+//! semantics, Events) that records every call, which checks the Kubernetes side end to end:
+//! deflect → one restart → in flight from the watch cache → no second write.
+
+mod guard_common;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -24,7 +26,7 @@ use kube_descheduler::guard::metrics::GuardMetrics;
 use kube_descheduler::guard::server::{GuardState, router};
 use kube_descheduler::guard::source::FactSource;
 use kube_descheduler::restart::RestartActor;
-use kube_descheduler::serving::tls::{load_with_reload, serve_https};
+use kube_descheduler::serving::tls::serve_https;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
@@ -339,13 +341,7 @@ async fn drain_of_single_replica_deployment_restarts_once_and_then_waits() {
     })
     .unwrap();
     write_files(dir.path(), &certs).unwrap();
-    let (tls, _t) = load_with_reload(
-        dir.path().join("tls.crt"),
-        dir.path().join("tls.key"),
-        Duration::from_secs(60),
-    )
-    .await
-    .unwrap();
+    let (tls, _t) = guard_common::load_dir(dir.path(), Duration::from_secs(60)).await;
     let server = serve_https(router(state), "127.0.0.1:0".parse().unwrap(), tls)
         .await
         .unwrap();

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 mod kubectl_common;
 
-use kube_sim::{Sim, SimHandle, SimOptions};
+use kube_sim::SimHandle;
 use kubectl_common::{Out, kubectl_path};
 use serde_json::Value;
 
@@ -76,6 +76,20 @@ fn items(list: &str) -> Vec<Value> {
     v["items"].as_array().cloned().unwrap_or_default()
 }
 
+/// The documents `kubectl kustomize` renders from `overlay` (which must succeed).
+async fn kustomize(overlay: &str) -> Vec<Value> {
+    let rendered = kubectl(None, &["kustomize", overlay]).await;
+    assert!(rendered.ok, "kubectl kustomize: {}", rendered.stderr);
+    serde_saphyr::from_multiple(&rendered.stdout).expect("rendered YAML")
+}
+
+/// The rendered document of `kind` named `name`; fails the test when there is none.
+fn rendered<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    docs.iter()
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("{kind} {name} rendered"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn example_overlay_renders_and_applies_idempotently_to_the_stand_in() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -83,14 +97,8 @@ async fn example_overlay_renders_and_applies_idempotently_to_the_stand_in() {
     let overlay_arg = overlay.to_string_lossy().to_string();
 
     // Render with kubectl's built-in kustomize and check what the overlay promises.
-    let rendered = kubectl(None, &["kustomize", &overlay_arg]).await;
-    assert!(rendered.ok, "kubectl kustomize: {}", rendered.stderr);
-    let docs: Vec<Value> = serde_saphyr::from_multiple(&rendered.stdout).expect("rendered YAML");
-    let find = |kind: &str, name: &str| {
-        docs.iter()
-            .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
-            .unwrap_or_else(|| panic!("{kind} {name} rendered"))
-    };
+    let docs = kustomize(&overlay_arg).await;
+    let find = |kind: &str, name: &str| rendered(&docs, kind, name);
     let vwc = find("ValidatingWebhookConfiguration", CONFIGURATION);
     assert_eq!(vwc["webhooks"][0]["clientConfig"]["caBundle"], bundle);
     let secret = find("Secret", "kube-descheduler-webhook-tls");
@@ -121,12 +129,7 @@ async fn example_overlay_renders_and_applies_idempotently_to_the_stand_in() {
     }
 
     // Apply to the stand-in, twice.
-    let sim = Sim::start(SimOptions {
-        controllers: false,
-        ..Default::default()
-    })
-    .await
-    .expect("kube-sim starts");
+    let sim = kubectl_common::frozen_sim().await;
     let first = kubectl(Some(&sim), &["apply", "-k", &overlay_arg]).await;
     assert!(first.ok, "first apply:\n{}\n{}", first.stdout, first.stderr);
     assert_eq!(
@@ -199,7 +202,7 @@ async fn example_overlay_renders_and_applies_idempotently_to_the_stand_in() {
     sim.shutdown().await;
 }
 
-/// Issue #36: the client-auth overlay (on top of the example) renders the client CA ConfigMap, the
+/// The guard's client-auth overlay (on top of the example) renders the client CA ConfigMap, the
 /// flags, probes on the probe port and a NetworkPolicy with the API server's address, and applies.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_auth_overlay_renders_flags_probes_and_network_policy_and_applies() {
@@ -219,14 +222,8 @@ async fn client_auth_overlay_renders_flags_probes_and_network_policy_and_applies
     )
     .expect("write networkpolicy.yaml");
     let overlay_arg = overlay.to_string_lossy().to_string();
-    let rendered = kubectl(None, &["kustomize", &overlay_arg]).await;
-    assert!(rendered.ok, "kubectl kustomize: {}", rendered.stderr);
-    let docs: Vec<Value> = serde_saphyr::from_multiple(&rendered.stdout).expect("rendered YAML");
-    let find = |kind: &str, name: &str| {
-        docs.iter()
-            .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
-            .unwrap_or_else(|| panic!("{kind} {name} rendered"))
-    };
+    let docs = kustomize(&overlay_arg).await;
+    let find = |kind: &str, name: &str| rendered(&docs, kind, name);
     let cm = find("ConfigMap", "kube-descheduler-webhook-client-ca");
     assert_eq!(cm["data"]["ca.crt"], ca.as_str());
     let deployment = find("Deployment", SERVICE);
@@ -267,12 +264,7 @@ async fn client_auth_overlay_renders_flags_probes_and_network_policy_and_applies
         np["spec"]["ingress"][0]["ports"],
         serde_json::json!([{"protocol": "TCP", "port": 8443}])
     );
-    let sim = Sim::start(SimOptions {
-        controllers: false,
-        ..Default::default()
-    })
-    .await
-    .expect("kube-sim starts");
+    let sim = kubectl_common::frozen_sim().await;
     let applied = kubectl(Some(&sim), &["apply", "-k", &overlay_arg]).await;
     assert!(applied.ok, "apply:\n{}\n{}", applied.stdout, applied.stderr);
     assert!(

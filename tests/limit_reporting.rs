@@ -2,39 +2,17 @@
 //! kept in the cycle report, handed to the backend (for the `EvictionFailed` Event), and counted in
 //! `descheduler_pods_evicted_total` with the limit's error text as `result`.
 
+mod plugins_common;
+
 use std::sync::{Arc, Mutex};
 
 use kube_descheduler::evictor::{EvictOutcome, EvictionBackend, EvictionRequest, LimitError};
 use kube_descheduler::framework::cycle::{CycleConfig, Profile, run_cycle};
-use kube_descheduler::framework::{DeschedulePlugin, Handle};
 use kube_descheduler::plugins::default_evictor::DefaultEvictor;
 use kube_descheduler::serving::metrics::Metrics;
-use kube_descheduler::snapshot::{NodeId, PodId, Snapshot};
+use kube_descheduler::snapshot::{PodId, Snapshot};
 use kube_descheduler::testing::*;
-
-/// Tries every pod (node limit: next node; total limit: stop), as upstream plugins do.
-struct EvictAll;
-
-impl DeschedulePlugin for EvictAll {
-    fn name(&self) -> &'static str {
-        "EvictAll"
-    }
-    fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
-        'nodes: for &n in nodes {
-            let pods: Vec<PodId> = h.snapshot.pods_on_node(n).collect();
-            for p in pods {
-                if !h.filter(p) {
-                    continue;
-                }
-                match h.evict(p, None) {
-                    Err(e) if e.is_total_limit() => return,
-                    Err(e) if e.is_node_limit() => continue 'nodes,
-                    _ => {}
-                }
-            }
-        }
-    }
-}
+use plugins_common::EvictAll;
 
 /// Evicts everything and remembers the limit refusals it was told about.
 #[derive(Default)]

@@ -2,22 +2,20 @@
 //! response classification, v1beta1 fallback, Events; and a full live cycle's metrics.
 
 mod live_common;
+mod plugins_common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use kube_descheduler::evictor::{EvictOutcome, EvictionBackend, EvictionRequest};
-use kube_descheduler::framework::cycle::{CycleConfig, Profile};
-use kube_descheduler::framework::{DeschedulePlugin, Handle};
 use kube_descheduler::live::cycle::{LiveCycle, Mode};
 use kube_descheduler::live::cycle_loop::{CycleExec, Source};
 use kube_descheduler::live::events::EventSink;
 use kube_descheduler::live::evictor::{ApiEvictor, ApiEvictorConfig};
 use kube_descheduler::live::ratelimit::RateLimiter;
-use kube_descheduler::plugins::default_evictor::DefaultEvictor;
 use kube_descheduler::policy::Policy;
 use kube_descheduler::serving::metrics::Metrics;
-use kube_descheduler::snapshot::{NodeId, Snapshot};
+use kube_descheduler::snapshot::Snapshot;
 use kube_descheduler::testing::{node, pod, snapshot};
 use live_common::FakeApi;
 use tokio_util::sync::CancellationToken;
@@ -210,39 +208,8 @@ async fn a_stopped_backend_makes_no_calls() {
     assert!(api.evictions.lock().unwrap().is_empty());
 }
 
-/// Evicts every evictable pod.
-struct EvictAll;
-
-impl DeschedulePlugin for EvictAll {
-    fn name(&self) -> &'static str {
-        "EvictAll"
-    }
-    fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
-        for &n in nodes {
-            let pods: Vec<_> = h.snapshot.pods_on_node(n).collect();
-            for p in pods {
-                if h.filter(p) {
-                    let _ = h.evict(p, None);
-                }
-            }
-        }
-    }
-}
-
 fn policy() -> Policy {
-    Policy {
-        profiles: vec![Profile {
-            name: "p".into(),
-            evictor: Box::new(DefaultEvictor::default()),
-            deschedule: vec![Box::new(EvictAll)],
-            balance: vec![],
-        }],
-        cycle: CycleConfig::default(),
-        grace_period_seconds: None,
-        eviction_failure_event_notification: false,
-        warnings: vec![],
-        metrics: Default::default(),
-    }
+    plugins_common::try_every_policy()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -118,19 +118,21 @@ async fn call(
     (code, String::from_utf8_lossy(&body).into_owned())
 }
 
+/// The status of a GET of `uri`, with `token` as the bearer token.
+async fn status(app: &axum::Router, uri: &str, token: Option<&str>) -> StatusCode {
+    call(app, "GET", uri, token).await.0
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_is_open_and_readiness_follows_sync() {
     let s = setup(Duration::from_millis(10), true).await;
+    assert_eq!(status(&s.app, "/healthz", None).await, StatusCode::OK);
     assert_eq!(
-        call(&s.app, "GET", "/healthz", None).await.0,
-        StatusCode::OK
-    );
-    assert_eq!(
-        call(&s.app, "GET", "/readyz", None).await.0,
+        status(&s.app, "/readyz", None).await,
         StatusCode::SERVICE_UNAVAILABLE
     );
     s.ready.set(true);
-    assert_eq!(call(&s.app, "GET", "/readyz", None).await.0, StatusCode::OK);
+    assert_eq!(status(&s.app, "/readyz", None).await, StatusCode::OK);
     s.shutdown.cancel();
 }
 
@@ -138,17 +140,15 @@ async fn health_is_open_and_readiness_follows_sync() {
 async fn metrics_need_a_token_allowed_to_get_metrics() {
     let s = setup(Duration::from_millis(10), true).await;
     assert_eq!(
-        call(&s.app, "GET", "/metrics", None).await.0,
+        status(&s.app, "/metrics", None).await,
         StatusCode::UNAUTHORIZED
     );
     assert_eq!(
-        call(&s.app, "GET", "/metrics", Some("forged")).await.0,
+        status(&s.app, "/metrics", Some("forged")).await,
         StatusCode::UNAUTHORIZED
     );
     assert_eq!(
-        call(&s.app, "GET", "/metrics", Some("viewer-token"))
-            .await
-            .0,
+        status(&s.app, "/metrics", Some("viewer-token")).await,
         StatusCode::FORBIDDEN
     );
     let (code, body) = call(&s.app, "GET", "/metrics", Some("admin-token")).await;
@@ -167,10 +167,7 @@ async fn metrics_need_a_token_allowed_to_get_metrics() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_can_be_left_open() {
     let s = setup(Duration::from_millis(10), false).await;
-    assert_eq!(
-        call(&s.app, "GET", "/metrics", None).await.0,
-        StatusCode::OK
-    );
+    assert_eq!(status(&s.app, "/metrics", None).await, StatusCode::OK);
     s.shutdown.cancel();
 }
 

@@ -54,6 +54,16 @@ impl CycleExec for FakeExec {
     }
 }
 
+/// A loop every `interval_secs` seconds (0: one shot), the trigger API on or off, cycles not
+/// started by cluster events.
+fn config(interval_secs: u64, trigger_enabled: bool) -> LoopConfig {
+    LoopConfig {
+        interval: Duration::from_secs(interval_secs),
+        trigger_enabled,
+        event_debounce: Duration::ZERO,
+    }
+}
+
 fn leader() -> (watch::Sender<bool>, watch::Receiver<bool>) {
     watch::channel(true)
 }
@@ -69,11 +79,7 @@ async fn interval_cycles_are_non_sliding() {
         tokio::time::sleep(Duration::from_secs(35)).await;
         s.cancel();
     });
-    let cfg = LoopConfig {
-        interval: Duration::from_secs(10),
-        trigger_enabled: false,
-        event_debounce: Duration::ZERO,
-    };
+    let cfg = config(10, false);
     run_loop(&exec, cfg, queue, rx, shutdown).await;
     let starts: Vec<u64> = exec.runs().iter().map(|r| r.0.as_secs()).collect();
     assert_eq!(starts, vec![0, 10, 20, 30]);
@@ -85,11 +91,7 @@ async fn one_shot_runs_once_and_returns() {
     let exec = FakeExec::new(Duration::from_secs(3));
     let (trigger, queue) = trigger_channel();
     let (_l, rx) = leader();
-    let cfg = LoopConfig {
-        interval: Duration::ZERO,
-        trigger_enabled: false,
-        event_debounce: Duration::ZERO,
-    };
+    let cfg = config(0, false);
     let last = run_loop(&exec, cfg, queue, rx, CancellationToken::new()).await;
     assert_eq!(last.map(|s| s.status), Some("completed".to_string()));
     assert_eq!(exec.runs().len(), 1);
@@ -104,11 +106,7 @@ async fn trigger_is_refused_while_running_or_queued() {
     let (trigger, queue) = trigger_channel();
     let (_l, rx) = leader();
     let shutdown = CancellationToken::new();
-    let cfg = LoopConfig {
-        interval: Duration::ZERO,
-        trigger_enabled: true,
-        event_debounce: Duration::ZERO,
-    };
+    let cfg = config(0, true);
     let e = exec.clone();
     let sd = shutdown.clone();
     let lp = tokio::spawn(async move { run_loop(&e, cfg, queue, rx, sd).await });
@@ -144,11 +142,7 @@ async fn dropped_trigger_caller_still_completes_and_is_accounted() {
     let (trigger, queue) = trigger_channel();
     let (_l, rx) = leader();
     let shutdown = CancellationToken::new();
-    let cfg = LoopConfig {
-        interval: Duration::ZERO,
-        trigger_enabled: true,
-        event_debounce: Duration::ZERO,
-    };
+    let cfg = config(0, true);
     let e = exec.clone();
     let sd = shutdown.clone();
     let lp = tokio::spawn(async move { run_loop(&e, cfg, queue, rx, sd).await });
@@ -174,11 +168,7 @@ async fn shutdown_fails_a_queued_trigger() {
     let queued = trigger.request().expect("queued");
     assert_eq!(trigger.request().err(), Some(TriggerError::Busy));
     shutdown.cancel();
-    let cfg = LoopConfig {
-        interval: Duration::from_secs(60),
-        trigger_enabled: true,
-        event_debounce: Duration::ZERO,
-    };
+    let cfg = config(60, true);
     run_loop(&exec, cfg, queue, rx, shutdown).await;
     assert_eq!(
         queued.await.expect("answered"),
@@ -199,11 +189,7 @@ async fn shutdown_stops_a_running_cycle() {
         tokio::time::sleep(Duration::from_secs(3)).await;
         s.cancel();
     });
-    let cfg = LoopConfig {
-        interval: Duration::from_secs(300),
-        trigger_enabled: false,
-        event_debounce: Duration::ZERO,
-    };
+    let cfg = config(300, false);
     let start = Instant::now();
     let last = run_loop(&exec, cfg, queue, rx, shutdown).await;
     assert_eq!(start.elapsed(), Duration::from_secs(3));
@@ -216,11 +202,7 @@ async fn cycles_wait_for_leadership_and_stop_when_it_is_lost() {
     let (trigger, queue) = trigger_channel();
     let (lead_tx, lead_rx) = watch::channel(false);
     let shutdown = CancellationToken::new();
-    let cfg = LoopConfig {
-        interval: Duration::from_secs(60),
-        trigger_enabled: true,
-        event_debounce: Duration::ZERO,
-    };
+    let cfg = config(60, true);
     let e = exec.clone();
     let sd = shutdown.clone();
     let lp = tokio::spawn(async move { run_loop(&e, cfg, queue, lead_rx, sd).await });

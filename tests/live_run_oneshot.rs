@@ -2,52 +2,23 @@
 //! Events through the API (or none in dry-run), then exit.
 
 mod live_common;
+mod plugins_common;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube_descheduler::framework::cycle::{CycleConfig, Profile};
-use kube_descheduler::framework::{DeschedulePlugin, Handle};
 use kube_descheduler::live::run::{LiveOptions, run};
-use kube_descheduler::plugins::default_evictor::DefaultEvictor;
 use kube_descheduler::policy::Policy;
-use kube_descheduler::snapshot::NodeId;
 use kube_descheduler::testing::{node, pod};
 use live_common::FakeApi;
 use tokio_util::sync::CancellationToken;
 
-struct EvictAll;
-
-impl DeschedulePlugin for EvictAll {
-    fn name(&self) -> &'static str {
-        "EvictAll"
-    }
-    fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
-        for &n in nodes {
-            let pods: Vec<_> = h.snapshot.pods_on_node(n).collect();
-            for p in pods {
-                if h.filter(p) {
-                    let _ = h.evict(p, None);
-                }
-            }
-        }
-    }
-}
-
 fn options(dry_run: bool) -> LiveOptions {
     LiveOptions {
         policy: Policy {
-            profiles: vec![Profile {
-                name: "p".into(),
-                evictor: Box::new(DefaultEvictor::default()),
-                deschedule: vec![Box::new(EvictAll)],
-                balance: vec![],
-            }],
-            cycle: CycleConfig::default(),
             grace_period_seconds: Some(5),
             eviction_failure_event_notification: true,
-            warnings: vec![],
-            metrics: Default::default(),
+            ..plugins_common::try_every_policy()
         },
         interval: Duration::ZERO,
         dry_run,
@@ -91,16 +62,21 @@ async fn cluster() -> (kube::Client, Arc<FakeApi>) {
     (client, api)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_shot_syncs_evicts_and_exits() {
-    let (client, api) = cluster().await;
+/// `run` with `options` against the fake API, which must exit successfully within 30 s.
+async fn run_once(options: LiveOptions, client: kube::Client) {
     tokio::time::timeout(
         Duration::from_secs(30),
-        run(options(false), client, CancellationToken::new()),
+        run(options, client, CancellationToken::new()),
     )
     .await
     .expect("exits")
     .expect("succeeds");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_shot_syncs_evicts_and_exits() {
+    let (client, api) = cluster().await;
+    run_once(options(false), client).await;
     let ev = api.evictions.lock().unwrap().clone();
     let mut names: Vec<&str> = ev.iter().map(|e| e.1.as_str()).collect();
     names.sort();
@@ -128,13 +104,7 @@ async fn one_shot_syncs_evicts_and_exits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dry_run_makes_no_writes() {
     let (client, api) = cluster().await;
-    tokio::time::timeout(
-        Duration::from_secs(30),
-        run(options(true), client, CancellationToken::new()),
-    )
-    .await
-    .expect("exits")
-    .expect("succeeds");
+    run_once(options(true), client).await;
     assert!(api.evictions.lock().unwrap().is_empty());
     assert!(api.events.lock().unwrap().is_empty());
 }

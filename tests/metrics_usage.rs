@@ -4,6 +4,7 @@
 //! Prometheus, and `run` against kube-sim's metrics.k8s.io and with a Prometheus provider whose
 //! bearer token is read from a Secret.
 
+mod cli_common;
 mod metrics_common;
 mod run_sim_common;
 
@@ -138,22 +139,22 @@ async fn start_cluster(objects: Vec<Value>) -> kube_sim::SimHandle {
 
 fn plan(policy: &str, snapshot: &std::path::Path, extra: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("policy.yaml");
-    std::fs::write(&p, policy).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
-        .args(["plan", "-o", "json", "--no-guard", "--policy"])
-        .arg(&p)
-        .arg("--snapshot")
-        .arg(snapshot)
-        .args(extra)
-        .output()
-        .expect("plan runs");
-    assert!(
-        out.status.success(),
-        "plan failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON object")
+    let p = cli_common::write(dir.path(), "policy.yaml", policy);
+    cli_common::json_of(&cli_common::succeeds(
+        cli_common::plan_with(&p, snapshot)
+            .args(["-o", "json", "--no-guard"])
+            .args(extra),
+    ))
+}
+
+/// The `--metrics` flags for the NodeMetrics and PodMetrics files.
+fn metrics_flags<'a>(nodes: &'a std::path::Path, pods: &'a std::path::Path) -> [&'a str; 4] {
+    [
+        "--metrics",
+        nodes.to_str().unwrap(),
+        "--metrics",
+        pods.to_str().unwrap(),
+    ]
 }
 
 fn evicted_pods(plan: &Value) -> Vec<String> {
@@ -187,12 +188,7 @@ async fn plan_with_metrics_files_follows_measured_usage_not_requests() {
     let dir = tempfile::tempdir().unwrap();
     // Requests: 50 % everywhere. Measured: n1 90 %, n2 10 %, n3 50 %.
     let (snap, nodes, pods) = snapshot_and_metrics(&dir, [500, 500, 500], [900, 100, 500]).await;
-    let files = [
-        "--metrics",
-        nodes.to_str().unwrap(),
-        "--metrics",
-        pods.to_str().unwrap(),
-    ];
+    let files = metrics_flags(&nodes, &pods);
     assert!(evicted_pods(&plan(&requests_policy(), &snap, &files)).is_empty());
     let p = plan(&kubernetes_policy(), &snap, &files);
     let names = evicted_pods(&p);
@@ -205,25 +201,14 @@ async fn plan_with_metrics_files_follows_measured_usage_not_requests() {
     // The policy needs metrics: without --metrics the plan refuses to guess.
     let policy = dir.path().join("k.yaml");
     std::fs::write(&policy, kubernetes_policy()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
-        .args(["plan", "--policy"])
-        .arg(&policy)
-        .arg("--snapshot")
-        .arg(&snap)
-        .output()
-        .unwrap();
+    let out = cli_common::plan_with(&policy, &snap).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--metrics"));
 
     // The reverse: requests unbalanced, usage even.
     let dir = tempfile::tempdir().unwrap();
     let (snap, nodes, pods) = snapshot_and_metrics(&dir, [900, 100, 500], [500, 500, 500]).await;
-    let files = [
-        "--metrics",
-        nodes.to_str().unwrap(),
-        "--metrics",
-        pods.to_str().unwrap(),
-    ];
+    let files = metrics_flags(&nodes, &pods);
     let by_requests = evicted_pods(&plan(&requests_policy(), &snap, &files));
     assert!(!by_requests.is_empty() && by_requests.iter().all(|n| n.starts_with("n1-")));
     assert!(evicted_pods(&plan(&kubernetes_policy(), &snap, &files)).is_empty());
@@ -281,11 +266,7 @@ async fn plan_with_a_real_prometheus() {
     std::fs::write(&token, "wrong").unwrap();
     let pol = dir.path().join("p.yaml");
     std::fs::write(&pol, &policy).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
-        .args(["plan", "--policy"])
-        .arg(&pol)
-        .arg("--snapshot")
-        .arg(&snap)
+    let out = cli_common::plan_with(&pol, &snap)
         .args(["--prometheus-url", &prom.url, "--prometheus-token-file"])
         .arg(&token)
         .output()

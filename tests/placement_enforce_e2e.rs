@@ -1,5 +1,5 @@
-//! Issue #35, `placement: Enforce` end to end: `run` (not dry-run, a 2 s interval, at least three
-//! cycles) against kube-sim with its controllers on, on the issue's cluster (six 4-CPU nodes;
+//! `placement: Enforce` end to end: `run` (not dry-run, a 2 s interval, at least three
+//! cycles) against kube-sim with its controllers on, on the ping-pong cluster (six 4-CPU nodes;
 //! n1–n4 one 2.4-CPU pod of `big` each, n5 / n6 one 200m pod of `small`; HighNodeUtilization at
 //! cpu / memory 20 %; see `placement_e2e_common`).
 //!
@@ -20,8 +20,9 @@ mod run_sim_common;
 
 use placement_e2e_common::{
     MOST_ALLOCATED, MOST_ALLOCATED_FILE, Run, policy, small_nodes, small_pods, start_cluster,
+    wait_packed,
 };
-use run_sim_common::{NS, metric, wait_for};
+use run_sim_common::{NS, metric};
 use serde_json::Value;
 
 const REFUSALS: &str = "kube_descheduler_placement_refusals_total";
@@ -156,23 +157,8 @@ async fn most_allocated_packs_once(mode: &str) {
         &["--scheduler-config", MOST_ALLOCATED_FILE],
     )
     .await;
-    run.wait("the two small pods evicted", |m| {
-        metric(
-            m,
-            "descheduler_pods_evicted_total",
-            &[("result", "success")],
-        ) >= 2.0
-    })
-    .await;
-    let s = sim.clone();
-    wait_for("the replacements packed onto n1–n4", || {
-        let nodes = small_nodes(&s);
-        nodes.len() == 2
-            && nodes
-                .iter()
-                .all(|n| ["n1", "n2", "n3", "n4"].contains(&n.as_str()))
-    })
-    .await;
+    run.wait_evicted("the two small pods evicted", 2.0).await;
+    wait_packed(&sim).await;
     run.wait_cycles(2.0).await;
     assert!(run.cycles().await >= 3.0);
     assert_eq!(run.evicted().await, 2.0, "later cycles evict nothing");

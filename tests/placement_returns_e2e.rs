@@ -1,11 +1,13 @@
-//! Issue #35's scenario end to end: `run` (not dry-run, a 2 s interval, several cycles) against
+//! The ping-pong scenario (HighNodeUtilization empties nodes that LeastAllocated scoring refills)
+//! end to end: `run` (not dry-run, a 2 s interval, several cycles) against
 //! kube-sim with its controllers on. Six 4-CPU nodes; n1–n4 each run one 2.4-CPU pod of
 //! ReplicaSet `big` (60 %), n5 and n6 one 200m pod of ReplicaSet `small` (5 %); the policy is
 //! HighNodeUtilization with `thresholds: {cpu: 20, memory: 20}`.
 //!
 //! - kube-sim's default (least-allocated) scheduler puts every replacement back onto n5 / n6:
 //!   with the return detector off (`--placement-return-window 0`) the evictions repeat every
-//!   cycle (the bug, upstream #424); with it on, the returns are counted, the Event is on the
+//!   cycle (the bug, kubernetes-sigs/descheduler issue 424: throttle evictions that land back on
+//!   the same node); with it on, the returns are counted, the Event is on the
 //!   ReplicaSet, and the backoff stops the loop (later cycles evict nothing, each refusal counted
 //!   as `result="placement backoff"`).
 //! - kube-sim's scheduler configured with MostAllocated packs the replacements onto n1–n4: the
@@ -17,7 +19,7 @@
 mod placement_e2e_common;
 mod run_sim_common;
 
-use placement_e2e_common::{MOST_ALLOCATED, Run, policy, small_nodes, start_cluster};
+use placement_e2e_common::{MOST_ALLOCATED, Run, policy, small_nodes, start_cluster, wait_packed};
 use run_sim_common::{NS, metric, wait_for};
 use serde_json::{Value, json};
 
@@ -36,15 +38,8 @@ async fn start_run(sim: &kube_sim::SimHandle, name: &str, window: &str) -> Run {
 async fn without_the_detector_least_allocated_evicts_the_small_pods_every_cycle() {
     let sim = start_cluster(None).await;
     let run = start_run(&sim, "loop", "0").await;
-    // Three cycles' worth of evictions: 2 per cycle, forever (upstream #424).
-    run.wait("six evictions", |m| {
-        metric(
-            m,
-            "descheduler_pods_evicted_total",
-            &[("result", "success")],
-        ) >= 6.0
-    })
-    .await;
+    // Three cycles' worth of evictions: 2 per cycle, forever (upstream issue 424).
+    run.wait_evicted("six evictions", 6.0).await;
     let s = sim.clone();
     wait_for("the replacements placed", || small_nodes(&s).len() == 2).await;
     assert_eq!(small_nodes(&sim), ["n5", "n6"], "replacements land back");
@@ -127,23 +122,8 @@ async fn the_detector_counts_the_returns_and_its_backoff_stops_the_loop() {
 async fn with_most_allocated_the_small_pods_are_packed_once() {
     let sim = start_cluster(Some(MOST_ALLOCATED)).await;
     let run = start_run(&sim, "most", "30m").await;
-    run.wait("the two small pods evicted", |m| {
-        metric(
-            m,
-            "descheduler_pods_evicted_total",
-            &[("result", "success")],
-        ) >= 2.0
-    })
-    .await;
-    let s = sim.clone();
-    wait_for("the replacements packed onto n1–n4", || {
-        let nodes = small_nodes(&s);
-        nodes.len() == 2
-            && nodes
-                .iter()
-                .all(|n| ["n1", "n2", "n3", "n4"].contains(&n.as_str()))
-    })
-    .await;
+    run.wait_evicted("the two small pods evicted", 2.0).await;
+    wait_packed(&sim).await;
     run.wait_cycles(2.0).await;
     assert_eq!(run.evicted().await, 2.0, "later cycles evict nothing");
     assert_eq!(

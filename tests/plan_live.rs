@@ -3,6 +3,7 @@
 //! and `-o html` work live; an unreachable server fails in bounded time with one line; and the
 //! binary works as the kubectl plugin `kubectl descheduler` (with the real kubectl).
 
+mod cli_common;
 #[path = "kubectl_common/mod.rs"]
 mod kubectl_common;
 
@@ -10,32 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use cli_common::bin;
 use kube_sim::{Sim, SimHandle, SimOptions};
 use serde_json::{Value, json};
 
 const NOW: &str = "2026-01-10T00:00:00Z";
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// The kinds the snapshot file holds, as `kubectl get … -o json` lists them.
-const KINDS: &[(&str, &str)] = &[
-    ("v1", "Node"),
-    ("v1", "Namespace"),
-    ("v1", "Pod"),
-    ("v1", "PersistentVolumeClaim"),
-    ("policy/v1", "PodDisruptionBudget"),
-    ("scheduling.k8s.io/v1", "PriorityClass"),
-    ("apps/v1", "ReplicaSet"),
-    ("apps/v1", "Deployment"),
-    ("apps/v1", "StatefulSet"),
-    ("batch/v1", "Job"),
-    ("autoscaling/v2", "HorizontalPodAutoscaler"),
-];
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"));
-    c.current_dir(ROOT);
-    c
-}
 
 fn run(cmd: &mut Command) -> Output {
     cmd.output().expect("kube-descheduler runs")
@@ -80,17 +61,10 @@ fn plan_live(sim: &SimHandle, extra: &[&str]) -> String {
 /// The cluster as the API serves it, written as a snapshot file (what `kubectl get … -o json`
 /// gives): the objects in the API's order.
 fn export(sim: &SimHandle, dir: &Path) -> PathBuf {
-    let mut items = Vec::new();
-    for (api_version, kind) in KINDS {
-        for mut o in sim.list(api_version, kind, None) {
-            o["apiVersion"] = json!(api_version);
-            o["kind"] = json!(kind);
-            items.push(o);
-        }
-    }
+    let mut kinds = cli_common::SNAPSHOT_KINDS.to_vec();
+    kinds.push(("autoscaling/v2", "HorizontalPodAutoscaler"));
     let path = dir.join("exported.json");
-    let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
-    std::fs::write(&path, serde_json::to_vec(&list).expect("serializable")).expect("written");
+    cli_common::export_list(sim, &kinds, &path);
     path
 }
 

@@ -1,30 +1,15 @@
-//! Issue #35: the DefaultEvictor's `placement: Report` in `plan` — every eviction names the node
-//! its replacement is predicted to land on, with ties and scores; without the argument the JSON is
-//! unchanged; `--scheduler-config` changes the prediction as the cluster's kube-scheduler would.
+//! Placement prediction: the DefaultEvictor's `placement: Report` in `plan` — every eviction
+//! names the node its replacement is predicted to land on, with ties and scores; without the
+//! argument the JSON is unchanged; `--scheduler-config` changes the prediction as the cluster's
+//! kube-scheduler would.
 
-use std::process::Command;
+mod cli_common;
 
+use cli_common::{bin, config_error, evictions, succeeds};
 use serde_json::Value;
 
-const NOW: &str = "2026-01-10T00:00:00Z";
-
 fn plan(extra: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
-        .args(["plan", "-o", "json", "--now", NOW])
-        .args(extra)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run plan");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON object")
-}
-
-fn evictions(plan: &Value) -> &Vec<Value> {
-    plan["evictions"].as_array().expect("evictions")
+    cli_common::plan_json(extra)
 }
 
 fn find<'a>(plan: &'a Value, name: &str) -> &'a Value {
@@ -90,12 +75,12 @@ fn without_placement_the_json_has_no_prediction_fields() {
 }
 
 #[test]
-fn the_issue_scenario_least_allocated_returns_most_allocated_packs() {
+fn the_ping_pong_scenario_least_allocated_returns_most_allocated_packs() {
     let base = [
         "--policy",
         "tests/placement/hnu-report-policy.yaml",
         "--snapshot",
-        "tests/placement/issue-cluster.json",
+        "tests/placement/ping-pong-cluster.json",
     ];
     // kube-scheduler's default (LeastAllocated): each small pod comes straight back.
     let least = plan(&base);
@@ -142,14 +127,7 @@ fn a_bad_scheduler_configuration_is_a_config_error_naming_the_field() {
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n  - pluginConfig:\n      - name: NodeResourcesFit\n        args: {scoringStrategy: {type: Packed}}\n",
     )
     .expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
-        .args(["plan", "--scheduler-config"])
-        .arg(&path)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run plan");
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = config_error(bin().args(["plan", "--scheduler-config"]).arg(&path));
     assert!(
         err.contains("profiles[0].pluginConfig[0].args.scoringStrategy.type")
             && err.contains("Packed"),
@@ -166,14 +144,7 @@ fn an_unknown_placement_mode_is_rejected_naming_the_field() {
         "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n  - name: p\n    pluginConfig:\n      - name: DefaultEvictor\n        args: {placement: Sometimes}\n    plugins: {}\n",
     )
     .expect("write");
-    let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
-        .args(["plan", "--policy"])
-        .arg(&path)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run plan");
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = config_error(bin().args(["plan", "--policy"]).arg(&path));
     assert!(
         err.contains("placement") && err.contains("Sometimes"),
         "{err}"
@@ -182,17 +153,7 @@ fn an_unknown_placement_mode_is_rejected_naming_the_field() {
 
 /// `plan` with `extra` arguments; its standard output.
 fn plan_text(extra: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
-        .args(["plan", "--now", NOW])
-        .args(extra)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run plan");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeds(bin().args(["plan", "--now", cli_common::NOW]).args(extra));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -200,11 +161,11 @@ const ENFORCE: [&str; 4] = [
     "--policy",
     "tests/placement/hnu-enforce-policy.yaml",
     "--snapshot",
-    "tests/placement/issue-cluster.json",
+    "tests/placement/ping-pong-cluster.json",
 ];
 
 #[test]
-fn enforce_refuses_the_issue_loop_and_every_surface_shows_the_refusal() {
+fn enforce_refuses_the_ping_pong_loop_and_every_surface_shows_the_refusal() {
     // JSON: no eviction; both small pods listed under placementRefusals with code and sentence.
     let p = plan(&ENFORCE);
     assert!(evictions(&p).is_empty(), "{p}");

@@ -1,5 +1,5 @@
-//! Issue #35: `plan` with `placement: Report` reads the pods' `schedulerName` and host ports from
-//! the snapshot file. Issue #35's cluster (six 4-CPU nodes, `big` on n1–n4, `small` on n5 and n6,
+//! `plan` with `placement: Report` reads the pods' `schedulerName` and host ports from
+//! the snapshot file. The ping-pong cluster (six 4-CPU nodes, `big` on n1–n4, `small` on n5 and n6,
 //! HighNodeUtilization at 20 %), with the small pods changed:
 //!
 //! - a pod of a scheduler no profile serves is not predicted, and the JSON says why
@@ -14,10 +14,11 @@ use serde_json::{Value, json};
 const NOW: &str = "2026-01-10T00:00:00Z";
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// The issue's cluster with `edit` applied to the pod named `pod`, written to `dir`.
+/// The ping-pong cluster with `edit` applied to the pod named `pod`, written to `dir`.
 fn cluster(dir: &Path, edits: &[(&str, Value)]) -> std::path::PathBuf {
-    let text = std::fs::read_to_string(Path::new(ROOT).join("tests/placement/issue-cluster.json"))
-        .expect("issue cluster");
+    let text =
+        std::fs::read_to_string(Path::new(ROOT).join("tests/placement/ping-pong-cluster.json"))
+            .expect("ping-pong cluster");
     let mut list: Value = serde_json::from_str(&text).expect("JSON");
     for item in list["items"].as_array_mut().expect("items") {
         for (name, spec) in edits {

@@ -1,25 +1,24 @@
 //! Every plugin's eviction reason on the bundled example, with the numbers that decided it: the
 //! sentence (`reason`), the code (`reasonCode`) and the numbers as fields (`reasonDetail`).
 
-use std::process::Command;
+mod cli_common;
 
 use serde_json::{Value, json};
 
-const NOW: &str = "2026-01-10T00:00:00Z";
-
 fn plan(extra: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
-        .args(["plan", "-o", "json", "--now", NOW])
-        .args(extra)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run plan");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON object")
+    cli_common::plan_json(extra)
+}
+
+/// The `detail` of `plugin` in the `i`th `--explain` answer of a plan (empty when absent).
+fn explained(plan: &Value, i: usize, plugin: &str) -> String {
+    plan["explanations"][i]["profiles"][0]["plugins"]
+        .as_array()
+        .expect("plugins")
+        .iter()
+        .find(|v| v["plugin"] == plugin)
+        .and_then(|v| v["detail"].as_str())
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// The first eviction of `pod` (a name prefix) by `plugin`.
@@ -186,14 +185,7 @@ fn explain_gives_each_plugins_reason_for_not_selecting_the_pod() {
         .as_array()
         .expect("plugins")
         .clone();
-    let detail = |name: &str| {
-        plugins
-            .iter()
-            .find(|v| v["plugin"] == name)
-            .and_then(|v| v["detail"].as_str())
-            .unwrap_or_default()
-            .to_string()
-    };
+    let detail = |name: &str| explained(&p, 0, name);
     assert_eq!(
         detail("RemoveFailedPods"),
         "not selected: phase Running, not Failed"
@@ -226,16 +218,7 @@ fn explain_gives_the_numbers_of_the_spreading_plugins() {
         "--explain",
         "shop/cache-74c6d8b9f-j7k8l",
     ]);
-    let detail = |i: usize, name: &str| {
-        p["explanations"][i]["profiles"][0]["plugins"]
-            .as_array()
-            .expect("plugins")
-            .iter()
-            .find(|v| v["plugin"] == name)
-            .and_then(|v| v["detail"].as_str())
-            .unwrap_or_default()
-            .to_string()
-    };
+    let detail = |i: usize, name: &str| explained(&p, i, name);
     assert_eq!(
         detail(0, "RemovePodsViolatingInterPodAntiAffinity"),
         "not selected: term 1 (topologyKey kubernetes.io/hostname) selects monitoring/db-proxy-66d5f4c3b-r4t5y on node-3 in kubernetes.io/hostname=node-3, yet it was not evicted (the DefaultEvictor or a limit stopped it, or that pod was evicted first)"

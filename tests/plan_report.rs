@@ -3,46 +3,26 @@
 //! both), shows the plan's counts, filters and sorts its rows through its own controls; and the
 //! JSON contract's version-2 fields.
 
+mod cli_common;
 mod webdriver_common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use webdriver_common::Browser;
 
-const NOW: &str = "2026-01-10T00:00:00Z";
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
-}
+use cli_common::{NOW, bin, succeeds};
 
 fn plan_json() -> serde_json::Value {
-    let out = bin()
-        .args(["plan", "-o", "json", "--now", NOW])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run plan");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON object")
+    cli_common::plan_json(&[])
 }
 
 fn write_report(dir: &Path) -> PathBuf {
     let file = dir.join("report.html");
-    let out = bin()
-        .args(["plan", "--now", NOW, "--output", "html"])
-        .arg(&file)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run plan");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeeds(
+        bin()
+            .args(["plan", "--now", NOW, "--output", "html"])
+            .arg(&file),
     );
     file
 }
@@ -291,21 +271,18 @@ fn the_json_contract_adds_reason_code_detail_and_its_version() {
 /// and the DefaultEvictor rules that stop a DaemonSet pod — in the table and in the JSON.
 #[test]
 fn explain_names_the_pdb_the_guard_verdict_and_the_evictor_rule() {
-    let out = bin()
-        .args(["plan", "-o", "json", "--now", NOW])
-        .args(["--explain", "shop/cache-74c6d8b9f-g5h6i"])
-        .args(["--explain", "shop/api-6f4b9d7c8-q9r2t"])
-        .args(["--explain", "kube-system/kube-proxy-1x"])
-        .args(["--explain-node", "node-4", "--explain-node", "nowhere"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run plan");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let json = cli_common::plan_json(&[
+        "--explain",
+        "shop/cache-74c6d8b9f-g5h6i",
+        "--explain",
+        "shop/api-6f4b9d7c8-q9r2t",
+        "--explain",
+        "kube-system/kube-proxy-1x",
+        "--explain-node",
+        "node-4",
+        "--explain-node",
+        "nowhere",
+    ]);
     let answers = json["explanations"].as_array().expect("explanations");
     assert_eq!(answers.len(), 3);
     let verdict = |a: &serde_json::Value, plugin: &str| -> (String, String) {
@@ -372,7 +349,6 @@ fn explain_names_the_pdb_the_guard_verdict_and_the_evictor_rule() {
             "--explain",
             "shop/cache-74c6d8b9f-g5h6i",
         ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("run plan");
     let text = String::from_utf8_lossy(&out.stdout);

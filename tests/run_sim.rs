@@ -107,13 +107,12 @@ async fn interval_runs_honour_the_node_limit_report_it_and_retry_errors() {
         times: Some(1),
         ..Default::default()
     });
-    let mut d = start(
+    let mut d = start_interval(
         &sim,
         "interval",
         &policy("maxNoOfPodsToEvictPerNode: 1\nevictionFailureEventNotification: true"),
-        &["--descheduling-interval=1s", "--metrics-unauthenticated"],
-    );
-    d.wait_ready().await;
+    )
+    .await;
 
     let s = sim.clone();
     wait_for("all three pods evicted", || {
@@ -121,50 +120,12 @@ async fn interval_runs_honour_the_node_limit_report_it_and_retry_errors() {
     })
     .await;
     // Let at least two more cycles run over the settled cluster.
-    let cycles = |t: &str| {
-        metric(
-            t,
-            "kube_descheduler_cycles_total",
-            &[("source", "interval")],
-        )
-    };
-    let seen = cycles(&d.metrics().await);
-    let start = std::time::Instant::now();
-    while cycles(&d.metrics().await) < seen + 2.0 {
-        assert!(
-            start.elapsed() < WAIT,
-            "no further cycles; log:\n{}",
-            d.log_text()
-        );
-        assert!(d.running(), "exited; log:\n{}", d.log_text());
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    d.more_cycles(2.0).await;
     let text = d.metrics().await;
-    let labels = |result| {
-        [
-            ("result", result),
-            ("strategy", "RemovePodsViolatingNodeTaints"),
-            ("profile", "taints"),
-            ("namespace", NS),
-            ("node", TAINTED),
-        ]
-    };
     let log = d.log_text();
-    assert_eq!(
-        metric(&text, "descheduler_pods_evicted_total", &labels("success")),
-        3.0,
-        "{text}\n{log}"
-    );
-    assert_eq!(
-        metric(&text, "descheduler_pods_evicted_total", &labels("error")),
-        1.0,
-        "{text}"
-    );
-    let limited = metric(
-        &text,
-        "descheduler_pods_evicted_total",
-        &labels("maximum number of evicted pods per node reached"),
-    );
+    assert_eq!(evicted_from_tainted(&text, "success"), 3.0, "{text}\n{log}");
+    assert_eq!(evicted_from_tainted(&text, "error"), 1.0, "{text}");
+    let limited = evicted_from_tainted(&text, "maximum number of evicted pods per node reached");
     assert!(limited >= 1.0, "no limit refusal counted:\n{text}");
     assert!(log.contains("Eviction refused by a limit"), "log:\n{log}");
     // Upstream's EvictionFailed Event for a limit hit (the policy asks for failure Events).
@@ -180,7 +141,7 @@ async fn interval_runs_honour_the_node_limit_report_it_and_retry_errors() {
     assert!(!limit_events.is_empty(), "{:?}", all_events(&sim));
     assert!(limit_events.iter().all(|e| e["reason"] == "EvictionFailed"));
     // One eviction per cycle at most: the limit held.
-    assert!(cycles(&text) >= 3.0, "{text}");
+    assert!(interval_cycles(&text) >= 3.0, "{text}");
 
     for name in ["web-1", "web-2", "web-3"] {
         let normal = events_for(&sim, name, "Normal");

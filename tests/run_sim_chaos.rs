@@ -35,19 +35,11 @@ fn count(text: &str, result: &str) -> f64 {
     )
 }
 
-fn cycles(text: &str) -> f64 {
-    metric(
-        text,
-        "kube_descheduler_cycles_total",
-        &[("source", "interval")],
-    )
-}
-
 async fn wait_cycles(d: &mut Descheduler, n: f64) -> String {
     let start = Instant::now();
     loop {
         let text = d.metrics().await;
-        if cycles(&text) >= n {
+        if interval_cycles(&text) >= n {
             return text;
         }
         assert!(d.running(), "exited; log:\n{}", d.log_text());
@@ -134,7 +126,7 @@ async fn every_third_eviction_failing_for_a_cycle_keeps_limits_and_counts_each_f
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let seen = cycles(&d.metrics().await);
+    let seen = interval_cycles(&d.metrics().await);
     let text = wait_cycles(&mut d, seen + 1.0).await;
     assert_eq!(count(&text, "success"), 9.0, "{text}");
     assert_eq!(count(&text, "error"), 3.0, "{text}");

@@ -28,16 +28,12 @@ const EVICTION_LATENCY: Duration = Duration::from_secs(1);
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn flags() -> Vec<String> {
-    vec![
+    let mut flags = vec![
         "--descheduling-interval=1s".into(),
         "--metrics-unauthenticated".into(),
-        "--leader-elect".into(),
-        format!("--leader-elect-lease-duration={LEASE_SECONDS}s"),
-        "--leader-elect-renew-deadline=3s".into(),
-        "--leader-elect-retry-period=500ms".into(),
-        "--leader-elect-resource-name=descheduler".into(),
-        "--leader-elect-resource-namespace=kube-system".into(),
-    ]
+    ];
+    flags.extend(leader_elect_flags(LEASE_SECONDS));
+    flags
 }
 
 fn lease_spec(sim: &SimHandle, field: &str) -> Option<Value> {
@@ -173,14 +169,6 @@ fn reported_by(sim: &SimHandle, pod: &str) -> Vec<String> {
         .collect()
 }
 
-async fn cycles(d: &Descheduler) -> f64 {
-    metric(
-        &d.metrics().await,
-        "kube_descheduler_cycles_total",
-        &[("source", "interval")],
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_killed_mid_cycle_hands_over_after_lease_expiry_and_no_pod_is_evicted_twice() {
     let _serial = SERIAL.lock().await;
@@ -222,17 +210,7 @@ async fn leader_killed_mid_cycle_hands_over_after_lease_expiry_and_no_pod_is_evi
     .await;
     // Two more cycles of the new leader: the evicted pods (terminating, then replaced on n2/n3)
     // are not evicted again.
-    let seen = cycles(&b).await;
-    let start = std::time::Instant::now();
-    while cycles(&b).await < seen + 2.0 {
-        assert!(b.running(), "replica-b exited; log:\n{}", b.log_text());
-        assert!(
-            start.elapsed() < WAIT,
-            "no more cycles; log:\n{}",
-            b.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    b.more_cycles(2.0).await;
     let (samples, min_ready) = sampler.finish().await;
     let logs = format!(
         "replica-a log:\n{}\nreplica-b log:\n{}",
@@ -472,17 +450,7 @@ async fn leader_killed_mid_cycle_behind_the_guard_restarts_no_deployment_twice()
         cluster.wait_settled(app, n).await;
     }
     // Two more cycles of the new leader: nothing is left to evict or restart.
-    let seen = cycles(&b).await;
-    let start = std::time::Instant::now();
-    while cycles(&b).await < seen + 2.0 {
-        assert!(b.running(), "replica-b exited; log:\n{}", b.log_text());
-        assert!(
-            start.elapsed() < WAIT,
-            "no more cycles; log:\n{}",
-            b.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    b.more_cycles(2.0).await;
     let series = ready.finish().await;
     let (restart_samples, restart_values) = restarts.finish().await;
     let guard_metrics: Vec<String> = guard

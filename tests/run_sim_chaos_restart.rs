@@ -21,24 +21,6 @@ const REPLICAS: usize = 8;
 /// Each eviction waits this long in the API server, so the cycle lasts several seconds.
 const EVICTION_LATENCY: Duration = Duration::from_millis(600);
 
-fn node(name: &str, tainted: bool) -> Value {
-    let mut n = json!({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "spec": {},
-        "status": {
-            "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-            "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]
-        }
-    });
-    if tainted {
-        n["spec"]["taints"] =
-            json!([{"key": "maintenance", "value": "true", "effect": "NoSchedule"}]);
-    }
-    n
-}
-
 fn deployment() -> Value {
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",

@@ -2,26 +2,12 @@
 //! on a snapshot file of the same cluster: the same eviction attempts, in the same order, with the
 //! same outcomes (all ten plugins, the guard's verdicts, per-node and total limits).
 
+mod cli_common;
 mod run_sim_common;
-
-use std::process::Command;
 
 use kube_descheduler::synth::{Shape, write_cluster};
 use kube_sim::{Sim, SimOptions};
-use serde_json::{Value, json};
-
-const KINDS: &[(&str, &str)] = &[
-    ("v1", "Node"),
-    ("v1", "Namespace"),
-    ("v1", "Pod"),
-    ("v1", "PersistentVolumeClaim"),
-    ("policy/v1", "PodDisruptionBudget"),
-    ("scheduling.k8s.io/v1", "PriorityClass"),
-    ("apps/v1", "ReplicaSet"),
-    ("apps/v1", "Deployment"),
-    ("apps/v1", "StatefulSet"),
-    ("batch/v1", "Job"),
-];
+use serde_json::Value;
 
 /// (pod, node, profile, plugin, outcome) of each attempt, in order.
 type Attempt = (String, String, String, String, String);
@@ -50,22 +36,10 @@ async fn served_cluster(dir: &std::path::Path) -> (kube_sim::SimHandle, std::pat
     .expect("kube-sim starts");
 
     // The snapshot file: the cluster as the API serves it (`kubectl get … -o json`).
-    let mut items = Vec::new();
-    for (api_version, kind) in KINDS {
-        for mut o in sim.list(api_version, kind, None) {
-            o["apiVersion"] = json!(api_version);
-            o["kind"] = json!(kind);
-            items.push(o);
-        }
-    }
+    let snapshot = dir.join("cluster.json");
+    let items = cli_common::export_list(&sim, cli_common::SNAPSHOT_KINDS, &snapshot);
     let pods = items.iter().filter(|o| o["kind"] == "Pod").count();
     assert!(pods > 1_500, "the cluster is served ({pods} pods)");
-    let snapshot = dir.join("cluster.json");
-    std::fs::write(
-        &snapshot,
-        serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "List", "items": items})).unwrap(),
-    )
-    .unwrap();
     (sim, snapshot)
 }
 
@@ -143,19 +117,13 @@ async fn run_dry_run_on_the_served_cluster_equals_plan_on_its_file() {
     let policy = dir.path().join("policy.yaml");
     std::fs::write(&policy, &policy_text).unwrap();
 
-    let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
-        .args(["plan", "-o", "json", "--policy"])
-        .arg(&policy)
-        .arg("--snapshot")
-        .arg(&snapshot)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let plan = cli_common::json_of(&cli_common::succeeds(
+        cli_common::bin()
+            .args(["plan", "-o", "json", "--policy"])
+            .arg(&policy)
+            .arg("--snapshot")
+            .arg(&snapshot),
+    ));
     let planned: Vec<Attempt> = plan["evictions"]
         .as_array()
         .unwrap()

@@ -17,28 +17,6 @@ fn fault(verb: &str, resource: &str) -> FaultRule {
     }
 }
 
-/// Waits until `n` more interval cycles have run (the process must serve metrics openly).
-async fn more_cycles(d: &mut Descheduler, n: f64) {
-    let cycles = |t: &str| {
-        metric(
-            t,
-            "kube_descheduler_cycles_total",
-            &[("source", "interval")],
-        )
-    };
-    let seen = cycles(&d.metrics().await);
-    let start = Instant::now();
-    while cycles(&d.metrics().await) < seen + n {
-        assert!(d.running(), "exited; log:\n{}", d.log_text());
-        assert!(
-            start.elapsed() < WAIT,
-            "no further cycles; log:\n{}",
-            d.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 fn assert_evicted_once(sim: &SimHandle, d: &Descheduler, pods: &[&str]) {
     let log = d.log_text();
     assert!(!log.contains("panicked"), "log:\n{log}");
@@ -90,13 +68,7 @@ async fn failing_and_slow_initial_lists_are_retried() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_watches_and_expired_history_are_survived_without_double_evictions() {
     let sim = start_sim(cluster(replica_set_with_pods("web", 1, TAINTED))).await;
-    let mut d = start(
-        &sim,
-        "watches",
-        &policy(""),
-        &["--descheduling-interval=1s", "--metrics-unauthenticated"],
-    );
-    d.wait_ready().await;
+    let mut d = start_interval(&sim, "watches", &policy("")).await;
     let s = sim.clone();
     wait_for("web-1 evicted", || evicted(&s, "web-1")).await;
 
@@ -104,10 +76,10 @@ async fn dropped_watches_and_expired_history_are_survived_without_double_evictio
     // re-list; then re-watches fail with 5xx twice (the watcher backs off 0.8 s, 1.6 s, … as
     // client-go's reflector does, so more failures would only make the test slower).
     sim.drop_watches();
-    more_cycles(&mut d, 1.0).await;
+    d.more_cycles(1.0).await;
     sim.compact_watch_history();
     sim.drop_watches();
-    more_cycles(&mut d, 1.0).await;
+    d.more_cycles(1.0).await;
     let flaky = sim.add_fault(FaultRule {
         status: Some(503),
         times: Some(2),
@@ -131,7 +103,7 @@ async fn dropped_watches_and_expired_history_are_survived_without_double_evictio
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     sim.remove_fault(flaky);
-    more_cycles(&mut d, 2.0).await;
+    d.more_cycles(2.0).await;
     assert_evicted_once(&sim, &d, &["web-1", "late-1", "late-2"]);
     let ok = insecure_client()
         .get(d.url("/healthz"))
@@ -166,19 +138,13 @@ async fn eviction_5xx_and_gateway_timeouts_are_errors_retried_by_the_next_cycle_
         times: Some(1),
         ..fault("create", "pods/eviction")
     });
-    let mut d = start(
-        &sim,
-        "evictions",
-        &policy(""),
-        &["--descheduling-interval=1s", "--metrics-unauthenticated"],
-    );
-    d.wait_ready().await;
+    let mut d = start_interval(&sim, "evictions", &policy("")).await;
     let s = sim.clone();
     wait_for("all three evicted", || {
         ["web-1", "web-2", "web-3"].iter().all(|n| evicted(&s, n))
     })
     .await;
-    more_cycles(&mut d, 2.0).await;
+    d.more_cycles(2.0).await;
     assert_evicted_once(&sim, &d, &["web-1", "web-2", "web-3"]);
     let text = d.metrics().await;
     let count = |result| {

@@ -13,15 +13,9 @@ use serde_json::Value;
 const LEASE_SECONDS: u64 = 4;
 
 fn leader_flags() -> Vec<String> {
-    vec![
-        "--descheduling-interval=1s".into(),
-        "--leader-elect".into(),
-        format!("--leader-elect-lease-duration={LEASE_SECONDS}s"),
-        "--leader-elect-renew-deadline=3s".into(),
-        "--leader-elect-retry-period=500ms".into(),
-        "--leader-elect-resource-name=descheduler".into(),
-        "--leader-elect-resource-namespace=kube-system".into(),
-    ]
+    let mut flags = vec!["--descheduling-interval=1s".to_string()];
+    flags.extend(leader_elect_flags(LEASE_SECONDS));
+    flags
 }
 
 fn lease(sim: &SimHandle) -> Option<Value> {

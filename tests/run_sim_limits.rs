@@ -1,6 +1,7 @@
-//! `kube-descheduler run` (the real binary) against the API stand-in with issue #37's limits:
-//! `workloadEvictionWindow` holds across interval cycles in one process, and its refusals are
-//! counted in `descheduler_pods_evicted_total` with their own result text and logged.
+//! `kube-descheduler run` (the real binary) against the API stand-in with the per-workload
+//! eviction limits: `workloadEvictionWindow` holds across interval cycles in one process, and its
+//! refusals are counted in `descheduler_pods_evicted_total` with their own result text and
+//! logged.
 
 mod run_sim_common;
 
@@ -12,15 +13,14 @@ use run_sim_common::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_workload_window_holds_across_interval_cycles() {
     let sim = start_sim(cluster(replica_set_with_pods("web", 4, TAINTED))).await;
-    let mut d = start(
+    let mut d = start_interval(
         &sim,
         "window",
         &policy(
             "maxNoOfPodsToEvictPerWorkload: 1\nworkloadEvictionWindow:\n  duration: 1h\n  maxEvictions: 2",
         ),
-        &["--descheduling-interval=1s", "--metrics-unauthenticated"],
-    );
-    d.wait_ready().await;
+    )
+    .await;
     let names = ["web-1", "web-2", "web-3", "web-4"];
     let s = sim.clone();
     wait_for("two pods evicted", || {
@@ -28,24 +28,7 @@ async fn the_workload_window_holds_across_interval_cycles() {
     })
     .await;
     // Let at least three more cycles run: none may evict another pod of `web`.
-    let cycles = |t: &str| {
-        metric(
-            t,
-            "kube_descheduler_cycles_total",
-            &[("source", "interval")],
-        )
-    };
-    let seen = cycles(&d.metrics().await);
-    let start = std::time::Instant::now();
-    while cycles(&d.metrics().await) < seen + 3.0 {
-        assert!(
-            start.elapsed() < WAIT,
-            "no further cycles; log:\n{}",
-            d.log_text()
-        );
-        assert!(d.running(), "exited; log:\n{}", d.log_text());
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    d.more_cycles(3.0).await;
     let log = d.log_text();
     assert_eq!(
         names.iter().filter(|n| evicted(&sim, n)).count(),
@@ -53,32 +36,15 @@ async fn the_workload_window_holds_across_interval_cycles() {
         "the window allows 2 per hour; log:\n{log}"
     );
     let text = d.metrics().await;
-    let labels = |result| {
-        [
-            ("result", result),
-            ("strategy", "RemovePodsViolatingNodeTaints"),
-            ("profile", "taints"),
-            ("namespace", NS),
-            ("node", TAINTED),
-        ]
-    };
-    assert_eq!(
-        metric(&text, "descheduler_pods_evicted_total", &labels("success")),
-        2.0,
-        "{text}"
-    );
-    let window = metric(
+    assert_eq!(evicted_from_tainted(&text, "success"), 2.0, "{text}");
+    let window = evicted_from_tainted(
         &text,
-        "descheduler_pods_evicted_total",
-        &labels("maximum number of evicted pods per workload within the eviction window reached"),
+        "maximum number of evicted pods per workload within the eviction window reached",
     );
     assert!(window >= 3.0, "window refusals not counted:\n{text}");
     // The first cycle's second pod was refused by the per-cycle workload limit.
-    let per_cycle = metric(
-        &text,
-        "descheduler_pods_evicted_total",
-        &labels("maximum number of evicted pods per workload reached"),
-    );
+    let per_cycle =
+        evicted_from_tainted(&text, "maximum number of evicted pods per workload reached");
     assert!(per_cycle >= 1.0, "{text}");
     assert!(
         log.contains("workloadEvictionWindow.maxEvictions 2 = 2"),

@@ -1,4 +1,4 @@
-//! Issue #37's policy fields through the chart: the values schema checks them, and the rendered
+//! The percentage and per-workload eviction limits' policy fields through the chart: the values schema checks them, and the rendered
 //! policy loads with them.
 
 use super::*;

@@ -1,4 +1,4 @@
-//! Issue #36: the guard's NetworkPolicy and client-certificate settings.
+//! The guard's NetworkPolicy and client-certificate settings.
 
 use super::*;
 use k8s_openapi::api::networking::v1::NetworkPolicy;

@@ -200,6 +200,29 @@ impl Cluster {
         Self::start_with_tick(objects, SimOptions::default().tick).await
     }
 
+    /// [`Cluster::start`] with the node to drain, `n1`, and a spare `n2` cordoned until the
+    /// workload is up, so that every pod of `apps` (name, replicas) is Ready on `n1`.
+    pub async fn start_on_n1(workload: Vec<Value>, apps: &[(&str, usize)]) -> Cluster {
+        let mut objects = vec![node("n1", true), node("n2", false)];
+        objects.extend(workload);
+        let cluster = Self::start(objects).await;
+        cluster.wait_ready_on(apps, "n1").await;
+        cluster
+    }
+
+    /// [`Cluster::start_on_n1`] with one replica of Deployment `app` behind a budget
+    /// `minAvailable: 1`, which never allows its eviction by itself.
+    pub async fn start_single_replica_behind_budget(app: &str) -> Cluster {
+        Self::start_on_n1(
+            vec![
+                deployment(app, 1, Strategy::Default),
+                pdb_min_available(app, 1),
+            ],
+            &[(app, 1)],
+        )
+        .await
+    }
+
     /// [`Cluster::start`] whose webhook calls are anonymous (no client certificate).
     pub async fn start_unauthenticated(objects: Vec<Value>) -> Cluster {
         Self::start_with(objects, SimOptions::default().tick, false).await
@@ -603,6 +626,12 @@ impl Webhook {
     /// `kube_descheduler_guard_allows_total{reason="dry_run"}`).
     pub async fn metric(&self, name: &str) -> f64 {
         metric_value(&self.metrics().await, name)
+    }
+
+    /// Asserts that the counter `name` (exact name with labels) has counted at least once.
+    pub async fn assert_counted(&self, name: &str) {
+        let value = self.metric(name).await;
+        assert!(value >= 1.0, "{name} is {value}");
     }
 
     /// Kills the process (as a crashed or deleted replica would disappear).

@@ -20,6 +20,14 @@ pub fn installed_kubectls() -> Vec<(String, PathBuf)> {
     bins
 }
 
+/// What a failed assertion about kubectl `label`'s drain shows: its output and the webhook's logs.
+pub fn drain_context(label: &str, out: &impl std::fmt::Debug, webhook: &Webhook) -> String {
+    format!(
+        "kubectl {label}: {out:?}\nwebhook logs:\n{}",
+        webhook.logs()
+    )
+}
+
 /// A kubectl label usable in object names (`1.27` → `1-27`).
 pub fn kubectl_slug(label: &str) -> String {
     label.replace('.', "-")

@@ -34,19 +34,23 @@ pub struct TestTls {
     pub dir: tempfile::TempDir,
 }
 
+/// Loads `dir`'s `tls.crt` and `tls.key` as the server does, re-read every `interval`.
+pub async fn load_dir(
+    dir: &Path,
+    interval: Duration,
+) -> (RustlsConfig, tokio::task::JoinHandle<()>) {
+    load_with_reload(dir.join("tls.crt"), dir.join("tls.key"), interval)
+        .await
+        .unwrap()
+}
+
 /// Creates a CA and a serving certificate for [`HOST`] and loads them as the server would.
 pub async fn test_tls() -> TestTls {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir().unwrap();
     let certs = generate(&certs_args(dir.path())).unwrap();
     write_files(dir.path(), &certs).unwrap();
-    let (config, _task) = load_with_reload(
-        dir.path().join("tls.crt"),
-        dir.path().join("tls.key"),
-        Duration::from_secs(10),
-    )
-    .await
-    .unwrap();
+    let (config, _task) = load_dir(dir.path(), Duration::from_secs(10)).await;
     TestTls { certs, config, dir }
 }
 

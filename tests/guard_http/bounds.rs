@@ -36,27 +36,19 @@ async fn failed_restarts_stop_blocking_after_the_deadline() {
         _dir: dir,
     };
 
-    let first = h
-        .review(eviction_review("policy/v1", json!({}), false))
-        .await;
+    let first = h.evict().await;
     assert_eq!(first["status"]["code"], 429);
     advance(&now, 300);
-    assert_eq!(
-        h.review(eviction_review("policy/v1", json!({}), false))
-            .await["status"]["code"],
-        429
-    );
+    assert_eq!(h.evict().await["status"]["code"], 429);
     advance(&now, 301);
-    let late = h
-        .review(eviction_review("policy/v1", json!({}), false))
-        .await;
+    let late = h.evict().await;
     assert_eq!(late["allowed"], true, "{late}");
     assert!(
         late["warnings"][0].as_str().unwrap().contains("within 10m"),
         "{late}"
     );
     assert_eq!(
-        h.restarter.calls.lock().unwrap().len(),
+        h.restarts().len(),
         2,
         "no restart attempt after the deadline"
     );
@@ -134,9 +126,7 @@ async fn a_hanging_lookup_is_answered_allowed_within_the_webhook_timeout() {
         _dir: dir,
     };
     let started = std::time::Instant::now();
-    let resp = h
-        .review(eviction_review("policy/v1", json!({}), false))
-        .await;
+    let resp = h.evict().await;
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "answered inside the 5 s webhook timeout"

@@ -60,13 +60,7 @@ async fn rotated_certificates_are_served_to_new_connections_without_restart() {
     let mount = tempfile::tempdir().unwrap();
     publish_secret(mount.path(), "v1", &first);
 
-    let (tls, _task) = load_with_reload(
-        mount.path().join("tls.crt"),
-        mount.path().join("tls.key"),
-        Duration::from_millis(100),
-    )
-    .await
-    .unwrap();
+    let (tls, _task) = load_dir(mount.path(), Duration::from_millis(100)).await;
     let state = Arc::new(GuardState::new(
         Arc::new(cluster(dep())),
         Arc::new(FakeRestarter::default()),

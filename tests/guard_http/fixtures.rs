@@ -129,3 +129,10 @@ pub(crate) fn assert_deflection(resp: &Value) {
         "{message}"
     );
 }
+
+/// Asserts that the review was allowed with a first warning containing `text`.
+pub(crate) fn assert_allowed_warning(resp: &Value, text: &str) {
+    assert_eq!(resp["allowed"], true, "{resp}");
+    let warning = resp["warnings"][0].as_str().unwrap_or_default();
+    assert!(warning.contains(text), "{resp}");
+}

@@ -64,6 +64,32 @@ impl Harness {
         );
         v["response"].clone()
     }
+
+    /// The review of the fixture pod's `policy/v1` eviction (no preconditions, not a dry run).
+    pub(crate) async fn evict(&self) -> Value {
+        self.review(eviction_review("policy/v1", json!({}), false))
+            .await
+    }
+
+    /// The review of the fixture pod's `policy/v1` eviction with the precondition `uid`.
+    pub(crate) async fn evict_uid(&self, uid: &str) -> Value {
+        self.review(eviction_review(
+            "policy/v1",
+            json!({"preconditions": {"uid": uid}}),
+            false,
+        ))
+        .await
+    }
+
+    /// The response to a GET of `path`.
+    pub(crate) async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.unwrap()
+    }
+
+    /// The restarts asked of the restarter so far.
+    pub(crate) fn restarts(&self) -> Vec<RestartRequest> {
+        self.restarter.calls.lock().unwrap().clone()
+    }
 }
 
 pub(crate) async fn start_with(

@@ -19,7 +19,7 @@ use kube_descheduler::guard::facts::{
 use kube_descheduler::guard::server::{GuardState, router};
 use kube_descheduler::guard::source::MemorySource;
 use kube_descheduler::restart::{RestartOutcome, RestartRequest, Restarter};
-use kube_descheduler::serving::tls::{HttpsServer, load_with_reload, serve_https};
+use kube_descheduler::serving::tls::{HttpsServer, serve_https};
 use serde_json::{Value, json};
 
 #[path = "../guard_common/mod.rs"]

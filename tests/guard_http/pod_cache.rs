@@ -9,14 +9,7 @@ fn pod_reads(h: &Harness) -> usize {
 }
 
 async fn metrics_text(h: &Harness) -> String {
-    h.client
-        .get(h.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
+    h.get("/metrics").await.text().await.unwrap()
 }
 
 fn three_replicas() -> DeploymentFacts {
@@ -35,16 +28,10 @@ async fn cached_pod_answers_the_allow_path_without_a_read() {
     let mut s = cluster(three_replicas());
     s.cached_pods.insert("shop/web-7d9f-abcde".into(), pod());
     let h = start(s).await;
-    let resp = h
-        .review(eviction_review(
-            "policy/v1",
-            json!({"preconditions": {"uid": "pod-uid"}}),
-            false,
-        ))
-        .await;
+    let resp = h.evict_uid("pod-uid").await;
     assert_eq!(resp["allowed"], true, "{resp}");
     assert_eq!(pod_reads(&h), 0, "served from the cache");
-    assert!(h.restarter.calls.lock().unwrap().is_empty());
+    assert!(h.restarts().is_empty());
     let m = metrics_text(&h).await;
     assert!(
         m.contains("kube_descheduler_guard_pod_reads_total{source=\"cache\"} 1"),
@@ -57,16 +44,10 @@ async fn pod_missing_from_the_cache_is_read_not_assumed_gone() {
     // Synced cache without the pod (just created, the watch lags): the API has it, and it is a
     // deflection candidate.
     let h = start(cluster(dep())).await;
-    let resp = h
-        .review(eviction_review(
-            "policy/v1",
-            json!({"preconditions": {"uid": "pod-uid"}}),
-            false,
-        ))
-        .await;
+    let resp = h.evict_uid("pod-uid").await;
     assert_deflection(&resp);
     assert_eq!(pod_reads(&h), 1);
-    assert_eq!(h.restarter.calls.lock().unwrap().len(), 1);
+    assert_eq!(h.restarts().len(), 1);
     let m = metrics_text(&h).await;
     assert!(
         m.contains("kube_descheduler_guard_pod_reads_total{source=\"api\"} 1"),
@@ -80,18 +61,9 @@ async fn stale_cached_pod_that_the_api_says_is_gone_is_not_deflected() {
     s.cached_pods.insert("shop/web-7d9f-abcde".into(), pod());
     s.pods.clear();
     let h = start(s).await;
-    let resp = h
-        .review(eviction_review(
-            "policy/v1",
-            json!({"preconditions": {"uid": "pod-uid"}}),
-            false,
-        ))
-        .await;
+    let resp = h.evict_uid("pod-uid").await;
     assert_eq!(resp["allowed"], true, "{resp}");
-    assert!(
-        h.restarter.calls.lock().unwrap().is_empty(),
-        "no restart for a pod that is gone"
-    );
+    assert!(h.restarts().is_empty(), "no restart for a pod that is gone");
     assert_eq!(pod_reads(&h), 1, "re-read before acting");
 }
 
@@ -118,9 +90,7 @@ async fn stale_cached_pod_that_stopped_being_ready_is_not_refused() {
         disruptions_allowed: 0,
     }));
     let h = start(s).await;
-    let resp = h
-        .review(eviction_review("policy/v1", json!({}), false))
-        .await;
+    let resp = h.evict().await;
     assert_eq!(resp["allowed"], true, "{resp}");
     assert_eq!(pod_reads(&h), 1);
 }
@@ -130,16 +100,10 @@ async fn deflection_from_the_cache_is_confirmed_by_a_fresh_read() {
     let mut s = cluster(dep());
     s.cached_pods.insert("shop/web-7d9f-abcde".into(), pod());
     let h = start(s).await;
-    let resp = h
-        .review(eviction_review(
-            "policy/v1",
-            json!({"preconditions": {"uid": "pod-uid"}}),
-            false,
-        ))
-        .await;
+    let resp = h.evict_uid("pod-uid").await;
     assert_deflection(&resp);
     assert_eq!(pod_reads(&h), 1, "one fresh read before the restart");
-    assert_eq!(h.restarter.calls.lock().unwrap().len(), 1);
+    assert_eq!(h.restarts().len(), 1);
     let m = metrics_text(&h).await;
     assert!(
         m.contains("kube_descheduler_guard_pod_reads_total{source=\"recheck\"} 1"),
@@ -181,18 +145,16 @@ async fn a_replica_whose_sibling_is_being_evicted_is_deflected() {
     source.nodes.insert("a".into(), false);
     let h = start(source).await;
 
-    let first = h
-        .review(eviction_review("policy/v1", json!({}), false))
-        .await;
+    let first = h.evict().await;
     assert_eq!(first["allowed"], true, "the other replica stays: {first}");
-    assert!(h.restarter.calls.lock().unwrap().is_empty());
+    assert!(h.restarts().is_empty());
 
     let mut second = eviction_review("policy/v1", json!({}), false);
     second["request"]["name"] = json!("web-7d9f-other");
     second["request"]["object"]["metadata"]["name"] = json!("web-7d9f-other");
     let resp = h.review(second).await;
     assert_deflection(&resp);
-    let calls = h.restarter.calls.lock().unwrap().clone();
+    let calls = h.restarts();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].pod, "web-7d9f-other");
 }

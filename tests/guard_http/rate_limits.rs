@@ -1,4 +1,4 @@
-//! Issue #36: the token buckets and the records, on the guard's review path (no HTTP).
+//! The guard's per-peer rate limits: the token buckets and the records, on the guard's review path (no HTTP).
 
 use super::*;
 use kube_descheduler::guard::rate::{Rate, RateLimits};

@@ -5,15 +5,9 @@ use super::*;
 #[tokio::test]
 async fn v1_eviction_of_single_replica_pod_is_deflected_into_one_restart() {
     let h = start(cluster(dep())).await;
-    let resp = h
-        .review(eviction_review(
-            "policy/v1",
-            json!({"preconditions": {"uid": "pod-uid"}}),
-            false,
-        ))
-        .await;
+    let resp = h.evict_uid("pod-uid").await;
     assert_deflection(&resp);
-    let calls = h.restarter.calls.lock().unwrap().clone();
+    let calls = h.restarts();
     assert_eq!(calls.len(), 1);
     assert_eq!(
         (
@@ -36,7 +30,7 @@ async fn v1beta1_eviction_is_accepted() {
         .review(eviction_review("policy/v1beta1", Value::Null, false))
         .await;
     assert_deflection(&resp);
-    assert_eq!(h.restarter.calls.lock().unwrap().len(), 1);
+    assert_eq!(h.restarts().len(), 1);
 }
 
 #[tokio::test]
@@ -51,10 +45,7 @@ async fn dry_run_in_query_has_no_side_effect_and_warns() {
         warning.contains("dry run") && warning.contains("rolling restart of Deployment shop/web"),
         "{warning}"
     );
-    assert!(
-        h.restarter.calls.lock().unwrap().is_empty(),
-        "dry run must not restart"
-    );
+    assert!(h.restarts().is_empty(), "dry run must not restart");
 }
 
 #[tokio::test]
@@ -68,39 +59,25 @@ async fn dry_run_in_delete_options_has_no_side_effect_and_warns() {
             false,
         ))
         .await;
-    assert_eq!(resp["allowed"], true);
-    assert!(
-        resp["warnings"][0]
-            .as_str()
-            .unwrap()
-            .contains("would refuse")
-    );
-    assert!(h.restarter.calls.lock().unwrap().is_empty());
+    assert_allowed_warning(&resp, "would refuse");
+    assert!(h.restarts().is_empty());
 }
 
 #[tokio::test]
 async fn uid_mismatch_is_allowed_without_restart() {
     let h = start(cluster(dep())).await;
-    let resp = h
-        .review(eviction_review(
-            "policy/v1",
-            json!({"preconditions": {"uid": "someone-else"}}),
-            false,
-        ))
-        .await;
+    let resp = h.evict_uid("someone-else").await;
     assert_eq!(resp["allowed"], true);
     assert!(resp.get("warnings").is_none());
-    assert!(h.restarter.calls.lock().unwrap().is_empty());
+    assert!(h.restarts().is_empty());
 }
 
 #[tokio::test]
 async fn missing_pod_is_allowed() {
     let h = start(MemorySource::new()).await;
-    let resp = h
-        .review(eviction_review("policy/v1", json!({}), false))
-        .await;
+    let resp = h.evict().await;
     assert_eq!(resp["allowed"], true);
-    assert!(h.restarter.calls.lock().unwrap().is_empty());
+    assert!(h.restarts().is_empty());
 }
 
 #[tokio::test]
@@ -133,7 +110,7 @@ async fn malformed_bodies_get_400_naming_the_problem() {
     // Oversized bodies are cut off, not buffered forever.
     let (status, _) = h.post(vec![b' '; 5 * 1024 * 1024]).await;
     assert_eq!(status, 413);
-    assert!(h.restarter.calls.lock().unwrap().is_empty());
+    assert!(h.restarts().is_empty());
 }
 
 #[tokio::test]
@@ -149,7 +126,7 @@ async fn non_eviction_requests_are_allowed() {
     let mut delete = eviction_review("policy/v1", json!({}), false);
     delete["request"]["operation"] = json!("DELETE");
     assert_eq!(h.review(delete).await["allowed"], true);
-    assert!(h.restarter.calls.lock().unwrap().is_empty());
+    assert!(h.restarts().is_empty());
 }
 
 #[tokio::test]
@@ -159,9 +136,7 @@ async fn failed_restart_answers_429_without_the_handoff_phrase() {
         ..FakeRestarter::default()
     };
     let h = start_with(cluster(dep()), restarter, GuardConfig::default()).await;
-    let resp = h
-        .review(eviction_review("policy/v1", json!({}), false))
-        .await;
+    let resp = h.evict().await;
     assert_eq!(resp["allowed"], false);
     assert_eq!(resp["status"]["code"], 429);
     assert_eq!(resp["status"]["reason"], "TooManyRequests");
@@ -175,10 +150,8 @@ async fn failed_restart_answers_429_without_the_handoff_phrase() {
         "not handed off: {message}"
     );
     // The retry tries again.
-    let _ = h
-        .review(eviction_review("policy/v1", json!({}), false))
-        .await;
-    assert_eq!(h.restarter.calls.lock().unwrap().len(), 2);
+    let _ = h.evict().await;
+    assert_eq!(h.restarts().len(), 2);
 }
 
 #[tokio::test]
@@ -193,14 +166,9 @@ async fn in_flight_rollout_is_denied_without_another_restart() {
         ..dep()
     };
     let h = start(cluster(d)).await;
-    let resp = h
-        .review(eviction_review("policy/v1", json!({}), false))
-        .await;
+    let resp = h.evict().await;
     assert_deflection(&resp);
-    assert!(
-        h.restarter.calls.lock().unwrap().is_empty(),
-        "in flight: no second restart"
-    );
+    assert!(h.restarts().is_empty(), "in flight: no second restart");
 }
 
 #[tokio::test]
@@ -217,9 +185,7 @@ async fn pdb_without_disruptions_is_denied_naming_the_budget() {
         disruptions_allowed: 0,
     }));
     let h = start(s).await;
-    let resp = h
-        .review(eviction_review("policy/v1", json!({}), false))
-        .await;
+    let resp = h.evict().await;
     assert_eq!(resp["allowed"], false);
     assert_eq!(resp["status"]["code"], 429);
     assert_eq!(resp["status"]["reason"], "TooManyRequests");
@@ -243,20 +209,14 @@ async fn health_guard_can_be_switched_off() {
         ..GuardConfig::default()
     };
     let h = start_with(s, FakeRestarter::default(), off).await;
-    assert_eq!(
-        h.review(eviction_review("policy/v1", json!({}), false))
-            .await["allowed"],
-        true
-    );
+    assert_eq!(h.evict().await["allowed"], true);
     let s = cluster(DeploymentFacts {
         replicas: 3,
         ready_replicas: 2,
         ..dep()
     });
     let h = start(s).await;
-    let resp = h
-        .review(eviction_review("policy/v1", json!({}), false))
-        .await;
+    let resp = h.evict().await;
     assert_eq!(resp["status"]["code"], 429);
     assert!(
         resp["status"]["message"]
@@ -271,72 +231,26 @@ async fn when_unsure_the_guard_allows() {
     let mut s = cluster(dep());
     s.pod_error = Some("connection refused".into());
     let h = start(s).await;
-    let resp = h
-        .review(eviction_review("policy/v1", json!({}), false))
-        .await;
-    assert_eq!(resp["allowed"], true);
-    assert!(
-        resp["warnings"][0]
-            .as_str()
-            .unwrap()
-            .contains("connection refused")
-    );
+    let resp = h.evict().await;
+    assert_allowed_warning(&resp, "connection refused");
 
     let mut s = cluster(dep());
     s.synced = false;
     let h = start(s).await;
-    assert_eq!(
-        h.review(eviction_review("policy/v1", json!({}), false))
-            .await["allowed"],
-        true
-    );
-    let ready = h.client.get(h.url("/readyz")).send().await.unwrap();
+    assert_eq!(h.evict().await["allowed"], true);
+    let ready = h.get("/readyz").await;
     assert_eq!(ready.status().as_u16(), 503);
-    assert!(h.restarter.calls.lock().unwrap().is_empty());
+    assert!(h.restarts().is_empty());
 }
 
 #[tokio::test]
 async fn health_ready_and_metrics_endpoints() {
     let h = start(cluster(dep())).await;
-    assert_eq!(
-        h.client
-            .get(h.url("/healthz"))
-            .send()
-            .await
-            .unwrap()
-            .status()
-            .as_u16(),
-        200
-    );
-    assert_eq!(
-        h.client
-            .get(h.url("/readyz"))
-            .send()
-            .await
-            .unwrap()
-            .status()
-            .as_u16(),
-        200
-    );
-    let _ = h
-        .review(eviction_review("policy/v1", json!({}), false))
-        .await;
-    let _ = h
-        .review(eviction_review(
-            "policy/v1",
-            json!({"preconditions": {"uid": "x"}}),
-            false,
-        ))
-        .await;
-    let text = h
-        .client
-        .get(h.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    assert_eq!(h.get("/healthz").await.status().as_u16(), 200);
+    assert_eq!(h.get("/readyz").await.status().as_u16(), 200);
+    let _ = h.evict().await;
+    let _ = h.evict_uid("x").await;
+    let text = h.get("/metrics").await.text().await.unwrap();
     assert!(
         text.contains("kube_descheduler_guard_deflections_total 1"),
         "{text}"

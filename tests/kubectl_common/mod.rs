@@ -49,3 +49,13 @@ pub async fn run(bin: &Path, kubeconfig: Option<&Path>, args: &[&str]) -> Out {
         stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
     }
 }
+
+/// kube-sim with its controllers off: it stores what is applied and changes nothing itself.
+pub async fn frozen_sim() -> kube_sim::SimHandle {
+    kube_sim::Sim::start(kube_sim::SimOptions {
+        controllers: false,
+        ..Default::default()
+    })
+    .await
+    .expect("kube-sim starts")
+}

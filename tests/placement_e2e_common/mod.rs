@@ -1,4 +1,5 @@
-//! Issue #35's scenario against kube-sim, shared by the placement end-to-end tests
+//! The ping-pong scenario (HighNodeUtilization empties nodes that LeastAllocated scoring refills)
+//! against kube-sim, shared by the placement end-to-end tests
 //! (`placement_returns_e2e`, `placement_enforce_e2e`): six 4-CPU nodes; n1–n4 each run one
 //! 2.4-CPU pod of ReplicaSet `big` (60 %), n5 and n6 one 200m pod of ReplicaSet `small` (5 %); the
 //! policy is HighNodeUtilization with `thresholds: {cpu: 20, memory: 20}`, and `run` is started
@@ -14,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::run_sim_common::{self, Descheduler, NS, metric, pod_ready, start, wait_for};
 
-/// The issue's policy with the DefaultEvictor's `placement` set to `mode` (`None`: the argument
+/// The ping-pong policy with the DefaultEvictor's `placement` set to `mode` (`None`: the argument
 /// is absent, as in an upstream policy).
 pub fn policy(mode: Option<&str>) -> String {
     let args = match mode {
@@ -99,7 +100,7 @@ fn workload(app: &str, cpu: &str, memory: &str, nodes: &[&str]) -> Vec<Value> {
     out
 }
 
-/// Starts kube-sim with the issue's cluster (its scheduler configured by `scheduler_config`, a
+/// Starts kube-sim with the ping-pong cluster (its scheduler configured by `scheduler_config`, a
 /// `KubeSchedulerConfiguration`) and waits for the six pods to be Running and Ready.
 pub async fn start_cluster(scheduler_config: Option<&str>) -> SimHandle {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -155,6 +156,19 @@ pub fn small_nodes(sim: &SimHandle) -> Vec<String> {
     small_pods(sim).into_iter().map(|(n, _)| n).collect()
 }
 
+/// Waits until both small pods' replacements run on n1–n4 (packed by MostAllocated scoring).
+pub async fn wait_packed(sim: &SimHandle) {
+    let s = sim.clone();
+    wait_for("the replacements packed onto n1–n4", || {
+        let nodes = small_nodes(&s);
+        nodes.len() == 2
+            && nodes
+                .iter()
+                .all(|n| ["n1", "n2", "n3", "n4"].contains(&n.as_str()))
+    })
+    .await;
+}
+
 /// `run` against the cluster, with its metrics.
 pub struct Run {
     /// The process.
@@ -203,6 +217,18 @@ impl Run {
             );
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
+    }
+
+    /// Waits until at least `n` evictions have succeeded.
+    pub async fn wait_evicted(&self, what: &str, n: f64) {
+        self.wait(what, |m| {
+            metric(
+                m,
+                "descheduler_pods_evicted_total",
+                &[("result", "success")],
+            ) >= n
+        })
+        .await;
     }
 
     /// Waits until `n` more cycles completed after now.

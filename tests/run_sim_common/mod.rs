@@ -40,7 +40,9 @@ profiles:
     )
 }
 
-fn node(name: &str, tainted: bool) -> Value {
+/// A Ready 8-CPU node `name` (uid `node-<name>`), tainted `maintenance=true:NoSchedule` when
+/// `tainted`.
+pub fn node(name: &str, tainted: bool) -> Value {
     let mut n = json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "uid": format!("node-{name}"),
@@ -331,6 +333,75 @@ impl Descheduler {
             Err(_) => String::new(),
         }
     }
+}
+
+impl Descheduler {
+    /// Waits until `n` more interval cycles have run (the process must serve metrics openly);
+    /// fails if the process exits or after [`WAIT`].
+    pub async fn more_cycles(&mut self, n: f64) {
+        let seen = interval_cycles(&self.metrics().await);
+        let start = Instant::now();
+        while interval_cycles(&self.metrics().await) < seen + n {
+            assert!(self.running(), "exited; log:\n{}", self.log_text());
+            assert!(
+                start.elapsed() < WAIT,
+                "no further cycles; log:\n{}",
+                self.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+/// `run` with `policy_text` at a 1 s interval, metrics served without authentication, started
+/// against `sim` and ready.
+pub async fn start_interval(sim: &SimHandle, name: &str, policy_text: &str) -> Descheduler {
+    let mut d = start(
+        sim,
+        name,
+        policy_text,
+        &["--descheduling-interval=1s", "--metrics-unauthenticated"],
+    );
+    d.wait_ready().await;
+    d
+}
+
+/// `descheduler_pods_evicted_total` of the taints profile's evictions from the tainted node
+/// with `result` (`success`, `error`, or a limit's refusal text), in a metrics text.
+pub fn evicted_from_tainted(text: &str, result: &str) -> f64 {
+    metric(
+        text,
+        "descheduler_pods_evicted_total",
+        &[
+            ("result", result),
+            ("strategy", "RemovePodsViolatingNodeTaints"),
+            ("profile", "taints"),
+            ("namespace", NS),
+            ("node", TAINTED),
+        ],
+    )
+}
+
+/// `kube_descheduler_cycles_total{source="interval"}` in a metrics text.
+pub fn interval_cycles(text: &str) -> f64 {
+    metric(
+        text,
+        "kube_descheduler_cycles_total",
+        &[("source", "interval")],
+    )
+}
+
+/// The leader-election flags of the replicas: Lease `kube-system/descheduler`, held for
+/// `lease_seconds`, renewed within 3 s, retried every 500 ms.
+pub fn leader_elect_flags(lease_seconds: u64) -> Vec<String> {
+    vec![
+        "--leader-elect".into(),
+        format!("--leader-elect-lease-duration={lease_seconds}s"),
+        "--leader-elect-renew-deadline=3s".into(),
+        "--leader-elect-retry-period=500ms".into(),
+        "--leader-elect-resource-name=descheduler".into(),
+        "--leader-elect-resource-namespace=kube-system".into(),
+    ]
 }
 
 impl Drop for Descheduler {
