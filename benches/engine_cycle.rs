@@ -16,6 +16,8 @@
 //! per-workload, unavailable and window limits at 100 % (next to the integer node limit), so every
 //! check runs and next to none refuses: the difference is the checks' own cost.
 
+mod bench_common;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -34,24 +36,9 @@ fn fail(msg: String) -> ! {
     std::process::exit(1);
 }
 
-fn median(v: &mut [Duration]) -> Duration {
-    v.sort_unstable();
-    v.get(v.len() / 2).copied().unwrap_or_default()
-}
-
 fn main() {
-    let (nodes, pods) = std::env::var("ENGINE_CYCLE_SIZE")
-        .ok()
-        .and_then(|s| {
-            let (n, p) = s.split_once('x')?;
-            Some((n.trim().parse().ok()?, p.trim().parse().ok()?))
-        })
-        .unwrap_or((5000usize, 150_000usize));
-    let runs: usize = std::env::var("ENGINE_CYCLE_RUNS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(15)
-        .max(1);
+    let (nodes, pods) = bench_common::size_from_env("ENGINE_CYCLE_SIZE");
+    let runs: usize = bench_common::env_number("ENGINE_CYCLE_RUNS", 15).max(1);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = root.join("target").join("bench-data");
     if let Err(e) = std::fs::create_dir_all(&dir) {
@@ -194,7 +181,11 @@ fn main() {
         for st in &mut stats {
             let times = st.plugins.entry(key.clone()).or_default();
             let fastest = times.iter().min().copied().unwrap_or_default();
-            row.push_str(&format!(" {:.1} | {:.1} |", ms(median(times)), ms(fastest)));
+            row.push_str(&format!(
+                " {:.1} | {:.1} |",
+                ms(bench_common::median(times)),
+                ms(fastest)
+            ));
         }
         println!("{row}");
     }
@@ -203,7 +194,7 @@ fn main() {
         let fastest = st.cycles.iter().min().copied().unwrap_or_default();
         row.push_str(&format!(
             " {:.1} | {:.1} |",
-            ms(median(&mut st.cycles)),
+            ms(bench_common::median(&mut st.cycles)),
             ms(fastest)
         ));
     }

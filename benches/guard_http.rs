@@ -13,6 +13,9 @@
 //! - `pod-get`: the pod read through a `kube::Client` GET from a fake API server on loopback
 //!   (what the webhook does on a pod-cache miss, minus the network to a real API server).
 
+#[path = "../tests/guard_common/mod.rs"]
+mod guard_common;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -533,14 +536,8 @@ fn main() {
     runtime.block_on(async move {
         let dir = tempfile::tempdir().expect("tempdir");
         let certs = generate(&CertsArgs {
-            service: "guard".into(),
-            namespace: "kube-descheduler".into(),
-            out_dir: dir.path().to_owned(),
-            dns_names: vec![],
-            ips: vec![],
             valid_days: 1,
-            ca_cert_file: None,
-            ca_key_file: None,
+            ..guard_common::certs_args(dir.path())
         })
         .expect("certs");
         write_files(dir.path(), &certs).expect("write certs");

@@ -10,6 +10,11 @@
 //! reviews for pods spread over the cluster, then reads `VmHWM` (peak RSS) and `VmRSS` from
 //! `/proc/PID/status` of the webhook.
 
+#[path = "../tests/guard_common/mod.rs"]
+mod guard_common;
+
+mod bench_common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -128,17 +133,8 @@ fn metric(text: &str, line_prefix: &str) -> Option<f64> {
 
 fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let (nodes, pods) = std::env::var("GUARD_RSS_SIZE")
-        .ok()
-        .and_then(|s| {
-            let (n, p) = s.split_once('x')?;
-            Some((n.trim().parse().ok()?, p.trim().parse().ok()?))
-        })
-        .unwrap_or((5000usize, 150_000usize));
-    let reviews: usize = std::env::var("GUARD_RSS_REVIEWS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2000);
+    let (nodes, pods) = bench_common::size_from_env("GUARD_RSS_SIZE");
+    let reviews: usize = bench_common::env_number("GUARD_RSS_REVIEWS", 2000);
     let file = snapshot_file(nodes, pods);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -176,14 +172,8 @@ fn main() {
 
         let dir = tempfile::tempdir().unwrap_or_else(|e| fail(format!("tempdir: {e}")));
         let certs = generate(&CertsArgs {
-            service: "guard".into(),
-            namespace: "kube-descheduler".into(),
-            out_dir: dir.path().to_owned(),
-            dns_names: vec![],
-            ips: vec![],
             valid_days: 1,
-            ca_cert_file: None,
-            ca_key_file: None,
+            ..guard_common::certs_args(dir.path())
         })
         .unwrap_or_else(|e| fail(format!("certs: {e}")));
         write_files(dir.path(), &certs).unwrap_or_else(|e| fail(format!("certs: {e}")));

@@ -10,6 +10,8 @@
 //! exits 1. Knobs: `PLAN_LIVE_SIZE` (`NODESxPODS`), `PLAN_LIVE_RUNS` (default 1).
 //! Run: `cargo bench --bench plan_live_scale`.
 
+mod bench_common;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -83,18 +85,8 @@ async fn bare_list(client: &kube::Client) -> (f64, usize) {
 
 fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let (nodes, pods) = std::env::var("PLAN_LIVE_SIZE")
-        .ok()
-        .and_then(|s| {
-            let (n, p) = s.split_once('x')?;
-            Some((n.trim().parse().ok()?, p.trim().parse().ok()?))
-        })
-        .unwrap_or((5000usize, 150_000usize));
-    let runs: usize = std::env::var("PLAN_LIVE_RUNS")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(1)
-        .max(1);
+    let (nodes, pods) = bench_common::size_from_env("PLAN_LIVE_SIZE");
+    let runs: usize = bench_common::env_number("PLAN_LIVE_RUNS", 1).max(1);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -113,12 +105,9 @@ async fn run(nodes: usize, pods: usize, runs: usize) {
         &mut json,
     )
     .unwrap_or_else(|e| fail(format!("{e}")));
-    let mut list: Value =
-        serde_json::from_slice(&json).unwrap_or_else(|e| fail(format!("cluster JSON: {e}")));
-    drop(json);
-    let objects: Vec<Value> = match list.get_mut("items").map(Value::take) {
-        Some(Value::Array(items)) => items,
-        _ => fail("the synthetic cluster has no items".into()),
+    let objects = match bench_common::list_items(json) {
+        Ok(objects) => objects,
+        Err(e) => fail(e),
     };
     let dir = tempfile::tempdir().unwrap_or_else(|e| fail(format!("temp dir: {e}")));
     let kubeconfig = dir.path().join("kubeconfig");

@@ -20,6 +20,7 @@
 //! `LIVE_SCALE_QPS`, `LIVE_SCALE_TIMEOUT` (seconds per wait, default 900).
 //! Run: `cargo bench --bench run_live_scale`.
 
+mod bench_common;
 #[path = "../tests/e2e_common/mod.rs"]
 mod e2e_common;
 
@@ -43,10 +44,7 @@ fn fail(msg: String) -> ! {
 }
 
 fn env_num(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
+    bench_common::env_number(name, default)
 }
 
 /// What the change stream showed while the cycle ran.
@@ -200,13 +198,7 @@ type Cycle = (f64, f64, u64);
 
 fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let (nodes, pods) = std::env::var("LIVE_SCALE_SIZE")
-        .ok()
-        .and_then(|s| {
-            let (n, p) = s.split_once('x')?;
-            Some((n.trim().parse().ok()?, p.trim().parse().ok()?))
-        })
-        .unwrap_or((5000usize, 150_000usize));
+    let (nodes, pods) = bench_common::size_from_env("LIVE_SCALE_SIZE");
     let evict = env_num("LIVE_SCALE_EVICT", 2000);
     let qps = env_num("LIVE_SCALE_QPS", 50);
     let timeout = Duration::from_secs(env_num("LIVE_SCALE_TIMEOUT", 900));
@@ -220,12 +212,9 @@ fn main() {
 async fn run(nodes: usize, pods: usize, evict: u64, qps: u64, timeout: Duration) {
     let mut json = Vec::new();
     cluster::write_cluster(nodes, pods, &mut json).unwrap_or_else(|e| fail(format!("{e}")));
-    let mut list: Value =
-        serde_json::from_slice(&json).unwrap_or_else(|e| fail(format!("cluster JSON: {e}")));
-    drop(json);
-    let objects: Vec<Value> = match list.get_mut("items").map(Value::take) {
-        Some(Value::Array(items)) => items,
-        _ => fail("the synthetic cluster has no items".into()),
+    let objects = match bench_common::list_items(json) {
+        Ok(objects) => objects,
+        Err(e) => fail(e),
     };
     let dir = tempfile::tempdir().unwrap_or_else(|e| fail(format!("temp dir: {e}")));
     let loading = Instant::now();

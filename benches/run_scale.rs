@@ -18,6 +18,8 @@
 //! With `RUN_SCALE_STATE=1`, only the cluster state's own cost is measured, in this process
 //! (see `run_scale/state.rs`; `RUN_SCALE_CYCLES` rounds).
 
+mod bench_common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -340,21 +342,7 @@ fn drive(sim: &SimHandle, pods: &mut Vec<Value>, count: usize, round: &mut u64) 
         match i % 3 {
             0 => {
                 let mut p = pods[idx].clone();
-                if let Some(conds) = p
-                    .pointer_mut("/status/conditions")
-                    .and_then(Value::as_array_mut)
-                {
-                    for c in conds.iter_mut() {
-                        if c["type"] == "Ready" {
-                            let flipped = if c["status"] == "True" {
-                                "False"
-                            } else {
-                                "True"
-                            };
-                            c["status"] = Value::from(flipped);
-                        }
-                    }
-                }
+                state::flip_ready(&mut p);
                 if let Some(m) = p.get_mut("metadata").and_then(Value::as_object_mut) {
                     m.remove("resourceVersion");
                 }
@@ -397,17 +385,8 @@ fn drive(sim: &SimHandle, pods: &mut Vec<Value>, count: usize, round: &mut u64) 
 
 fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let (nodes, pod_count) = std::env::var("RUN_SCALE_SIZE")
-        .ok()
-        .and_then(|s| {
-            let (n, p) = s.split_once('x')?;
-            Some((n.trim().parse().ok()?, p.trim().parse().ok()?))
-        })
-        .unwrap_or((5000usize, 150_000usize));
-    let cycles: usize = std::env::var("RUN_SCALE_CYCLES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(30);
+    let (nodes, pod_count) = bench_common::size_from_env("RUN_SCALE_SIZE");
+    let cycles: usize = bench_common::env_number("RUN_SCALE_CYCLES", 30);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = root.join("target").join("bench-data");
     let _ = std::fs::create_dir_all(&dir);
@@ -433,12 +412,9 @@ fn main() {
         &mut json,
     )
     .unwrap_or_else(|e| fail(format!("synth: {e}")));
-    let mut list: Value =
-        serde_json::from_slice(&json).unwrap_or_else(|e| fail(format!("synth JSON: {e}")));
-    drop(json);
-    let objects: Vec<Value> = match list.get_mut("items").map(Value::take) {
-        Some(Value::Array(items)) => items,
-        _ => fail("the synthetic cluster has no items".into()),
+    let objects = match bench_common::list_items(json) {
+        Ok(objects) => objects,
+        Err(e) => fail(e),
     };
     if std::env::var_os("RUN_SCALE_STATE").is_some() {
         state::run(objects, cycles);
@@ -502,11 +478,7 @@ fn main() {
     // 1. Once (`RUN_SCALE_ONCE_RUNS` times; with `RUN_SCALE_COMPARE_BIN`, alternately with
     // that build: an A/B of a change on a machine whose speed drifts). Each run after the first
     // is held to a bar measured just before it.
-    let once_runs: usize = std::env::var("RUN_SCALE_ONCE_RUNS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1)
-        .max(1);
+    let once_runs: usize = bench_common::env_number("RUN_SCALE_ONCE_RUNS", 1).max(1);
     let compare = std::env::var_os("RUN_SCALE_COMPARE_BIN").map(PathBuf::from);
     let builds: Vec<(&str, PathBuf)> = std::iter::once(("this build", bin.clone()))
         .chain(compare.map(|c| ("compared build", c)))

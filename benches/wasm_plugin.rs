@@ -9,6 +9,7 @@
 //! podlifetime.wasm` measures the Go port instead of the C port (any PodLifeTime port taking the
 //! args below; relative to the repository root).
 
+mod bench_common;
 #[path = "../tests/wasm_common/mod.rs"]
 mod wasm_common;
 
@@ -25,11 +26,6 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 fn fail(msg: String) -> ! {
     eprintln!("wasm_plugin: {msg}");
     std::process::exit(1);
-}
-
-fn median(v: &mut [Duration]) -> Duration {
-    v.sort_unstable();
-    v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
 /// Resident set size of this process in bytes (Linux), 0 when unknown.
@@ -58,18 +54,8 @@ fn status_kib(field: &str) -> u64 {
 const ARGS: &str = "{maxPodLifeTimeSeconds: 864000, namespaces: {exclude: [kube-system]}}";
 
 fn main() {
-    let (nodes, pods) = std::env::var("WASM_BENCH_SIZE")
-        .ok()
-        .and_then(|s| {
-            let (n, p) = s.split_once('x')?;
-            Some((n.trim().parse().ok()?, p.trim().parse().ok()?))
-        })
-        .unwrap_or((5000usize, 150_000usize));
-    let runs: usize = std::env::var("WASM_BENCH_RUNS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(7)
-        .max(1);
+    let (nodes, pods) = bench_common::size_from_env("WASM_BENCH_SIZE");
+    let runs: usize = bench_common::env_number("WASM_BENCH_RUNS", 7).max(1);
     let root = wasm_common::root();
     let module = root.join(
         std::env::var("WASM_BENCH_MODULE")
@@ -157,7 +143,10 @@ fn main() {
     }
     let fastest = |v: &[Duration]| v.iter().min().copied().unwrap_or_default();
     let (nf, wf) = (fastest(&native_times), fastest(&wasm_times));
-    let (nm, wm) = (median(&mut native_times), median(&mut wasm_times));
+    let (nm, wm) = (
+        bench_common::median(&mut native_times),
+        bench_common::median(&mut wasm_times),
+    );
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     println!("wasm_plugin: {nodes} nodes, {pods} pods, args {ARGS}, {runs} alternated runs");
     println!("  evictions identical: {evicted} pods, same order and reasons");
@@ -238,8 +227,8 @@ fn explain_cost(
     }
     println!(
         "  plan --explain, one pod: native {:.1?}, wasm kd_explain {:.1?} (median of {}; same sentences)",
-        median(&mut native_times),
-        median(&mut wasm_times),
+        bench_common::median(&mut native_times),
+        bench_common::median(&mut wasm_times),
         wasm_times.len()
     );
 }

@@ -99,21 +99,7 @@ pub fn run(objects: Vec<Value>, rounds: usize) {
                 match i % 3 {
                     0 => {
                         let p = &mut pods[idx];
-                        if let Some(conds) = p
-                            .pointer_mut("/status/conditions")
-                            .and_then(Value::as_array_mut)
-                        {
-                            for c in conds.iter_mut() {
-                                if c["type"] == "Ready" {
-                                    let flipped = if c["status"] == "True" {
-                                        "False"
-                                    } else {
-                                        "True"
-                                    };
-                                    c["status"] = Value::from(flipped);
-                                }
-                            }
-                        }
+                        flip_ready(p);
                         state.upsert(Kind::Pod, [p.to_string().as_str()]);
                     }
                     1 => {
@@ -140,5 +126,24 @@ pub fn run(objects: Vec<Value>, rounds: usize) {
         drop(snap);
         kube_descheduler::live::trim::release_free_memory();
         println!("| {r} | {ms:.1} | {:.1} |", heap_mib());
+    }
+}
+
+/// Flips the pod's Ready condition (True ↔ False), as a kubelet's probe would.
+pub fn flip_ready(pod: &mut Value) {
+    if let Some(conds) = pod
+        .pointer_mut("/status/conditions")
+        .and_then(Value::as_array_mut)
+    {
+        for c in conds.iter_mut() {
+            if c["type"] == "Ready" {
+                let flipped = if c["status"] == "True" {
+                    "False"
+                } else {
+                    "True"
+                };
+                c["status"] = Value::from(flipped);
+            }
+        }
     }
 }

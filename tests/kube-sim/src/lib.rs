@@ -313,14 +313,8 @@ impl SimHandle {
         let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
         let def = crds::lookup_kind(&self.state.store, av, kind)
             .ok_or_else(|| ApiError::bad_request(format!("unknown kind {av} {kind}")))?;
-        let ns = obj
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let name = obj
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        let ns = crate::store::meta_str(&obj, "namespace");
+        let name = crate::store::meta_str(&obj, "name");
         if def.namespaced && !ns.is_empty() {
             snapshot::ensure_namespace(&self.state.store, ns);
         }

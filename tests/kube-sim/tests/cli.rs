@@ -141,6 +141,24 @@ fn a_bad_controllers_value_is_refused() {
     assert!(err.contains("--controllers"), "{err}");
 }
 
+/// kube-sim started on `snapshot` (backtraces asked for), which must refuse it: exit non-zero
+/// with one line on stderr; (stdout, stderr).
+fn refused_snapshot(dir: &Path, snapshot: &Path) -> (Vec<u8>, String) {
+    let out = Command::new(BIN)
+        .arg("--snapshot")
+        .arg(snapshot)
+        .arg("--kubeconfig-out")
+        .arg(dir.join("kc"))
+        .env("RUST_BACKTRACE", "1")
+        .env("RUST_LIB_BACKTRACE", "1")
+        .output()
+        .expect("run kube-sim");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    (out.stdout, err)
+}
+
 #[test]
 fn a_duplicate_pod_is_one_line_naming_it_and_exit_nonzero() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -152,19 +170,8 @@ fn a_duplicate_pod_is_one_line_naming_it_and_exit_nonzero() {
 ";
     let text = format!("apiVersion: v1\nkind: List\nitems:\n{pod}{pod}");
     let snap = write(dir.path(), "dup.yaml", &text);
-    let out = Command::new(BIN)
-        .arg("--snapshot")
-        .arg(&snap)
-        .arg("--kubeconfig-out")
-        .arg(dir.path().join("kc"))
-        .env("RUST_BACKTRACE", "1")
-        .env("RUST_LIB_BACKTRACE", "1")
-        .output()
-        .expect("run kube-sim");
-    assert!(!out.status.success());
-    assert!(out.stdout.is_empty(), "never said ready");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    let (stdout, err) = refused_snapshot(dir.path(), &snap);
+    assert!(stdout.is_empty(), "never said ready");
     assert!(err.contains("Pod kube-system/kube-proxy-1x"), "{err}");
     assert!(err.contains("already exists"), "{err}");
     assert!(err.contains("dup.yaml"), "{err}");
@@ -175,17 +182,7 @@ fn a_duplicate_pod_is_one_line_naming_it_and_exit_nonzero() {
 fn an_unreadable_snapshot_is_one_line() {
     let dir = tempfile::tempdir().expect("tempdir");
     let missing = dir.path().join("nope.yaml");
-    let out = Command::new(BIN)
-        .arg("--snapshot")
-        .arg(&missing)
-        .arg("--kubeconfig-out")
-        .arg(dir.path().join("kc"))
-        .env("RUST_BACKTRACE", "1")
-        .output()
-        .expect("run kube-sim");
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    let (_, err) = refused_snapshot(dir.path(), &missing);
     assert!(err.contains("nope.yaml"), "{err}");
 }
 

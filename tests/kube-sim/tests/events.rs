@@ -299,30 +299,13 @@ async fn core_watch_sees_events_k8s_io_writes_and_the_reverse() {
 }
 
 fn kubectl() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join("kubectl"))
-        .find(|p| p.is_file())
+    on_path("kubectl")
 }
 
 async fn kubectl_out(bin: &PathBuf, kubeconfig: &std::path::Path, args: &[&str]) -> String {
-    let out = tokio::process::Command::new(bin)
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .env("HOME", std::env::temp_dir())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(60), out)
-        .await
-        .expect("kubectl finishes")
-        .expect("kubectl runs");
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let (ok, stdout, stderr) = kubectl_run(bin, kubeconfig, args).await;
+    assert!(ok, "kubectl {args:?}: {stderr}");
+    stdout
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

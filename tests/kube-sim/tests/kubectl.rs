@@ -9,7 +9,7 @@ use std::time::Duration;
 
 fn kubectls() -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
-    let Ok(path) = which("kubectl") else {
+    let Some(path) = on_path("kubectl") else {
         eprintln!("kubectl not found; skipping");
         return out;
     };
@@ -26,31 +26,8 @@ fn kubectls() -> Vec<(String, PathBuf)> {
     out
 }
 
-fn which(name: &str) -> Result<PathBuf, ()> {
-    let path = std::env::var_os("PATH").ok_or(())?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-        .ok_or(())
-}
-
 async fn run(bin: &Path, kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
-    let child = tokio::process::Command::new(bin)
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .env("HOME", std::env::temp_dir())
-        .kill_on_drop(true)
-        .output();
-    match tokio::time::timeout(Duration::from_secs(60), child).await {
-        Ok(Ok(o)) => (
-            o.status.success(),
-            String::from_utf8_lossy(&o.stdout).into(),
-            String::from_utf8_lossy(&o.stderr).into(),
-        ),
-        Ok(Err(e)) => (false, String::new(), e.to_string()),
-        Err(_) => (false, String::new(), "timed out".into()),
-    }
+    kubectl_run(bin, kubeconfig, args).await
 }
 
 const DEPLOYMENT: &str = "apiVersion: apps/v1

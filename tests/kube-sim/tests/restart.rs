@@ -35,12 +35,7 @@ async fn read_watch(resp: reqwest::Response, max: Duration) -> (Vec<Value>, End)
             Err(_) => End::Open,
             Ok(Ok(Some(c))) => {
                 buf.extend_from_slice(&c);
-                while let Some(i) = buf.iter().position(|b| *b == b'\n') {
-                    let line: Vec<u8> = buf.drain(..=i).collect();
-                    if let Ok(v) = serde_json::from_slice::<Value>(&line) {
-                        events.push(v);
-                    }
-                }
+                take_events(&mut buf, &mut events);
                 continue;
             }
             Ok(Ok(None)) => End::Clean,

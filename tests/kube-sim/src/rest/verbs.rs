@@ -34,11 +34,7 @@ fn decode(r: &Req) -> ApiResult<Value> {
     }
 }
 
-fn meta<'a>(v: &'a Value, f: &str) -> &'a str {
-    v.pointer(&format!("/metadata/{f}"))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
+use crate::store::meta_str as meta;
 
 fn kind_of(def: &ResourceDef) -> (&'static str, &'static str, &'static str) {
     (def.group, def.version, def.kind)

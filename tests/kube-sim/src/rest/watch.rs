@@ -85,14 +85,8 @@ pub struct WatchSpec {
 
 impl WatchSpec {
     fn selects(&self, obj: &Value) -> bool {
-        let ns = obj
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let name = obj
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        let ns = crate::store::meta_str(obj, "namespace");
+        let name = crate::store::meta_str(obj, "name");
         self.namespace.as_deref().is_none_or(|n| n == ns)
             && self.name.as_deref().is_none_or(|n| n == name)
             && self.labels.matches_object(obj)

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::controllers::scheduler::{NodeUsage, Resources, pod_requests};
 use crate::controllers::util::selector_matches;
+use crate::store::meta_str;
 
 /// `(namespace, name)`.
 pub type Key = (String, String);
@@ -91,13 +92,6 @@ impl Kind {
             _ => return None,
         })
     }
-}
-
-fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
-    obj.get("metadata")
-        .and_then(|m| m.get(field))
-        .and_then(Value::as_str)
-        .unwrap_or("")
 }
 
 /// `(namespace, name)` of an object (`""` namespace for cluster-scoped ones).

@@ -102,6 +102,21 @@ fn resync(st: &SimState, cache: &mut Cache, queue: &mut Roots, exp: &mut Expecta
 }
 
 impl Manager {
+    /// A manager whose cache, queue and expectations are read from the store as it is now
+    /// (subscribe to the store's events before, so that none is missed).
+    fn new(st: Arc<SimState>) -> Manager {
+        let mut m = Manager {
+            st: st.clone(),
+            cache: Cache::default(),
+            queue: Roots::default(),
+            sched: SchedulingQueue::default(),
+            expectations: Expectations::default(),
+        };
+        resync(&st, &mut m.cache, &mut m.queue, &mut m.expectations);
+        m.sched.reset(&m.cache);
+        m
+    }
+
     fn on_event(&mut self, ev: &Event) {
         self.expectations.observed_through(ev.rv);
         let Some(kind) = Kind::of(ev.gr) else {
@@ -423,15 +438,7 @@ async fn run(st: Arc<SimState>, tick: Duration) {
     let mut rx = st.store.subscribe();
     let mut shutdown = st.shutdown_rx();
     let mut config = st.config_rx();
-    let mut m = Manager {
-        st: st.clone(),
-        cache: Cache::default(),
-        queue: Roots::default(),
-        sched: SchedulingQueue::default(),
-        expectations: Expectations::default(),
-    };
-    resync(&st, &mut m.cache, &mut m.queue, &mut m.expectations);
-    m.sched.reset(&m.cache);
+    let mut m = Manager::new(st.clone());
     loop {
         if *shutdown.borrow() || !m.drain(&mut rx) {
             return;

@@ -91,16 +91,7 @@ async fn start(objects: Vec<Value>) -> SimHandle {
 fn manager(sim: &SimHandle) -> (Manager, Receiver<Arc<Event>>) {
     let st = sim.state().clone();
     let rx = st.store.subscribe();
-    let mut m = Manager {
-        st: st.clone(),
-        cache: Cache::default(),
-        queue: Roots::default(),
-        sched: SchedulingQueue::default(),
-        expectations: Expectations::default(),
-    };
-    resync(&st, &mut m.cache, &mut m.queue, &mut m.expectations);
-    m.sched.reset(&m.cache);
-    (m, rx)
+    (Manager::new(st), rx)
 }
 
 /// Reconciles everything queued without taking in any event.

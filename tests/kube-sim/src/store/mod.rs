@@ -107,11 +107,28 @@ pub struct Store {
     seed: AtomicU64,
 }
 
-fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+/// The string `metadata.<field>` of `obj` ("" when absent).
+pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
     obj.get("metadata")
         .and_then(|m| m.get(field))
         .and_then(Value::as_str)
         .unwrap_or("")
+}
+
+/// The stored bytes of `def`'s objects (in `ns`, or all), in key order.
+fn stored_items(inner: &Inner, def: &'static ResourceDef, ns: Option<&str>) -> Vec<objects::Bytes> {
+    inner
+        .objects
+        .map(&stored_gr(def))
+        .map(|m| match ns {
+            Some(want) => m
+                .range((want.to_string(), String::new())..)
+                .take_while(|((n, _), _)| n == want)
+                .map(|(_, b)| b.clone())
+                .collect(),
+            None => m.values().cloned().collect(),
+        })
+        .unwrap_or_default()
 }
 
 fn meta_mut(obj: &mut Value) -> &mut serde_json::Map<String, Value> {
@@ -274,19 +291,7 @@ impl Store {
         ns: Option<&str>,
     ) -> (Vec<objects::Bytes>, u64) {
         let inner = self.lock();
-        let items = inner
-            .objects
-            .map(&stored_gr(def))
-            .map(|m| match ns {
-                Some(want) => m
-                    .range((want.to_string(), String::new())..)
-                    .take_while(|((n, _), _)| n == want)
-                    .map(|(_, b)| b.clone())
-                    .collect(),
-                None => m.values().cloned().collect(),
-            })
-            .unwrap_or_default();
-        (items, inner.rv)
+        (stored_items(&inner, def, ns), inner.rv)
     }
 
     /// [`Store::list_page`] as stored bytes (the form a client gets when `def` is not a

@@ -4,7 +4,10 @@ use std::sync::Arc;
 
 use tokio::sync::broadcast;
 
-use super::{Event, EventType, GrKey, Store, WatchFrom, WatchStart, meta_str, objects, stored_gr};
+use super::{
+    Event, EventType, GrKey, Store, WatchFrom, WatchStart, meta_str, objects, stored_gr,
+    stored_items,
+};
 use crate::error::{ApiError, ApiResult};
 use crate::resources::{RESOURCES, ResourceDef};
 
@@ -79,18 +82,7 @@ impl Store {
     ) -> (Vec<objects::Bytes>, broadcast::Receiver<Arc<Event>>, u64) {
         let inner = self.lock();
         let rx = self.tx.subscribe();
-        let items = inner
-            .objects
-            .map(&stored_gr(def))
-            .map(|m| match ns {
-                Some(want) => m
-                    .range((want.to_string(), String::new())..)
-                    .take_while(|((n, _), _)| n == want)
-                    .map(|(_, b)| b.clone())
-                    .collect(),
-                None => m.values().cloned().collect(),
-            })
-            .unwrap_or_default();
+        let items = stored_items(&inner, def, ns);
         (items, rx, inner.rv)
     }
 

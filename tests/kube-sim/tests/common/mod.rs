@@ -131,15 +131,21 @@ impl Client {
                 Err(_) => return (events, false),
                 Ok(Ok(Some(c))) => {
                     buf.extend_from_slice(&c);
-                    while let Some(i) = buf.iter().position(|b| *b == b'\n') {
-                        let line: Vec<u8> = buf.drain(..=i).collect();
-                        if let Ok(v) = serde_json::from_slice::<Value>(&line) {
-                            events.push(v);
-                        }
-                    }
+                    take_events(&mut buf, &mut events);
                 }
                 Ok(Ok(None)) | Ok(Err(_)) => return (events, true),
             }
+        }
+    }
+}
+
+/// Moves every complete line of a watch stream from `buf` to `events` (as JSON; a line that is
+/// not JSON is dropped), leaving a partial last line in `buf`.
+pub fn take_events(buf: &mut Vec<u8>, events: &mut Vec<Value>) {
+    while let Some(i) = buf.iter().position(|b| *b == b'\n') {
+        let line: Vec<u8> = buf.drain(..=i).collect();
+        if let Ok(v) = serde_json::from_slice::<Value>(&line) {
+            events.push(v);
         }
     }
 }
@@ -273,4 +279,37 @@ pub fn eviction_webhook(
         "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/eviction"], "scope": "Namespaced"}],
         "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system"]}]}
     }]})
+}
+
+/// The program `name` on PATH, if there is one.
+pub fn on_path(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Runs kubectl `bin` with `--kubeconfig kubeconfig` and `args` (HOME in the temp dir, so no
+/// user cache is read), bounded to 60 s: (exit status 0, stdout, stderr).
+pub async fn kubectl_run(
+    bin: &std::path::Path,
+    kubeconfig: &std::path::Path,
+    args: &[&str],
+) -> (bool, String, String) {
+    let child = tokio::process::Command::new(bin)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .env("HOME", std::env::temp_dir())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(Duration::from_secs(60), child).await {
+        Ok(Ok(o)) => (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stdout).into(),
+            String::from_utf8_lossy(&o.stderr).into(),
+        ),
+        Ok(Err(e)) => (false, String::new(), e.to_string()),
+        Err(_) => (false, String::new(), "timed out".into()),
+    }
 }

@@ -1,0 +1,40 @@
+//! The benches' knobs: a cluster size and numbers read from the environment.
+#![allow(dead_code)]
+
+/// The cluster size in `var` as `NODESxPODS` (e.g. `1000x30000`); 5,000 nodes and 150,000 pods
+/// when it is unset or not of that form.
+pub fn size_from_env(var: &str) -> (usize, usize) {
+    std::env::var(var)
+        .ok()
+        .and_then(|s| {
+            let (n, p) = s.split_once('x')?;
+            Some((n.trim().parse().ok()?, p.trim().parse().ok()?))
+        })
+        .unwrap_or((5000, 150_000))
+}
+
+/// The number in `var`, or `default` when it is unset or not a number.
+pub fn env_number<T: std::str::FromStr>(var: &str, default: T) -> T {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// The middle value of `v` (sorted in place); zero when `v` is empty.
+pub fn median(v: &mut [std::time::Duration]) -> std::time::Duration {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+/// The items of a List (`{"kind": "List", "items": […]}`) written as JSON, as the synthetic
+/// cluster writes it; the JSON is dropped once parsed.
+pub fn list_items(json: Vec<u8>) -> Result<Vec<serde_json::Value>, String> {
+    let mut list: serde_json::Value =
+        serde_json::from_slice(&json).map_err(|e| format!("cluster JSON: {e}"))?;
+    drop(json);
+    match list.get_mut("items").map(serde_json::Value::take) {
+        Some(serde_json::Value::Array(items)) => Ok(items),
+        _ => Err("the synthetic cluster has no items".into()),
+    }
+}
