@@ -153,7 +153,7 @@ fn global_node_limit_moves_to_the_next_node() {
             balance: vec![plugin(cpu_args(20.0, 60.0))],
         },
         &CycleConfig {
-            max_per_node: Some(1),
+            max_per_node: Some(crate::evictor::LimitValue::Count(1)),
             ..Default::default()
         },
         &mut snap,

@@ -262,7 +262,7 @@ fn node_limit_moves_to_the_next_node() {
             balance: vec![plugin(json!({}))],
         },
         &CycleConfig {
-            max_per_node: Some(1),
+            max_per_node: Some(crate::evictor::LimitValue::Count(1)),
             ..Default::default()
         },
         &mut snap,
