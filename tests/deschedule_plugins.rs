@@ -270,7 +270,7 @@ mod too_many_restarts {
             vec![node("n1").build(), node("n2").build()],
             pods(),
             CycleConfig {
-                max_per_node: Some(1),
+                max_per_node: Some(kube_descheduler::evictor::LimitValue::Count(1)),
                 ..Default::default()
             },
         );

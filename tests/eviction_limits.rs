@@ -126,10 +126,10 @@ fn namespace_percentages_scale_with_a_namespace_of_10_and_one_of_1000() {
     let mut snap = snapshot(vec![node("n1").build(), node("n2").build()], pods);
     let report = cycle(
         &mut snap,
-        &scaled(ScaledLimits {
-            per_namespace: Some(LimitValue::Percent(10)),
+        &CycleConfig {
+            max_per_namespace: Some(LimitValue::Percent(10)),
             ..Default::default()
-        }),
+        },
         now(),
     );
     // ceil(10% × 10) = 1, ceil(10% × 1000) = 100.
@@ -180,10 +180,10 @@ fn node_percentages_round_up_count_every_pod_at_start_and_end_the_node() {
         let mut snap = snapshot(vec![node("n1").build(), node("n2").build()], pods.clone());
         let report = cycle(
             &mut snap,
-            &scaled(ScaledLimits {
-                per_node: Some(LimitValue::Percent(percent)),
+            &CycleConfig {
+                max_per_node: Some(LimitValue::Percent(percent)),
                 ..Default::default()
-            }),
+            },
             now(),
         );
         assert_eq!(
@@ -208,10 +208,10 @@ fn node_percentages_round_up_count_every_pod_at_start_and_end_the_node() {
     let mut snap = snapshot(vec![node("n1").build(), node("n2").build()], pods);
     let report = cycle(
         &mut snap,
-        &scaled(ScaledLimits {
-            per_node: Some(LimitValue::Percent(10)),
+        &CycleConfig {
+            max_per_node: Some(LimitValue::Percent(10)),
             ..Default::default()
-        }),
+        },
         now(),
     );
     assert_eq!(
@@ -479,10 +479,8 @@ fn policies_accept_percentages_and_name_the_field_of_a_bad_value() {
         "{head}maxNoOfPodsToEvictPerNode: \"25%\"\nmaxNoOfPodsToEvictPerNamespace: 3\nmaxNoOfPodsToEvictPerWorkload: \"33%\"\nmaxUnavailablePerWorkload: 1\nworkloadEvictionWindow:\n  duration: 1h\n  maxEvictions: \"50%\"\n"
     ))
     .expect("valid policy");
-    assert_eq!(p.cycle.max_per_node, None);
-    assert_eq!(p.cycle.scaled.per_node, Some(LimitValue::Percent(25)));
-    assert_eq!(p.cycle.max_per_namespace, Some(3));
-    assert_eq!(p.cycle.scaled.per_namespace, None);
+    assert_eq!(p.cycle.max_per_node, Some(LimitValue::Percent(25)));
+    assert_eq!(p.cycle.max_per_namespace, Some(LimitValue::Count(3)));
     assert_eq!(p.cycle.scaled.per_workload, Some(LimitValue::Percent(33)));
     assert_eq!(
         p.cycle.scaled.max_unavailable_per_workload,
@@ -533,8 +531,8 @@ fn policies_accept_percentages_and_name_the_field_of_a_bad_value() {
         "apiVersion: descheduler/v1alpha1\nkind: DeschedulerPolicy\nmaxNoOfPodsToEvictPerNode: \"10%\"\nmaxNoOfPodsToEvictPerNamespace: 4\n",
     )
     .expect("v1alpha1");
-    assert_eq!(p.cycle.scaled.per_node, Some(LimitValue::Percent(10)));
-    assert_eq!(p.cycle.max_per_namespace, Some(4));
+    assert_eq!(p.cycle.max_per_node, Some(LimitValue::Percent(10)));
+    assert_eq!(p.cycle.max_per_namespace, Some(LimitValue::Count(4)));
     assert!(
         kube_descheduler::policy::load_str(
             "apiVersion: descheduler/v1alpha1\nkind: DeschedulerPolicy\nmaxNoOfPodsToEvictPerNamespace: \"150%\"\n",

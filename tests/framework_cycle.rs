@@ -128,7 +128,7 @@ fn limits_are_shared_across_profiles_and_checked_total_node_namespace() {
     };
     assert_eq!(
         run(CycleConfig {
-            max_per_node: Some(1),
+            max_per_node: Some(kube_descheduler::evictor::LimitValue::Count(1)),
             ..Default::default()
         }),
         vec!["a/p1", "b/p3"]
@@ -142,7 +142,7 @@ fn limits_are_shared_across_profiles_and_checked_total_node_namespace() {
     );
     assert_eq!(
         run(CycleConfig {
-            max_per_namespace: Some(1),
+            max_per_namespace: Some(kube_descheduler::evictor::LimitValue::Count(1)),
             ..Default::default()
         }),
         vec!["a/p1", "b/p3"]
@@ -157,7 +157,7 @@ fn limits_are_shared_across_profiles_and_checked_total_node_namespace() {
     );
     assert!(
         run(CycleConfig {
-            max_per_node: Some(0),
+            max_per_node: Some(kube_descheduler::evictor::LimitValue::Count(0)),
             ..Default::default()
         })
         .is_empty()
@@ -232,7 +232,7 @@ fn denied_evictions_do_not_count_and_deflected_ones_do() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let mut snap = cluster();
     let cfg = CycleConfig {
-        max_per_node: Some(1),
+        max_per_node: Some(kube_descheduler::evictor::LimitValue::Count(1)),
         ..Default::default()
     };
     let backend = Scripted {

@@ -84,8 +84,8 @@ fn hits(
 #[test]
 fn node_and_namespace_limit_refusals_are_recorded_and_passed_to_the_backend() {
     let (report, refused) = run(CycleConfig {
-        max_per_node: Some(1),
-        max_per_namespace: Some(1),
+        max_per_node: Some(kube_descheduler::evictor::LimitValue::Count(1)),
+        max_per_namespace: Some(kube_descheduler::evictor::LimitValue::Count(1)),
         ..Default::default()
     });
     let evicted: Vec<&str> = report.records.iter().map(|r| r.name.as_str()).collect();
@@ -122,7 +122,7 @@ fn node_and_namespace_limit_refusals_are_recorded_and_passed_to_the_backend() {
 
     // Namespace limit alone: only that pod is skipped, the node goes on.
     let (report, _) = run(CycleConfig {
-        max_per_namespace: Some(1),
+        max_per_namespace: Some(kube_descheduler::evictor::LimitValue::Count(1)),
         ..Default::default()
     });
     let evicted: Vec<&str> = report.records.iter().map(|r| r.name.as_str()).collect();
@@ -172,7 +172,7 @@ fn no_limits_no_refusals() {
 #[test]
 fn limit_refusals_are_counted_with_upstreams_result_label() {
     let (report, _) = run(CycleConfig {
-        max_per_node: Some(1),
+        max_per_node: Some(kube_descheduler::evictor::LimitValue::Count(1)),
         max_total: Some(2),
         ..Default::default()
     });

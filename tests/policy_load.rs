@@ -1,5 +1,6 @@
 //! Loading policies: strict decoding, validation and v1alpha1 conversion (plugin-independent parts).
 
+use kube_descheduler::evictor::LimitValue;
 use kube_descheduler::framework::cycle::Profile;
 use kube_descheduler::plugins::default_evictor::{DefaultEvictor, DefaultEvictorArgs};
 use kube_descheduler::policy::load_str;
@@ -31,10 +32,10 @@ fn top_level_fields_and_limits() {
     .unwrap();
     assert_eq!(
         p.cycle.max_per_node,
-        Some(0),
+        Some(LimitValue::Count(0)),
         "0 is a real limit (evict nothing)"
     );
-    assert_eq!(p.cycle.max_per_namespace, Some(3));
+    assert_eq!(p.cycle.max_per_namespace, Some(LimitValue::Count(3)));
     assert_eq!(p.cycle.max_total, Some(9));
     assert_eq!(p.grace_period_seconds, Some(30));
     assert!(p.eviction_failure_event_notification);
@@ -316,7 +317,7 @@ fn v1alpha1_header_and_unknown_strategy() {
     // Disabled strategies are not converted.
     let p = load_str("apiVersion: descheduler/v1alpha1\nkind: DeschedulerPolicy\nmaxNoOfPodsToEvictPerNode: 2\nstrategies:\n  RemoveDuplicates: {enabled: false}\n").unwrap();
     assert!(p.profiles.is_empty());
-    assert_eq!(p.cycle.max_per_node, Some(2));
+    assert_eq!(p.cycle.max_per_node, Some(LimitValue::Count(2)));
 }
 
 #[test]
@@ -376,7 +377,7 @@ strategies:
             .and_then(|t| t.value),
         Some(1000)
     );
-    assert_eq!(p.cycle.max_per_node, Some(3));
+    assert_eq!(p.cycle.max_per_node, Some(LimitValue::Count(3)));
     assert!(p.cycle.node_selector.is_some());
     assert!(p.warnings.iter().any(|w| w.contains("v1alpha1")));
     // The converted args are validated like v1alpha2 ones.

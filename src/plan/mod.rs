@@ -282,7 +282,7 @@ pub fn make_plan(
         measured_usage,
         explanations: Vec::new(),
         node_explanations: Vec::new(),
-        limit_refusals: if policy.cycle.scaled.is_set() {
+        limit_refusals: if policy.cycle.has_own_limits() {
             refusals::from_hits(&report.limit_hits)
         } else {
             Vec::new()

@@ -10,8 +10,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 
 use crate::evictor::EvictionRecord;
 use crate::evictor::planner::PlanBackend;
+use crate::framework::args::ArgsError;
 use crate::framework::cycle::{CycleConfig, Profile, run_cycle};
-use crate::framework::{BalancePlugin, DeschedulePlugin};
+use crate::framework::{BalancePlugin, DeschedulePlugin, Plugin};
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::{Snapshot, SnapshotBuilder};
 
@@ -489,6 +490,46 @@ pub fn run_balance(
         &CycleConfig::default(),
         snapshot,
     )
+}
+
+/// The Balance plugin `build` makes of `args` (a test fails when the args are refused or the
+/// plugin is not a Balance plugin).
+pub fn balance_plugin(
+    build: fn(&serde_json::Value) -> Result<Plugin, ArgsError>,
+    args: serde_json::Value,
+) -> Box<dyn BalancePlugin> {
+    match build(&args) {
+        Ok(Plugin::Balance(p)) => p,
+        Ok(_) => panic!("not a balance plugin"),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Runs the Balance plugin `build` makes of `args` on `nodes` and `pods` with the default
+/// DefaultEvictor; returns the evicted pods' names.
+pub fn run_built_balance(
+    build: fn(&serde_json::Value) -> Result<Plugin, ArgsError>,
+    args: serde_json::Value,
+    nodes: Vec<core::Node>,
+    pods: Vec<core::Pod>,
+) -> Vec<String> {
+    let mut snap = snapshot(nodes, pods);
+    evicted_names(&run_balance(
+        balance_plugin(build, args),
+        DefaultEvictor::default(),
+        &mut snap,
+    ))
+}
+
+/// `count` pods `<prefix>0..` in `default` on `node`, each requesting `cpu` (and no memory).
+pub fn pods_requesting(prefix: &str, node: &str, count: usize, cpu: &str) -> Vec<core::Pod> {
+    (0..count)
+        .map(|i| {
+            pod("default", &format!("{prefix}{i}"), node)
+                .requests(cpu, "0")
+                .build()
+        })
+        .collect()
 }
 
 /// Runs a profile under `config` at [`now`], planning only; returns the records.

@@ -31,6 +31,14 @@ impl LimitValue {
         }
     }
 
+    /// [`Self::resolve`], asking for the total only when the limit is a percentage.
+    pub fn resolve_with(self, total: impl FnOnce() -> u32) -> u32 {
+        match self {
+            LimitValue::Count(n) => n,
+            LimitValue::Percent(_) => self.resolve(total()),
+        }
+    }
+
     /// Whether the limit is a percentage.
     pub fn is_percent(self) -> bool {
         matches!(self, LimitValue::Percent(_))

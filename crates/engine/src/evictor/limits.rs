@@ -189,15 +189,9 @@ impl LimitError {
     }
 }
 
-/// The limits that scale with the cluster or act per workload: percentage node and namespace
-/// limits and kube-descheduler's own per-workload limits (all unset: upstream's limits only).
+/// kube-descheduler's own per-workload limits (all unset: upstream's limits only).
 #[derive(Debug, Clone, Default)]
 pub struct ScaledLimits {
-    /// `maxNoOfPodsToEvictPerNode` written as a percentage (an integer stays in
-    /// [`Limits::per_node`]).
-    pub per_node: Option<LimitValue>,
-    /// `maxNoOfPodsToEvictPerNamespace` written as a percentage.
-    pub per_namespace: Option<LimitValue>,
     /// `maxNoOfPodsToEvictPerWorkload`.
     pub per_workload: Option<LimitValue>,
     /// `maxUnavailablePerWorkload`.
@@ -209,9 +203,7 @@ pub struct ScaledLimits {
 impl ScaledLimits {
     /// Whether the policy uses any of these limits.
     pub fn is_set(&self) -> bool {
-        self.per_node.is_some()
-            || self.per_namespace.is_some()
-            || self.per_workload.is_some()
+        self.per_workload.is_some()
             || self.max_unavailable_per_workload.is_some()
             || self.window.is_some()
     }
@@ -227,10 +219,10 @@ impl ScaledLimits {
 /// Limits plus the counters of the current cycle.
 #[derive(Debug, Default)]
 pub struct Limits {
-    /// Per node.
-    pub per_node: Option<u32>,
-    /// Per namespace.
-    pub per_namespace: Option<u32>,
+    /// Per node: a count, or a percentage of the node's pods at the cycle's start.
+    pub per_node: Option<LimitValue>,
+    /// Per namespace: a count, or a percentage of the namespace's pods at the cycle's start.
+    pub per_namespace: Option<LimitValue>,
     /// Per cycle.
     pub total: Option<u32>,
     node_counts: HashMap<NodeId, u32>,
@@ -244,7 +236,11 @@ pub struct Limits {
 
 impl Limits {
     /// Limits with zeroed counters.
-    pub fn new(per_node: Option<u32>, per_namespace: Option<u32>, total: Option<u32>) -> Self {
+    pub fn new(
+        per_node: Option<LimitValue>,
+        per_namespace: Option<LimitValue>,
+        total: Option<u32>,
+    ) -> Self {
         Limits {
             per_node,
             per_namespace,
@@ -253,7 +249,7 @@ impl Limits {
         }
     }
 
-    /// Adds the percentage and per-workload limits; `now` dates this cycle's evictions in the
+    /// Adds the per-workload limits; `now` dates this cycle's evictions in the
     /// window (whose history is pruned here).
     pub fn with_scaled(mut self, scaled: ScaledLimits, now: Timestamp) -> Self {
         if let Some(w) = &scaled.window
@@ -276,50 +272,7 @@ impl Limits {
     /// order), then the pod's workload: per cycle, unavailable, window.
     pub fn check_pod(&mut self, s: &Snapshot, pod: PodId) -> Result<(), LimitError> {
         let p = s.pod(pod);
-        if let Some(limit) = self.total
-            && self.total_count >= limit
-        {
-            return Err(LimitError::Total { limit });
-        }
-        if let Some(node) = p.node {
-            if let Some(limit) = self.per_node
-                && self.node_count(node) >= limit
-            {
-                return Err(LimitError::Node { limit });
-            }
-            if let Some(percent) = self.scaled.per_node {
-                let pods = s.unfinished_pods_on_node_at_start(node);
-                let limit = percent.resolve(pods);
-                if self.node_count(node) >= limit {
-                    return Err(LimitError::NodeScaled {
-                        percent,
-                        pods,
-                        limit,
-                    });
-                }
-            }
-        }
-        let in_namespace = self
-            .namespace_counts
-            .get(&*p.namespace)
-            .copied()
-            .unwrap_or(0);
-        if let Some(limit) = self.per_namespace
-            && in_namespace >= limit
-        {
-            return Err(LimitError::Namespace { limit });
-        }
-        if let Some(percent) = self.scaled.per_namespace {
-            let pods = s.unfinished_pods_in_namespace_at_start(&p.namespace);
-            let limit = percent.resolve(pods);
-            if in_namespace >= limit {
-                return Err(LimitError::NamespaceScaled {
-                    percent,
-                    pods,
-                    limit,
-                });
-            }
-        }
+        self.check(s, p.node, &p.namespace)?;
         if self.workloads_active
             && let Some(id) = self.workloads.of_pod(s, pod)
         {
@@ -404,31 +357,49 @@ impl Limits {
 
     /// The node limit in force on `node` (a percentage resolved against its pods).
     fn node_limit(&self, s: &Snapshot, node: NodeId) -> Option<u32> {
-        match (self.per_node, self.scaled.per_node) {
-            (Some(l), _) => Some(l),
-            (None, Some(percent)) => {
-                Some(percent.resolve(s.unfinished_pods_on_node_at_start(node)))
-            }
-            (None, None) => None,
-        }
+        self.per_node
+            .map(|v| v.resolve_with(|| s.unfinished_pods_on_node_at_start(node)))
     }
 
-    /// Checks whether one more eviction on `node` in `namespace` is allowed.
-    pub fn check(&self, node: Option<NodeId>, namespace: &str) -> Result<(), LimitError> {
+    /// Checks whether one more eviction on `node` in `namespace` is allowed: total → node →
+    /// namespace (upstream's order). A percentage resolves against the pods `s` had there at the
+    /// cycle's start.
+    pub fn check(
+        &self,
+        s: &Snapshot,
+        node: Option<NodeId>,
+        namespace: &str,
+    ) -> Result<(), LimitError> {
         if let Some(limit) = self.total
             && self.total_count >= limit
         {
             return Err(LimitError::Total { limit });
         }
-        if let (Some(limit), Some(node)) = (self.per_node, node)
-            && self.node_count(node) >= limit
-        {
-            return Err(LimitError::Node { limit });
+        if let (Some(value), Some(node)) = (self.per_node, node) {
+            reached(
+                value,
+                self.node_count(node),
+                || s.unfinished_pods_on_node_at_start(node),
+                |limit| LimitError::Node { limit },
+                |percent, pods, limit| LimitError::NodeScaled {
+                    percent,
+                    pods,
+                    limit,
+                },
+            )?;
         }
-        if let Some(limit) = self.per_namespace
-            && self.namespace_counts.get(namespace).copied().unwrap_or(0) >= limit
-        {
-            return Err(LimitError::Namespace { limit });
+        if let Some(value) = self.per_namespace {
+            reached(
+                value,
+                self.namespace_counts.get(namespace).copied().unwrap_or(0),
+                || s.unfinished_pods_in_namespace_at_start(namespace),
+                |limit| LimitError::Namespace { limit },
+                |percent, pods, limit| LimitError::NamespaceScaled {
+                    percent,
+                    pods,
+                    limit,
+                },
+            )?;
         }
         Ok(())
     }
@@ -475,23 +446,59 @@ impl Limits {
     }
 }
 
+/// Whether `count` evictions reach `value`: a count limit refuses with `plain(limit)`, a
+/// percentage (of the `pods` there were) with `scaled(percent, pods, limit)`.
+fn reached(
+    value: LimitValue,
+    count: u32,
+    pods: impl FnOnce() -> u32,
+    plain: impl FnOnce(u32) -> LimitError,
+    scaled: impl FnOnce(LimitValue, u32, u32) -> LimitError,
+) -> Result<(), LimitError> {
+    match value {
+        LimitValue::Count(limit) if count >= limit => Err(plain(limit)),
+        LimitValue::Count(_) => Ok(()),
+        LimitValue::Percent(_) => {
+            let pods = pods();
+            let limit = value.resolve(pods);
+            if count >= limit {
+                Err(scaled(value, pods, limit))
+            } else {
+                Ok(())
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{node, now, pod, snapshot};
+
+    const fn count(n: u32) -> Option<LimitValue> {
+        Some(LimitValue::Count(n))
+    }
 
     #[test]
     fn order_is_total_then_node_then_namespace() {
-        let mut l = Limits::new(Some(1), Some(1), Some(2));
-        assert_eq!(l.check(Some(0), "a"), Ok(()));
+        let s = snapshot(Vec::new(), Vec::new());
+        let mut l = Limits::new(count(1), count(1), Some(2));
+        assert_eq!(l.check(&s, Some(0), "a"), Ok(()));
         l.count(Some(0), "a");
-        assert_eq!(l.check(Some(0), "b"), Err(LimitError::Node { limit: 1 }));
         assert_eq!(
-            l.check(Some(1), "a"),
+            l.check(&s, Some(0), "b"),
+            Err(LimitError::Node { limit: 1 })
+        );
+        assert_eq!(
+            l.check(&s, Some(1), "a"),
             Err(LimitError::Namespace { limit: 1 })
         );
         l.count(Some(1), "b");
         // Total is checked first even when the node and namespace are also exhausted.
-        assert_eq!(l.check(Some(0), "a"), Err(LimitError::Total { limit: 2 }));
+        assert_eq!(
+            l.check(&s, Some(0), "a"),
+            Err(LimitError::Total { limit: 2 })
+        );
     }
 
     #[test]
@@ -516,21 +523,24 @@ mod tests {
 
     #[test]
     fn zero_means_evict_nothing_and_none_means_unlimited() {
-        let l = Limits::new(Some(0), None, None);
-        assert_eq!(l.check(Some(3), "x"), Err(LimitError::Node { limit: 0 }));
+        let s = snapshot(Vec::new(), Vec::new());
+        let l = Limits::new(count(0), None, None);
+        assert_eq!(
+            l.check(&s, Some(3), "x"),
+            Err(LimitError::Node { limit: 0 })
+        );
         let l = Limits::new(None, None, Some(0));
-        assert!(l.check(None, "x").is_err());
+        assert!(l.check(&s, None, "x").is_err());
         let mut l = Limits::new(None, None, None);
         for _ in 0..1000 {
             l.count(Some(0), "x");
         }
-        assert_eq!(l.check(Some(0), "x"), Ok(()));
+        assert_eq!(l.check(&s, Some(0), "x"), Ok(()));
     }
 
     /// Upstream's order holds when a limit is a percentage: total → node → namespace.
     #[test]
     fn percentages_keep_the_order_and_node_limit_reached_resolves_them() {
-        use crate::testing::{node, now, pod, snapshot};
         let s = snapshot(
             vec![node("n1").build(), node("n2").build()],
             (0..4)
@@ -547,12 +557,12 @@ mod tests {
         let n1 = s.node_id("n1").expect("n1");
         let n2 = s.node_id("n2").expect("n2");
         // 25% of n1's 4 pods = 1; namespace `a` (4 pods) 50% = 2.
-        let scaled = ScaledLimits {
-            per_node: Some(LimitValue::Percent(25)),
-            per_namespace: Some(LimitValue::Percent(50)),
-            ..Default::default()
-        };
-        let mut l = Limits::new(None, None, Some(2)).with_scaled(scaled, now());
+        let mut l = Limits::new(
+            Some(LimitValue::Percent(25)),
+            Some(LimitValue::Percent(50)),
+            Some(2),
+        )
+        .with_scaled(ScaledLimits::default(), now());
         assert_eq!(l.check_pod(&s, p0), Ok(()));
         assert!(!l.node_limit_reached(&s, n1));
         l.count_pod(&s, p0);
@@ -570,11 +580,8 @@ mod tests {
         // The total (2) is reached: it is reported before the node limit.
         assert_eq!(l.check_pod(&s, p1), Err(LimitError::Total { limit: 2 }));
         // An integer namespace limit next to a percentage node limit: node first.
-        let scaled = ScaledLimits {
-            per_node: Some(LimitValue::Percent(25)),
-            ..Default::default()
-        };
-        let mut l = Limits::new(None, Some(1), None).with_scaled(scaled, now());
+        let mut l = Limits::new(Some(LimitValue::Percent(25)), count(1), None)
+            .with_scaled(ScaledLimits::default(), now());
         l.count_pod(&s, p0);
         assert!(matches!(
             l.check_pod(&s, p1),

@@ -76,6 +76,39 @@ pub fn allows_namespace(ns: &Option<Namespaces>, namespace: &str) -> bool {
     ns.as_ref().is_none_or(|n| n.allows(namespace))
 }
 
+/// Declares a pod-selecting plugin's args struct: strict (unknown fields are errors), camelCase,
+/// opening with the `namespaces` and `labelSelector` fields those plugins share; the plugin's own
+/// fields follow, in the order written (the order decoding errors list them in).
+macro_rules! selecting_args {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $(
+                $(#[$field_meta:meta])*
+                pub $field:ident: $ty:ty,
+            )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Default, serde::Deserialize)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        pub struct $name {
+            /// Namespaces to include or exclude.
+            #[serde(default)]
+            pub namespaces: Option<$crate::framework::args::Namespaces>,
+            /// Only pods matching this selector.
+            #[serde(default)]
+            pub label_selector:
+                Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+            $(
+                $(#[$field_meta])*
+                pub $field: $ty,
+            )*
+        }
+    };
+}
+pub(crate) use selecting_args;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,8 +9,8 @@ use kube_core::{Selector, SelectorExt};
 use super::filter_cache::FilterCache;
 use super::{BalancePlugin, DeschedulePlugin, EvictorPlugin, Handle};
 use crate::evictor::{
-    EvictionBackend, EvictionRecord, EvictionSession, LimitHit, Limits, NodeUsageReport,
-    PlacementHit, ScaledLimits,
+    EvictionBackend, EvictionRecord, EvictionSession, LimitHit, LimitValue, Limits,
+    NodeUsageReport, PlacementHit, ScaledLimits,
 };
 use crate::snapshot::{NodeId, Snapshot};
 
@@ -31,16 +31,26 @@ pub struct Profile {
 pub struct CycleConfig {
     /// The policy's top-level `nodeSelector`.
     pub node_selector: Option<Selector>,
-    /// `maxNoOfPodsToEvictPerNode`.
-    pub max_per_node: Option<u32>,
-    /// `maxNoOfPodsToEvictPerNamespace`.
-    pub max_per_namespace: Option<u32>,
+    /// `maxNoOfPodsToEvictPerNode`: a count, or a percentage of each node's pods.
+    pub max_per_node: Option<LimitValue>,
+    /// `maxNoOfPodsToEvictPerNamespace`: a count, or a percentage of each namespace's pods.
+    pub max_per_namespace: Option<LimitValue>,
     /// `maxNoOfPodsToEvictTotal`.
     pub max_total: Option<u32>,
     /// The cluster's scheduler profiles (`--scheduler-config`), for placement predictions.
     pub scheduler: std::sync::Arc<crate::placement::SchedulerProfiles>,
-    /// Percentage node / namespace limits and the per-workload limits (none: upstream's limits).
+    /// The per-workload limits (none: upstream's limits).
     pub scaled: ScaledLimits,
+}
+
+impl CycleConfig {
+    /// Whether the policy uses limits upstream does not have: a percentage node or namespace
+    /// limit, or a per-workload limit.
+    pub fn has_own_limits(&self) -> bool {
+        self.max_per_node.is_some_and(LimitValue::is_percent)
+            || self.max_per_namespace.is_some_and(LimitValue::is_percent)
+            || self.scaled.is_set()
+    }
 }
 
 /// How long one plugin ran.

@@ -3,6 +3,7 @@
 //! and the descheduling [`cycle`].
 
 pub mod args;
+pub mod composite;
 #[cfg(test)]
 mod contain_tests;
 pub mod cycle;

@@ -1,7 +1,8 @@
-//! Plugins and the registry that maps policy names to them. A plugin with more than a screen of
-//! logic is a folder: `mod.rs` (the plugin and its algorithm), `args.rs` (args types, defaults,
-//! decoding, validation) and `tests.rs`; small plugins are one file. `node_utilization` holds what
-//! LowNodeUtilization and HighNodeUtilization share.
+//! Plugins and the registry that maps policy names to them. Laid out as upstream's
+//! `pkg/framework/plugins/<name>/`: every plugin is a folder with `mod.rs` (the plugin and its
+//! algorithm), `args.rs` (args types, defaults, decoding, validation) and, where it has unit
+//! tests, `tests.rs`. `node_utilization` holds what LowNodeUtilization and HighNodeUtilization
+//! share.
 
 pub mod default_evictor;
 pub mod high_node_utilization;

@@ -1,7 +1,6 @@
 //! The `DeschedulerPolicy` file: strict decoding of `descheduler/v1alpha2` (and conversion of
 //! `descheduler/v1alpha1`), validation, and building runnable profiles.
 
-pub mod evictors;
 mod profile;
 #[cfg(test)]
 mod profile_tests;

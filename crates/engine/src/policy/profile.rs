@@ -7,11 +7,11 @@ use std::sync::Arc;
 use crate::error::ConfigError;
 use crate::framework::EvictorPlugin;
 use crate::framework::args::ArgsError;
+use crate::framework::composite::CompositeEvictor;
 use crate::framework::cycle::Profile;
 use crate::framework::registry::{ExtensionPoint, Plugin, Registry};
 use crate::plugins::default_evictor;
 
-use super::evictors::CompositeEvictor;
 use super::wire::{PluginSet, ProfileV1alpha2};
 
 /// Builds profile `p` with the plugins of `registry` and the WebAssembly plugins it names (their
@@ -235,7 +235,10 @@ fn build_evictor<'a>(
     let pre_idx = pre.iter().filter_map(|n| index(n)).collect();
     let members: Vec<Arc<dyn EvictorPlugin>> =
         members.into_iter().map(|(_, e)| Arc::from(e)).collect();
+    let primary = members
+        .iter()
+        .position(|m| m.as_any().is::<default_evictor::DefaultEvictor>());
     Ok(Box::new(CompositeEvictor::new(
-        members, filter_idx, pre_idx,
+        members, filter_idx, pre_idx, primary,
     )))
 }

@@ -4,8 +4,8 @@
 use std::collections::HashSet;
 
 use crate::error::ConfigError;
+use crate::evictor::ScaledLimits;
 use crate::evictor::window::WindowLimit;
-use crate::evictor::{LimitValue, ScaledLimits};
 use crate::framework::cycle::CycleConfig;
 use crate::framework::registry::Registry;
 use crate::plugins::low_node_utilization;
@@ -71,13 +71,11 @@ pub fn build(
         profiles,
         cycle: CycleConfig {
             node_selector,
-            max_per_node: count_of(wire.max_no_of_pods_to_evict_per_node),
-            max_per_namespace: count_of(wire.max_no_of_pods_to_evict_per_namespace),
+            max_per_node: wire.max_no_of_pods_to_evict_per_node,
+            max_per_namespace: wire.max_no_of_pods_to_evict_per_namespace,
             max_total: wire.max_no_of_pods_to_evict_total,
             scheduler: Default::default(),
             scaled: ScaledLimits {
-                per_node: percent_of(wire.max_no_of_pods_to_evict_per_node),
-                per_namespace: percent_of(wire.max_no_of_pods_to_evict_per_namespace),
                 per_workload: wire.max_no_of_pods_to_evict_per_workload,
                 max_unavailable_per_workload: wire.max_unavailable_per_workload,
                 window,
@@ -90,19 +88,6 @@ pub fn build(
         warnings,
         metrics,
     })
-}
-
-/// The limit when written as a count (the form upstream knows, kept in [`CycleConfig`] as before).
-fn count_of(v: Option<LimitValue>) -> Option<u32> {
-    match v {
-        Some(LimitValue::Count(n)) => Some(n),
-        _ => None,
-    }
-}
-
-/// The limit when written as a percentage.
-fn percent_of(v: Option<LimitValue>) -> Option<LimitValue> {
-    v.filter(|v| v.is_percent())
 }
 
 /// Upstream `validateDeschedulerConfiguration`'s checks of `metricsProviders` (plus: a source

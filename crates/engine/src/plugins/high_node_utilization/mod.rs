@@ -3,8 +3,8 @@
 //! them onto the other schedulable nodes. Usage is request-based, as for LowNodeUtilization.
 
 use super::node_utilization::{
-    EvictionSpec, PodUsage, Thresholds, Usage, evict_from_sources, sort_rows_by_usage,
-    tracked_resources,
+    Classified, EvictionSpec, PodUsage, Thresholds, Usage, evict_if_unbalanced,
+    excluded_namespaces, tracked_resources,
 };
 use crate::framework::registry::ExtensionPoint;
 use crate::framework::{BalancePlugin, Handle, PluginFactory};
@@ -102,20 +102,12 @@ impl BalancePlugin for HighNodeUtilization {
             schedulable = schedulable.len(),
             "classified nodes"
         );
-        if low.is_empty()
-            || (low.len() as i64) <= a.number_of_nodes
-            || low.len() == nodes.len()
-            || schedulable.is_empty()
-        {
-            return;
-        }
-        h.mark_emptying(low.iter().filter_map(|&i| usage.nodes.get(i).copied()));
-        sort_rows_by_usage(&usage, &mut low, true);
-        let excluded = a
-            .evictable_namespaces
-            .as_ref()
-            .map(|n| n.exclude.as_slice())
-            .unwrap_or(&[]);
+        let run = Classified {
+            underutilized: low.len(),
+            number_of_nodes: a.number_of_nodes,
+            nodes: nodes.len(),
+            ascending: true,
+        };
         let filter = |pod: &Pod| {
             !self.only_thresholding_resources || self.requests_thresholded_resource(pod)
         };
@@ -127,14 +119,14 @@ impl BalancePlugin for HighNodeUtilization {
             sources: low,
             destinations: schedulable,
             caps: &caps,
-            excluded_namespaces: excluded,
+            excluded_namespaces: excluded_namespaces(a.evictable_namespaces.as_ref()),
             node_limit: None,
             stop_under_target: false,
             pod_filter: &filter,
             pod_usage: PodUsage::Requests,
             describe: &describe,
         };
-        evict_from_sources(h, &mut usage, &spec);
+        evict_if_unbalanced(h, &mut usage, spec, &run);
     }
 }
 

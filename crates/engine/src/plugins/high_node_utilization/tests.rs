@@ -1,35 +1,10 @@
 use super::*;
-use crate::framework::Plugin;
-use crate::plugins::default_evictor::DefaultEvictor;
-use crate::testing::{evicted_names, node, pod, run_balance, snapshot};
+use crate::testing::{node, pod, pods_requesting as pods_on, run_built_balance};
 use k8s_openapi::api::core::v1 as core;
 use serde_json::{Value, json};
 
-fn plugin(args: Value) -> Box<dyn BalancePlugin> {
-    match build(&args) {
-        Ok(Plugin::Balance(p)) => p,
-        Ok(_) => panic!("not a balance plugin"),
-        Err(e) => panic!("{e}"),
-    }
-}
-
 fn run(args: Value, nodes: Vec<core::Node>, pods: Vec<core::Pod>) -> Vec<String> {
-    let mut snap = snapshot(nodes, pods);
-    evicted_names(&run_balance(
-        plugin(args),
-        DefaultEvictor::default(),
-        &mut snap,
-    ))
-}
-
-fn pods_on(prefix: &str, node: &str, count: usize, cpu: &str) -> Vec<core::Pod> {
-    (0..count)
-        .map(|i| {
-            pod("default", &format!("{prefix}{i}"), node)
-                .requests(cpu, "0")
-                .build()
-        })
-        .collect()
+    run_built_balance(build, args, nodes, pods)
 }
 
 fn cpu(pct: f64) -> Value {

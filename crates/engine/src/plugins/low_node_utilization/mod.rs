@@ -7,8 +7,8 @@
 //! `evictionLimits.node`, as upstream).
 
 use super::node_utilization::{
-    EvictionSpec, Levels, PodUsage, Tracked, Usage, evict_from_sources, over_target_reason,
-    sort_rows_by_usage, tracked_resources, usage_report, usage_text,
+    Classified, EvictionSpec, Levels, PodUsage, Tracked, Usage, evict_if_unbalanced,
+    excluded_namespaces, over_target_reason, tracked_resources, usage_report, usage_text,
 };
 use crate::framework::registry::ExtensionPoint;
 use crate::framework::{BalancePlugin, Handle, PluginFactory};
@@ -173,27 +173,13 @@ impl BalancePlugin for LowNodeUtilization {
             columns,
         } = m;
         h.report_node_usage(usage_report(&usage, &low_levels, &high_levels));
-        let (low, mut high) = Self::classify(snapshot, &usage, &low_levels, &high_levels);
+        let (low, high) = Self::classify(snapshot, &usage, &low_levels, &high_levels);
         tracing::debug!(
             plugin = NAME,
             underutilized = low.len(),
             overutilized = high.len(),
             "classified nodes"
         );
-        if low.is_empty()
-            || (low.len() as i64) <= a.number_of_nodes
-            || low.len() == nodes.len()
-            || high.is_empty()
-        {
-            return;
-        }
-        h.mark_emptying(high.iter().filter_map(|&i| usage.nodes.get(i).copied()));
-        sort_rows_by_usage(&usage, &mut high, false);
-        let excluded = a
-            .evictable_namespaces
-            .as_ref()
-            .map(|n| n.exclude.as_slice())
-            .unwrap_or(&[]);
         let pod_amounts = |pod: &crate::snapshot::Pod| match source {
             Some(MeasuredSource::Kubernetes(k)) => measured::pod_amounts(k, &columns, pod),
             _ => None,
@@ -203,6 +189,12 @@ impl BalancePlugin for LowNodeUtilization {
             Some(MeasuredSource::Kubernetes(_)) => PodUsage::Measured(&pod_amounts),
             Some(MeasuredSource::Prometheus(..)) => PodUsage::Unconstrained,
         };
+        let run = Classified {
+            underutilized: low.len(),
+            number_of_nodes: a.number_of_nodes,
+            nodes: nodes.len(),
+            ascending: false,
+        };
         let destinations = low.len();
         let describe = |u: &Usage, i: usize| {
             over_target_reason(snapshot, u, i, &high_levels, destinations, basis)
@@ -211,14 +203,14 @@ impl BalancePlugin for LowNodeUtilization {
             sources: high,
             destinations: low,
             caps: &high_levels,
-            excluded_namespaces: excluded,
+            excluded_namespaces: excluded_namespaces(a.evictable_namespaces.as_ref()),
             node_limit: a.eviction_limits.as_ref().and_then(|l| l.node),
             stop_under_target: true,
             pod_filter: &|_| true,
             pod_usage,
             describe: &describe,
         };
-        evict_from_sources(h, &mut usage, &spec);
+        evict_if_unbalanced(h, &mut usage, spec, &run);
     }
 }
 

@@ -1,38 +1,20 @@
 use super::*;
-use crate::framework::Plugin;
 use crate::framework::cycle::{CycleConfig, Profile};
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::model::ANNOTATION_PREFER_NO_EVICTION;
-use crate::testing::{evicted_names, node, pod, run_balance, run_profile, snapshot};
+use crate::testing::{
+    balance_plugin, evicted_names, node, pod, pods_requesting as pods_on, run_built_balance,
+    run_profile, snapshot,
+};
 use k8s_openapi::api::core::v1 as core;
 use serde_json::{Value, json};
 
 fn plugin(args: Value) -> Box<dyn BalancePlugin> {
-    match build(&args) {
-        Ok(Plugin::Balance(p)) => p,
-        Ok(_) => panic!("not a balance plugin"),
-        Err(e) => panic!("{e}"),
-    }
+    balance_plugin(build, args)
 }
 
 fn run(args: Value, nodes: Vec<core::Node>, pods: Vec<core::Pod>) -> Vec<String> {
-    let mut snap = snapshot(nodes, pods);
-    evicted_names(&run_balance(
-        plugin(args),
-        DefaultEvictor::default(),
-        &mut snap,
-    ))
-}
-
-/// `count` pods `<prefix>0..` on `node`, each requesting `cpu`.
-fn pods_on(prefix: &str, node: &str, count: usize, cpu: &str) -> Vec<core::Pod> {
-    (0..count)
-        .map(|i| {
-            pod("default", &format!("{prefix}{i}"), node)
-                .requests(cpu, "0")
-                .build()
-        })
-        .collect()
+    run_built_balance(build, args, nodes, pods)
 }
 
 fn cpu_args(low: f64, high: f64) -> Value {
@@ -153,7 +135,7 @@ fn global_node_limit_moves_to_the_next_node() {
             balance: vec![plugin(cpu_args(20.0, 60.0))],
         },
         &CycleConfig {
-            max_per_node: Some(1),
+            max_per_node: Some(crate::evictor::LimitValue::Count(1)),
             ..Default::default()
         },
         &mut snap,

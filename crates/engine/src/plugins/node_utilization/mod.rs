@@ -439,6 +439,48 @@ pub fn usage_report(u: &Usage, low: &Levels, high: &Levels) -> NodeUsageReport {
     }
 }
 
+/// Where a run of either plugin stands once its nodes are classified.
+pub struct Classified {
+    /// How many nodes are underutilized.
+    pub underutilized: usize,
+    /// The plugin's `numberOfNodes`.
+    pub number_of_nodes: i64,
+    /// How many nodes the run looked at.
+    pub nodes: usize,
+    /// Source nodes go least used first (HighNodeUtilization) rather than most used first.
+    pub ascending: bool,
+}
+
+/// The steps both plugins take after classifying the nodes: nothing is evicted unless both sides
+/// have nodes and the underutilized nodes are more than `numberOfNodes` but not all of them; then
+/// the sources are marked as being emptied, ordered by usage and evicted from.
+pub fn evict_if_unbalanced(
+    h: &mut Handle<'_>,
+    usage: &mut Usage,
+    mut spec: EvictionSpec<'_>,
+    run: &Classified,
+) {
+    if spec.sources.is_empty()
+        || spec.destinations.is_empty()
+        || (run.underutilized as i64) <= run.number_of_nodes
+        || run.underutilized == run.nodes
+    {
+        return;
+    }
+    h.mark_emptying(
+        spec.sources
+            .iter()
+            .filter_map(|&i| usage.nodes.get(i).copied()),
+    );
+    sort_rows_by_usage(usage, &mut spec.sources, run.ascending);
+    evict_from_sources(h, usage, &spec);
+}
+
+/// The namespaces whose pods the plugin never evicts (`evictableNamespaces.exclude`).
+pub fn excluded_namespaces(ns: Option<&EvictableNamespaces>) -> &[String] {
+    ns.map(|n| n.exclude.as_slice()).unwrap_or(&[])
+}
+
 /// Evicts pods from the source nodes, lowest priority first, while the pooled spare capacity of the
 /// destinations (capped allocatable minus usage, per resource) stays above zero for every tracked
 /// resource, and — with `stop_under_target` — while the source is above its capped allocatable.

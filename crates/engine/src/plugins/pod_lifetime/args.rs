@@ -1,11 +1,10 @@
 //! PodLifeTime args: the types (upstream `PodLifeTimeArgs`), the allowed states, decoding and
 //! upstream's validation.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde::Deserialize;
 
 use super::PodLifeTime;
-use crate::framework::args::{ArgsError, Namespaces, decode};
+use crate::framework::args::{ArgsError, decode, selecting_args};
 use crate::framework::podfilter::PodFilter;
 use crate::framework::registry::Plugin;
 
@@ -68,37 +67,31 @@ pub struct ConditionFilter {
     pub min_time_since_last_transition_seconds: Option<u64>,
 }
 
-/// Args (upstream `PodLifeTimeArgs`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Args {
-    /// Namespaces to include or exclude.
-    #[serde(default)]
-    pub namespaces: Option<Namespaces>,
-    /// Only pods matching this selector.
-    #[serde(default)]
-    pub label_selector: Option<LabelSelector>,
-    /// Owner kinds to include or exclude.
-    #[serde(default)]
-    pub owner_kinds: Option<OwnerKinds>,
-    /// Pods older than this (seconds since creation) are evicted.
-    #[serde(default)]
-    pub max_pod_life_time_seconds: Option<u64>,
-    /// Only pods in one of these states.
-    #[serde(default)]
-    pub states: Vec<String>,
-    /// Only pods with a condition matching one of these.
-    #[serde(default)]
-    pub conditions: Vec<ConditionFilter>,
-    /// Only pods with a terminated container exiting with one of these codes.
-    #[serde(default)]
-    pub exit_codes: Vec<i32>,
-    /// Consider init containers for states and exit codes.
-    #[serde(default)]
-    pub including_init_containers: bool,
-    /// Consider ephemeral containers for states.
-    #[serde(default)]
-    pub including_ephemeral_containers: bool,
+selecting_args! {
+    /// Args (upstream `PodLifeTimeArgs`).
+    pub struct Args {
+        /// Owner kinds to include or exclude.
+        #[serde(default)]
+        pub owner_kinds: Option<OwnerKinds>,
+        /// Pods older than this (seconds since creation) are evicted.
+        #[serde(default)]
+        pub max_pod_life_time_seconds: Option<u64>,
+        /// Only pods in one of these states.
+        #[serde(default)]
+        pub states: Vec<String>,
+        /// Only pods with a condition matching one of these.
+        #[serde(default)]
+        pub conditions: Vec<ConditionFilter>,
+        /// Only pods with a terminated container exiting with one of these codes.
+        #[serde(default)]
+        pub exit_codes: Vec<i32>,
+        /// Consider init containers for states and exit codes.
+        #[serde(default)]
+        pub including_init_containers: bool,
+        /// Consider ephemeral containers for states.
+        #[serde(default)]
+        pub including_ephemeral_containers: bool,
+    }
 }
 
 pub(super) fn build(args: &serde_json::Value) -> Result<Plugin, ArgsError> {

@@ -1,26 +1,18 @@
 use super::*;
-use crate::framework::Plugin;
 use crate::framework::cycle::{CycleConfig, Profile};
 use crate::plugins::default_evictor::DefaultEvictor;
-use crate::testing::{evicted_names, node, pod, run_balance, run_profile, snapshot};
+use crate::testing::{
+    balance_plugin, evicted_names, node, pod, run_balance, run_built_balance, run_profile, snapshot,
+};
 use k8s_openapi::api::core::v1 as core;
 use serde_json::{Value, json};
 
 fn plugin(args: Value) -> Box<dyn BalancePlugin> {
-    match build(&args) {
-        Ok(Plugin::Balance(p)) => p,
-        Ok(_) => panic!("not a balance plugin"),
-        Err(e) => panic!("{e}"),
-    }
+    balance_plugin(build, args)
 }
 
 fn run(args: Value, nodes: Vec<core::Node>, pods: Vec<core::Pod>) -> Vec<String> {
-    let mut snap = snapshot(nodes, pods);
-    evicted_names(&run_balance(
-        plugin(args),
-        DefaultEvictor::default(),
-        &mut snap,
-    ))
+    run_built_balance(build, args, nodes, pods)
 }
 
 /// `count` replicas `<rs>-<i>` of ReplicaSet `rs` in `ns` on `node`.
@@ -262,7 +254,7 @@ fn node_limit_moves_to_the_next_node() {
             balance: vec![plugin(json!({}))],
         },
         &CycleConfig {
-            max_per_node: Some(1),
+            max_per_node: Some(crate::evictor::LimitValue::Count(1)),
             ..Default::default()
         },
         &mut snap,

@@ -1,24 +1,15 @@
 //! RemovePodsViolatingInterPodAntiAffinity args: the type (upstream
 //! `RemovePodsViolatingInterPodAntiAffinityArgs`), decoding and validation.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use serde::Deserialize;
-
 use super::RemovePodsViolatingInterPodAntiAffinity;
 use crate::framework::Plugin;
-use crate::framework::args::{self, ArgsError, Namespaces};
+use crate::framework::args::{self, ArgsError, selecting_args};
 use crate::framework::podfilter::PodFilter;
 
-/// Args (upstream `RemovePodsViolatingInterPodAntiAffinityArgs`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Args {
-    /// Only (or all but) these namespaces.
-    #[serde(default)]
-    pub namespaces: Option<Namespaces>,
-    /// Only pods matching this selector.
-    #[serde(default)]
-    pub label_selector: Option<LabelSelector>,
+selecting_args! {
+    /// Args (upstream `RemovePodsViolatingInterPodAntiAffinityArgs`).
+    pub struct Args {
+    }
 }
 
 pub(super) fn build(raw: &serde_json::Value) -> Result<Plugin, ArgsError> {

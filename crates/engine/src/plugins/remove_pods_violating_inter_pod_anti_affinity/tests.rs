@@ -326,7 +326,7 @@ fn node_limit_moves_to_next_node_and_total_limit_stops() {
     assert_eq!(go(CycleConfig::default()), vec!["ns/a1", "ns/a2", "ns/b1"]);
     assert_eq!(
         go(CycleConfig {
-            max_per_node: Some(1),
+            max_per_node: Some(crate::evictor::LimitValue::Count(1)),
             ..Default::default()
         }),
         vec!["ns/a1", "ns/b1"]

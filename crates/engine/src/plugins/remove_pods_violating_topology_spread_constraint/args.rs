@@ -1,33 +1,24 @@
 //! RemovePodsViolatingTopologySpreadConstraint args: the type (upstream
 //! `RemovePodsViolatingTopologySpreadConstraintArgs`), decoding, validation and defaults.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use serde::Deserialize;
-
 use super::RemovePodsViolatingTopologySpreadConstraint;
 use crate::framework::Plugin;
-use crate::framework::args::{self, ArgsError, Namespaces};
+use crate::framework::args::{self, ArgsError, selecting_args};
 use crate::framework::podfilter::PodFilter;
 
 pub(super) const DO_NOT_SCHEDULE: &str = "DoNotSchedule";
 pub(super) const SCHEDULE_ANYWAY: &str = "ScheduleAnyway";
 
-/// Args (upstream `RemovePodsViolatingTopologySpreadConstraintArgs`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Args {
-    /// Only (or all but) these namespaces.
-    #[serde(default)]
-    pub namespaces: Option<Namespaces>,
-    /// Only pods matching this selector.
-    #[serde(default)]
-    pub label_selector: Option<LabelSelector>,
-    /// whenUnsatisfiable values to balance (default `[DoNotSchedule]`).
-    #[serde(default)]
-    pub constraints: Vec<String>,
-    /// Only evict pods that fit a node of an under-populated domain (default true).
-    #[serde(default)]
-    pub topology_balance_node_fit: Option<bool>,
+selecting_args! {
+    /// Args (upstream `RemovePodsViolatingTopologySpreadConstraintArgs`).
+    pub struct Args {
+        /// whenUnsatisfiable values to balance (default `[DoNotSchedule]`).
+        #[serde(default)]
+        pub constraints: Vec<String>,
+        /// Only evict pods that fit a node of an under-populated domain (default true).
+        #[serde(default)]
+        pub topology_balance_node_fit: Option<bool>,
+    }
 }
 
 pub(super) fn build(raw: &serde_json::Value) -> Result<Plugin, ArgsError> {

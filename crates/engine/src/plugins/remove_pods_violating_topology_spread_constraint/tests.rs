@@ -639,7 +639,7 @@ fn big_skew_and_limits() {
             balance: vec![Box::new(plugin)],
         },
         &CycleConfig {
-            max_per_node: Some(5),
+            max_per_node: Some(crate::evictor::LimitValue::Count(5)),
             ..Default::default()
         },
         &mut s,

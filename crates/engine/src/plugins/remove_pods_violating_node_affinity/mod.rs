@@ -6,11 +6,9 @@ use rustc_hash::FxHashMap as HashMap;
 use std::hash::{Hash, Hasher};
 
 use k8s_openapi::api::core::v1::PreferredSchedulingTerm;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use serde::Deserialize;
 
 use crate::evictor::EvictionReason;
-use crate::framework::args::{ArgsError, Namespaces, decode};
+use crate::framework::args::{ArgsError, decode};
 use crate::framework::per_node::evict_per_node;
 use crate::framework::podfilter::PodFilter;
 use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
@@ -19,25 +17,13 @@ use crate::scheduling::{affinity, fit};
 use crate::snapshot::model::PodPhase;
 use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
+mod args;
+pub use args::Args;
+
 /// The plugin name.
 pub const NAME: &str = "RemovePodsViolatingNodeAffinity";
 const REQUIRED: &str = "requiredDuringSchedulingIgnoredDuringExecution";
 const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
-
-/// Args (upstream `RemovePodsViolatingNodeAffinityArgs`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Args {
-    /// Namespaces to include or exclude.
-    #[serde(default)]
-    pub namespaces: Option<Namespaces>,
-    /// Only pods matching this selector.
-    #[serde(default)]
-    pub label_selector: Option<LabelSelector>,
-    /// `requiredDuringSchedulingIgnoredDuringExecution` and/or `preferredDuringSchedulingIgnoredDuringExecution`.
-    #[serde(default)]
-    pub node_affinity_type: Vec<String>,
-}
 
 /// The built plugin.
 pub struct RemovePodsViolatingNodeAffinity {
@@ -260,61 +246,4 @@ impl DeschedulePlugin for RemovePodsViolatingNodeAffinity {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::plugins::default_evictor::DefaultEvictor;
-    use crate::testing::{node, pod, run_deschedule, snapshot};
-    use k8s_openapi::api::core::v1 as core;
-    use serde_json::json;
-
-    fn prefers(weights: &[(&str, i32)]) -> core::Affinity {
-        let terms: Vec<serde_json::Value> = weights
-            .iter()
-            .map(|(zone, w)| json!({"weight": w, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": [zone]}]}}))
-            .collect();
-        match serde_json::from_value(
-            json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": terms}}),
-        ) {
-            Ok(a) => a,
-            Err(e) => panic!("affinity: {e}"),
-        }
-    }
-
-    #[test]
-    fn preferred_affinity_reason_names_both_scores() {
-        // On n1 (zone a) the pod scores 3; n2 (zone b) scores 10 + 4 = 14 is the best node.
-        let mut snap = snapshot(
-            vec![
-                node("n1").label("zone", "a").build(),
-                node("n2").label("zone", "b").build(),
-            ],
-            vec![
-                pod("shop", "web", "n1")
-                    .affinity(prefers(&[("a", 3), ("b", 10), ("b", 4)]))
-                    .build(),
-            ],
-        );
-        let plugin = match RemovePodsViolatingNodeAffinity::new(Args {
-            node_affinity_type: vec![PREFERRED.to_string()],
-            ..Args::default()
-        }) {
-            Ok(p) => p,
-            Err(e) => panic!("{e}"),
-        };
-        let records = run_deschedule(Box::new(plugin), DefaultEvictor::default(), &mut snap);
-        assert_eq!(records.len(), 1, "{records:?}");
-        let r = &records[0].reason;
-        assert_eq!(r.code, "NodeAffinityPreferred");
-        assert_eq!(
-            r.text,
-            "preferred node affinity score 3 on n1 < 14 on another node"
-        );
-        assert_eq!(r.detail.text("node"), Some("n1"));
-        assert_eq!(r.detail.int("score"), Some(3));
-        assert_eq!(r.detail.int("bestScore"), Some(14));
-        assert_eq!(
-            serde_json::to_value(&r.detail).ok(),
-            Some(json!({"node": "n1", "score": 3, "bestScore": 14}))
-        );
-    }
-}
+mod tests;

@@ -5,11 +5,9 @@
 use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::Taint;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use serde::Deserialize;
 
 use crate::evictor::EvictionReason;
-use crate::framework::args::{ArgsError, Namespaces, decode};
+use crate::framework::args::{ArgsError, decode};
 use crate::framework::per_node::evict_per_node;
 use crate::framework::podfilter::PodFilter;
 use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
@@ -18,29 +16,11 @@ use crate::scheduling::taints;
 use crate::snapshot::model::PodPhase;
 use crate::snapshot::{NodeId, PodId, Snapshot};
 
+mod args;
+pub use args::Args;
+
 /// The plugin name.
 pub const NAME: &str = "RemovePodsViolatingNodeTaints";
-
-/// Args (upstream `RemovePodsViolatingNodeTaintsArgs`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Args {
-    /// Namespaces to include or exclude.
-    #[serde(default)]
-    pub namespaces: Option<Namespaces>,
-    /// Only pods matching this selector.
-    #[serde(default)]
-    pub label_selector: Option<LabelSelector>,
-    /// Also act on `PreferNoSchedule` taints.
-    #[serde(default)]
-    pub include_prefer_no_schedule: bool,
-    /// Taints (`key` or `key=value`) to ignore.
-    #[serde(default)]
-    pub excluded_taints: Vec<String>,
-    /// Only these taints (`key` or `key=value`); unset means all, `[]` means none.
-    #[serde(default)]
-    pub included_taints: Option<Vec<String>>,
-}
 
 /// The built plugin.
 pub struct RemovePodsViolatingNodeTaints {

@@ -1,7 +1,8 @@
-//! A profile's evictor when its policy enables several evictor plugins, or different ones at the
-//! Filter and PreEvictionFilter extension points (upstream v1alpha2's `plugins.filter` and
-//! `plugins.preevictionfilter`): a pod passes an extension point when every plugin enabled there
-//! lets it pass, as upstream's framework runs them.
+//! The framework's composition of evictor plugins: a profile's evictor when its policy enables
+//! several evictor plugins, or different ones at the Filter and PreEvictionFilter extension points
+//! (upstream v1alpha2's `plugins.filter` and `plugins.preevictionfilter`): a pod passes an
+//! extension point when every plugin enabled there lets it pass, as upstream's framework runs
+//! them. The policy builds it.
 
 use std::sync::Arc;
 
@@ -19,14 +20,19 @@ pub struct CompositeEvictor {
     filter: Vec<usize>,
     /// Indexes into `members` of the PreEvictionFilter plugins, in policy order.
     pre_eviction: Vec<usize>,
+    /// Index into `members` of the one [`EvictorPlugin::as_any`] exposes.
+    primary: Option<usize>,
 }
 
 impl CompositeEvictor {
-    /// `members` are the distinct evictors; `filter` / `pre_eviction` index them.
+    /// `members` are the distinct evictors; `filter` / `pre_eviction` index them, and `primary`
+    /// names the member whose args callers may read through [`EvictorPlugin::as_any`] (the
+    /// DefaultEvictor, when there is one).
     pub fn new(
         members: Vec<Arc<dyn EvictorPlugin>>,
         filter: Vec<usize>,
         pre_eviction: Vec<usize>,
+        primary: Option<usize>,
     ) -> Self {
         let name = members
             .iter()
@@ -39,6 +45,7 @@ impl CompositeEvictor {
             members,
             filter: filter.into_iter().filter(|&i| i < n).collect(),
             pre_eviction: pre_eviction.into_iter().filter(|&i| i < n).collect(),
+            primary: primary.filter(|&i| i < n),
         }
     }
 
@@ -105,13 +112,12 @@ impl EvictorPlugin for CompositeEvictor {
             .collect()
     }
 
-    /// The first member that is the DefaultEvictor, so that callers reading its args (`plan
-    /// --explain`'s nodeFit detail) find it; otherwise the composite itself.
+    /// The primary member, so that callers reading its args (`plan --explain`'s nodeFit
+    /// detail) find it; otherwise the composite itself.
     fn as_any(&self) -> &dyn std::any::Any {
-        self.members
-            .iter()
-            .map(|m| m.as_any())
-            .find(|a| a.is::<crate::plugins::default_evictor::DefaultEvictor>())
-            .unwrap_or(self)
+        match self.primary {
+            Some(i) => self.members[i].as_any(),
+            None => self,
+        }
     }
 }

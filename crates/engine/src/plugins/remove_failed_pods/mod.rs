@@ -4,12 +4,9 @@
 
 use std::collections::HashSet;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use serde::Deserialize;
-
 use crate::evictor::EvictionReason;
 use crate::evictor::reason::duration;
-use crate::framework::args::{ArgsError, Namespaces, decode};
+use crate::framework::args::{ArgsError, decode};
 use crate::framework::handle::FilterView;
 use crate::framework::per_node::evict_per_node;
 use crate::framework::podfilter::PodFilter;
@@ -18,35 +15,11 @@ use crate::framework::{DeschedulePlugin, Handle};
 use crate::snapshot::model::{ContainerState, PodPhase};
 use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
+mod args;
+pub use args::Args;
+
 /// The plugin name.
 pub const NAME: &str = "RemoveFailedPods";
-
-/// Args (upstream `RemoveFailedPodsArgs`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Args {
-    /// Namespaces to include or exclude.
-    #[serde(default)]
-    pub namespaces: Option<Namespaces>,
-    /// Only pods matching this selector.
-    #[serde(default)]
-    pub label_selector: Option<LabelSelector>,
-    /// Pods owned by these kinds are left alone.
-    #[serde(default)]
-    pub exclude_owner_kinds: Vec<String>,
-    /// Minimum age (since creation) in seconds; default 3600.
-    #[serde(default)]
-    pub min_pod_lifetime_seconds: Option<u64>,
-    /// Only pods failing for one of these reasons (pod or container state reasons).
-    #[serde(default)]
-    pub reasons: Vec<String>,
-    /// Only pods with a terminated container exiting with one of these codes.
-    #[serde(default)]
-    pub exit_codes: Vec<i32>,
-    /// Also look at init containers for reasons and exit codes.
-    #[serde(default)]
-    pub including_init_containers: bool,
-}
 
 /// The built plugin.
 pub struct RemoveFailedPods {

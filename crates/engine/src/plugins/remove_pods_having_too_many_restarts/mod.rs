@@ -3,11 +3,8 @@
 
 use std::collections::HashSet;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use serde::Deserialize;
-
 use crate::evictor::EvictionReason;
-use crate::framework::args::{ArgsError, Namespaces, decode};
+use crate::framework::args::{ArgsError, decode};
 use crate::framework::handle::FilterView;
 use crate::framework::per_node::evict_per_node;
 use crate::framework::podfilter::PodFilter;
@@ -15,29 +12,11 @@ use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
 use crate::framework::{DeschedulePlugin, Handle};
 use crate::snapshot::{NodeId, PodId, Snapshot};
 
+mod args;
+pub use args::Args;
+
 /// The plugin name.
 pub const NAME: &str = "RemovePodsHavingTooManyRestarts";
-
-/// Args (upstream `RemovePodsHavingTooManyRestartsArgs`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Args {
-    /// Namespaces to include or exclude.
-    #[serde(default)]
-    pub namespaces: Option<Namespaces>,
-    /// Only pods matching this selector.
-    #[serde(default)]
-    pub label_selector: Option<LabelSelector>,
-    /// Restarts at or above this count are evicted (required, ≥ 1).
-    #[serde(default)]
-    pub pod_restart_threshold: i32,
-    /// Count init container restarts too.
-    #[serde(default)]
-    pub including_init_containers: bool,
-    /// Only pods in these states: `Running` (phase) and/or `CrashLoopBackOff` (waiting reason).
-    #[serde(default)]
-    pub states: Vec<String>,
-}
 
 /// The built plugin.
 pub struct RemovePodsHavingTooManyRestarts {
