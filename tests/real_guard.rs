@@ -160,6 +160,7 @@ fn guard() -> &'static Guard {
 }
 
 fn install_guard(c: &Cluster) -> Guard {
+    eprintln!("Kubernetes {} in {}", c.version, c.dir.display());
     use kube_descheduler::cli::certs::{CertsArgs, generate, write_files};
     let dir = c.dir.join("guard");
     std::fs::create_dir_all(&dir).expect("guard dir");
@@ -192,7 +193,9 @@ fn install_guard(c: &Cluster) -> Guard {
             GUARD_NS,
         ],
     );
-    let served_ca = cm["data"]["ca.crt"].as_str().expect("ca.crt in the ConfigMap");
+    let served_ca = cm["data"]["ca.crt"]
+        .as_str()
+        .expect("ca.crt in the ConfigMap");
     assert_eq!(served_ca.trim(), client_ca.trim());
     let client_ca_file = dir.join("client-ca.crt");
     std::fs::write(&client_ca_file, served_ca).expect("client CA");
@@ -200,14 +203,7 @@ fn install_guard(c: &Cluster) -> Guard {
     // A token of the chart's ServiceAccount: the guard's calls are authorized by the chart's RBAC.
     let token = kubectl_ok(
         c,
-        &[
-            "create",
-            "token",
-            GUARD_SA,
-            "-n",
-            GUARD_NS,
-            "--duration=2h",
-        ],
+        &["create", "token", GUARD_SA, "-n", GUARD_NS, "--duration=2h"],
     );
     let server = kubectl_ok(
         c,
@@ -326,12 +322,14 @@ fn install_guard(c: &Cluster) -> Guard {
             }
         });
     }
-    let (addr, probe_addr) = rx.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| {
-        panic!(
-            "the guard {args:?} did not serve:\n{}",
-            logs.lock().map(|l| l.join("\n")).unwrap_or_default()
-        )
-    });
+    let (addr, probe_addr) = rx
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_else(|_| {
+            panic!(
+                "the guard {args:?} did not serve:\n{}",
+                logs.lock().map(|l| l.join("\n")).unwrap_or_default()
+            )
+        });
     std::mem::forget(child);
 
     // Ready (caches synced through the ServiceAccount's RBAC) on the probe port.
@@ -420,9 +418,10 @@ fn pods(c: &Cluster, ns: &str, app: &str) -> Vec<Value> {
 
 fn is_ready(p: &Value) -> bool {
     p["metadata"]["deletionTimestamp"].is_null()
-        && p["status"]["conditions"]
-            .as_array()
-            .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+        && p["status"]["conditions"].as_array().is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
 }
 
 fn node_of(p: &Value) -> &str {
@@ -660,14 +659,7 @@ fn kubectl_drain_of_a_single_replica_deployment_deflects_once_without_downtime()
     for (label, bin) in kubectls() {
         let app = format!("single-{}", slug(&label));
         let node = nodes(c)[0].clone();
-        place_on(
-            c,
-            &node,
-            ns,
-            &app,
-            1,
-            &[deployment(ns, &app, 1, json!({}))],
-        );
+        place_on(c, &node, ns, &app, 1, &[deployment(ns, &app, 1, json!({}))]);
         let before = kubectl_json(c, &["get", "deployment", &app, "-n", ns]);
         assert_eq!(before["metadata"]["generation"], 1);
         let sampler = Sampler::start(c, ns, &app);
@@ -683,11 +675,7 @@ fn kubectl_drain_of_a_single_replica_deployment_deflects_once_without_downtime()
         );
         let series = sampler.finish();
         kubectl_ok(c, &["uncordon", &node]);
-        let ctx = format!(
-            "kubectl {label}: {:?}\nguard logs:\n{}",
-            d.out,
-            g.logs()
-        );
+        let ctx = format!("kubectl {label}: {:?}\nguard logs:\n{}", d.out, g.logs());
         eprintln!(
             "kubectl {label}: drain of {node} took {:.1} s, {:.1} s at zero Ready ({} samples, min Ready pods {}, min readyReplicas {})",
             d.elapsed.as_secs_f64(),
@@ -710,7 +698,10 @@ fn kubectl_drain_of_a_single_replica_deployment_deflects_once_without_downtime()
             after["metadata"]["generation"], 2,
             "exactly one restart (one template change): {ctx}"
         );
-        let rs = kubectl_json(c, &["get", "replicasets", "-n", ns, "-l", &format!("app={app}")]);
+        let rs = kubectl_json(
+            c,
+            &["get", "replicasets", "-n", ns, "-l", &format!("app={app}")],
+        );
         assert_eq!(
             rs["items"].as_array().map(Vec::len),
             Some(2),
@@ -728,9 +719,12 @@ fn kubectl_drain_of_a_single_replica_deployment_deflects_once_without_downtime()
     }
 }
 
-/// Scenario 3: two replicas on one node and a budget `minAvailable: 2` (the drain deadlocks
-/// without the guard). Rule B opted in by the Deployment's annotation: the guard surges, the drain
-/// completes, Ready replicas never drop below 2 and `spec.replicas` is restored to 2.
+/// Scenario 3: 2 replicas and a budget `minAvailable: 2` (the drain deadlocks without the guard),
+/// rule B opted in by the Deployment's annotation, for each kubectl:
+/// - one replica on the drained node, one on another (required anti-affinity): the guard surges
+///   to 3, the drain completes, Ready replicas never drop below 2, `spec.replicas` is restored;
+/// - both replicas on the drained node: rule A comes first (every Ready replica is leaving), a
+///   rolling restart moves them, the drain completes, never below 2 Ready, nothing surged.
 #[test]
 fn kubectl_drain_through_a_min_available_budget_with_rule_b() {
     let c = shared();
@@ -738,80 +732,101 @@ fn kubectl_drain_through_a_min_available_budget_with_rule_b() {
     let _serial = serial();
     let ns = "real-pdb";
     for (label, bin) in kubectls() {
-        let app = format!("pdb-{}", slug(&label));
-        let node = nodes(c)[1].clone();
-        let pdb = json!({
-            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-            "metadata": {"name": app, "namespace": ns},
-            "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": app}}}
-        });
-        place_on(
-            c,
-            &node,
-            ns,
-            &app,
-            2,
-            &[
-                deployment(
-                    ns,
-                    &app,
-                    2,
-                    json!({"kube-descheduler.io/pdb-surge": "enabled"}),
-                ),
-                pdb,
-            ],
-        );
-        wait_until("the budget's status", Duration::from_secs(60), || {
-            let p = kubectl_json(c, &["get", "pdb", &app, "-n", ns]);
-            p["status"]["currentHealthy"] == 2 && p["status"]["disruptionsAllowed"] == 0
-        });
-        let sampler = Sampler::start(c, ns, &app);
-        let d = drain(c, &bin, &node, &format!("app={app}"), "120s");
-        let series = sampler.finish();
-        let ctx = format!(
-            "kubectl {label}: {:?}\nguard logs:\n{}",
-            d.out,
-            g.logs()
-        );
-        eprintln!(
-            "kubectl {label}: drain of {node} through the budget took {:.1} s (min Ready pods {}, min readyReplicas {}, {} samples)",
-            d.elapsed.as_secs_f64(),
-            series.min_ready_pods,
-            series.min_ready_replicas,
-            series.samples
-        );
-        eprintln!("kubectl {label} drain output:\n{}", d.all());
-        assert!(d.out.ok, "drain failed: {ctx}");
-        assert!(
-            d.all()
-                .contains(&format!("PodDisruptionBudget {ns}/{app}")),
-            "the refusal names the budget: {ctx}"
-        );
-        wait_until(
-            &format!("{app} restored to 2 replicas"),
-            Duration::from_secs(60),
-            || {
-                let dep = kubectl_json(c, &["get", "deployment", &app, "-n", ns]);
-                dep["spec"]["replicas"] == 2
-                    && dep["metadata"]["annotations"]
-                        ["kube-descheduler.io/surge-original-replicas"]
-                        .is_null()
-                    && dep["status"]["readyReplicas"] == 2
-            },
-        );
-        kubectl_ok(c, &["uncordon", &node]);
-        let p = pods(c, ns, &app);
-        assert_eq!(p.len(), 2, "{p:?}");
-        assert!(p.iter().all(|p| is_ready(p) && node_of(p) != node), "{p:?}");
-        let dep = kubectl_json(c, &["get", "deployment", &app, "-n", ns]);
-        assert!(
-            dep["spec"]["template"]["metadata"]["annotations"]
+        for together in [false, true] {
+            let app = format!(
+                "pdb-{}-{}",
+                if together { "one-node" } else { "spread" },
+                slug(&label)
+            );
+            let all = nodes(c);
+            let node = all[1].clone();
+            let on: Vec<&str> = if together {
+                vec![&all[1]]
+            } else {
+                vec![&all[1], &all[2]]
+            };
+            let pdb = json!({
+                "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": app, "namespace": ns},
+                "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": app}}}
+            });
+            let mut dep = deployment(
+                ns,
+                &app,
+                2,
+                json!({"kube-descheduler.io/pdb-surge": "enabled"}),
+            );
+            if !together {
+                dep["spec"]["template"]["spec"]["affinity"] = json!({"podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [{
+                        "labelSelector": {"matchLabels": {"app": app}},
+                        "topologyKey": "kubernetes.io/hostname"}]}});
+            }
+            place_on_nodes(c, &on, ns, &app, 2, &[dep, pdb]);
+            if !together {
+                let p = pods(c, ns, &app);
+                assert!(
+                    p.iter().any(|p| node_of(p) == node),
+                    "a replica on {node}: {p:?}"
+                );
+            }
+            wait_until("the budget's status", Duration::from_secs(60), || {
+                let p = kubectl_json(c, &["get", "pdb", &app, "-n", ns]);
+                p["status"]["currentHealthy"] == 2 && p["status"]["disruptionsAllowed"] == 0
+            });
+            let sampler = Sampler::start(c, ns, &app);
+            let d = drain(c, &bin, &node, &format!("app={app}"), "120s");
+            let ctx = format!(
+                "kubectl {label} {app}: {:?}\nguard logs:\n{}",
+                d.out,
+                g.logs()
+            );
+            assert!(d.out.ok, "drain failed: {ctx}");
+            wait_until(
+                &format!("{app} at 2 replicas, both Ready off {node}"),
+                Duration::from_secs(60),
+                || {
+                    let dep = kubectl_json(c, &["get", "deployment", &app, "-n", ns]);
+                    let p = pods(c, ns, &app);
+                    dep["spec"]["replicas"] == 2
+                        && dep["metadata"]["annotations"]
+                            ["kube-descheduler.io/surge-original-replicas"]
+                            .is_null()
+                        && p.len() == 2
+                        && p.iter().all(|p| is_ready(p) && node_of(p) != node)
+                },
+            );
+            let series = sampler.finish();
+            kubectl_ok(c, &["uncordon", &node]);
+            eprintln!(
+                "kubectl {label} {app}: drain of {node} through the budget took {:.1} s (min Ready pods {}, min readyReplicas {}, {} samples)",
+                d.elapsed.as_secs_f64(),
+                series.min_ready_pods,
+                series.min_ready_replicas,
+                series.samples
+            );
+            eprintln!("kubectl {label} {app} drain output:\n{}", d.all());
+            let dep = kubectl_json(c, &["get", "deployment", &app, "-n", ns]);
+            let restarted = dep["spec"]["template"]["metadata"]["annotations"]
                 ["kubectl.kubernetes.io/restartedAt"]
-                .is_null(),
-            "surged, not restarted: {ctx}"
-        );
-        assert!(series.min_ready_pods >= 2, "{series:?}");
-        kubectl_ok(c, &["delete", "deployment,pdb", &app, "-n", ns, "--wait=false"]);
+                .is_string();
+            if together {
+                assert!(d.all().contains(DEFLECTION), "rule A: {ctx}");
+                assert!(restarted, "rule A restarts: {ctx}");
+                assert_eq!(dep["metadata"]["generation"], 2, "one restart: {ctx}");
+            } else {
+                assert!(
+                    d.all().contains(&format!("PodDisruptionBudget {ns}/{app}")),
+                    "the refusal names the budget: {ctx}"
+                );
+                assert!(!restarted, "surged, not restarted: {ctx}");
+            }
+            assert!(series.min_ready_pods >= 2, "{series:?}");
+            kubectl_ok(
+                c,
+                &["delete", "deployment,pdb", &app, "-n", ns, "--wait=false"],
+            );
+        }
     }
 }
 
@@ -894,7 +909,10 @@ fn a_forged_review_restarts_nothing() {
          openssl x509 -req -in c.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile ext -out c.crt 2>/dev/null",
         d = forged.display()
     );
-    let made = run_bounded(Command::new("sh").args(["-c", &sh]), Duration::from_secs(60));
+    let made = run_bounded(
+        Command::new("sh").args(["-c", &sh]),
+        Duration::from_secs(60),
+    );
     assert!(made.ok, "openssl: {}", made.stderr);
     let bad = post(
         Some((&forged.join("c.crt"), &forged.join("c.key"))),
@@ -929,11 +947,17 @@ fn a_forged_review_restarts_nothing() {
     // Control: kube-apiserver's own client certificate is answered (a dry run writes nothing).
     let pki = c.dir.join("pki");
     let real = post(
-        Some((&pki.join("webhook-client.crt"), &pki.join("webhook-client.key"))),
+        Some((
+            &pki.join("webhook-client.crt"),
+            &pki.join("webhook-client.key"),
+        )),
         &review(true),
     );
     eprintln!("dry-run review with kube-apiserver's certificate: {real:?}");
-    assert!(real.ok && real.stdout.trim_end().ends_with("200"), "{real:?}");
+    assert!(
+        real.ok && real.stdout.trim_end().ends_with("200"),
+        "{real:?}"
+    );
     assert!(real.stdout.contains("\"allowed\""), "{real:?}");
 
     std::thread::sleep(Duration::from_secs(2));
