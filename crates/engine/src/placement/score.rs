@@ -117,6 +117,15 @@ pub fn balanced_score(resources: &[ResourceUse]) -> i64 {
     ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
 }
 
+/// kube-scheduler 1.36+'s `balancedResourceScorer`: the change the pod makes to the node's
+/// balance, `50 + (50 + with − without) / 2` (75: no change; 100: from fully imbalanced to
+/// balanced; 50: the reverse), where `with_pod` and `without_pod` are [`balanced_score`] with and
+/// without the pod's requests.
+pub fn balanced_change(with_pod: i64, without_pod: i64) -> i64 {
+    let half = MAX_NODE_SCORE / 2;
+    half + (half + with_pod - without_pod) / 2
+}
+
 /// `helper.DefaultNormalizeScore`: scales so the highest is 100 (all 0 stay 0, or become 100 when
 /// `reverse`), then flips when `reverse`.
 pub fn default_normalize(scores: &mut [i64], reverse: bool) {
