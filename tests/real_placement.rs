@@ -4,7 +4,8 @@
 //! evicted through policy/v1 Eviction, and the node kube-scheduler binds the replacement to is
 //! compared with the prediction and its ties. Prints one line per eviction and the figure
 //! (docs/placement.md: 23/24 on 1.37.2, 22/24 on 1.34.4); fails below 90 % (the target is 95 %;
-//! the remaining misses are one PodTopologySpread pattern not yet explained, see the docs).
+//! the remaining misses are replacements scored while the evicted pod still terminates, see the
+//! docs).
 
 mod real_common;
 

@@ -144,11 +144,12 @@ pub fn default_normalize(scores: &mut [i64], reverse: bool) {
     }
 }
 
-/// `PodTopologySpread`'s `scoreForCount`: matching pods in the domain plus `maxSkew − 1`, times
-/// the constraint's weight `ln(domains + 2)`.
+/// `PodTopologySpread`'s `scoreForCount`: matching pods in the domain times the constraint's
+/// weight `ln(domains + 2)`, plus `maxSkew − 1` (not weighted: `float64(cnt)*tpWeight +
+/// float64(maxSkew-1)` in 1.34 – 1.37).
 pub fn spread_score_for_count(count: i64, max_skew: i64, domains: usize) -> f64 {
     let w = ((domains + 2) as f64).ln();
-    count as f64 * w + (max_skew - 1) as f64 * w
+    count as f64 * w + (max_skew - 1) as f64
 }
 
 /// `x.round() as i64` (half away from zero, as Go's `math.Round`), without the library call for

@@ -122,8 +122,9 @@ fn normalisations_match_kube_scheduler() {
     let mut s = vec![-10, 0, 10];
     min_max_normalize(&mut s);
     assert_eq!(s, vec![0, 50, 100]);
-    // scoreForCount: (count + maxSkew − 1) · ln(domains + 2).
-    assert_eq!(spread_score_for_count(1, 3, 6).round() as i64, 6);
+    // scoreForCount: count · ln(domains + 2) + maxSkew − 1 = ln 8 + 2.
+    assert_eq!(spread_score_for_count(1, 3, 6).round() as i64, 4);
+    assert_eq!(spread_score_for_count(0, 5, 3).round() as i64, 4);
 }
 
 /// Six 4-CPU nodes; `big` (2.4 CPU) on n1–n4, `small` (200m) on n5 and n6 — the cluster.
