@@ -99,6 +99,11 @@ pub struct PlanArgs {
     /// kube-scheduler's default profile.
     #[arg(long, value_name = "FILE")]
     pub scheduler_config: Option<PathBuf>,
+    /// The cluster's kube-scheduler version (`MAJOR.MINOR`, e.g. `1.35`) for `placement`
+    /// predictions: before 1.36 NodeResourcesBalancedAllocation scored the balance with the pod
+    /// alone, since then the change the pod makes to it. Default: the pre-1.36 scoring.
+    #[arg(long, value_name = "VERSION", value_parser = super::run::parse_scheduler_version)]
+    pub scheduler_version: Option<(u32, u32)>,
     /// Log level verbosity (0-5).
     #[arg(short = 'v', default_value_t = 0)]
     pub verbosity: u8,
@@ -281,6 +286,10 @@ fn load_policy(
     if let Some(path) = &args.scheduler_config {
         policy.cycle.scheduler =
             std::sync::Arc::new(kube_descheduler_engine::placement::config::load_file(path)?);
+    }
+    if let Some((major, minor)) = args.scheduler_version {
+        policy.cycle.scheduler =
+            std::sync::Arc::new((*policy.cycle.scheduler).clone().for_version(major, minor));
     }
     Ok(policy)
 }

@@ -34,6 +34,11 @@ pub struct RunArgs {
     /// kube-scheduler's default profile.
     #[arg(long, value_name = "FILE")]
     pub scheduler_config: Option<PathBuf>,
+    /// The cluster's kube-scheduler version (`MAJOR.MINOR`, e.g. `1.35`) for `placement`
+    /// predictions: before 1.36 NodeResourcesBalancedAllocation scored the balance with the pod
+    /// alone, since then the change the pod makes to it. Default: the pre-1.36 scoring.
+    #[arg(long, value_name = "VERSION", value_parser = parse_scheduler_version)]
+    pub scheduler_version: Option<(u32, u32)>,
     /// Time interval between two consecutive descheduler executions (Go duration, e.g. 5m). 0 runs
     /// one cycle and exits (unless --enable-trigger-api).
     #[arg(long, default_value = "0s")]
@@ -311,6 +316,10 @@ pub fn run_with(
         policy.cycle.scheduler =
             std::sync::Arc::new(kube_descheduler_engine::placement::config::load_file(path)?);
     }
+    if let Some((major, minor)) = args.scheduler_version {
+        policy.cycle.scheduler =
+            std::sync::Arc::new((*policy.cycle.scheduler).clone().for_version(major, minor));
+    }
     for w in &policy.warnings {
         tracing::warn!("policy: {w}");
     }
@@ -391,5 +400,17 @@ mod tests {
                 .to_string();
             assert!(e.contains("--metrics-max-age"), "{bad}: {e}");
         }
+    }
+}
+
+/// `--scheduler-version`: `MAJOR.MINOR` (a patch or a leading `v` is accepted and ignored).
+pub fn parse_scheduler_version(s: &str) -> Result<(u32, u32), String> {
+    let t = s.trim().trim_start_matches('v');
+    let mut parts = t.split('.');
+    let major = parts.next().and_then(|p| p.parse().ok());
+    let minor = parts.next().and_then(|p| p.parse().ok());
+    match (major, minor) {
+        (Some(major), Some(minor)) => Ok((major, minor)),
+        _ => Err(format!("expected MAJOR.MINOR such as 1.35, got {s:?}")),
     }
 }

@@ -236,3 +236,31 @@ pub fn run_bounded_stdin(cmd: &mut Command, input: &str, timeout: Duration) -> O
         stderr: err,
     }
 }
+
+/// POSTs a policy/v1 Eviction of `namespace/name` (what `run` does), with `c`'s kubeconfig.
+pub fn evict(c: &Cluster, namespace: &str, name: &str) -> Out {
+    let body = format!(
+        r#"{{"apiVersion":"policy/v1","kind":"Eviction","metadata":{{"name":"{name}","namespace":"{namespace}"}}}}"#
+    );
+    run_bounded_stdin(
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&c.kubeconfig)
+            .args(["create", "--raw"])
+            .arg(format!("/api/v1/namespaces/{namespace}/pods/{name}/eviction"))
+            .args(["-f", "-"]),
+        &body,
+        Duration::from_secs(60),
+    )
+}
+
+/// The API server's URL (`API_SERVER` in the cluster's `env`).
+pub fn api_server(c: &Cluster) -> String {
+    std::fs::read_to_string(c.dir.join("env"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("API_SERVER="))
+        .unwrap_or_default()
+        .trim_matches('"')
+        .to_string()
+}

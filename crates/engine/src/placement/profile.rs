@@ -115,6 +115,11 @@ pub struct SchedulerProfile {
     /// their own that belong to a ReplicaSet, StatefulSet or ReplicationController spread softly
     /// over hostnames (maxSkew 3) and zones (maxSkew 5).
     pub system_default_spread: bool,
+    /// `NodeResourcesBalancedAllocation` scores the change the pod makes to the node's balance
+    /// (kube-scheduler 1.36 and later: `50 + (50 + with − without) / 2`); false (the default,
+    /// until the documented examples are regenerated): the balance with the pod alone (1.35 and
+    /// earlier). See [`SchedulerProfiles::for_version`].
+    pub balanced_change: bool,
 }
 
 /// The name of kube-scheduler's default profile.
@@ -130,6 +135,7 @@ impl Default for SchedulerProfile {
             fit_resources: default_resources(),
             balanced_resources: default_resources(),
             system_default_spread: true,
+            balanced_change: false,
         }
     }
 }
@@ -151,6 +157,16 @@ impl Default for SchedulerProfiles {
 }
 
 impl SchedulerProfiles {
+    /// The profiles as kube-scheduler `major.minor` scores with them: before 1.36
+    /// `NodeResourcesBalancedAllocation` scored the balance with the pod alone.
+    pub fn for_version(mut self, major: u32, minor: u32) -> Self {
+        let change = (major, minor) >= (1, 36);
+        for p in &mut self.0 {
+            p.balanced_change = change;
+        }
+        self
+    }
+
     /// The profile serving `scheduler_name` (`None`: no profile does; such pods are not predicted).
     pub fn get(&self, scheduler_name: &str) -> Option<&SchedulerProfile> {
         self.0.iter().find(|p| p.scheduler_name == scheduler_name)

@@ -33,6 +33,8 @@ struct ShapeInputs {
     fit: Option<(ScoringStrategy, Vec<ScoredResource>)>,
     /// NodeResourcesBalancedAllocation's resources (`None`: weight 0).
     balanced: Option<Vec<ScoredResource>>,
+    /// NodeResourcesBalancedAllocation scores the change in balance (kube-scheduler 1.36+).
+    balanced_change: bool,
 }
 
 impl ShapeInputs {
@@ -74,6 +76,7 @@ impl ShapeInputs {
                 .collect(),
             fit,
             balanced,
+            balanced_change: profile.balanced_change,
         }
     }
 }
@@ -163,7 +166,7 @@ impl ResourceView {
             });
         // Both scores are 0–100 by construction; the narrow type keeps a shape's view small.
         let narrow = |s: i64| s.clamp(i64::from(i16::MIN), i64::from(i16::MAX)) as i16;
-        let uses = |resources: &[ScoredResource], buf: &mut Vec<ResourceUse>| {
+        let uses = |resources: &[ScoredResource], with_pod: bool, buf: &mut Vec<ResourceUse>| {
             buf.clear();
             buf.extend(
                 resources
@@ -177,7 +180,7 @@ impl ResourceView {
                             _ => key.get(&load.requested),
                         };
                         ResourceUse {
-                            requested: on_node + pod_amount,
+                            requested: on_node + if with_pod { *pod_amount } else { 0 },
                             allocatable: key.get(allocatable),
                             weight: *weight,
                         }
@@ -185,12 +188,18 @@ impl ResourceView {
             );
         };
         if let Some((strategy, resources)) = &inputs.fit {
-            uses(resources, buf);
+            uses(resources, true, buf);
             self.fit[n] = narrow(score::fit_score(strategy, buf));
         }
         if let Some(resources) = &inputs.balanced {
-            uses(resources, buf);
-            self.balanced[n] = narrow(score::balanced_score(buf));
+            uses(resources, true, buf);
+            let with_pod = score::balanced_score(buf);
+            self.balanced[n] = narrow(if inputs.balanced_change {
+                uses(resources, false, buf);
+                score::balanced_change(with_pod, score::balanced_score(buf))
+            } else {
+                with_pod
+            });
         }
     }
 }

@@ -117,6 +117,15 @@ pub fn balanced_score(resources: &[ResourceUse]) -> i64 {
     ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
 }
 
+/// kube-scheduler 1.36+'s `balancedResourceScorer`: the change the pod makes to the node's
+/// balance, `50 + (50 + with − without) / 2` (75: no change; 100: from fully imbalanced to
+/// balanced; 50: the reverse), where `with_pod` and `without_pod` are [`balanced_score`] with and
+/// without the pod's requests.
+pub fn balanced_change(with_pod: i64, without_pod: i64) -> i64 {
+    let half = MAX_NODE_SCORE / 2;
+    half + (half + with_pod - without_pod) / 2
+}
+
 /// `helper.DefaultNormalizeScore`: scales so the highest is 100 (all 0 stay 0, or become 100 when
 /// `reverse`), then flips when `reverse`.
 pub fn default_normalize(scores: &mut [i64], reverse: bool) {
@@ -135,11 +144,12 @@ pub fn default_normalize(scores: &mut [i64], reverse: bool) {
     }
 }
 
-/// `PodTopologySpread`'s `scoreForCount`: matching pods in the domain plus `maxSkew − 1`, times
-/// the constraint's weight `ln(domains + 2)`.
+/// `PodTopologySpread`'s `scoreForCount`: matching pods in the domain times the constraint's
+/// weight `ln(domains + 2)`, plus `maxSkew − 1` (not weighted: `float64(cnt)*tpWeight +
+/// float64(maxSkew-1)` in 1.34 – 1.37).
 pub fn spread_score_for_count(count: i64, max_skew: i64, domains: usize) -> f64 {
     let w = ((domains + 2) as f64).ln();
-    count as f64 * w + (max_skew - 1) as f64 * w
+    count as f64 * w + (max_skew - 1) as f64
 }
 
 /// `x.round() as i64` (half away from zero, as Go's `math.Round`), without the library call for

@@ -1,8 +1,8 @@
 //! PodTopologySpread's score (`scoring.go`) over the feasible nodes of one prediction.
 //!
 //! A node's raw score is, per constraint, the matching pods it counts (its own for
-//! `kubernetes.io/hostname`, its domain's for another key) plus `maxSkew − 1`, times
-//! `ln(domains in play + 2)`; rounded, then normalised over the feasible nodes. With at most one
+//! `kubernetes.io/hostname`, its domain's for another key) times `ln(domains in play + 2)`, plus
+//! `maxSkew − 1`; rounded, then normalised over the feasible nodes. With at most one
 //! key other than the hostname — the system defaults (hostname and zone), and nearly every
 //! constraint users write — a node without matching pods of its own scores what every such node
 //! of its domain scores. Such constraints are scored sparsely: once per domain (a *slot*), and
@@ -168,7 +168,8 @@ fn prepare<'a>(
                 domains_in_play(c.key)
             };
             let weight = ((size + 2) as f64).ln();
-            let skew_part = (c.max_skew - 1) as f64 * weight;
+            // kube-scheduler adds maxSkew − 1 unweighted (`scoreForCount`).
+            let skew_part = (c.max_skew - 1) as f64;
             let count = if c.key == HOSTNAME {
                 Count::Node(c.per_node)
             } else {

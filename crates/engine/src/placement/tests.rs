@@ -81,6 +81,26 @@ fn balanced_allocation_matches_kube_scheduler_examples() {
 }
 
 #[test]
+fn balanced_allocation_scores_the_change_in_balance_from_kube_scheduler_1_36() {
+    // Measured on kube-scheduler 1.37.2 (-v=10): a 600m / 256Mi pod onto a 4-cpu, 8Gi node
+    // holding 300m / 1664Mi — 93 without the pod, 99 with it — scores 50 + (50 + 99 − 93) / 2.
+    let gi = 1024 * 1024 * 1024;
+    let mi = 1024 * 1024;
+    let without = balanced_score(&[r(300, 4000, 1), r(1664 * mi, 8 * gi, 1)]);
+    let with = balanced_score(&[r(900, 4000, 1), r(1920 * mi, 8 * gi, 1)]);
+    assert_eq!((without, with), (93, 99));
+    assert_eq!(balanced_change(with, without), 78);
+    // No change: 75; from fully imbalanced to balanced: 100; the reverse: 50.
+    assert_eq!(balanced_change(90, 90), 75);
+    assert_eq!(balanced_change(100, 50), 100);
+    assert_eq!(balanced_change(50, 100), 50);
+    // Only from 1.36 on.
+    let profiles = SchedulerProfiles::default();
+    assert!(!profiles.clone().for_version(1, 35).0[0].balanced_change);
+    assert!(profiles.for_version(1, 37).0[0].balanced_change);
+}
+
+#[test]
 fn normalisations_match_kube_scheduler() {
     // DefaultNormalizeScore (TaintToleration reverses: fewer intolerable taints is better).
     let mut s = vec![0, 1, 2];
@@ -102,8 +122,9 @@ fn normalisations_match_kube_scheduler() {
     let mut s = vec![-10, 0, 10];
     min_max_normalize(&mut s);
     assert_eq!(s, vec![0, 50, 100]);
-    // scoreForCount: (count + maxSkew − 1) · ln(domains + 2).
-    assert_eq!(spread_score_for_count(1, 3, 6).round() as i64, 6);
+    // scoreForCount: count · ln(domains + 2) + maxSkew − 1 = ln 8 + 2.
+    assert_eq!(spread_score_for_count(1, 3, 6).round() as i64, 4);
+    assert_eq!(spread_score_for_count(0, 5, 3).round() as i64, 4);
 }
 
 /// Six 4-CPU nodes; `big` (2.4 CPU) on n1–n4, `small` (200m) on n5 and n6 — the cluster.
