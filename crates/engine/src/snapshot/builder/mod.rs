@@ -17,6 +17,7 @@ use super::{ObjectKey, PvcInfo, Snapshot};
 use crate::workload::annotations::pdb_surge_opt_in;
 use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 
+mod order;
 mod pod;
 mod requests;
 mod scheduling;
