@@ -23,7 +23,7 @@ mod requests;
 mod scheduling;
 
 use pod::SharedParts;
-pub use requests::pod_requests;
+pub use requests::{pod_requests, pod_requests_of};
 
 /// An object that could not be converted, with the field at fault.
 #[derive(Debug, Clone, thiserror::Error)]
