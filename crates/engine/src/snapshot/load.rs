@@ -21,9 +21,8 @@ pub fn load_file(path: &std::path::Path) -> Result<Snapshot, ConfigError> {
     let in_file =
         |e: ConfigError| ConfigError::new(format!("snapshot {}: {}", path.display(), e.0));
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
-        && let Some(mut builder) = super::stream::load_json_list(&bytes).map_err(in_file)?
+        && let Some(builder) = super::stream::load_json_list(&bytes).map_err(in_file)?
     {
-        builder.order_as_listed();
         return Ok(builder.build());
     }
     load_bytes(&bytes).map_err(in_file)

@@ -202,7 +202,10 @@ pub fn load_json_list(bytes: &FileBytes) -> Result<Option<SnapshotBuilder>, Conf
                 "snapshot loader: a block of items was not converted",
             ));
         }
-        Ok(Some(m.out))
+        let mut out = m.out;
+        // In the order the API lists objects, as the in-memory loader (`load::load_bytes`).
+        out.order_as_listed();
+        Ok(Some(out))
     })
 }
 

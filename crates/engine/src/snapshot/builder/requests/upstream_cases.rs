@@ -346,7 +346,8 @@ fn resized_pods_count_the_largest_of_spec_allocated_and_actuated() {
                             "resources": {"requests": {"cpu": "2", "memory": "2Gi"}, "limits": {"cpu": "4", "memory": "4Gi"}}},
                    "status": {"allocatedResources": {"cpu": "3", "memory": "2.5Gi"},
                               "resources": {"requests": {"cpu": "3", "memory": "2.5Gi"}, "limits": {"cpu": "5", "memory": "4.5Gi"}}}}),
-            vec![("cpu", "3"), ("memory", "2.5Gi")],
+            // Spec: 2Gi + 500Mi; with status: max(2Gi, 2.5Gi − 500Mi) + 500Mi (upstream's case).
+            vec![("cpu", "3"), ("memory", "2548Mi")],
             vec![("cpu", "3"), ("memory", "2.5Gi")],
         ),
         (
