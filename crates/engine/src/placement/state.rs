@@ -74,17 +74,19 @@ pub fn nonzero(p: &Pod) -> (i64, i64) {
 }
 
 impl NodeLoad {
-    fn add(&mut self, p: &Pod) {
-        self.requested.add(&p.requests);
-        let (c, m) = nonzero(p);
+    /// A pod with `requests` comes: the pod on its node counts at [`Pod::fit_requests`] (as
+    /// kube-scheduler, resize-aware), a replacement at [`Pod::requests`] (a new pod from the spec).
+    fn add(&mut self, requests: &Resources) {
+        self.requested.add(requests);
+        let (c, m) = requests.nonzero_cpu_memory();
         self.nonzero_cpu += c;
         self.nonzero_memory += m;
         self.pods += 1;
     }
 
-    fn remove(&mut self, p: &Pod) {
-        self.requested.sub(&p.requests);
-        let (c, m) = nonzero(p);
+    fn remove(&mut self, requests: &Resources) {
+        self.requested.sub(requests);
+        let (c, m) = requests.nonzero_cpu_memory();
         self.nonzero_cpu -= c;
         self.nonzero_memory -= m;
         self.pods -= 1;
@@ -198,7 +200,7 @@ impl ClusterState {
         // still counts.
         let mut loads: Vec<NodeLoad> = (0..n as NodeId)
             .map(|node| {
-                let u = snapshot.node_usage(node);
+                let u = snapshot.node_fit_usage(node);
                 NodeLoad {
                     requested: u.requested.clone(),
                     nonzero_cpu: u.nonzero_cpu,
@@ -213,7 +215,7 @@ impl ClusterState {
                 && !snapshot.is_evicted(pod)
                 && let Some(load) = p.node.and_then(|n| loads.get_mut(n as usize))
             {
-                load.remove(p);
+                load.remove(p.fit_requests());
             }
         }
         ClusterState {
@@ -270,7 +272,7 @@ impl ClusterState {
         if p.is_terminal() || !self.removed.insert(pod) {
             return;
         }
-        self.shift(snapshot, pod, node, false);
+        self.shift(snapshot, pod, node, false, false);
     }
 
     /// Undoes [`ClusterState::remove`] (the eviction did not happen).
@@ -280,7 +282,7 @@ impl ClusterState {
         if !self.removed.remove(&pod) {
             return;
         }
-        self.shift(snapshot, pod, node, true);
+        self.shift(snapshot, pod, node, true, false);
     }
 
     /// `pod`'s replacement lands on `node`.
@@ -295,18 +297,31 @@ impl ClusterState {
                     .or_default()
                     .push(node);
             }
-            self.shift(snapshot, pod, node, true);
+            self.shift(snapshot, pod, node, true, true);
         }
     }
 
-    fn shift(&mut self, snapshot: &Snapshot, pod: PodId, node: NodeId, add: bool) {
+    /// `pod` (or its replacement: `replacement`) comes to or leaves `node`.
+    fn shift(
+        &mut self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        node: NodeId,
+        add: bool,
+        replacement: bool,
+    ) {
         let p = snapshot.pod(pod);
         let i = node as usize;
         if let Some(load) = self.loads.get_mut(i) {
-            if add {
-                load.add(p)
+            let requests = if replacement {
+                &p.requests
             } else {
-                load.remove(p)
+                p.fit_requests()
+            };
+            if add {
+                load.add(requests)
+            } else {
+                load.remove(requests)
             }
             self.changed.push(node);
         }

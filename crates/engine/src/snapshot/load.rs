@@ -28,7 +28,8 @@ pub fn load_file(path: &std::path::Path) -> Result<Snapshot, ConfigError> {
     load_bytes(&bytes).map_err(in_file)
 }
 
-/// Loads a snapshot from bytes (JSON if it starts with `{` or `[`, else YAML).
+/// Loads a snapshot from bytes (JSON if it starts with `{` or `[`, else YAML). Objects of each kind
+/// are put in the order the API lists them, whatever their order in the file.
 pub fn load_bytes(bytes: &[u8]) -> Result<Snapshot, ConfigError> {
     let mut builder = SnapshotBuilder::new();
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
@@ -41,6 +42,7 @@ pub fn load_bytes(bytes: &[u8]) -> Result<Snapshot, ConfigError> {
         Some(b'{') | Some(b'[') => load_json(bytes, &mut builder)?,
         Some(_) => load_yaml(bytes, &mut builder)?,
     }
+    builder.order_as_listed();
     Ok(builder.build())
 }
 

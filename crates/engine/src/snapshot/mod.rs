@@ -80,6 +80,24 @@ pub struct NodeUsage {
     pub nonzero_memory: i64,
 }
 
+/// A node's usage as the utilization plugins count it (pods' spec requests) and, when some pod on
+/// it was resized in place so that they differ, as kube-scheduler counts it.
+#[derive(Debug)]
+struct Usages {
+    spec: NodeUsage,
+    fit: Option<Box<NodeUsage>>,
+}
+
+impl NodeUsage {
+    fn add(&mut self, requests: &Resources) {
+        self.requested.add(requests);
+        self.pods += 1;
+        let (cpu, memory) = requests.nonzero_cpu_memory();
+        self.nonzero_cpu += cpu;
+        self.nonzero_memory += memory;
+    }
+}
+
 /// How many pods ahead [`Snapshot::prefetched`] asks for.
 const PREFETCH_AHEAD: usize = 4;
 /// How many cache lines of a pod it asks for: the first two hold the fields every plugin reads
@@ -126,7 +144,7 @@ pub struct Snapshot {
     index: index::PodIndex,
     evicted: Vec<bool>,
     /// Per-node usage, computed on first use and dropped when a pod on the node is evicted.
-    usage: Vec<OnceLock<NodeUsage>>,
+    usage: Vec<OnceLock<Usages>>,
     /// The owner lookups, built on first use.
     owners: OnceLock<owners::OwnerIndex>,
 }
@@ -466,13 +484,31 @@ impl Snapshot {
         self.node_usage(node).requested.clone()
     }
 
-    /// Requests and pod count of the non-terminal pods on `node`, cached until a pod on the node
-    /// is marked evicted.
+    /// Requests and pod count of the non-terminal pods on `node` from their specs
+    /// ([`Pod::requests`], as the utilization plugins count), cached until a pod on the node is
+    /// marked evicted.
     pub fn node_usage(&self, node: NodeId) -> std::borrow::Cow<'_, NodeUsage> {
         match self.usage.get(node as usize) {
-            Some(cell) => std::borrow::Cow::Borrowed(cell.get_or_init(|| self.compute_usage(node))),
+            Some(cell) => {
+                std::borrow::Cow::Borrowed(&cell.get_or_init(|| self.compute_usage(node)).spec)
+            }
             // Nodes added after the snapshot was built are not cached.
-            None => std::borrow::Cow::Owned(self.compute_usage(node)),
+            None => std::borrow::Cow::Owned(self.compute_usage(node).spec),
+        }
+    }
+
+    /// [`Self::node_usage`] as kube-scheduler counts it ([`Pod::fit_requests`]: in-place resizes
+    /// count at the larger of spec and status), for NodeResourcesFit and capacity checks.
+    pub fn node_fit_usage(&self, node: NodeId) -> std::borrow::Cow<'_, NodeUsage> {
+        match self.usage.get(node as usize) {
+            Some(cell) => {
+                let u = cell.get_or_init(|| self.compute_usage(node));
+                std::borrow::Cow::Borrowed(u.fit.as_deref().unwrap_or(&u.spec))
+            }
+            None => {
+                let u = self.compute_usage(node);
+                std::borrow::Cow::Owned(u.fit.map_or(u.spec, |f| *f))
+            }
         }
     }
 
@@ -482,17 +518,21 @@ impl Snapshot {
             .filter(|&p| !self.pod(p).is_terminal())
     }
 
-    fn compute_usage(&self, node: NodeId) -> NodeUsage {
-        let mut usage = NodeUsage::default();
+    fn compute_usage(&self, node: NodeId) -> Usages {
+        let mut spec = NodeUsage::default();
+        let mut fit: Option<Box<NodeUsage>> = None;
         for p in self.active_pods_on_node(node) {
-            let requests = &self.pod(p).requests;
-            usage.requested.add(requests);
-            usage.pods += 1;
-            let (cpu, memory) = requests.nonzero_cpu_memory();
-            usage.nonzero_cpu += cpu;
-            usage.nonzero_memory += memory;
+            let pod = self.pod(p);
+            if pod.resized_requests().is_some() && fit.is_none() {
+                // The first resized pod: the pods before it count the same in both views.
+                fit = Some(Box::new(spec.clone()));
+            }
+            spec.add(&pod.requests);
+            if let Some(f) = fit.as_mut() {
+                f.add(pod.fit_requests());
+            }
         }
-        usage
+        Usages { spec, fit }
     }
 }
 

@@ -152,8 +152,10 @@ pub struct Pod {
     pub affinity: Option<Arc<Affinity>>,
     /// `spec.volumes`, reduced.
     pub volumes: Box<[Volume]>,
-    /// Effective requests as the scheduler computes them (init/sidecar rules plus overhead;
-    /// shared between pods of one owner when computed from the same fields).
+    /// Effective requests from the spec: init/sidecar rules, pod-level resources, overhead (shared
+    /// between pods of one owner when computed from the same fields). What the descheduler's
+    /// utilization plugins count (as upstream); kube-scheduler's (resize-aware) is
+    /// [`Pod::fit_requests`].
     pub requests: Arc<Resources>,
     /// `status.conditions` (shared between pods of one owner when equal).
     pub conditions: Arc<[Condition]>,
@@ -207,12 +209,18 @@ pub struct SchedulingExtras {
     /// Host ports, in container order (restartable init containers first, as kube-scheduler's
     /// `GetHostPorts` lists them).
     pub host_ports: Box<[HostPort]>,
+    /// kube-scheduler's requests when an in-place resize makes them differ from
+    /// [`Pod::requests`]: per resource the largest of spec, allocated and actuated (`status`), see
+    /// [`crate::snapshot::builder::pod_requests_of`].
+    pub resized_requests: Option<Arc<Resources>>,
 }
 
 impl SchedulingExtras {
     /// Whether there is nothing to keep (the pod then carries `None`).
     pub fn is_empty(&self) -> bool {
-        self.scheduler_name.is_none() && self.host_ports.is_empty()
+        self.scheduler_name.is_none()
+            && self.host_ports.is_empty()
+            && self.resized_requests.is_none()
     }
 }
 
@@ -250,6 +258,18 @@ pub fn keep_annotation(key: &str) -> bool {
 }
 
 impl Pod {
+    /// The requests kube-scheduler counts for the pod (resize-aware: see
+    /// [`SchedulingExtras::resized_requests`]); NodeResourcesFit and capacity checks read these.
+    pub fn fit_requests(&self) -> &Arc<Resources> {
+        self.resized_requests().unwrap_or(&self.requests)
+    }
+
+    /// kube-scheduler's requests when an in-place resize makes them differ from
+    /// [`Pod::requests`] (`None` for the usual pod).
+    pub fn resized_requests(&self) -> Option<&Arc<Resources>> {
+        self.scheduling.as_ref()?.resized_requests.as_ref()
+    }
+
     /// Whether the pod has ended (Succeeded or Failed): it no longer holds resources on its
     /// node (upstream `ListPodsOnANode` leaves such pods out).
     pub fn is_terminal(&self) -> bool {

@@ -202,7 +202,10 @@ pub fn load_json_list(bytes: &FileBytes) -> Result<Option<SnapshotBuilder>, Conf
                 "snapshot loader: a block of items was not converted",
             ));
         }
-        Ok(Some(m.out))
+        let mut out = m.out;
+        // In the order the API lists objects, as the in-memory loader (`load::load_bytes`).
+        out.order_as_listed();
+        Ok(Some(out))
     })
 }
 
@@ -478,9 +481,15 @@ mod tests {
         let streamed = streamed.build();
         assert_eq!(streamed.pods.len(), 300);
         assert_eq!(streamed.nodes.len(), reference.nodes.len());
-        assert_eq!(streamed.nodes[0].name, "a\"}b");
+        // Objects come in the API's order (by name), not the file's.
+        assert!(streamed.nodes.iter().any(|n| n.name == "a\"}b"));
         assert_eq!(
-            streamed.pods[5].labels.get("app").map(String::as_str),
+            streamed
+                .pods
+                .iter()
+                .find(|p| p.name == "p5")
+                .and_then(|p| p.labels.get("app"))
+                .map(String::as_str),
             Some("üüüüüzzzzz\"}]\\")
         );
         let a: Vec<String> = streamed.pods.iter().map(|p| format!("{p:?}")).collect();

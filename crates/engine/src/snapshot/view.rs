@@ -186,6 +186,9 @@ pub struct ResourcesView<'a> {
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerView<'a> {
+    /// name (to find the container's status).
+    #[serde(borrow, default)]
+    pub name: Cow<'a, str>,
     /// image.
     #[serde(borrow, default)]
     pub image: Option<Cow<'a, str>>,
@@ -300,6 +303,9 @@ pub struct SpecView<'a> {
     /// overhead.
     #[serde(borrow, default)]
     pub overhead: Pairs<'a>,
+    /// resources (pod-level requests and limits).
+    #[serde(borrow, default)]
+    pub resources: Option<ResourcesView<'a>>,
     /// volumes.
     #[serde(borrow, default)]
     pub volumes: Vec<VolumeView<'a>>,
@@ -385,6 +391,12 @@ pub struct ContainerStatusView<'a> {
     /// lastState.
     #[serde(borrow, default)]
     pub last_state: Option<StateView<'a>>,
+    /// allocatedResources (what the kubelet admitted, after an in-place resize too).
+    #[serde(borrow, default)]
+    pub allocated_resources: Pairs<'a>,
+    /// resources (what the container runtime actuates).
+    #[serde(borrow, default)]
+    pub resources: Option<ResourcesView<'a>>,
 }
 
 /// `status`.
@@ -415,6 +427,12 @@ pub struct StatusView<'a> {
     /// ephemeralContainerStatuses.
     #[serde(borrow, default)]
     pub ephemeral_container_statuses: Vec<ContainerStatusView<'a>>,
+    /// allocatedResources (pod level).
+    #[serde(borrow, default)]
+    pub allocated_resources: Pairs<'a>,
+    /// resources (pod level, actuated).
+    #[serde(borrow, default)]
+    pub resources: Option<ResourcesView<'a>>,
 }
 
 /// The pod fields the engine reads.
@@ -441,13 +459,18 @@ fn time(
     t.as_ref().map(|t| Cow::Owned(t.0.to_string()))
 }
 
+fn resources_view(r: &core::ResourceRequirements) -> ResourcesView<'_> {
+    ResourcesView {
+        requests: Pairs::from_quantities(r.requests.as_ref()),
+        limits: Pairs::from_quantities(r.limits.as_ref()),
+    }
+}
+
 fn container_view(c: &core::Container) -> ContainerView<'_> {
     ContainerView {
+        name: Cow::Borrowed(&c.name),
         image: b(&c.image),
-        resources: c.resources.as_ref().map(|r| ResourcesView {
-            requests: Pairs::from_quantities(r.requests.as_ref()),
-            limits: Pairs::from_quantities(r.limits.as_ref()),
-        }),
+        resources: c.resources.as_ref().map(resources_view),
         restart_policy: b(&c.restart_policy),
         host_ports: c
             .ports
@@ -490,6 +513,8 @@ fn status_view(s: &core::ContainerStatus) -> ContainerStatusView<'_> {
         ready: s.ready,
         state: Some(detail(&s.state)),
         last_state: Some(detail(&s.last_state)),
+        allocated_resources: Pairs::from_quantities(s.allocated_resources.as_ref()),
+        resources: s.resources.as_ref().map(resources_view),
     }
 }
 
@@ -552,6 +577,7 @@ impl<'a> PodView<'a> {
                 .map(container_view)
                 .collect(),
             overhead: Pairs::from_quantities(s.overhead.as_ref()),
+            resources: s.resources.as_ref().map(resources_view),
             volumes: s
                 .volumes
                 .iter()
@@ -605,6 +631,8 @@ impl<'a> PodView<'a> {
                 .flatten()
                 .map(status_view)
                 .collect(),
+            allocated_resources: Pairs::from_quantities(s.allocated_resources.as_ref()),
+            resources: s.resources.as_ref().map(resources_view),
         });
         PodView {
             metadata: meta,

@@ -17,12 +17,13 @@ use super::{ObjectKey, PvcInfo, Snapshot};
 use crate::workload::annotations::pdb_surge_opt_in;
 use crate::workload::{DeploymentFacts, ReplicaSetFacts};
 
+mod order;
 mod pod;
 mod requests;
 mod scheduling;
 
 use pod::SharedParts;
-pub use requests::pod_requests;
+pub use requests::{pod_requests, pod_requests_of};
 
 /// An object that could not be converted, with the field at fault.
 #[derive(Debug, Clone, thiserror::Error)]

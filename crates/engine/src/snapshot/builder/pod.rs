@@ -171,7 +171,7 @@ impl SnapshotBuilder {
             Some("Burstable") => Some(QosClass::Burstable),
             _ => None,
         };
-        let (requests, qos) = cache.requests.requests_and_qos(spec, stated_qos)?;
+        let (requests, qos) = cache.requests.requests_and_qos(spec, status, stated_qos)?;
         let owners_equal = cache.owners.len() == owner_views.len()
             && cache.owners.iter().zip(owner_views).all(|(a, b)| {
                 a.uid == b.uid
@@ -254,7 +254,12 @@ impl SnapshotBuilder {
                     a
                 }
             });
-        let scheduling = scheduling_extras(&mut cache.scheduling, scheduler_name, spec);
+        let scheduling = scheduling_extras(
+            &mut cache.scheduling,
+            scheduler_name,
+            requests.scheduler.clone(),
+            spec,
+        );
         let affinity = if spec.affinity.is_some() {
             cache.affinity.clone()
         } else {
@@ -299,7 +304,7 @@ impl SnapshotBuilder {
             container_states,
             init_container_states,
             ephemeral_container_states,
-            requests,
+            requests: requests.spec,
             qos,
             node_selector: cache.node_selector.clone(),
             affinity,

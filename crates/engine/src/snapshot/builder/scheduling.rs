@@ -4,15 +4,18 @@
 use std::sync::Arc;
 
 use crate::snapshot::model::{HostPort, SchedulingExtras};
+use crate::snapshot::resources::Resources;
 use crate::snapshot::view::SpecView;
 
-/// The pod's rare scheduling facts (`None` for the usual pod: default scheduler, no host port),
+/// The pod's rare scheduling facts (`None` for the usual pod: default scheduler, no host port, not
+/// resized in place so that its requests differ: `resized_requests`),
 /// shared through `cached` with the owner's other pods when equal. Host ports as kube-scheduler's
 /// `GetHostPorts` lists them: restartable (`restartPolicy: Always`) init containers', then the
 /// containers', each with `hostIP` defaulted to `0.0.0.0` and `protocol` to `TCP`.
 pub(super) fn scheduling_extras(
     cached: &mut Option<Arc<SchedulingExtras>>,
     scheduler_name: Option<Arc<str>>,
+    resized_requests: Option<Arc<Resources>>,
     spec: &SpecView<'_>,
 ) -> Option<Arc<SchedulingExtras>> {
     let sidecars = spec
@@ -23,7 +26,7 @@ pub(super) fn scheduling_extras(
         .chain(&spec.containers)
         .flat_map(|c| &c.host_ports)
         .peekable();
-    if scheduler_name.is_none() && ports.peek().is_none() {
+    if scheduler_name.is_none() && resized_requests.is_none() && ports.peek().is_none() {
         return None;
     }
     let or_default = |v: &Option<std::borrow::Cow<'_, str>>, default: &str| {
@@ -41,6 +44,7 @@ pub(super) fn scheduling_extras(
                 port: p.host_port.unwrap_or(0),
             })
             .collect(),
+        resized_requests,
     };
     match cached {
         Some(a) if **a == extras => Some(a.clone()),

@@ -150,6 +150,10 @@ impl<'a> Reader<'a> {
         let mut seen = Seen(0);
         self.object(|p, key| {
             match key {
+                "name" => {
+                    seen.first(4)?;
+                    c.name = p.cow()?;
+                }
                 "image" => {
                     seen.first(0)?;
                     c.image = p.opt_str()?;
@@ -321,6 +325,10 @@ impl<'a> Reader<'a> {
                     seen.first(13)?;
                     s.scheduler_name = p.opt_str()?;
                 }
+                "resources" => {
+                    seen.first(14)?;
+                    s.resources = p.opt(Self::resources)?;
+                }
                 _ => p.skip(0)?,
             }
             Some(())
@@ -421,6 +429,14 @@ impl<'a> Reader<'a> {
                     seen.first(4)?;
                     c.last_state = p.opt(Self::state)?;
                 }
+                "allocatedResources" => {
+                    seen.first(5)?;
+                    c.allocated_resources = p.pairs()?;
+                }
+                "resources" => {
+                    seen.first(6)?;
+                    c.resources = p.opt(Self::resources)?;
+                }
                 _ => p.skip(0)?,
             }
             Some(())
@@ -463,6 +479,14 @@ impl<'a> Reader<'a> {
                 "ephemeralContainerStatuses" => {
                     seen.first(7)?;
                     s.ephemeral_container_statuses = p.vec(Self::container_status)?;
+                }
+                "allocatedResources" => {
+                    seen.first(8)?;
+                    s.allocated_resources = p.pairs()?;
+                }
+                "resources" => {
+                    seen.first(9)?;
+                    s.resources = p.opt(Self::resources)?;
                 }
                 _ => p.skip(0)?,
             }
