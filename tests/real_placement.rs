@@ -97,7 +97,12 @@ fn score(v: &Value) -> String {
     if v.is_null() {
         return "-".into();
     }
-    format!("{} {} {}", v["node"].as_str().unwrap_or("?"), v["score"], v["plugins"])
+    format!(
+        "{} {} {}",
+        v["node"].as_str().unwrap_or("?"),
+        v["score"],
+        v["plugins"]
+    )
 }
 
 #[test]
@@ -115,7 +120,9 @@ fn predictions_match_where_kube_scheduler_binds_replacements() {
         &[("1500m", "512Mi"), ("250m", "256Mi")],
         &[("1", "1Gi"), ("1", "2Gi")],
     ];
-    let mut yaml = String::from("apiVersion: v1\nkind: Namespace\nmetadata: {name: pl-load}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: pl}\n");
+    let mut yaml = String::from(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: pl-load}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: pl}\n",
+    );
     for (n, pods) in loads.iter().enumerate() {
         for (i, (cpu, mem)) in pods.iter().enumerate() {
             yaml.push_str(&load_pod(&format!("node-{}", n + 1), i, cpu, mem));
@@ -128,7 +135,9 @@ fn predictions_match_where_kube_scheduler_binds_replacements() {
     let total = 10;
     let settled = || {
         let p = pods(&c);
-        p.len() == total && p.iter().all(|(_, node, term, phase)| !node.is_empty() && !term && phase == "Running")
+        p.len() == total
+            && p.iter()
+                .all(|(_, node, term, phase)| !node.is_empty() && !term && phase == "Running")
     };
     c.wait_for("10 Running pl pods", Duration::from_secs(120), settled);
 
@@ -153,19 +162,29 @@ fn predictions_match_where_kube_scheduler_binds_replacements() {
         assert!(out.ok, "plan: {}", out.stderr);
         let plan: Value = serde_json::from_str(&out.stdout).expect("json");
         let ev = &plan["evictions"][0];
-        let name = ev["name"].as_str().unwrap_or_else(|| panic!("one eviction: {plan}")).to_string();
+        let name = ev["name"]
+            .as_str()
+            .unwrap_or_else(|| panic!("one eviction: {plan}"))
+            .to_string();
         let from = ev["node"].as_str().unwrap_or_default().to_string();
         let predicted = ev["predictedNode"].as_str().unwrap_or("none").to_string();
         let ties: Vec<String> = ev["predictedTies"]
             .as_array()
-            .map(|a| a.iter().filter_map(|t| t.as_str().map(String::from)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|t| t.as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default();
         let before: BTreeSet<String> = pods(&c).into_iter().map(|p| p.0).collect();
         let e = evict(&c, "pl", &name);
         assert!(e.ok, "evicting {name}: {}", e.stderr);
         let mut landed = String::new();
         c.wait_for("the replacement is bound", Duration::from_secs(60), || {
-            if let Some(p) = pods(&c).into_iter().find(|p| !before.contains(&p.0) && !p.1.is_empty()) {
+            if let Some(p) = pods(&c)
+                .into_iter()
+                .find(|p| !before.contains(&p.0) && !p.1.is_empty())
+            {
                 landed = p.1;
                 true
             } else {

@@ -152,19 +152,32 @@ profiles:
 /// binding), rendered with the real Helm engine and applied; a kubeconfig with a token of that
 /// ServiceAccount.
 fn chart_service_account(c: &Cluster, dir: &Path) -> PathBuf {
-    let values = r#"{"kind":"Deployment","leaderElection":{"enabled":true},"trigger":{"enabled":true}}"#;
+    let values =
+        r#"{"kind":"Deployment","leaderElection":{"enabled":true},"trigger":{"enabled":true}}"#;
     let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
     let out = run_bounded(
         Command::new(python)
             .arg(real_common::root().join("tests/chart/render.py"))
             .args(["render"])
             .arg(real_common::root().join("charts/kube-descheduler"))
-            .args(["--values-json", values, "--name", "kube-descheduler", "--namespace", "kube-descheduler"]),
+            .args([
+                "--values-json",
+                values,
+                "--name",
+                "kube-descheduler",
+                "--namespace",
+                "kube-descheduler",
+            ]),
         Duration::from_secs(120),
     );
-    assert!(out.ok, "render.py: {} (pip install helm-python-sdk==0.2.2)", out.stderr);
+    assert!(
+        out.ok,
+        "render.py: {} (pip install helm-python-sdk==0.2.2)",
+        out.stderr
+    );
     let docs: Vec<Value> = serde_saphyr::from_multiple(&out.stdout).expect("rendered YAML");
-    let mut rbac = String::from("apiVersion: v1\nkind: Namespace\nmetadata: {name: kube-descheduler}\n");
+    let mut rbac =
+        String::from("apiVersion: v1\nkind: Namespace\nmetadata: {name: kube-descheduler}\n");
     let mut applied = Vec::new();
     for d in docs.iter().filter(|d| !d.is_null()) {
         let kind = d["kind"].as_str().unwrap_or_default();
@@ -176,8 +189,7 @@ fn chart_service_account(c: &Cluster, dir: &Path) -> PathBuf {
         ) && matches!(
             name,
             "kube-descheduler" | "kube-descheduler-leader-election" | "kube-descheduler-trigger"
-        )
-        {
+        ) {
             applied.push(kind.to_string());
             rbac.push_str("---\n");
             rbac.push_str(&serde_json::to_string(d).expect("json"));
@@ -187,7 +199,14 @@ fn chart_service_account(c: &Cluster, dir: &Path) -> PathBuf {
     applied.sort();
     assert_eq!(
         applied,
-        ["ClusterRole", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount"],
+        [
+            "ClusterRole",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Role",
+            "RoleBinding",
+            "ServiceAccount"
+        ],
         "the chart's RBAC objects"
     );
     c.apply(&rbac);
@@ -216,7 +235,14 @@ fn spawn_run(kubeconfig: &Path, policy: &Path, log: &Path, extra: &[&str]) -> Ch
         .arg(kubeconfig)
         .arg("--policy-config-file")
         .arg(policy)
-        .args(["--descheduling-interval", "2s", "--secure-port", "0", "--logging-format", "json"])
+        .args([
+            "--descheduling-interval",
+            "2s",
+            "--secure-port",
+            "0",
+            "--logging-format",
+            "json",
+        ])
         .args(extra)
         .stdin(Stdio::null())
         .stdout(f.try_clone().expect("dup"))
@@ -231,9 +257,7 @@ fn log_lines(log: &Path, msg: &str) -> Vec<Value> {
         .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| {
-            v["fields"]["message"] == msg || v["message"] == msg || v["msg"] == msg
-        })
+        .filter(|v| v["fields"]["message"] == msg || v["message"] == msg || v["msg"] == msg)
         .collect()
 }
 
@@ -279,7 +303,10 @@ fn run_under_the_charts_rbac_evicts_and_leader_election_hands_over() {
         .filter(|(_, n, _)| n == "node-1")
         .map(|(p, _, _)| p.clone())
         .collect();
-    assert!(!on_node1.is_empty(), "the scheduler spreads web over the nodes: {before:?}");
+    assert!(
+        !on_node1.is_empty(),
+        "the scheduler spreads web over the nodes: {before:?}"
+    );
     let t = c.kubectl(&["taint", "node", "node-1", "dedicated=infra:NoSchedule"]);
     assert!(t.ok, "{}", t.stderr);
 
@@ -295,10 +322,23 @@ fn run_under_the_charts_rbac_evicts_and_leader_election_hands_over() {
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     let cycles = log_lines(&log, "descheduling cycle finished");
     assert!(cycles.len() >= 3, "run exited early: {text}");
-    let evicted: u64 = cycles.iter().map(|v| field(v, "evicted").as_u64().unwrap_or(0)).sum();
-    let errors: u64 = cycles.iter().map(|v| field(v, "errors").as_u64().unwrap_or(0)).sum();
-    assert_eq!(evicted as usize, on_node1.len(), "each pod on node-1 evicted once: {text}");
-    assert_eq!(errors, 0, "no eviction failed (RBAC allows every call): {text}");
+    let evicted: u64 = cycles
+        .iter()
+        .map(|v| field(v, "evicted").as_u64().unwrap_or(0))
+        .sum();
+    let errors: u64 = cycles
+        .iter()
+        .map(|v| field(v, "errors").as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(
+        evicted as usize,
+        on_node1.len(),
+        "each pod on node-1 evicted once: {text}"
+    );
+    assert_eq!(
+        errors, 0,
+        "no eviction failed (RBAC allows every call): {text}"
+    );
     assert!(
         !text.to_lowercase().contains("forbidden"),
         "nothing forbidden by the chart's ClusterRole: {text}"
@@ -307,12 +347,19 @@ fn run_under_the_charts_rbac_evicts_and_leader_election_hands_over() {
     wait_running(&c, ns, "web", 6);
     let after = pods(&c, ns, "web");
     for p in &on_node1 {
-        assert!(after.iter().all(|(n, _, _)| n != p), "{p} evicted: {after:?}");
+        assert!(
+            after.iter().all(|(n, _, _)| n != p),
+            "{p} evicted: {after:?}"
+        );
     }
     assert!(after.iter().all(|(_, n, _)| n != "node-1"), "{after:?}");
     // run's events, written under the chart's events rule: one per eviction.
     let ev = c.kubectl(&[
-        "get", "events", "-n", ns, "-o",
+        "get",
+        "events",
+        "-n",
+        ns,
+        "-o",
         "jsonpath={range .items[*]}{.reason} {.reportingComponent}{\"\\n\"}{end}",
     ]);
     assert_eq!(
@@ -341,7 +388,12 @@ fn run_under_the_charts_rbac_evicts_and_leader_election_hands_over() {
         .collect();
     let holder = || {
         c.kubectl(&[
-            "get", "lease", "descheduler", "-n", "kube-descheduler", "-o",
+            "get",
+            "lease",
+            "descheduler",
+            "-n",
+            "kube-descheduler",
+            "-o",
             "jsonpath={.spec.holderIdentity}",
         ])
         .stdout
@@ -349,18 +401,29 @@ fn run_under_the_charts_rbac_evicts_and_leader_election_hands_over() {
     let acquired = |l: &Path| {
         log_lines(l, "acquired leadership")
             .iter()
-            .map(|v| field(v, "identity").as_str().unwrap_or_default().to_string())
+            .map(|v| {
+                field(v, "identity")
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
             .collect::<Vec<_>>()
     };
-    c.wait_for("one replica acquires the Lease", Duration::from_secs(60), || {
-        !holder().is_empty() && logs.iter().any(|l| !acquired(l).is_empty())
-    });
+    c.wait_for(
+        "one replica acquires the Lease",
+        Duration::from_secs(60),
+        || !holder().is_empty() && logs.iter().any(|l| !acquired(l).is_empty()),
+    );
     std::thread::sleep(Duration::from_secs(3));
     let leaders: Vec<usize> = (0..2).filter(|&i| !acquired(&logs[i]).is_empty()).collect();
     assert_eq!(leaders.len(), 1, "exactly one leads: {leaders:?}");
     let leader = leaders[0];
     let follower = 1 - leader;
-    assert_eq!(holder(), acquired(&logs[leader])[0], "the Lease names the leader");
+    assert_eq!(
+        holder(),
+        acquired(&logs[leader])[0],
+        "the Lease names the leader"
+    );
     assert!(
         log_lines(&logs[leader], "descheduling cycle finished").len() >= 1,
         "the leader runs cycles"
@@ -371,17 +434,28 @@ fn run_under_the_charts_rbac_evicts_and_leader_election_hands_over() {
     );
     // SIGKILL the leader (no release): the follower takes over after the lease expires.
     stop(&mut replicas[leader]);
-    c.wait_for("the follower takes the Lease", Duration::from_secs(60), || {
-        !acquired(&logs[follower]).is_empty()
-    });
+    c.wait_for(
+        "the follower takes the Lease",
+        Duration::from_secs(60),
+        || !acquired(&logs[follower]).is_empty(),
+    );
     let new_holder = acquired(&logs[follower])[0].clone();
-    c.wait_for("the Lease names the new leader", Duration::from_secs(20), || holder() == new_holder);
-    c.wait_for("the new leader runs a cycle", Duration::from_secs(30), || {
-        !log_lines(&logs[follower], "descheduling cycle finished").is_empty()
-    });
+    c.wait_for(
+        "the Lease names the new leader",
+        Duration::from_secs(20),
+        || holder() == new_holder,
+    );
+    c.wait_for(
+        "the new leader runs a cycle",
+        Duration::from_secs(30),
+        || !log_lines(&logs[follower], "descheduling cycle finished").is_empty(),
+    );
     stop(&mut replicas[follower]);
     let lease_log = std::fs::read_to_string(&logs[follower]).unwrap_or_default();
-    assert!(!lease_log.to_lowercase().contains("forbidden"), "{lease_log}");
+    assert!(
+        !lease_log.to_lowercase().contains("forbidden"),
+        "{lease_log}"
+    );
 }
 
 /// A token of ServiceAccount `namespace/name`.
@@ -471,7 +545,11 @@ subjects: [{kind: ServiceAccount, name: caller, namespace: rr-trigger}]
             || child.try_wait().ok().flatten().is_some()
     });
     let text = || std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(child.try_wait().ok().flatten().is_none(), "run stays up: {}", text());
+    assert!(
+        child.try_wait().ok().flatten().is_none(),
+        "run stays up: {}",
+        text()
+    );
     // No token, a token the API server does not know: 401 (TokenReview).
     assert_eq!(curl(&url, true, None).0, 401, "{}", text());
     assert_eq!(curl(&url, true, Some("not-a-token")).0, 401, "{}", text());
@@ -483,7 +561,11 @@ subjects: [{kind: ServiceAccount, name: caller, namespace: rr-trigger}]
     assert_eq!(code, 200, "{body}\n{}", text());
     let v: Value = serde_json::from_str(&body).expect("json summary");
     assert_eq!(v["status"], "completed", "{body}");
-    let (code, body) = curl(&format!("https://127.0.0.1:{port}/metrics"), false, Some(&caller));
+    let (code, body) = curl(
+        &format!("https://127.0.0.1:{port}/metrics"),
+        false,
+        Some(&caller),
+    );
     assert_eq!(code, 403, "{body}");
     stop(&mut child);
 }

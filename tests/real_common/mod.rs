@@ -247,7 +247,9 @@ pub fn evict(c: &Cluster, namespace: &str, name: &str) -> Out {
             .arg("--kubeconfig")
             .arg(&c.kubeconfig)
             .args(["create", "--raw"])
-            .arg(format!("/api/v1/namespaces/{namespace}/pods/{name}/eviction"))
+            .arg(format!(
+                "/api/v1/namespaces/{namespace}/pods/{name}/eviction"
+            ))
             .args(["-f", "-"]),
         &body,
         Duration::from_secs(60),

@@ -330,7 +330,7 @@ impl GuardState {
         asked: &'d Asked<'_>,
         deployment: &'d str,
         write: &GuardedWrite,
-    ) -> Result<(&'d str, &'d str), AdmissionReview<DynamicObject>> {
+    ) -> Result<(&'d str, &'d str), Box<AdmissionReview<DynamicObject>>> {
         let (namespace, name) = deployment
             .split_once('/')
             .unwrap_or((&asked.eviction.namespace, deployment));
@@ -342,7 +342,7 @@ impl GuardState {
             .budget
             .exhausted_message(write.what, &asked.pod_key, &empty);
         tracing::warn!(pod = %asked.pod_key, deployment = %deployment, audit = %asked.audit(), "{} budget empty; refusing without {}", write.what, write.action);
-        Err(deny_429(asked.request, &msg))
+        Err(Box::new(deny_429(asked.request, &msg)))
     }
 
     /// Rule A: take a token, start the rolling restart of `deployment` and refuse the eviction
@@ -357,7 +357,7 @@ impl GuardState {
         let (request, pod_key) = (asked.request, &asked.pod_key);
         let (namespace, name) = match self.take_token(asked, deployment, &RESTART) {
             Ok(target) => target,
-            Err(refused) => return refused,
+            Err(refused) => return *refused,
         };
         let outcome = self
             .restarter
@@ -407,7 +407,7 @@ impl GuardState {
         let (request, pod_key) = (asked.request, &asked.pod_key);
         let (namespace, name) = match self.take_token(asked, deployment, &SURGE) {
             Ok(target) => target,
-            Err(refused) => return refused,
+            Err(refused) => return *refused,
         };
         let outcome = self
             .restarter

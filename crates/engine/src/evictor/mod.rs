@@ -430,7 +430,7 @@ impl EvictionSession {
         (Some(Arc::new(report)), target)
     }
 
-    /// Whether `pod` was moved (evicted or deflected) in this session.
+    /// Whether `pod` was moved (evicted or deflected) by this evictor.
     pub fn moved(&self, pod: PodId) -> bool {
         self.moved.contains(&pod)
     }

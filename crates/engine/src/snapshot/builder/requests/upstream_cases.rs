@@ -52,9 +52,12 @@ fn infeasible() -> Value {
     serde_json::from_str(INFEASIBLE).expect("conditions")
 }
 
+/// A case: its name, the pod, and the requests expected (resource, quantity).
+type Case = (&'static str, Value, Vec<(&'static str, &'static str)>);
+
 #[test]
 fn spec_requests_sum_containers_and_take_the_init_peak() {
-    let cases: Vec<(&str, Value, Vec<(&str, &str)>)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "larger init container",
             json!({"spec": {"initContainers": [c("i", json!({"cpu": "4"}))],
@@ -127,7 +130,7 @@ fn spec_requests_sum_containers_and_take_the_init_peak() {
 
 #[test]
 fn pod_level_requests_replace_the_containers_total_for_what_they_set() {
-    let cases: Vec<(&str, Value, Vec<(&str, &str)>)> = vec![
+    let cases: Vec<Case> = vec![
         ("nil", json!({"spec": {}}), vec![]),
         (
             "pod level memory",
