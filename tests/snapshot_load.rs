@@ -250,8 +250,9 @@ fn namespace_surge_opt_ins_and_autoscaler_targets_are_kept() {
         .iter()
         .map(|h| (&h.namespace[..], &h.name[..], &h.deployment[..]))
         .collect();
+    // In the API's (namespace, name) order, whatever the file's order.
     assert_eq!(
         targets,
-        [("on", "web-hpa", "web"), ("off", "api-hpa", "api")]
+        [("off", "api-hpa", "api"), ("on", "web-hpa", "web")]
     );
 }

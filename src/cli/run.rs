@@ -367,6 +367,18 @@ pub fn run_with(
     })
 }
 
+/// `--scheduler-version`: `MAJOR.MINOR` (a patch or a leading `v` is accepted and ignored).
+pub fn parse_scheduler_version(s: &str) -> Result<(u32, u32), String> {
+    let t = s.trim().trim_start_matches('v');
+    let mut parts = t.split('.');
+    let major = parts.next().and_then(|p| p.parse().ok());
+    let minor = parts.next().and_then(|p| p.parse().ok());
+    match (major, minor) {
+        (Some(major), Some(minor)) => Ok((major, minor)),
+        _ => Err(format!("expected MAJOR.MINOR such as 1.35, got {s:?}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -400,17 +412,5 @@ mod tests {
                 .to_string();
             assert!(e.contains("--metrics-max-age"), "{bad}: {e}");
         }
-    }
-}
-
-/// `--scheduler-version`: `MAJOR.MINOR` (a patch or a leading `v` is accepted and ignored).
-pub fn parse_scheduler_version(s: &str) -> Result<(u32, u32), String> {
-    let t = s.trim().trim_start_matches('v');
-    let mut parts = t.split('.');
-    let major = parts.next().and_then(|p| p.parse().ok());
-    let minor = parts.next().and_then(|p| p.parse().ok());
-    match (major, minor) {
-        (Some(major), Some(minor)) => Ok((major, minor)),
-        _ => Err(format!("expected MAJOR.MINOR such as 1.35, got {s:?}")),
     }
 }
