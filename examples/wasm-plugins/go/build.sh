@@ -22,6 +22,6 @@ shift || true
 pkgs=("$@")
 [ ${#pkgs[@]} -gt 0 ] || pkgs=(podlifetime nodetaints)
 for name in "${pkgs[@]}"; do
-  go build -buildmode=c-shared -trimpath -ldflags='-s -w -buildid=' -o "$tmp/$name.go.wasm" "./$name"
+  go build -buildmode=c-shared -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o "$tmp/$name.go.wasm" "./$name"
   GOOS= GOARCH= go run kube-descheduler/sdk/go/cmd/kd-wasm-unwasi "$tmp/$name.go.wasm" "$out/$name.wasm"
 done
