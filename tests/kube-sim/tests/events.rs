@@ -302,7 +302,7 @@ fn kubectl() -> Option<PathBuf> {
     on_path("kubectl")
 }
 
-async fn kubectl_out(bin: &PathBuf, kubeconfig: &std::path::Path, args: &[&str]) -> String {
+async fn kubectl_out(bin: &std::path::Path, kubeconfig: &std::path::Path, args: &[&str]) -> String {
     let (ok, stdout, stderr) = kubectl_run(bin, kubeconfig, args).await;
     assert!(ok, "kubectl {args:?}: {stderr}");
     stdout
