@@ -156,7 +156,7 @@ impl Auth {
                 }
                 s
             }
-            None => json!({"authenticated": false, "user": {}, "error": "invalid bearer token"}),
+            None => json!({"user": {}, "error": "invalid bearer token"}),
         };
         review["status"] = status;
         review
@@ -266,9 +266,9 @@ mod tests {
         let tr = a.token_review(json!({"spec": {"token": "t1"}}));
         assert_eq!(tr["status"]["authenticated"], true);
         assert_eq!(tr["status"]["user"]["username"], "alice");
-        assert_eq!(
-            a.token_review(json!({"spec": {"token": "no"}}))["status"]["authenticated"],
-            false
-        );
+        // An unauthenticated review leaves `authenticated` out (false is omitted).
+        let no = a.token_review(json!({"spec": {"token": "no"}}));
+        assert!(no["status"].get("authenticated").is_none());
+        assert_eq!(no["status"]["error"], "invalid bearer token");
     }
 }

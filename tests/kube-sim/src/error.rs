@@ -109,16 +109,41 @@ impl ApiError {
 
     /// `errors.NewInvalid` with one field cause.
     pub fn invalid(kind_group: &str, name: &str, field: &str, why: &str) -> Self {
+        Self::invalid_fields(kind_group, name, &[(field, why)])
+    }
+
+    /// `errors.NewInvalid`: `kind_group` is `Kind` or `Kind.group`, each cause a field and its
+    /// `field.Error` text (`"Forbidden: …"`, `"Required value"`, …), whose type names the cause's
+    /// reason. Several causes are listed in brackets, as `ErrorList.ToAggregate` prints them.
+    pub fn invalid_fields(kind_group: &str, name: &str, causes: &[(&str, &str)]) -> Self {
+        let texts: Vec<String> = causes
+            .iter()
+            .map(|(f, why)| format!("{f}: {why}"))
+            .collect();
+        let listed = match texts.as_slice() {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        let (kind, group) = kind_group.split_once('.').unwrap_or((kind_group, ""));
+        let mut d = serde_json::Map::new();
+        if !name.is_empty() {
+            d.insert("name".into(), json!(name));
+        }
+        if !group.is_empty() {
+            d.insert("group".into(), json!(group));
+        }
+        d.insert("kind".into(), json!(kind));
+        let causes: Vec<Value> = causes
+            .iter()
+            .map(|(f, why)| json!({"reason": cause_reason(why), "message": why, "field": f}))
+            .collect();
+        d.insert("causes".into(), json!(causes));
         Self::new(
             422,
             "Invalid",
-            format!("{kind_group} \"{name}\" is invalid: {field}: {why}"),
+            format!("{kind_group} \"{name}\" is invalid: {listed}"),
         )
-        .with_details(json!({
-            "name": name,
-            "kind": kind_group.split('.').next().unwrap_or(kind_group),
-            "causes": [{"reason": "FieldValueInvalid", "message": why, "field": field}]
-        }))
+        .with_details(Value::Object(d))
     }
 
     /// `errors.NewBadRequest`.
@@ -224,6 +249,24 @@ impl ApiError {
             .and_then(Value::as_u64)
             .filter(|s| *s > 0)
     }
+}
+
+/// The `metav1.CauseType` of a `field.Error` from the start of its text.
+fn cause_reason(why: &str) -> &'static str {
+    const TYPES: [(&str, &str); 8] = [
+        ("Forbidden", "FieldValueForbidden"),
+        ("Required value", "FieldValueRequired"),
+        ("Unsupported value", "FieldValueNotSupported"),
+        ("Duplicate value", "FieldValueDuplicate"),
+        ("Not found", "FieldValueNotFound"),
+        ("Too long", "FieldValueTooLong"),
+        ("Too many", "FieldValueTooMany"),
+        ("Internal error", "InternalError"),
+    ];
+    TYPES
+        .iter()
+        .find(|(prefix, _)| why.starts_with(prefix))
+        .map_or("FieldValueInvalid", |(_, t)| t)
 }
 
 /// Shorthand result type for API operations.

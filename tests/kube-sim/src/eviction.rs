@@ -9,7 +9,7 @@ use crate::clock::format_time;
 use crate::error::{ApiError, ApiResult};
 use crate::resources::by_gvr;
 use crate::selectors::LabelSelector;
-use crate::store::{DeleteOpts, UpdateMode};
+use crate::store::{DeleteOpts, UpdateMode, precondition_failure};
 
 /// `MaxDisruptedPodSize` in eviction.go.
 const MAX_DISRUPTED_PODS: usize = 2000;
@@ -93,7 +93,7 @@ fn still_processing(pdb_name: &str) -> ApiError {
         10,
     );
     if let Some(d) = e.details.as_mut() {
-        d["causes"] = json!([{"type": "DisruptionBudget",
+        d["causes"] = json!([{"reason": "DisruptionBudget",
             "message": format!("The disruption budget {pdb_name} is still being processed by the server.")}]);
     }
     e
@@ -151,6 +151,10 @@ fn add_condition_and_delete(
         let Some(mut pod) = st.store.get(pods, namespace, name) else {
             break;
         };
+        // `getLatestPod`: the preconditions hold against the latest pod before it is touched.
+        if let Some(e) = precondition_failure(pods, &pod, &opts) {
+            return Err(e);
+        }
         let has = pod
             .pointer("/status/conditions")
             .and_then(Value::as_array)
@@ -210,8 +214,10 @@ pub async fn evict(
     let av = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
     if kind != "Eviction" || !(av == "policy/v1" || av == "policy/v1beta1") {
+        // The body decoder's words (`runtime.Scheme` has no such kind at that version).
+        let version = av.rsplit('/').next().unwrap_or(av);
         return Err(ApiError::bad_request(format!(
-            "not a Eviction object: {av}, Kind={kind} (expected policy/v1 or policy/v1beta1 Eviction)"
+            "{kind} in version \"{version}\" cannot be handled as a Eviction: no kind \"{kind}\" is registered for version \"{av}\" in scheme \"pkg/runtime/scheme.go:111\""
         )));
     }
     let mut eviction = body;
@@ -240,12 +246,26 @@ pub async fn evict(
         Some(mut d) => {
             let body_dry = str_vec(d.get("dryRun"));
             if body_dry.is_empty() {
-                d["dryRun"] = json!(query);
+                // An empty list is left out, as Go's `omitempty` leaves it.
+                if query.is_empty() {
+                    if let Some(m) = d.as_object_mut() {
+                        m.remove("dryRun");
+                    }
+                } else {
+                    d["dryRun"] = json!(query);
+                }
                 eviction["deleteOptions"] = d.clone();
             } else if !query.is_empty() && query != body_dry {
-                return Err(ApiError::internal(format!(
-                    "Non-matching dry-run options in request and content: {query:?} and {body_dry:?}"
-                )));
+                // A bare `fmt.Errorf` becomes a 500 without reason or details.
+                return Err(ApiError::new(
+                    500,
+                    "",
+                    format!(
+                        "Non-matching dry-run options in request and content: [{}] and [{}]",
+                        query.join(" "),
+                        body_dry.join(" ")
+                    ),
+                ));
             }
             d
         }
@@ -266,8 +286,11 @@ pub async fn evict(
             object: Some(&eviction),
             old_object: None,
             dry_run: query_dry_run,
-            options: json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions",
-                "dryRun": if query_dry_run { json!(["All"]) } else { Value::Null }}),
+            options: if query_dry_run {
+                json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions", "dryRun": ["All"]})
+            } else {
+                json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"})
+            },
             user,
         },
     )
@@ -384,7 +407,7 @@ pub async fn evict(
                         0,
                     );
                     e.details = Some(
-                        json!({"causes": [{"type": "DisruptionBudget", "message": format!(
+                        json!({"causes": [{"reason": "DisruptionBudget", "message": format!(
                         "The disruption budget {pdb_name} needs {} healthy pods and has {} currently",
                         i(&pdb, "/status/desiredHealthy"), i(&pdb, "/status/currentHealthy"))}]}),
                     );

@@ -18,6 +18,7 @@ pub mod kubeconfig;
 pub mod metrics_api;
 pub mod openapi;
 pub mod patch;
+pub mod pod_admission;
 pub mod resources;
 pub mod rest;
 pub mod runner;

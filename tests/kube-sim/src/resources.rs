@@ -36,6 +36,22 @@ impl ResourceDef {
         self.group == group && self.resource == resource
     }
 
+    /// Whether a PUT of a missing object creates it (the registry strategy's
+    /// `AllowCreateOnUpdate`; Leases and Events among them).
+    pub fn creates_on_update(&self) -> bool {
+        matches!(
+            (self.group, self.resource),
+            ("coordination.k8s.io", "leases" | "leasecandidates")
+                | ("", "events" | "endpoints" | "limitranges" | "services")
+                | ("events.k8s.io", "events")
+                | (
+                    "rbac.authorization.k8s.io",
+                    "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings"
+                )
+                | ("node.k8s.io", "runtimeclasses")
+        )
+    }
+
     /// Verbs for discovery.
     pub fn verbs(&self) -> &'static [&'static str] {
         if self.create_only {

@@ -15,14 +15,31 @@ const CHUNK: usize = 64 * 1024;
 /// A filter applied to each decoded object (label and field selectors).
 pub type Keep = Box<dyn Fn(&Value) -> bool + Send + Sync>;
 
-/// The object form a client gets for a stored object, or `None` when `keep` drops it.
+/// The object form a client gets for a stored object in a list, or `None` when `keep` drops
+/// it. Like kube-apiserver's JSON lists, items carry no `apiVersion` and `kind` (the list names
+/// them once).
 fn shown(def: &'static ResourceDef, stored: &[u8], keep: Option<&Keep>) -> Option<Vec<u8>> {
     if keep.is_none() && !versions::is_converted(def) {
-        return Some(stored.to_vec());
+        // Stored objects are serialized with sorted keys, so they begin with their type.
+        let prefix = format!(
+            r#"{{"apiVersion":"{}","kind":"{}","#,
+            def.api_version(),
+            def.kind
+        );
+        if let Some(rest) = stored.strip_prefix(prefix.as_bytes()) {
+            let mut out = Vec::with_capacity(rest.len() + 1);
+            out.push(b'{');
+            out.extend_from_slice(rest);
+            return Some(out);
+        }
     }
-    let v = versions::present(def, objects::decode(stored));
+    let mut v = versions::present(def, objects::decode(stored));
     if keep.is_some_and(|k| !k(&v)) {
         return None;
+    }
+    if let Some(m) = v.as_object_mut() {
+        m.remove("apiVersion");
+        m.remove("kind");
     }
     serde_json::to_vec(&v).ok()
 }

@@ -118,6 +118,7 @@ fn selectors(r: &Req) -> ApiResult<(LabelSelector, FieldSelector)> {
 }
 
 fn list(st: &SimState, r: &Req, t: &Target) -> ApiResult<Response> {
+    watch::list_options(r)?;
     let (ls, fs) = selectors(r)?;
     // limit/continue: the token is the base64 of the last returned "namespace/name"; only the
     // requested page is read from the store (a paginated list of a big cluster stays linear).
@@ -204,7 +205,7 @@ fn watch_req(st: Arc<SimState>, r: &Req, t: &Target) -> ApiResult<Response> {
             from,
             timeout: Duration::from_secs(timeout),
             bookmarks: r.q_bool("allowWatchBookmarks"),
-            initial_events_end: initial,
+            initial_events_end: initial && r.q_bool("allowWatchBookmarks"),
             name: None,
             table: table::wants_table(&r.headers).then(|| st.store.clock().clone()),
         },
@@ -264,6 +265,15 @@ async fn create(st: &SimState, r: &Req, t: &Target) -> ApiResult<Response> {
     check_kind(def, &obj)?;
     match (def.group, def.resource) {
         ("authentication.k8s.io", "tokenreviews") => {
+            if obj
+                .pointer("/spec/token")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                return Err(ApiError::bad_request(
+                    "token is required for TokenReview in authentication",
+                ));
+            }
             return Ok(json_response(
                 201,
                 &with_type(def, st.auth.token_review(obj)),
@@ -294,6 +304,18 @@ async fn create(st: &SimState, r: &Req, t: &Target) -> ApiResult<Response> {
         ));
     }
     set_namespace(&mut obj, t)?;
+    admit_and_create(st, r, t, obj, dry).await
+}
+
+/// The end of a create: NamespaceLifecycle, validating admission, the store; 201.
+async fn admit_and_create(
+    st: &SimState,
+    r: &Req,
+    t: &Target,
+    obj: Value,
+    dry: bool,
+) -> ApiResult<Response> {
+    let def = t.def;
     check_namespace(st, def, &ns_of(t))?;
     let warnings = admission::validate(
         st,
@@ -405,9 +427,29 @@ async fn update(st: &SimState, r: &Req, t: &Target, sub: &str) -> ApiResult<Resp
             "the name of the object ({body_name}) does not match the name on the URL ({name})"
         )));
     }
-    let current = fetch(st, t)?;
+    let current = match fetch(st, t) {
+        Err(e) if e.code == 404 && sub.is_empty() && t.def.creates_on_update() => {
+            return create_on_update(st, r, t, obj, dry).await;
+        }
+        other => other?,
+    };
     let (out, warnings) = write(st, r, t, sub, &current, obj, dry).await?;
     Ok(json_response(200, &out, &warnings))
+}
+
+/// A PUT of a missing object of a kind whose strategy has `AllowCreateOnUpdate`: created as
+/// a POST would create it (201), its resourceVersion ignored.
+async fn create_on_update(
+    st: &SimState,
+    r: &Req,
+    t: &Target,
+    mut obj: Value,
+    dry: bool,
+) -> ApiResult<Response> {
+    if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+    }
+    admit_and_create(st, r, t, obj, dry).await
 }
 
 async fn patch_req(st: &SimState, r: &Req, t: &Target, sub: &str) -> ApiResult<Response> {
@@ -561,6 +603,8 @@ async fn evict(st: &SimState, r: &Req, t: &Target) -> ApiResult<Response> {
     let dry = r.dry_run()?;
     let body = decode(r)?;
     let name = t.name.as_deref().unwrap_or("");
+    // NamespaceLifecycle (a mutating admission plugin) runs before the eviction's own checks.
+    check_namespace(st, t.def, &ns_of(t))?;
     match eviction::evict(st, &ns_of(t), name, body, dry, &r.user).await {
         Ok(ev) => Ok(json_response(ev.code, &ev.body, &ev.warnings)),
         Err(e) => Ok(error_response(&e)),

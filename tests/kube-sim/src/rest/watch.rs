@@ -18,51 +18,107 @@ use crate::versions;
 const CHUNK: usize = 64 * 1024;
 
 /// Whether a watch asks for its initial events (`sendInitialEvents=true`, client-go's
-/// WatchList), checked as kube-apiserver's `ListOptions` validation does: it needs
-/// `resourceVersionMatch=NotOlderThan` and `allowWatchBookmarks=true` (the initial events end
-/// with an annotated BOOKMARK), `resourceVersionMatch` needs `sendInitialEvents`, and with the
-/// `WatchList` feature gate off ([`crate::SimHandle::set_watch_list`]) it is forbidden. Errors
-/// are 422 Invalid.
+/// WatchList), checked as kube-apiserver's `validateWatchOptions` does: it needs
+/// `resourceVersionMatch=NotOlderThan`, `resourceVersionMatch` needs `sendInitialEvents`, and
+/// with the `WatchList` feature gate off ([`crate::SimHandle::set_watch_list`]) it is forbidden.
+/// Every violation is listed in one 422 Invalid. The initial events end with an annotated
+/// BOOKMARK only when the watch also allows bookmarks.
 pub fn initial_events(st: &SimState, r: &Req) -> ApiResult<bool> {
-    let invalid =
-        |field: &str, why: &str| ApiError::invalid("ListOptions.meta.k8s.io", "", field, why);
     let send = r.q("sendInitialEvents").map(|v| v == "true" || v == "1");
     let matching = r.q("resourceVersionMatch").filter(|m| !m.is_empty());
+    let mut errors: Vec<(&str, String)> = Vec::new();
     if send.is_some() {
         if matching != Some("NotOlderThan") {
-            return Err(invalid(
+            errors.push((
                 "resourceVersionMatch",
-                "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"
+                    .into(),
             ));
         }
         if !st.watch_list.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err(invalid(
+            errors.push((
                 "sendInitialEvents",
-                "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+                "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled".into(),
             ));
         }
     }
     if let Some(m) = matching {
         if send.is_none() {
-            return Err(invalid(
+            errors.push((
                 "resourceVersionMatch",
-                "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided".into(),
             ));
         }
         if m != "NotOlderThan" {
-            return Err(invalid(
+            errors.push((
                 "resourceVersionMatch",
-                &format!("Unsupported value: \"{m}\": supported values: \"NotOlderThan\""),
+                format!("Unsupported value: \"{m}\": supported values: \"NotOlderThan\""),
             ));
         }
-        if !r.q_bool("allowWatchBookmarks") {
-            return Err(invalid(
-                "allowWatchBookmarks",
-                "Forbidden: allowWatchBookmarks must be set to true when sendInitialEvents is set",
+        if r.q("continue").is_some_and(|c| !c.is_empty()) {
+            errors.push((
+                "resourceVersionMatch",
+                "Forbidden: resourceVersionMatch is forbidden when continue is provided".into(),
             ));
         }
     }
+    list_options_invalid(&errors)?;
     Ok(send == Some(true))
+}
+
+/// The `ListOptions` checks of a LIST (`validateListOptions` without watch).
+pub fn list_options(r: &Req) -> ApiResult<()> {
+    let mut errors: Vec<(&str, String)> = Vec::new();
+    if let Some(m) = r.q("resourceVersionMatch").filter(|m| !m.is_empty()) {
+        let rv = r.q("resourceVersion").unwrap_or("");
+        if rv.is_empty() {
+            errors.push((
+                "resourceVersionMatch",
+                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
+                    .into(),
+            ));
+        }
+        if r.q("continue").is_some_and(|c| !c.is_empty()) {
+            errors.push((
+                "resourceVersionMatch",
+                "Forbidden: resourceVersionMatch is forbidden when continue is provided".into(),
+            ));
+        }
+        if m != "Exact" && m != "NotOlderThan" {
+            errors.push((
+                "resourceVersionMatch",
+                format!(
+                    "Unsupported value: \"{m}\": supported values: \"Exact\", \"NotOlderThan\", \"\""
+                ),
+            ));
+        }
+        if m == "Exact" && rv == "0" {
+            errors.push((
+                "resourceVersionMatch",
+                "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""
+                    .into(),
+            ));
+        }
+    }
+    if r.q("sendInitialEvents").is_some() {
+        errors.push((
+            "sendInitialEvents",
+            "Forbidden: sendInitialEvents is forbidden for list".into(),
+        ));
+    }
+    list_options_invalid(&errors)
+}
+
+fn list_options_invalid(errors: &[(&str, String)]) -> ApiResult<()> {
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let causes: Vec<(&str, &str)> = errors.iter().map(|(f, w)| (*f, w.as_str())).collect();
+    Err(ApiError::invalid_fields(
+        "ListOptions.meta.k8s.io",
+        "",
+        &causes,
+    ))
 }
 
 /// What a watch selects.

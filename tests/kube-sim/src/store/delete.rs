@@ -10,6 +10,34 @@ use crate::error::{ApiError, ApiResult};
 use crate::resources::ResourceDef;
 use crate::versions;
 
+/// The conflict a delete's preconditions raise against `existing`, as `rest.BeforeDelete`
+/// words it (the eviction subresource checks the same two with the same words).
+pub fn precondition_failure(
+    def: &ResourceDef,
+    existing: &Value,
+    opts: &DeleteOpts,
+) -> Option<ApiError> {
+    let conflict =
+        |why: String| ApiError::conflict(def.group, def.kind, meta_str(existing, "name"), &why);
+    let uid = meta_str(existing, "uid");
+    if let Some(want) = &opts.uid
+        && want != uid
+    {
+        return Some(conflict(format!(
+            "the UID in the precondition ({want}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
+        )));
+    }
+    let rv = meta_str(existing, "resourceVersion");
+    if let Some(want) = &opts.resource_version
+        && want != rv
+    {
+        return Some(conflict(format!(
+            "the ResourceVersion in the precondition ({want}) does not match the ResourceVersion in record ({rv}). The object might have been modified"
+        )));
+    }
+    None
+}
+
 impl Store {
     /// Deletes an object the way the generic registry does: objects with finalizers and
     /// bound, non-terminal pods are marked with `deletionTimestamp` (graceful deletion,
@@ -27,32 +55,8 @@ impl Store {
         let Some(existing) = inner.objects.get(&gr, &key) else {
             return Err(ApiError::not_found(def.group, def.resource, name));
         };
-        // Preconditions (apimachinery `Preconditions.Check` messages).
-        if let Some(uid) = &opts.uid
-            && uid != meta_str(&existing, "uid")
-        {
-            return Err(ApiError::conflict(
-                def.group,
-                def.resource,
-                name,
-                &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    meta_str(&existing, "uid")
-                ),
-            ));
-        }
-        if let Some(rv) = &opts.resource_version
-            && rv != meta_str(&existing, "resourceVersion")
-        {
-            return Err(ApiError::conflict(
-                def.group,
-                def.resource,
-                name,
-                &format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                    meta_str(&existing, "resourceVersion")
-                ),
-            ));
+        if let Some(e) = precondition_failure(def, &existing, opts) {
+            return Err(e);
         }
         let now = self.clock.now();
         let mut graceful: Option<(String, i64)> = None;

@@ -13,6 +13,7 @@ use crate::resources::ResourceDef;
 use crate::versions;
 
 mod delete;
+pub use delete::precondition_failure;
 pub mod objects;
 mod watch;
 
@@ -505,6 +506,9 @@ impl Store {
             }
             m.remove("selfLink");
         }
+        if !keep_identity && sdef.is("", "pods") {
+            crate::pod_admission::on_create(self, &mut obj)?;
+        }
         defaults::apply(sdef, &mut obj);
         crate::schema::canonicalize_bytes(sdef, &mut obj);
         crate::schema::validate(sdef, &obj)?;
@@ -621,7 +625,22 @@ impl Store {
         defaults::apply(sdef, &mut new);
         crate::schema::canonicalize_bytes(sdef, &mut new);
         crate::schema::validate(sdef, &new)?;
-        if def.generation && mode != UpdateMode::Status && new.get("spec") != existing.get("spec") {
+        // A client's Deployment write also counts annotation changes (they are copied to
+        // ReplicaSets); the controllers' writes stand for the Deployment controller's status
+        // updates, which may change annotations (the revision) without a new generation.
+        // (Semantic equality: no annotations and an empty map are the same.)
+        let annotations = |o: &Value| {
+            o.pointer("/metadata/annotations")
+                .filter(|a| a.as_object().is_some_and(|m| !m.is_empty()))
+                .cloned()
+        };
+        let annotations_moved = mode == UpdateMode::Main
+            && sdef.is("apps", "deployments")
+            && annotations(&new) != annotations(&existing);
+        if def.generation
+            && mode != UpdateMode::Status
+            && (new.get("spec") != existing.get("spec") || annotations_moved)
+        {
             let g = existing
                 .pointer("/metadata/generation")
                 .and_then(Value::as_i64)

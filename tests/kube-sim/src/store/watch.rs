@@ -59,10 +59,9 @@ impl Store {
                     })
                     .unwrap_or((0, Vec::new()));
                 if n < compacted {
-                    // The watch cache's message (`storage.NewTooLargeResourceVersionError` sibling).
+                    // The watch cache's message: the oldest version it can still start from.
                     return Err(ApiError::expired(format!(
-                        "too old resource version: {n} ({})",
-                        compacted + 1
+                        "too old resource version: {n} ({compacted})"
                     )));
                 }
                 events

@@ -73,11 +73,13 @@ impl Sync<'_> {
         let now = self.now();
         let st = self.status_mut();
         st.observed_generation = generation;
-        st.replicas = Some(actual);
-        st.updated_replicas = Some(updated);
-        st.ready_replicas = Some(ready);
-        st.available_replicas = Some(available);
-        st.unavailable_replicas = Some((spec_total - available).max(0));
+        // The counts are `omitempty`: a zero is left out, as kube-apiserver serializes it.
+        let count = |n: i32| Some(n).filter(|n| *n != 0);
+        st.replicas = count(actual);
+        st.updated_replicas = count(updated);
+        st.ready_replicas = count(ready);
+        st.available_replicas = count(available);
+        st.unavailable_replicas = count((spec_total - available).max(0));
         if available >= min_available {
             set_condition(
                 st,

@@ -197,7 +197,7 @@ fn initial_rollout_sets_revisions_annotations_and_status() {
             st.available_replicas,
             st.unavailable_replicas
         ),
-        (Some(2), Some(2), Some(2), Some(2), Some(0))
+        (Some(2), Some(2), Some(2), Some(2), None)
     );
     assert_eq!(sim.state.replica_sets.len(), 1);
     let rs = &sim.state.replica_sets[0];
