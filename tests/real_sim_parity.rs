@@ -485,7 +485,7 @@ async fn admission_probe(s: &Server, out: &mut Answers) {
     );
     let r = s.post(&path, &old).await;
     let reviews = rec.reviews();
-    rec.stop();
+    rec.stop().await;
     s.send(
         "DELETE",
         "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/parity-review",

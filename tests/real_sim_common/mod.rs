@@ -3,7 +3,6 @@
 //! nodes; the same workload applied to both; a webhook listener that records AdmissionReviews.
 #![allow(dead_code)]
 
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -183,7 +182,7 @@ pub struct ReviewRecorder {
     pub url: String,
     pub ca_pem: String,
     pub seen: Arc<Mutex<Vec<Value>>>,
-    handle: axum_server::Handle<SocketAddr>,
+    serving: kube_sim::serving::Serving,
 }
 
 impl ReviewRecorder {
@@ -206,24 +205,18 @@ impl ReviewRecorder {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.set_nonblocking(true).expect("nonblocking");
         let addr = listener.local_addr().expect("addr");
-        let cfg = axum_server::tls_rustls::RustlsConfig::from_pem(
+        let tls = axum_server::tls_rustls::RustlsConfig::from_pem(
             pair.cert_pem.into_bytes(),
             pair.key_pem.into_bytes(),
         )
         .await
         .expect("tls");
-        let handle = axum_server::Handle::new();
-        let srv = axum_server::from_tcp_rustls(listener, cfg)
-            .expect("server")
-            .handle(handle.clone());
-        tokio::spawn(async move {
-            let _ = srv.serve(app.into_make_service()).await;
-        });
+        let serving = kube_sim::serving::Serving::start(listener, tls, app).expect("serve");
         ReviewRecorder {
             url: format!("https://127.0.0.1:{}/review", addr.port()),
             ca_pem: ca.ca_pem().to_string(),
             seen,
-            handle,
+            serving,
         }
     }
 
@@ -232,8 +225,8 @@ impl ReviewRecorder {
         self.seen.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    pub fn stop(&self) {
-        self.handle.shutdown();
+    pub async fn stop(&self) {
+        self.serving.graceful_stop().await;
     }
 }
 

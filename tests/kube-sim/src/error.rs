@@ -125,25 +125,18 @@ impl ApiError {
             many => format!("[{}]", many.join(", ")),
         };
         let (kind, group) = kind_group.split_once('.').unwrap_or((kind_group, ""));
-        let mut d = serde_json::Map::new();
-        if !name.is_empty() {
-            d.insert("name".into(), json!(name));
-        }
-        if !group.is_empty() {
-            d.insert("group".into(), json!(group));
-        }
-        d.insert("kind".into(), json!(kind));
+        let mut d = details(group, kind, name);
         let causes: Vec<Value> = causes
             .iter()
             .map(|(f, why)| json!({"reason": cause_reason(why), "message": why, "field": f}))
             .collect();
-        d.insert("causes".into(), json!(causes));
+        d["causes"] = json!(causes);
         Self::new(
             422,
             "Invalid",
             format!("{kind_group} \"{name}\" is invalid: {listed}"),
         )
-        .with_details(Value::Object(d))
+        .with_details(d)
     }
 
     /// `errors.NewBadRequest`.
