@@ -254,6 +254,40 @@ async fn watch_probes(s: &Server, out: &mut Answers) {
     ));
 }
 
+/// Bookmarks of a watch from the current resourceVersion that times out after 6 s: none while
+/// no pod changes anywhere, one (about 2 s before the deadline) once a pod elsewhere changed.
+async fn bookmark_probe(s: &Server, out: &mut Answers) {
+    let list = s.get(&format!("/api/v1/namespaces/{NS}/pods")).await.body;
+    let rv = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let path = format!(
+        "/api/v1/namespaces/{NS}/pods?watch=true&allowWatchBookmarks=true&timeoutSeconds=6&resourceVersion={rv}"
+    );
+    let types = |events: &[Value]| {
+        let mut t: Vec<Value> = events.iter().map(|e| e["type"].clone()).collect();
+        t.dedup();
+        t
+    };
+    let (_, quiet) = s.watch(&path, 10, Duration::from_secs(12), |_| false).await;
+    let elsewhere = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "elsewhere", "namespace": REVIEW_NS},
+        "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}});
+    let pods = format!("/api/v1/namespaces/{REVIEW_NS}/pods");
+    let (watched, created) = tokio::join!(
+        s.watch(&path, 10, Duration::from_secs(12), |_| false),
+        async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            s.post(&pods, &elsewhere).await.status
+        }
+    );
+    out.push((
+        "bookmarks of a 6 s watch, quiet and with a change elsewhere",
+        json!({"quiet": types(&quiet), "created": created, "changed": types(&watched.1)}),
+    ));
+}
+
 /// A watch from a resourceVersion the server no longer has. kube-apiserver's watch cache of a
 /// resource starts when the resource is served, so a CustomResource's watch from version 1 is too
 /// old; kube-sim gets there by dropping its watch history.
@@ -514,8 +548,9 @@ async fn answers(s: &Server, sim: Option<&kube_sim::SimHandle>) -> Answers {
     let mut out = Answers::new();
     eviction_probes(s, &mut out).await;
     lease_probes(s, &mut out).await;
-    patch_probes(s, &mut out).await;
     watch_probes(s, &mut out).await;
+    bookmark_probe(s, &mut out).await;
+    patch_probes(s, &mut out).await;
     defaults_probe(s, &mut out).await;
     auth_probe(s, &mut out).await;
     admission_probe(s, &mut out).await;

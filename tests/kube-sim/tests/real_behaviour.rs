@@ -408,3 +408,34 @@ async fn token_reviews_answer_as_the_token_authenticator() {
     );
     sim.shutdown().await;
 }
+
+#[tokio::test]
+async fn bookmarks_come_only_once_the_resource_moved() {
+    let sim = start(vec![node("n1"), app_pod()]).await;
+    let c = Client::new(&sim);
+    let rv = c.get("/api/v1/namespaces/p/pods").await.body["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // 3 s: the pre-deadline bookmark would come at 1 s, the periodic one (5 s) never.
+    let path = format!(
+        "/api/v1/namespaces/p/pods?watch=true&allowWatchBookmarks=true&timeoutSeconds=3&resourceVersion={rv}"
+    );
+    let (quiet, ended) = c.watch(&path, 5, Duration::from_secs(6)).await;
+    assert!(quiet.is_empty() && ended, "{quiet:?}");
+    let other = pod("elsewhere", "x", "n1", json!({}), true);
+    let watching = c.watch(&path, 5, Duration::from_secs(6));
+    let (result, _) = tokio::join!(watching, async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        sim.apply(other).unwrap();
+    });
+    let (events, ended) = result;
+    assert!(ended);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "BOOKMARK");
+    assert_ne!(
+        events[0]["object"]["metadata"]["resourceVersion"],
+        json!(rv)
+    );
+    sim.shutdown().await;
+}

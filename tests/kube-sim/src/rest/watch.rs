@@ -279,10 +279,12 @@ pub fn respond(st: Arc<SimState>, spec: WatchSpec) -> Response {
                 return;
             }
         };
+        let mut initial_told = 0;
         match &initial {
             Initial::Events(events) => {
                 for ev in events {
                     if let Some(b) = spec.render(ev) {
+                        initial_told = initial_told.max(ev.rv);
                         yield Ok(b);
                     }
                 }
@@ -306,13 +308,29 @@ pub fn respond(st: Arc<SimState>, spec: WatchSpec) -> Response {
         }
         let deadline = tokio::time::Instant::now() + spec.timeout;
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + bookmark_every, bookmark_every);
+        // As the watch cache: a bookmark only when the resource moved past the version the
+        // client was last given, periodically and once 2 s before the deadline.
+        let pre_deadline = deadline.checked_sub(Duration::from_secs(2));
+        let mut pre_deadline_due = spec.bookmarks && pre_deadline.is_some();
+        let mut told = match (&spec.from, &initial_told) {
+            (WatchFrom::After(n), told) => (*n).max(*told),
+            (WatchFrom::Current, _) => last_rv,
+        };
         loop {
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => break,
                 _ = drop_rx.changed() => break,
                 _ = shutdown.changed() => break,
                 _ = tick.tick(), if spec.bookmarks => {
-                    if let Some(b) = spec.bookmark(last_rv, false) {
+                    if last_rv > told && let Some(b) = spec.bookmark(last_rv, false) {
+                        told = last_rv;
+                        yield Ok(b);
+                    }
+                }
+                _ = tokio::time::sleep_until(pre_deadline.unwrap_or(deadline)), if pre_deadline_due => {
+                    pre_deadline_due = false;
+                    if last_rv > told && let Some(b) = spec.bookmark(last_rv, false) {
+                        told = last_rv;
                         yield Ok(b);
                     }
                 }
@@ -323,6 +341,7 @@ pub fn respond(st: Arc<SimState>, spec: WatchSpec) -> Response {
                         }
                         last_rv = last_rv.max(ev.rv);
                         if let Some(b) = spec.render(&ev) {
+                            told = told.max(ev.rv);
                             yield Ok(b);
                         }
                     }
