@@ -50,6 +50,7 @@ fn eviction_cases() -> Vec<EvictionCase> {
             Some(json!({"dryRun": ["x"]})), "?dryRun=All"),
         ("eviction dry run (query)", NS, "solo", "solo", v1, None, "?dryRun=All"),
         ("eviction dry run (body)", NS, "solo", "solo", v1, Some(json!({"dryRun": ["All"]})), ""),
+        ("eviction of a Pending pod under a blocking PDB", NS, "pend", "pend", v1, None, ""),
     ]
 }
 
@@ -89,6 +90,11 @@ async fn eviction_probes(s: &Server, out: &mut Answers) {
         mask_volatile(&mut v);
         out.push((probe, v));
     }
+    let pending = s.get(&format!("/api/v1/namespaces/{NS}/pods/pend")).await;
+    out.push((
+        "pending pod after its eviction",
+        json!({"code": pending.status}),
+    ));
     // After all of the above the pod is untouched: no DisruptionTarget condition, not deleted.
     let pod = s.get(&pod_path).await;
     let conditions = condition_list(&pod.body, false);

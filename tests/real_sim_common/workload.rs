@@ -76,6 +76,7 @@ pub async fn set_up(s: &super::Server) {
         pdb("web", "web", json!({"minAvailable": 2})),
         pdb("duo-a", "duo", json!({"maxUnavailable": 1})),
         pdb("duo-b", "duo", json!({"maxUnavailable": 1})),
+        pdb("pend", "pend", json!({"minAvailable": 1})),
     ];
     for p in &pdbs {
         let r = s
@@ -95,14 +96,29 @@ pub async fn set_up(s: &super::Server) {
         )
         .await;
     }
-    for (name, pods) in [("web", 2), ("duo-a", 1), ("duo-b", 1)] {
+    // A pod no node can take stays Pending under a budget that allows nothing.
+    let pending = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "pend", "namespace": NS, "labels": {"app": "pend"}},
+        "spec": {"nodeSelector": {"parity/nowhere": "true"},
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}});
+    let r = s
+        .post(&format!("/api/v1/namespaces/{NS}/pods"), &pending)
+        .await;
+    assert_eq!(r.status, 201, "{}: pending pod: {}", s.name, r.body);
+    let budgets = [
+        ("web", "/status/currentHealthy", 2),
+        ("duo-a", "/status/currentHealthy", 1),
+        ("duo-b", "/status/currentHealthy", 1),
+        ("pend", "/status/expectedPods", 1),
+    ];
+    for (name, field, pods) in budgets {
         s.wait_for(
             &format!("current status of PDB {name}"),
             &format!("/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/{name}"),
             WAIT,
             |p| {
                 p.pointer("/status/observedGeneration") == p.pointer("/metadata/generation")
-                    && p.pointer("/status/currentHealthy") == Some(&json!(pods))
+                    && p.pointer(field) == Some(&json!(pods))
             },
         )
         .await;
