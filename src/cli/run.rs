@@ -10,6 +10,7 @@ use clap::ArgAction;
 use tokio_util::sync::CancellationToken;
 
 use super::logging::{self, LogFormat};
+use super::run_upstream::{ResolvedUpstream, TracingFlags, UpstreamFlags};
 use super::serve_limits::ServeLimitFlags;
 use crate::leader::LeaderConfig;
 use crate::live::run::{LiveOptions, cancel_on_signals};
@@ -47,7 +48,12 @@ pub struct RunArgs {
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = false, action = ArgAction::Set)]
     pub dry_run: bool,
     /// File with kube configuration (default: in-cluster, then $KUBECONFIG / ~/.kube/config).
-    #[arg(long, alias = "client-connection-kubeconfig")]
+    /// Upstream's two names; the last one given wins.
+    #[arg(
+        long,
+        visible_alias = "client-connection-kubeconfig",
+        overrides_with = "kubeconfig"
+    )]
     pub kubeconfig: Option<PathBuf>,
     /// QPS to use for interacting with kubernetes apiserver (0: client-go's default, 5).
     #[arg(long, default_value_t = 0.0)]
@@ -133,6 +139,12 @@ pub struct RunArgs {
     /// Log verbosity (klog-style: 0-1 info, 2-3 debug, 4+ trace).
     #[arg(short = 'v', long = "v", default_value_t = 0)]
     pub v: u8,
+    /// OpenTelemetry tracing (`--otel-*`).
+    #[command(flatten)]
+    pub tracing: TracingFlags,
+    /// Upstream's other flags (`--enable-http2`, `--feature-gates`, secure serving, logging).
+    #[command(flatten)]
+    pub upstream: UpstreamFlags,
 }
 
 fn duration_flag(name: &str, value: &str) -> Result<Duration, ConfigError> {
@@ -164,6 +176,8 @@ pub struct Resolved {
     pub serve_limits: ServeLimits,
     /// `--placement-return-window` (zero: off).
     pub placement_return_window: Duration,
+    /// `--feature-gates`, `--enable-http2` and the other upstream flags.
+    pub upstream: ResolvedUpstream,
 }
 
 /// Validates the flags (configuration errors exit with code 2).
@@ -260,6 +274,8 @@ pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
     }
     let placement_return_window =
         duration_flag("placement-return-window", &a.placement_return_window)?;
+    let upstream = a.upstream.resolve()?;
+    a.tracing.validate()?;
     let policy = a
         .policy_config_file
         .clone()
@@ -276,6 +292,7 @@ pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
         metrics_max_age,
         serve_limits: a.serve_limits.resolve()?,
         placement_return_window,
+        upstream,
     })
 }
 
@@ -343,6 +360,12 @@ pub fn run_with(
         leader: resolved.leader,
         serve,
         serve_limits: resolved.serve_limits,
+        protocols: crate::serving::tls::Protocols {
+            http2: resolved.upstream.http2,
+            tls13_only: resolved.upstream.tls_min_version
+                == super::run_upstream::TlsMinVersion::Tls13,
+        },
+        feature_gates: resolved.upstream.feature_gates.clone(),
         disable_metrics: args.disable_metrics,
         metrics_unauthenticated: args.metrics_unauthenticated,
         trigger: args.enable_trigger_api,
