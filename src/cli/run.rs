@@ -327,8 +327,32 @@ pub fn run_with(
     registry: &kube_descheduler_engine::framework::Registry,
 ) -> anyhow::Result<()> {
     let resolved = resolve(&args)?;
-    logging::init(args.logging_format, args.v);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let traced = {
+        let _in_runtime = rt.enter();
+        args.tracing.start()?
+    };
+    logging::init_with(args.logging_format, args.v, traced.layer);
+    if let Some(e) = &traced.fallback_error {
+        tracing::error!(error = %e, "ran into an error trying to setup a trace provider. Falling back to NoOp provider");
+    }
+    let result = run_in(args, registry, resolved, &rt);
+    if let Some(t) = traced.exporter {
+        t.shutdown();
+    }
+    result
+}
+
+fn run_in(
+    args: RunArgs,
+    registry: &kube_descheduler_engine::framework::Registry,
+    resolved: Resolved,
+    rt: &tokio::runtime::Runtime,
+) -> anyhow::Result<()> {
     let mut policy = kube_descheduler_engine::policy::load_file_with(&resolved.policy, registry)?;
+    crate::live::otel::trace_plugins(&mut policy);
     if let Some(path) = &args.scheduler_config {
         policy.cycle.scheduler =
             std::sync::Arc::new(kube_descheduler_engine::placement::config::load_file(path)?);
@@ -376,9 +400,6 @@ pub fn run_with(
         watch: Default::default(),
         placement_return_window: resolved.placement_return_window,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
     rt.block_on(async move {
         let config = crate::cluster::client::load(args.kubeconfig.as_ref()).await?;
         let mut opts = opts;

@@ -158,7 +158,48 @@ impl UpstreamFlags {
     }
 }
 
+/// What [`TracingFlags::start`] set up.
+pub struct StartedTracing {
+    /// The exporter to shut down at exit (`None`: tracing off).
+    pub exporter: Option<crate::live::otel::Tracing>,
+    /// The layer to install in the log subscriber (`None`: tracing off).
+    pub layer: Option<crate::live::otel::OtelLayer>,
+    /// The set-up error `--otel-fallback-no-op-on-error` turned into "tracing off", to log.
+    pub fallback_error: Option<String>,
+}
+
 impl TracingFlags {
+    /// Sets up the exporter (inside the tokio runtime) when an endpoint is given; a set-up error
+    /// is a configuration error, or with `--otel-fallback-no-op-on-error` reported and tracing
+    /// left off.
+    pub fn start(&self) -> Result<StartedTracing, ConfigError> {
+        let off = |fallback_error| StartedTracing {
+            exporter: None,
+            layer: None,
+            fallback_error,
+        };
+        if self.otel_collector_endpoint.is_empty() {
+            return Ok(off(None));
+        }
+        let cfg = crate::live::otel::TracingConfig {
+            endpoint: self.otel_collector_endpoint.clone(),
+            ca_cert: (!self.otel_transport_ca_cert.is_empty())
+                .then(|| std::path::PathBuf::from(&self.otel_transport_ca_cert)),
+            service_name: self.otel_service_name.clone(),
+            service_namespace: self.otel_trace_namespace.clone(),
+            sample_rate: self.otel_sample_rate,
+        };
+        match crate::live::otel::init(&cfg) {
+            Ok((exporter, layer)) => Ok(StartedTracing {
+                exporter: Some(exporter),
+                layer: Some(layer),
+                fallback_error: None,
+            }),
+            Err(e) if self.otel_fallback_no_op_on_error => Ok(off(Some(e))),
+            Err(e) => Err(ConfigError::new(e)),
+        }
+    }
+
     /// Validates the flags.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !self.otel_sample_rate.is_finite() {

@@ -135,6 +135,8 @@ impl LiveCycle {
             };
             &with_in_flight
         };
+        let profiles_span = super::otel::profiles_span();
+        let in_profiles = profiles_span.as_ref().map(tracing::Span::enter);
         let (report, _) = run_cycle(
             &self.policy.profiles,
             cycle_config,
@@ -142,6 +144,9 @@ impl LiveCycle {
             now,
             backend,
         );
+        // The profile spans end before the span around them.
+        super::otel::end_cycle();
+        drop(in_profiles);
         if live {
             for r in &report.records {
                 if r.outcome == EvictOutcome::Evicted {
@@ -243,7 +248,11 @@ impl CycleExec for LiveCycle {
             let worker = this.clone();
             let s2 = stop.clone();
             let ran = tokio::task::spawn_blocking(move || {
+                let span = super::otel::cycle_span(source.as_str());
+                let entered = span.as_ref().map(tracing::Span::enter);
                 let out = worker.run_blocking(s2, rt);
+                super::otel::end_cycle();
+                drop(entered);
                 super::trim::release_free_memory();
                 out
             });

@@ -350,7 +350,12 @@ impl EvictionBackend for ApiEvictor {
         let background = self.cfg.background.is_some()
             && super::background::requests_background(snapshot, pod)
             && !super::background::completed(snapshot, pod);
-        self.rt.block_on(self.evict_async(&pref, req, background))
+        let span = super::otel::evict_span(pref.namespace, pref.name, &req.reason);
+        let outcome = self.rt.block_on(self.evict_async(&pref, req, background));
+        if let Some(span) = &span {
+            super::otel::record_outcome(span, pref.node, &outcome);
+        }
+        outcome
     }
 
     /// Upstream's `EvictionFailed` Event for a limit hit (only with

@@ -26,6 +26,7 @@ pub mod events;
 pub mod evictor;
 pub mod features;
 pub mod http;
+pub mod otel;
 pub mod ratelimit;
 pub mod recent;
 pub mod returns;
