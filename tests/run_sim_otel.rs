@@ -29,8 +29,14 @@ fn go() -> Option<PathBuf> {
         .map(|_| "go".into())
 }
 
-/// The receiver binary, built once per source version.
+/// The receiver binary, built once per source version (once per process: the tests run in
+/// parallel).
 fn receiver_binary() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(build_receiver).clone()
+}
+
+fn build_receiver() -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otel-receiver");
     let mut h = Sha256::new();
     for f in ["go.mod", "go.sum", "main.go"] {
@@ -55,7 +61,7 @@ fn receiver_binary() -> PathBuf {
     let go = go()
         .expect("a Go toolchain (/usr/local/go/bin/go or go on PATH) to build tests/otel-receiver");
     std::fs::create_dir_all(bin.parent().expect("parent")).expect("cache dir");
-    let tmp = bin.with_extension("tmp");
+    let tmp = bin.with_extension(format!("tmp-{}", std::process::id()));
     let out = Command::new(go)
         .current_dir(&src)
         .args(["build", "-buildvcs=false", "-o"])

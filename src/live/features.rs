@@ -97,27 +97,6 @@ impl FeatureGates {
     pub fn evictions_in_background(&self) -> bool {
         self.enabled(EVICTIONS_IN_BACKGROUND)
     }
-
-    /// Only `name` switched on (tests and embedders).
-    pub fn with(name: &str) -> Result<Self, String> {
-        Self::parse(&[format!("{name}=true")])
-    }
-
-    /// The known gates as `--feature-gates` help lists them (`Name=true|false (ALPHA - default=false)`).
-    pub fn known_help() -> String {
-        let mut lines = vec![
-            "AllAlpha=true|false (ALPHA - default=false)".to_string(),
-            "AllBeta=true|false (BETA - default=false)".to_string(),
-        ];
-        for (name, default, maturity) in KNOWN {
-            let m = match maturity {
-                PreRelease::Alpha => "ALPHA",
-                PreRelease::Beta => "BETA",
-            };
-            lines.push(format!("{name}=true|false ({m} - default={default})"));
-        }
-        lines.join("\n")
-    }
 }
 
 /// Go's `strconv.ParseBool`.
