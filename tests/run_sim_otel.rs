@@ -1,9 +1,11 @@
-//! Tracing of `kube-descheduler run` (`--otel-*`, as upstream v0.36) received by a real OTLP/gRPC
-//! receiver: `tests/otel-receiver`, a Go program serving the OpenTelemetry TraceService from the
-//! official generated protobuf code (`go.opentelemetry.io/proto/otlp`) over grpc-go, built from
-//! the Go module proxy once and cached under `~/.cache/kube-descheduler/otel-receiver/`. It
-//! prints every span it receives; the test checks span names, attributes, resource and parent
-//! links, in plaintext and over TLS verified with `--otel-transport-ca-cert`.
+//! Tracing of `kube-descheduler run` (`--otel-*`, as upstream v0.36) received by the OpenTelemetry
+//! Collector (`tests/otel-collector`: the Collector's OTLP receiver and OTLP exporter), which
+//! forwards to `tests/otel-receiver`, a Go program serving the OpenTelemetry TraceService from the
+//! official generated protobuf code (`go.opentelemetry.io/proto/otlp`) over grpc-go that prints
+//! every span it receives. Both are built from the Go module proxy once and cached under
+//! `~/.cache/kube-descheduler/`. The tests check span names, attributes, resource and parent
+//! links, through the Collector in plaintext and straight to the receiver over TLS verified with
+//! `--otel-transport-ca-cert`.
 
 mod run_sim_common;
 
@@ -33,14 +35,24 @@ fn go() -> Option<PathBuf> {
 /// parallel).
 fn receiver_binary() -> PathBuf {
     static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BIN.get_or_init(build_receiver).clone()
+    BIN.get_or_init(|| build_go_tool("otel-receiver")).clone()
 }
 
-fn build_receiver() -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/otel-receiver");
+/// The OpenTelemetry Collector of `tests/otel-collector`, built as the receiver is.
+fn collector_binary() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| build_go_tool("otel-collector")).clone()
+}
+
+/// Builds the Go program in `tests/<name>` into the cache (`$KD_CACHE` or
+/// `~/.cache/kube-descheduler`), named after a hash of its sources.
+fn build_go_tool(name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(name);
     let mut h = Sha256::new();
     for f in ["go.mod", "go.sum", "main.go"] {
-        h.update(std::fs::read(src.join(f)).expect("receiver sources"));
+        h.update(std::fs::read(src.join(f)).expect("Go sources"));
     }
     let hash: String = h.finalize()[..8]
         .iter()
@@ -52,14 +64,13 @@ fn build_receiver() -> PathBuf {
             std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kube-descheduler"))
         })
         .expect("HOME or KD_CACHE");
-    let bin = cache
-        .join("otel-receiver")
-        .join(format!("otel-receiver-{hash}"));
+    let bin = cache.join(name).join(format!("{name}-{hash}"));
     if bin.exists() {
         return bin;
     }
-    let go = go()
-        .expect("a Go toolchain (/usr/local/go/bin/go or go on PATH) to build tests/otel-receiver");
+    let go = go().unwrap_or_else(|| {
+        panic!("a Go toolchain (/usr/local/go/bin/go or go on PATH) to build tests/{name}")
+    });
     std::fs::create_dir_all(bin.parent().expect("parent")).expect("cache dir");
     let tmp = bin.with_extension(format!("tmp-{}", std::process::id()));
     let out = Command::new(go)
@@ -72,10 +83,10 @@ fn build_receiver() -> PathBuf {
         .expect("go build");
     assert!(
         out.status.success(),
-        "building the OTLP receiver failed:\n{}",
+        "building tests/{name} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    std::fs::rename(&tmp, &bin).expect("install receiver");
+    std::fs::rename(&tmp, &bin).expect("install the binary");
     bin
 }
 
@@ -146,13 +157,11 @@ fn parent_of<'a>(spans: &'a [Value], s: &Value) -> Option<&'a Value> {
         .find(|p| p["spanId"] == s["parentSpanId"] && p["traceId"] == s["traceId"])
 }
 
-/// One-shot run evicting web-1 and web-2 from the tainted node; returns the spans received.
-async fn traced_run(receiver: &Receiver, endpoint_host: &str, extra: &[&str]) -> Vec<Value> {
+/// One-shot run exporting to `endpoint` and evicting web-1 and web-2 from the tainted node;
+/// returns the spans `receiver` got.
+async fn traced_run(receiver: &Receiver, endpoint: &str, extra: &[&str]) -> Vec<Value> {
     let sim = start_sim(cluster(replica_set_with_pods("web", 2, TAINTED))).await;
-    let endpoint = format!(
-        "--otel-collector-endpoint={endpoint_host}:{}",
-        receiver.port
-    );
+    let endpoint = format!("--otel-collector-endpoint={endpoint}");
     let mut args = vec![
         "--descheduling-interval=0",
         "--secure-port=0",
@@ -233,10 +242,98 @@ fn check_tree(spans: &[Value]) {
     }
 }
 
+/// The OpenTelemetry Collector of `tests/otel-collector`: its OTLP/gRPC receiver on a free port,
+/// forwarding over OTLP/gRPC to `to` (a receiver's port).
+struct Collector {
+    child: Child,
+    port: u16,
+    log: Arc<Mutex<String>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            let log = self.log.lock().map(|l| l.clone()).unwrap_or_default();
+            eprintln!("collector log:\n{log}");
+        }
+    }
+}
+
+fn start_collector(to: u16) -> Collector {
+    let dir = tempfile::tempdir().expect("dir");
+    let port = free_port();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:{port}
+exporters:
+  otlp_grpc:
+    endpoint: 127.0.0.1:{to}
+    tls:
+      insecure: true
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    traces:
+      receivers: [otlp]
+      exporters: [otlp_grpc]
+"
+        ),
+    )
+    .expect("config written");
+    let mut child = Command::new(collector_binary())
+        .arg(format!("--config={}", config.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the collector");
+    let stderr = child.stderr.take().expect("stderr");
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let log = Arc::new(Mutex::new(String::new()));
+    let sink = log.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.contains("Everything is ready") {
+                let _ = ready_tx.send(Ok(()));
+            }
+            if let Ok(mut l) = sink.lock() {
+                l.push_str(&line);
+                l.push('\n');
+            }
+        }
+        let all = sink.lock().map(|l| l.clone()).unwrap_or_default();
+        let _ = ready_tx.send(Err(all));
+    });
+    match ready_rx.recv_timeout(WAIT) {
+        Ok(Ok(())) => {}
+        Ok(Err(log)) => panic!("the collector exited before it was ready:\n{log}"),
+        Err(e) => panic!("the collector was not ready within {WAIT:?}: {e}"),
+    }
+    Collector {
+        child,
+        port,
+        log,
+        _dir: dir,
+    }
+}
+
+/// `run` → the OpenTelemetry Collector (its OTLP receiver) → its OTLP exporter → the receiver.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn spans_reach_a_real_otlp_receiver() {
+async fn spans_pass_through_the_opentelemetry_collector() {
     let receiver = start_receiver(None);
-    let spans = traced_run(&receiver, "127.0.0.1", &[]).await;
+    let collector = start_collector(receiver.port);
+    let endpoint = format!("127.0.0.1:{}", collector.port);
+    let spans = traced_run(&receiver, &endpoint, &[]).await;
     check_tree(&spans);
 }
 
@@ -249,7 +346,8 @@ async fn spans_reach_a_tls_receiver_verified_with_the_ca_cert() {
     std::fs::write(&key, ck.signing_key.serialize_pem()).expect("key");
     let receiver = start_receiver(Some((&cert, &key)));
     let ca = format!("--otel-transport-ca-cert={}", cert.display());
-    let spans = traced_run(&receiver, "localhost", &[&ca]).await;
+    let endpoint = format!("localhost:{}", receiver.port);
+    let spans = traced_run(&receiver, &endpoint, &[&ca]).await;
     check_tree(&spans);
 }
 

@@ -18,6 +18,7 @@ import (
 	common "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	_ "google.golang.org/grpc/encoding/gzip" // the Collector's OTLP exporter compresses with gzip
 )
 
 type span struct {
