@@ -123,11 +123,6 @@ impl BackgroundEvictions {
         );
     }
 
-    /// Whether the pod with `uid` has an eviction in background in progress.
-    pub fn in_progress(&self, uid: &str) -> bool {
-        self.lock().contains_key(uid)
-    }
-
     /// Evictions in background in progress.
     pub fn len(&self) -> usize {
         self.lock().len()
