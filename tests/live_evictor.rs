@@ -29,6 +29,7 @@ fn config(client: kube::Client, failure_events: bool) -> ApiEvictorConfig {
         events: Some(EventSink::new(client)),
         pods: None,
         use_v1beta1: Arc::new(AtomicBool::new(false)),
+        background: None,
         call_timeout: std::time::Duration::from_secs(30),
     }
 }

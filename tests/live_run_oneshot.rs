@@ -27,6 +27,8 @@ fn options(dry_run: bool) -> LiveOptions {
         leader: None,
         serve: None,
         serve_limits: Default::default(),
+        protocols: Default::default(),
+        feature_gates: Default::default(),
         disable_metrics: false,
         metrics_unauthenticated: false,
         trigger: false,

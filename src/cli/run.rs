@@ -10,6 +10,7 @@ use clap::ArgAction;
 use tokio_util::sync::CancellationToken;
 
 use super::logging::{self, LogFormat};
+use super::run_upstream::{ResolvedUpstream, TracingFlags, UpstreamFlags};
 use super::serve_limits::ServeLimitFlags;
 use crate::leader::LeaderConfig;
 use crate::live::run::{LiveOptions, cancel_on_signals};
@@ -47,7 +48,12 @@ pub struct RunArgs {
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = false, action = ArgAction::Set)]
     pub dry_run: bool,
     /// File with kube configuration (default: in-cluster, then $KUBECONFIG / ~/.kube/config).
-    #[arg(long, alias = "client-connection-kubeconfig")]
+    /// Upstream's two names; the last one given wins.
+    #[arg(
+        long,
+        visible_alias = "client-connection-kubeconfig",
+        overrides_with = "kubeconfig"
+    )]
     pub kubeconfig: Option<PathBuf>,
     /// QPS to use for interacting with kubernetes apiserver (0: client-go's default, 5).
     #[arg(long, default_value_t = 0.0)]
@@ -133,6 +139,12 @@ pub struct RunArgs {
     /// Log verbosity (klog-style: 0-1 info, 2-3 debug, 4+ trace).
     #[arg(short = 'v', long = "v", default_value_t = 0)]
     pub v: u8,
+    /// OpenTelemetry tracing (`--otel-*`).
+    #[command(flatten)]
+    pub tracing: TracingFlags,
+    /// Upstream's other flags (`--enable-http2`, `--feature-gates`, secure serving, logging).
+    #[command(flatten)]
+    pub upstream: UpstreamFlags,
 }
 
 fn duration_flag(name: &str, value: &str) -> Result<Duration, ConfigError> {
@@ -164,6 +176,8 @@ pub struct Resolved {
     pub serve_limits: ServeLimits,
     /// `--placement-return-window` (zero: off).
     pub placement_return_window: Duration,
+    /// `--feature-gates`, `--enable-http2` and the other upstream flags.
+    pub upstream: ResolvedUpstream,
 }
 
 /// Validates the flags (configuration errors exit with code 2).
@@ -260,6 +274,8 @@ pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
     }
     let placement_return_window =
         duration_flag("placement-return-window", &a.placement_return_window)?;
+    let upstream = a.upstream.resolve()?;
+    a.tracing.validate()?;
     let policy = a
         .policy_config_file
         .clone()
@@ -276,6 +292,7 @@ pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
         metrics_max_age,
         serve_limits: a.serve_limits.resolve()?,
         placement_return_window,
+        upstream,
     })
 }
 
@@ -310,8 +327,32 @@ pub fn run_with(
     registry: &kube_descheduler_engine::framework::Registry,
 ) -> anyhow::Result<()> {
     let resolved = resolve(&args)?;
-    logging::init(args.logging_format, args.v);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let traced = {
+        let _in_runtime = rt.enter();
+        args.tracing.start()?
+    };
+    logging::init_with(args.logging_format, args.v, traced.layer);
+    if let Some(e) = &traced.fallback_error {
+        tracing::error!(error = %e, "ran into an error trying to setup a trace provider. Falling back to NoOp provider");
+    }
+    let result = run_in(args, registry, resolved, &rt);
+    if let Some(t) = traced.exporter {
+        t.shutdown();
+    }
+    result
+}
+
+fn run_in(
+    args: RunArgs,
+    registry: &kube_descheduler_engine::framework::Registry,
+    resolved: Resolved,
+    rt: &tokio::runtime::Runtime,
+) -> anyhow::Result<()> {
     let mut policy = kube_descheduler_engine::policy::load_file_with(&resolved.policy, registry)?;
+    crate::live::otel::trace_plugins(&mut policy);
     if let Some(path) = &args.scheduler_config {
         policy.cycle.scheduler =
             std::sync::Arc::new(kube_descheduler_engine::placement::config::load_file(path)?);
@@ -343,6 +384,12 @@ pub fn run_with(
         leader: resolved.leader,
         serve,
         serve_limits: resolved.serve_limits,
+        protocols: crate::serving::tls::Protocols {
+            http2: resolved.upstream.http2,
+            tls13_only: resolved.upstream.tls_min_version
+                == super::run_upstream::TlsMinVersion::Tls13,
+        },
+        feature_gates: resolved.upstream.feature_gates.clone(),
         disable_metrics: args.disable_metrics,
         metrics_unauthenticated: args.metrics_unauthenticated,
         trigger: args.enable_trigger_api,
@@ -353,9 +400,6 @@ pub fn run_with(
         watch: Default::default(),
         placement_return_window: resolved.placement_return_window,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
     rt.block_on(async move {
         let config = crate::cluster::client::load(args.kubeconfig.as_ref()).await?;
         let mut opts = opts;

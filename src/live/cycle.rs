@@ -15,7 +15,7 @@ use crate::serving::metrics::Metrics;
 use crate::serving::trigger::CycleSummary;
 use kube_descheduler_engine::evictor::planner::PlanBackend;
 use kube_descheduler_engine::evictor::{EvictOutcome, EvictionBackend};
-use kube_descheduler_engine::framework::cycle::{CycleReport, run_cycle};
+use kube_descheduler_engine::framework::cycle::{CycleConfig, CycleReport, run_cycle};
 use kube_descheduler_engine::policy::Policy;
 use kube_descheduler_engine::snapshot::Snapshot;
 use kube_descheduler_guard::answer::api_and_guard_verdict;
@@ -65,6 +65,18 @@ impl LiveCycle {
         let mut snapshot = (self.snapshot)();
         let snapshot_time = taken.elapsed();
         let live = matches!(self.mode, Mode::Live(_));
+        let mut in_flight = Vec::new();
+        if let Mode::Live(cfg) = &self.mode
+            && let Some(background) = &cfg.background
+        {
+            in_flight = background.apply(&mut snapshot, self.metrics.as_deref());
+            if !in_flight.is_empty() {
+                tracing::debug!(
+                    pods = in_flight.len(),
+                    "evictions in background in progress; not evicting those pods again"
+                );
+            }
+        }
         if live {
             if let Some(r) = self.recent.returns() {
                 r.expire_now();
@@ -111,13 +123,30 @@ impl LiveCycle {
                 }
             }
         };
+        // Evictions in background in progress count against the limits (a copy of the policy's
+        // cycle settings only while there are some).
+        let with_in_flight;
+        let cycle_config = if in_flight.is_empty() {
+            &self.policy.cycle
+        } else {
+            with_in_flight = CycleConfig {
+                in_flight,
+                ..self.policy.cycle.clone()
+            };
+            &with_in_flight
+        };
+        let profiles_span = super::otel::profiles_span();
+        let in_profiles = profiles_span.as_ref().map(tracing::Span::enter);
         let (report, _) = run_cycle(
             &self.policy.profiles,
-            &self.policy.cycle,
+            cycle_config,
             &mut snapshot,
             now,
             backend,
         );
+        // The profile spans end before the span around them.
+        super::otel::end_cycle();
+        drop(in_profiles);
         if live {
             for r in &report.records {
                 if r.outcome == EvictOutcome::Evicted {
@@ -219,7 +248,11 @@ impl CycleExec for LiveCycle {
             let worker = this.clone();
             let s2 = stop.clone();
             let ran = tokio::task::spawn_blocking(move || {
+                let span = super::otel::cycle_span(source.as_str());
+                let entered = span.as_ref().map(tracing::Span::enter);
                 let out = worker.run_blocking(s2, rt);
+                super::otel::end_cycle();
+                drop(entered);
                 super::trim::release_free_memory();
                 out
             });

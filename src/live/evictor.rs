@@ -57,6 +57,8 @@ pub struct ApiEvictorConfig {
     /// Bound on one eviction call ([`DEFAULT_EVICTION_CALL_TIMEOUT`]); past it the eviction is an
     /// error (not retried within the cycle; the next cycle sees whether the pod left).
     pub call_timeout: std::time::Duration,
+    /// Evictions in background (feature gate `EvictionsInBackground`; `None`: gate off).
+    pub background: Option<Arc<super::background::BackgroundEvictions>>,
 }
 
 /// The backend for one cycle.
@@ -176,7 +178,12 @@ fn pod_ref(snapshot: &Snapshot, pod: PodId) -> PodRef<'_> {
 }
 
 impl ApiEvictor {
-    async fn evict_async(&self, pod: &PodRef<'_>, req: &EvictionRequest<'_>) -> EvictOutcome {
+    async fn evict_async(
+        &self,
+        pod: &PodRef<'_>,
+        req: &EvictionRequest<'_>,
+        background: bool,
+    ) -> EvictOutcome {
         let grace = match &self.cfg.pods {
             Some(state) if state.pod_sets_grace(pod.namespace, pod.name) == Some(true) => None,
             _ => self.cfg.grace_period_seconds,
@@ -233,6 +240,12 @@ impl ApiEvictor {
         let outcome = outcome.unwrap_or_else(|| EvictOutcome::Failed {
             error: "eviction version negotiation failed".into(),
         });
+        if background
+            && let EvictOutcome::Deflected { message } = &outcome
+            && !is_guard_deflection(message)
+        {
+            return self.assume_background(pod, req, message);
+        }
         self.log_and_notify(pod, req, &outcome).await;
         outcome
     }
@@ -279,6 +292,46 @@ impl ApiEvictor {
     }
 }
 
+/// Whether a 429 deflection message is the eviction guard's own (its rolling restart), which
+/// stays a deflection whatever the feature gates say.
+pub fn is_guard_deflection(message: &str) -> bool {
+    message.contains(GUARD_SIGNATURE)
+}
+
+/// Words every deflection message of the eviction guard carries.
+pub const GUARD_SIGNATURE: &str = "kube-descheduler eviction guard";
+
+impl ApiEvictor {
+    /// With `EvictionsInBackground`, for a pod annotated `request-evict-only`: a 429 "Eviction
+    /// triggered evacuation" (not the guard's) is an eviction in progress, tracked until the pod
+    /// goes; no Event (as upstream).
+    fn assume_background(
+        &self,
+        pod: &PodRef<'_>,
+        req: &EvictionRequest<'_>,
+        message: &str,
+    ) -> EvictOutcome {
+        let Some(tracker) = &self.cfg.background else {
+            return EvictOutcome::Deflected {
+                message: message.to_string(),
+            };
+        };
+        let key = format!("{}/{}", pod.namespace, pod.name);
+        tracing::info!(pod = %key, strategy = req.plugin, profile = req.profile, node = pod.node, response = %message, "Eviction in background assumed");
+        tracker.assume(super::background::Assumed {
+            uid: pod.uid,
+            namespace: pod.namespace,
+            name: pod.name,
+            node: pod.node,
+            profile: req.profile,
+            strategy: req.plugin,
+        });
+        EvictOutcome::Deflected {
+            message: format!("{}{message}", super::background::BACKGROUND_PREFIX),
+        }
+    }
+}
+
 impl EvictionBackend for ApiEvictor {
     fn evict(
         &mut self,
@@ -294,7 +347,15 @@ impl EvictionBackend for ApiEvictor {
             };
         }
         let pref = pod_ref(snapshot, pod);
-        self.rt.block_on(self.evict_async(&pref, req))
+        let background = self.cfg.background.is_some()
+            && super::background::requests_background(snapshot, pod)
+            && !super::background::completed(snapshot, pod);
+        let span = super::otel::evict_span(pref.namespace, pref.name, &req.reason);
+        let outcome = self.rt.block_on(self.evict_async(&pref, req, background));
+        if let Some(span) = &span {
+            super::otel::record_outcome(span, pref.node, &outcome);
+        }
+        outcome
     }
 
     /// Upstream's `EvictionFailed` Event for a limit hit (only with

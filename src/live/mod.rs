@@ -18,12 +18,15 @@
 //! nodes/pods of metrics.k8s.io when the policy measures usage with it): no watch, no writes.
 
 pub mod auth;
+pub mod background;
 pub mod cycle;
 pub mod cycle_log;
 pub mod cycle_loop;
 pub mod events;
 pub mod evictor;
+pub mod features;
 pub mod http;
+pub mod otel;
 pub mod ratelimit;
 pub mod recent;
 pub mod returns;

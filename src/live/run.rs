@@ -47,6 +47,10 @@ pub struct LiveOptions {
     pub serve: Option<(SocketAddr, TlsSource)>,
     /// Bounds on the secure port's clients.
     pub serve_limits: ServeLimits,
+    /// The secure port's protocols (`--enable-http2`, `--tls-min-version`).
+    pub protocols: crate::serving::tls::Protocols,
+    /// `--feature-gates`.
+    pub feature_gates: super::features::FeatureGates,
     /// `--disable-metrics`.
     pub disable_metrics: bool,
     /// `--metrics-unauthenticated`.
@@ -237,7 +241,14 @@ async fn start_serving(
         authz,
         ready: ready.clone(),
     };
-    let s = serve_https_with(router(state), *addr, tls.clone(), &opts.serve_limits).await?;
+    let s = serve_https_with(
+        router(state),
+        *addr,
+        tls.clone(),
+        &opts.serve_limits,
+        &opts.protocols,
+    )
+    .await?;
     tracing::info!(address = %s.addr, "serving /healthz, /readyz{}{}", if metrics.is_some() { ", /metrics" } else { "" }, if opts.trigger { ", POST /api/v1/descheduler/run" } else { "" });
     Ok(Some(s))
 }
@@ -322,6 +333,12 @@ fn eviction_mode(
         pods: Some(state.clone()),
         use_v1beta1: Arc::new(AtomicBool::new(false)),
         call_timeout: crate::live::evictor::DEFAULT_EVICTION_CALL_TIMEOUT,
+        background: opts.feature_gates.evictions_in_background().then(|| {
+            tracing::info!(
+                "feature gate EvictionsInBackground: evictions in background are tracked"
+            );
+            Arc::new(crate::live::background::BackgroundEvictions::default())
+        }),
     }))
 }
 

@@ -11,7 +11,7 @@ use axum_server::tls_rustls::RustlsConfig;
 use tokio::task::JoinHandle;
 
 use crate::serving::limits::ServeLimits;
-use crate::serving::tls::{self, HttpsServer};
+use crate::serving::tls::{self, HttpsServer, Protocols};
 use kube_descheduler_engine::error::ConfigError;
 
 /// Where the serving certificate comes from.
@@ -57,15 +57,24 @@ pub async fn serve_https(
     addr: SocketAddr,
     source: TlsSource,
 ) -> anyhow::Result<Serving> {
-    serve_https_with(router, addr, source, &ServeLimits::default()).await
+    serve_https_with(
+        router,
+        addr,
+        source,
+        &ServeLimits::default(),
+        &Protocols::default(),
+    )
+    .await
 }
 
-/// As [`serve_https`], bounding clients by `limits`.
+/// As [`serve_https`], bounding clients by `limits` and speaking `protocols` (upstream's
+/// `--enable-http2`: HTTP/1.1 only unless HTTP/2 is asked for).
 pub async fn serve_https_with(
     router: Router,
     addr: SocketAddr,
     source: TlsSource,
     limits: &ServeLimits,
+    protocols: &Protocols,
 ) -> anyhow::Result<Serving> {
     let (config, reloader) = match &source {
         TlsSource::Files {
@@ -73,24 +82,29 @@ pub async fn serve_https_with(
             key,
             reload_interval,
         } => {
-            let (config, task) = tls::load_with_reload(cert.clone(), key.clone(), *reload_interval)
-                .await
-                .map_err(|e| {
-                    ConfigError::new(format!(
-                        "--tls-cert-file {} / --tls-private-key-file {}: {e}",
-                        cert.display(),
-                        key.display()
-                    ))
-                })?;
+            let (config, task) = tls::load_with_reload_speaking(
+                cert.clone(),
+                key.clone(),
+                *reload_interval,
+                *protocols,
+            )
+            .await
+            .map_err(|e| {
+                ConfigError::new(format!(
+                    "--tls-cert-file {} / --tls-private-key-file {}: {e}",
+                    cert.display(),
+                    key.display()
+                ))
+            })?;
             (config, Some(task))
         }
         TlsSource::SelfSigned(names) => {
-            let config = tls::self_signed_config(names)
+            let config = tls::self_signed_config_with(names, protocols)
                 .map_err(|e| anyhow::anyhow!("self-signed serving certificate: {e}"))?;
             (RustlsConfig::from_config(config), None)
         }
     };
-    match tls::serve_https_with(router, addr, config, limits).await {
+    match tls::serve_https_speaking(router, addr, config, limits, protocols).await {
         Ok(server) => Ok(Serving {
             addr: server.addr,
             server,

@@ -266,6 +266,11 @@ impl Metrics {
     pub fn result_label(outcome: &EvictOutcome) -> &'static str {
         match outcome {
             EvictOutcome::Evicted => "success",
+            EvictOutcome::Deflected { message }
+                if crate::live::background::is_background(message) =>
+            {
+                "background"
+            }
             EvictOutcome::Deflected { .. } => "deflected",
             EvictOutcome::BackedOff { .. } => PLACEMENT_BACKOFF,
             EvictOutcome::Denied { .. } => "skipped",
@@ -296,8 +301,10 @@ impl Metrics {
                     node: r.node.to_string(),
                 })
                 .inc();
-            match r.outcome {
-                EvictOutcome::Deflected { .. } => {
+            match &r.outcome {
+                EvictOutcome::Deflected { message }
+                    if !crate::live::background::is_background(message) =>
+                {
                     self.deflected.inc();
                 }
                 EvictOutcome::Denied { .. } => {

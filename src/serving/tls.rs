@@ -31,6 +31,30 @@ use super::limits::{self, BoundedAcceptor, ServeLimits};
 /// Default interval between certificate checks.
 pub const DEFAULT_RELOAD_INTERVAL: Duration = Duration::from_secs(10);
 
+static TLS13_ONLY: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13];
+static TLS12_AND_13: &[&rustls::SupportedProtocolVersion] =
+    &[&rustls::version::TLS13, &rustls::version::TLS12];
+
+/// The protocols a TLS server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Protocols {
+    /// HTTP/2, offered through ALPN, with at most this many concurrent streams per connection;
+    /// `None`: HTTP/1.1 only (ALPN `http/1.1`, an HTTP/2 preface is refused).
+    pub http2: Option<u32>,
+    /// TLS 1.3 only (otherwise TLS 1.2 and 1.3).
+    pub tls13_only: bool,
+}
+
+impl Default for Protocols {
+    /// HTTP/2 and HTTP/1.1, TLS 1.2 and 1.3 (the webhook's).
+    fn default() -> Self {
+        Protocols {
+            http2: Some(limits::MAX_CONCURRENT_STREAMS),
+            tls13_only: false,
+        }
+    }
+}
+
 /// A certificate or key that cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
@@ -81,7 +105,7 @@ fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
 pub fn load_server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, TlsError> {
     let cert_pem = read(cert)?;
     let key_pem = read(key)?;
-    pair_config(cert, key, &cert_pem, &key_pem, None)
+    pair_config(cert, key, &cert_pem, &key_pem, None, &Protocols::default())
 }
 
 /// The files a TLS server is made from.
@@ -112,6 +136,11 @@ impl TlsFiles {
     /// Builds the server config (TLS 1.2+, ALPN h2 and http/1.1, client certificates verified
     /// when asked for).
     pub fn load(&self) -> Result<Arc<ServerConfig>, TlsError> {
+        self.load_with(&Protocols::default())
+    }
+
+    /// As [`TlsFiles::load`], speaking `protocols`.
+    pub fn load_with(&self, protocols: &Protocols) -> Result<Arc<ServerConfig>, TlsError> {
         let cert_pem = read(&self.cert)?;
         let key_pem = read(&self.key)?;
         let verifier =
@@ -127,7 +156,9 @@ impl TlsFiles {
                     )?)
                 }
             };
-        pair_config(&self.cert, &self.key, &cert_pem, &key_pem, verifier)
+        pair_config(
+            &self.cert, &self.key, &cert_pem, &key_pem, verifier, protocols,
+        )
     }
 }
 
@@ -137,8 +168,9 @@ fn pair_config(
     cert_pem: &[u8],
     key_pem: &[u8],
     verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
+    protocols: &Protocols,
 ) -> Result<Arc<ServerConfig>, TlsError> {
-    server_config_from_pem(cert_pem, key_pem, verifier).map_err(|e| match e {
+    server_config_from_pem(cert_pem, key_pem, verifier, protocols).map_err(|e| match e {
         PemProblem::Cert(message) => TlsError::Pem {
             path: cert.to_owned(),
             message,
@@ -165,6 +197,7 @@ fn server_config_from_pem(
     cert_pem: &[u8],
     key_pem: &[u8],
     verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>,
+    protocols: &Protocols,
 ) -> Result<Arc<ServerConfig>, PemProblem> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<_, _>>()
@@ -176,7 +209,11 @@ fn server_config_from_pem(
         .map_err(|e| PemProblem::Key(format!("no usable private key: {e}")))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .with_protocol_versions(if protocols.tls13_only {
+            TLS13_ONLY
+        } else {
+            TLS12_AND_13
+        })
         .map_err(PemProblem::Rustls)?;
     let builder = match verifier {
         Some(v) => builder.with_client_cert_verifier(v),
@@ -185,19 +222,31 @@ fn server_config_from_pem(
     let mut config = builder
         .with_single_cert(certs, key)
         .map_err(PemProblem::Rustls)?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    config.alpn_protocols = match protocols.http2 {
+        Some(_) => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        None => vec![b"http/1.1".to_vec()],
+    };
     Ok(Arc::new(config))
 }
 
 /// A server config with the same settings as [`load_server_config`] for a fresh self-signed
 /// certificate naming `names` (for a secure port started without certificate files).
 pub fn self_signed_config(names: &[String]) -> Result<Arc<ServerConfig>, String> {
+    self_signed_config_with(names, &Protocols::default())
+}
+
+/// As [`self_signed_config`], speaking `protocols`.
+pub fn self_signed_config_with(
+    names: &[String],
+    protocols: &Protocols,
+) -> Result<Arc<ServerConfig>, String> {
     let ck = rcgen::generate_simple_self_signed(names.to_vec())
         .map_err(|e| format!("generating a self-signed certificate: {e}"))?;
     server_config_from_pem(
         ck.cert.pem().as_bytes(),
         ck.signing_key.serialize_pem().as_bytes(),
         None,
+        protocols,
     )
     .map_err(|e| match e {
         PemProblem::Cert(m) | PemProblem::Key(m) => m,
@@ -221,12 +270,31 @@ pub async fn load_with_reload(
     key: PathBuf,
     interval: Duration,
 ) -> Result<(RustlsConfig, JoinHandle<()>), TlsError> {
+    load_with_reload_speaking(cert, key, interval, Protocols::default()).await
+}
+
+/// As [`load_with_reload`], speaking `protocols`.
+pub async fn load_with_reload_speaking(
+    cert: PathBuf,
+    key: PathBuf,
+    interval: Duration,
+    protocols: Protocols,
+) -> Result<(RustlsConfig, JoinHandle<()>), TlsError> {
     let files = TlsFiles {
         cert,
         key,
         client_auth: None,
     };
-    load_files_with_reload(files, interval).await
+    let hash = files.hash()?;
+    let config = RustlsConfig::from_config(files.load_with(&protocols)?);
+    let task = tokio::spawn(reload_loop(
+        config.clone(),
+        files,
+        interval,
+        hash,
+        protocols,
+    ));
+    Ok((config, task))
 }
 
 /// Loads `files` and starts a task reloading them when any of them changes.
@@ -236,7 +304,13 @@ pub async fn load_files_with_reload(
 ) -> Result<(RustlsConfig, JoinHandle<()>), TlsError> {
     let hash = files.hash()?;
     let config = RustlsConfig::from_config(files.load()?);
-    let task = tokio::spawn(reload_loop(config.clone(), files, interval, hash));
+    let task = tokio::spawn(reload_loop(
+        config.clone(),
+        files,
+        interval,
+        hash,
+        Protocols::default(),
+    ));
     Ok((config, task))
 }
 
@@ -245,6 +319,7 @@ async fn reload_loop(
     files: TlsFiles,
     interval: Duration,
     mut last: [u8; 32],
+    protocols: Protocols,
 ) {
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -261,7 +336,7 @@ async fn reload_loop(
         if hash == last {
             continue;
         }
-        match files.load() {
+        match files.load_with(&protocols) {
             Ok(c) => {
                 config.reload_from_config(c);
                 last = hash;
@@ -313,6 +388,18 @@ pub async fn serve_https_with(
     tls: RustlsConfig,
     limits: &ServeLimits,
 ) -> io::Result<HttpsServer> {
+    serve_https_speaking(router, addr, tls, limits, &Protocols::default()).await
+}
+
+/// As [`serve_https_with`]; the connection builder speaks `protocols` (which `tls` must offer
+/// through ALPN, see [`TlsFiles::load_with`]).
+pub async fn serve_https_speaking(
+    router: Router,
+    addr: SocketAddr,
+    tls: RustlsConfig,
+    limits: &ServeLimits,
+    protocols: &Protocols,
+) -> io::Result<HttpsServer> {
     let handle: Handle<SocketAddr> = Handle::new();
     let body_limits = *limits;
     let router = router.layer(axum::middleware::from_fn(move |req, next| {
@@ -322,6 +409,21 @@ pub async fn serve_https_with(
         .acceptor(BoundedAcceptor::new(tls, limits))
         .handle(handle.clone());
     limits::configure_http(server.http_builder(), limits);
+    match protocols.http2 {
+        Some(streams) => {
+            server
+                .http_builder()
+                .http2()
+                .max_concurrent_streams(streams);
+        }
+        None => {
+            let builder = std::mem::replace(
+                server.http_builder(),
+                hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new()),
+            );
+            *server.http_builder() = builder.http1_only();
+        }
+    }
     let task = tokio::spawn(async move { server.serve(router.into_make_service()).await });
     match handle.listening().await {
         Some(addr) => Ok(HttpsServer { addr, handle, task }),

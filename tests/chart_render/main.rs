@@ -32,6 +32,7 @@ mod helm;
 mod install_modes;
 mod measured_usage;
 mod network_policy;
+mod pdb;
 mod policy;
 mod rbac;
 mod registration;

@@ -12,7 +12,7 @@ use crate::evictor::{
     EvictionBackend, EvictionRecord, EvictionSession, LimitHit, LimitValue, Limits,
     NodeUsageReport, PlacementHit, ScaledLimits,
 };
-use crate::snapshot::{NodeId, Snapshot};
+use crate::snapshot::{NodeId, PodId, Snapshot};
 
 /// A profile ready to run: its DefaultEvictor and plugins in policy order.
 pub struct Profile {
@@ -41,6 +41,10 @@ pub struct CycleConfig {
     pub scheduler: std::sync::Arc<crate::placement::SchedulerProfiles>,
     /// The per-workload limits (none: upstream's limits).
     pub scaled: ScaledLimits,
+    /// Pods whose eviction another controller is carrying out (evictions in background): each
+    /// counts against the total, node and namespace limits before the plugins run, as upstream
+    /// counts its pending eviction requests.
+    pub in_flight: Vec<PodId>,
 }
 
 impl CycleConfig {
@@ -111,12 +115,16 @@ pub fn run_cycle(
     let mut report = CycleReport::default();
     let nodes = ready_nodes(snapshot, config.node_selector.as_ref());
     report.nodes = nodes.len();
-    let limits = Limits::new(
+    let mut limits = Limits::new(
         config.max_per_node,
         config.max_per_namespace,
         config.max_total,
     )
     .with_scaled(config.scaled.clone(), now);
+    for &pod in &config.in_flight {
+        let p = snapshot.pod(pod);
+        limits.count(p.node, &p.namespace);
+    }
     let mut session = EvictionSession::new(limits, backend);
     session.set_scheduler(config.scheduler.clone());
     if nodes.len() <= 1 {

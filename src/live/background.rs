@@ -1,0 +1,242 @@
+//! Evictions in background (feature gate `EvictionsInBackground`, as upstream v0.36): a pod
+//! annotated `descheduler.alpha.kubernetes.io/request-evict-only` whose eviction the cluster
+//! answers with 429 "Eviction triggered evacuation" is being evacuated by another controller
+//! (e.g. KubeVirt live migration). The eviction is assumed in progress — not an error, counted
+//! `pods_evicted{result="background"}` — and the pod is not evicted again until it is gone, loses
+//! the annotation, completes, or the assumption is older than [`ASSUMED_TIMEOUT`]. An assumed
+//! eviction then ends counted as upstream after v0.36.0: pod gone or Succeeded → `success`, pod
+//! Failed or timed out → `error`. Pods an evacuating controller marks
+//! `descheduler.alpha.kubernetes.io/eviction-in-progress` are tracked the same way (not counted),
+//! until that annotation is removed.
+//!
+//! The tracker is brought up to date from each cycle's snapshot, before the plugins run; the
+//! pods it tracks are marked evicted in that snapshot so no plugin picks them, and count against
+//! the eviction limits.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use kube_descheduler_engine::snapshot::model::PodPhase;
+use kube_descheduler_engine::snapshot::{Pod, PodId, Snapshot};
+
+use super::features::{EVICTION_IN_PROGRESS_ANNOTATION, EVICTION_REQUEST_ANNOTATION};
+use crate::serving::metrics::{EvictedLabels, Metrics};
+
+/// Upstream's `assumedEvictionRequestTimeoutSeconds` (10 minutes): an eviction in background
+/// assumed longer ago than this is forgotten (the pod may be evicted again).
+pub const ASSUMED_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// Prefix of the `Deflected` message the live evictor returns for an eviction in background;
+/// the metrics count such outcomes as `result="background"` (not as deflections).
+pub const BACKGROUND_PREFIX: &str = "eviction in background: ";
+
+/// Whether `message` (of an `EvictOutcome::Deflected`) is an eviction in background.
+pub fn is_background(message: &str) -> bool {
+    message.starts_with(BACKGROUND_PREFIX)
+}
+
+#[derive(Debug, Clone)]
+struct Item {
+    namespace: String,
+    name: String,
+    node: String,
+    profile: String,
+    strategy: String,
+    since: Instant,
+    /// Assumed from our eviction's 429 (its end is counted), not only observed.
+    assumed: bool,
+    /// Seen with the in-progress annotation (its removal cancels the tracking).
+    in_progress_seen: bool,
+}
+
+/// Evictions in background, by pod UID.
+#[derive(Debug)]
+pub struct BackgroundEvictions {
+    items: Mutex<HashMap<String, Item>>,
+    timeout: Duration,
+}
+
+impl Default for BackgroundEvictions {
+    fn default() -> Self {
+        Self::new(ASSUMED_TIMEOUT)
+    }
+}
+
+/// The pod an eviction in background was assumed for.
+#[derive(Debug, Clone, Copy)]
+pub struct Assumed<'a> {
+    /// UID.
+    pub uid: &'a str,
+    /// Namespace.
+    pub namespace: &'a str,
+    /// Name.
+    pub name: &'a str,
+    /// Node.
+    pub node: &'a str,
+    /// Profile that asked.
+    pub profile: &'a str,
+    /// Plugin that asked.
+    pub strategy: &'a str,
+}
+
+/// Whether a pod asks for evictions in background.
+pub fn requests_background(snapshot: &Snapshot, pod: PodId) -> bool {
+    snapshot
+        .pod(pod)
+        .annotations
+        .contains_key(EVICTION_REQUEST_ANNOTATION)
+}
+
+/// Whether a pod has completed (an eviction of it is ignored, as upstream).
+pub fn completed(snapshot: &Snapshot, pod: PodId) -> bool {
+    snapshot.pod(pod).is_terminal()
+}
+
+impl BackgroundEvictions {
+    /// A tracker forgetting assumed evictions after `timeout`.
+    pub fn new(timeout: Duration) -> Self {
+        BackgroundEvictions {
+            items: Mutex::new(HashMap::new()),
+            timeout,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Item>> {
+        self.items.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records the eviction of `pod` as in progress in background.
+    pub fn assume(&self, pod: Assumed<'_>) {
+        self.lock().insert(
+            pod.uid.to_string(),
+            Item {
+                namespace: pod.namespace.to_string(),
+                name: pod.name.to_string(),
+                node: pod.node.to_string(),
+                profile: pod.profile.to_string(),
+                strategy: pod.strategy.to_string(),
+                since: Instant::now(),
+                assumed: true,
+                in_progress_seen: false,
+            },
+        );
+    }
+
+    /// Evictions in background in progress.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether none is in progress.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Brings the tracker up to date with `snapshot` and marks the pods still in progress evicted
+    /// in it. Assumed evictions that ended are counted in `metrics` (see the module doc). Returns
+    /// the pods marked.
+    pub fn apply(&self, snapshot: &mut Snapshot, metrics: Option<&Metrics>) -> Vec<PodId> {
+        let mut items = self.lock();
+        let now = Instant::now();
+        let mut keep = HashMap::new();
+        let mut marked = Vec::new();
+        for id in 0..snapshot.pods.len() as PodId {
+            let pod = snapshot.pod(id);
+            let item = items.remove(&pod.uid);
+            let Some(item) = self.next_state(item, pod, now, metrics) else {
+                continue;
+            };
+            keep.insert(pod.uid.clone(), item);
+            marked.push(id);
+        }
+        for (_, gone) in items.drain() {
+            tracing::info!(pod = %format!("{}/{}", gone.namespace, gone.name), "pod with eviction in background is gone");
+            count_end(metrics, &gone, "success");
+        }
+        *items = keep;
+        drop(items);
+        for &id in &marked {
+            snapshot.mark_evicted(id);
+        }
+        marked
+    }
+
+    /// What becomes of a pod's tracking (`item`, if tracked) given the pod as it is now: `None`
+    /// when it is not (or no longer) tracked.
+    fn next_state(
+        &self,
+        item: Option<Item>,
+        pod: &Pod,
+        now: Instant,
+        metrics: Option<&Metrics>,
+    ) -> Option<Item> {
+        let requested = pod.annotations.contains_key(EVICTION_REQUEST_ANNOTATION);
+        let in_progress = pod
+            .annotations
+            .contains_key(EVICTION_IN_PROGRESS_ANNOTATION);
+        let key = || format!("{}/{}", pod.namespace, pod.name);
+        let Some(mut item) = item else {
+            // Not tracked: picked up when an evacuating controller marks it in progress.
+            if requested && in_progress && !pod.is_terminal() {
+                tracing::debug!(pod = %key(), "eviction in background detected");
+                return Some(Item {
+                    namespace: pod.namespace.to_string(),
+                    name: pod.name.clone(),
+                    node: String::new(),
+                    profile: String::new(),
+                    strategy: String::new(),
+                    since: now,
+                    assumed: false,
+                    in_progress_seen: true,
+                });
+            }
+            return None;
+        };
+        if !requested {
+            tracing::debug!(pod = %key(), "pod with eviction in background lost its annotation; no longer tracked");
+            return None;
+        }
+        if pod.is_terminal() {
+            tracing::debug!(pod = %key(), "pod with eviction in background completed; no longer tracked");
+            let result = if pod.phase == PodPhase::Failed {
+                "error"
+            } else {
+                "success"
+            };
+            count_end(metrics, &item, result);
+            return None;
+        }
+        if item.assumed && now.duration_since(item.since) > self.timeout {
+            tracing::info!(pod = %key(), timeout_seconds = self.timeout.as_secs(), "assumed eviction in background timed out; no longer tracked");
+            count_end(metrics, &item, "error");
+            // Still marked in progress by its controller: tracked again, as observed.
+            return self.next_state(None, pod, now, None);
+        }
+        if item.in_progress_seen && !in_progress {
+            tracing::debug!(pod = %key(), "eviction in background canceled (annotation removed); no longer tracked");
+            return None;
+        }
+        item.in_progress_seen |= in_progress;
+        Some(item)
+    }
+}
+
+/// Counts the end of an assumed eviction in background (`result`), as upstream after v0.36.0.
+fn count_end(metrics: Option<&Metrics>, item: &Item, result: &str) {
+    if !item.assumed {
+        return;
+    }
+    let Some(m) = metrics else {
+        return;
+    };
+    m.pods_evicted
+        .get_or_create(&EvictedLabels {
+            result: result.into(),
+            strategy: item.strategy.clone(),
+            profile: item.profile.clone(),
+            namespace: item.namespace.clone(),
+            node: item.node.clone(),
+        })
+        .inc();
+}
