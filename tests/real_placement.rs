@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::Duration;
 
-use real_common::{Cluster, Options, evict, run_bounded};
+use real_common::{Cluster, Options, deployment, evict, run_bounded};
 use serde_json::Value;
 
 const EVICTIONS: usize = 24;
@@ -39,26 +39,6 @@ spec:
   - name: c
     image: registry.k8s.io/pause:3.10
     resources: {{requests: {{cpu: "{cpu}", memory: "{memory}"}}}}
-"#
-    )
-}
-
-fn deployment(name: &str, replicas: u32, cpu: &str, memory: &str) -> String {
-    format!(
-        r#"---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}, namespace: pl}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}, finalizers: [{FINALIZER}]}}
-    spec:
-      containers:
-      - name: c
-        image: registry.k8s.io/pause:3.10
-        resources: {{requests: {{cpu: "{cpu}", memory: "{memory}"}}}}
 "#
     )
 }
@@ -134,9 +114,13 @@ fn predictions_match_where_kube_scheduler_binds_replacements() {
             yaml.push_str(&load_pod(&format!("node-{}", n + 1), i, cpu, mem));
         }
     }
-    yaml.push_str(&deployment("small", 4, "100m", "128Mi"));
-    yaml.push_str(&deployment("cpu", 3, "600m", "256Mi"));
-    yaml.push_str(&deployment("mem", 3, "200m", "1536Mi"));
+    for (name, replicas, requests) in [
+        ("small", 4, ("100m", "128Mi")),
+        ("cpu", 3, ("600m", "256Mi")),
+        ("mem", 3, ("200m", "1536Mi")),
+    ] {
+        yaml.push_str(&deployment("pl", name, replicas, requests, &[FINALIZER]));
+    }
     c.apply(&yaml);
     let total = 10;
     let settled = || {

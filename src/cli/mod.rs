@@ -14,6 +14,8 @@ pub mod plan_live;
 #[doc(hidden)]
 pub mod run;
 #[doc(hidden)]
+pub mod scheduler_version;
+#[doc(hidden)]
 pub mod serve_limits;
 #[doc(hidden)]
 pub mod webhook;

@@ -52,8 +52,9 @@ impl Matcher {
         }
     }
 
-    /// Whether the matcher picks `pod` (terminating pods are not counted, as kube-scheduler's
-    /// spreading and inter-pod affinity skip them).
+    /// Whether the matcher picks `pod` (terminating pods are not counted: kube-scheduler's
+    /// spreading skips them; its inter-pod affinity counts them, a difference docs/placement.md
+    /// lists).
     pub fn picks(&self, snapshot: &Snapshot, pod: &Pod) -> bool {
         // Cheapest test first (the result is the same conjunction).
         !pod.is_terminating() && self.picks_labels(snapshot, &pod.namespace, &pod.labels)
