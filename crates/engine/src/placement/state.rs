@@ -166,6 +166,17 @@ impl LabelGroups {
     }
 }
 
+/// A change of a pod in the selector counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shift {
+    /// A replacement comes to the node.
+    Comes,
+    /// An evicted pod starts terminating on its node.
+    Terminates,
+    /// An eviction that did not happen: the pod stays as it was.
+    Stays,
+}
+
 /// The per-cycle state the predictions read and update.
 pub struct ClusterState {
     /// Per node, what it carries.
@@ -277,14 +288,14 @@ impl ClusterState {
     }
 
     /// `pod` is evicted (or tentatively, while its replacement is predicted): it terminates on its
-    /// node, whose load keeps it, and leaves the selector counts.
+    /// node, whose load keeps it, and leaves the counts that skip terminating pods.
     pub fn remove(&mut self, snapshot: &Snapshot, pod: PodId) {
         let p = snapshot.pod(pod);
         let Some(node) = p.node else { return };
         if p.is_terminal() || !self.removed.insert(pod) {
             return;
         }
-        self.shift_counts(snapshot, pod, node, false);
+        self.shift_counts(snapshot, pod, node, Shift::Terminates);
     }
 
     /// Undoes [`ClusterState::remove`] (the eviction did not happen).
@@ -294,7 +305,7 @@ impl ClusterState {
         if !self.removed.remove(&pod) {
             return;
         }
-        self.shift_counts(snapshot, pod, node, true);
+        self.shift_counts(snapshot, pod, node, Shift::Stays);
     }
 
     /// `pod`'s replacement lands on `node`.
@@ -313,14 +324,17 @@ impl ClusterState {
                 load.add(&p.requests);
                 self.changed.push(node);
             }
-            self.shift_counts(snapshot, pod, node, true);
+            self.shift_counts(snapshot, pod, node, Shift::Comes);
         }
     }
 
-    /// `pod` (or its replacement) comes to or leaves `node` in the selector counts.
-    fn shift_counts(&mut self, snapshot: &Snapshot, pod: PodId, node: NodeId, add: bool) {
+    /// `pod` (or its replacement) comes to `node`, or starts or stops terminating there, in the
+    /// selector counts: a terminating pod still counts for the matchers that count terminating
+    /// pods (InterPodAffinity's), not for the others (spreading).
+    fn shift_counts(&mut self, snapshot: &Snapshot, pod: PodId, node: NodeId, shift: Shift) {
         let p = snapshot.pod(pod);
         let i = node as usize;
+        let add = shift != Shift::Terminates;
         let step = |c: &mut u32| {
             *c = if add {
                 c.saturating_add(1)
@@ -330,6 +344,7 @@ impl ClusterState {
         };
         for at in self.count_index.candidates(&p.namespace, &p.labels) {
             if let Some((m, counts)) = self.counts.get_mut(at)
+                && (shift == Shift::Comes || !m.terminating)
                 && m.picks(snapshot, p)
                 && let Some(c) = counts.get_mut(i)
             {
@@ -389,8 +404,12 @@ impl ClusterState {
                     }
                     for &pod in pods {
                         let p = snapshot.pod(pod);
-                        if !p.is_terminating()
-                            && self.present(snapshot, pod)
+                        let counted = if m.terminating {
+                            self.holds_node(snapshot, pod)
+                        } else {
+                            !p.is_terminating() && self.present(snapshot, pod)
+                        };
+                        if counted
                             && let Some(n) = p.node
                             && let Some(c) = counts.get_mut(n as usize)
                         {

@@ -249,40 +249,6 @@ fn abandoning_an_eviction_restores_the_node() {
     assert_eq!(sim.state.owner_counts(&s, &uid)[4], 1);
 }
 
-/// kube-scheduler keeps an evicted pod in its node's NodeInfo until the pod is gone: its requests
-/// still count there for its own replacement and for those of the pods evicted after it.
-#[test]
-fn evicted_pods_hold_their_nodes_while_they_terminate() {
-    let nodes = (1..=3).map(|i| node(&format!("n{i}")).build()).collect();
-    let big = |name: &str, on: &str| {
-        pod("default", name, on)
-            .owner("ReplicaSet", name)
-            .requests("3", "1Gi")
-            .build()
-    };
-    let s = snapshot(nodes, vec![big("a", "n1"), big("b", "n2")]);
-    let (a, b) = (pod_id(&s, "a"), pod_id(&s, "b"));
-    let mut sim = Simulator::new(&s, &Default::default(), Arc::default());
-    // a's replacement does not fit next to a (3 + 3 cpu of 4), nor next to b: n3.
-    let p = sim.evaluate(&s, a).expect("predicted");
-    assert_eq!(p.current_filtered, Some("NodeResourcesFit"));
-    assert_eq!(names(&s, &p.ties), vec!["n3"]);
-    sim.commit(&s, a, p.best);
-    // b's: n1 still holds the terminating a, n2 b itself, n3 a's replacement.
-    let p = sim.evaluate(&s, b).expect("predicted");
-    assert_eq!((p.feasible, p.best), (0, None));
-    sim.abandon(&s, b);
-    // A pod moved earlier in the cycle (marked evicted in the snapshot) holds its node too.
-    let mut s = s;
-    s.mark_evicted(a);
-    let moved = [a].into_iter().collect();
-    let mut sim = Simulator::new(&s, &moved, Arc::default());
-    assert_eq!(sim.state.loads[0].pods, 1);
-    assert_eq!(sim.state.loads[0].requested.cpu_milli, 3000);
-    let p = sim.evaluate(&s, b).expect("predicted");
-    assert_eq!(names(&s, &p.ties), vec!["n3"]);
-}
-
 /// The prediction for `p` on a cluster of `nodes` and `others`.
 fn predict_one(
     nodes: Vec<core::Node>,
