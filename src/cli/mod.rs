@@ -14,11 +14,13 @@ pub mod plan_live;
 #[doc(hidden)]
 pub mod run;
 #[doc(hidden)]
-pub mod scheduler_version;
-#[doc(hidden)]
 pub mod serve_limits;
 #[doc(hidden)]
 pub mod webhook;
+
+/// `--scheduler-version`'s default: the API server's version.
+#[doc(hidden)]
+pub mod scheduler_version;
 
 /// The process exit codes: a configuration error (bad policy, snapshot, flags or registry) and
 /// a runtime failure.
