@@ -45,9 +45,14 @@ fn report_names_a_predicted_node_for_every_eviction_of_the_bundled_example() {
     let tainted = find(&p, "exporter-");
     assert_eq!(tainted["currentNodeFilteredBy"], "TaintToleration");
     assert_eq!(tainted["mayReturn"], false);
-    // The old report runner on node-5 would be rescheduled onto node-5: the prediction says so.
+    // The old report runner on node-5 may be rescheduled onto node-5: still terminating there,
+    // it leaves node-5 tied with node-3 (the first of the ties by node order).
     let old = find(&p, "report-runner-");
-    assert_eq!(old["predictedNode"], "node-5");
+    assert_eq!(old["predictedNode"], "node-3");
+    assert_eq!(
+        old["predictedTies"],
+        serde_json::json!(["node-3", "node-5"])
+    );
     assert_eq!(old["mayReturn"], true);
     assert_eq!(old["placementVerdict"]["code"], "PlacementReturn");
 }

@@ -80,8 +80,8 @@ fn a_pod_of_a_scheduler_no_profile_serves_is_not_predicted() {
     assert_eq!(gpu["predictedTies"], json!([]), "{gpu}");
     assert!(gpu.get("placementVerdict").is_none(), "{gpu}");
     // The other small pod, of the default scheduler, is predicted with the default profile; n5
-    // is empty for it, as small-5 left and its replacement is counted nowhere (another scheduler
-    // places it).
+    // and n6 tie for it: small-5 still terminates on n5 as small-6 does on n6, and small-5's
+    // replacement is counted nowhere (another scheduler places it).
     let default = eviction(&p, "small-6");
     assert_eq!(default["predictedTies"], json!(["n5", "n6"]), "{default}");
     assert!(default.get("notPredicted").is_none(), "{default}");
@@ -120,20 +120,22 @@ fn a_pod_is_not_predicted_onto_a_node_where_its_host_port_is_taken() {
     // Without ports, small-5 comes straight back to n5 (LeastAllocated).
     let plain = plan(&cluster(dir.path(), &[]), None);
     assert_eq!(eviction(&plain, "small-5")["predictedNode"], "n5");
-    // small-5 binds 0.0.0.0:8080 and small-6 binds 10.0.0.6:8080 on n6: small-5's replacement
-    // cannot go to n6 and small-6's cannot go to n5 (while small-5 is there).
+    // small-5 binds 0.0.0.0:8080 and small-6 binds 10.0.0.6:8080 on n6. While an evicted pod
+    // terminates it still binds its port (kube-scheduler's NodeInfo keeps it): small-5's
+    // replacement can go neither to n6 nor back to n5, and lands on n1; small-6's then can go
+    // neither to n1 (small-5's replacement binds 0.0.0.0:8080), n5 nor n6.
     let snapshot = cluster(
         dir.path(),
         &[("small-5", port("")), ("small-6", port("10.0.0.6"))],
     );
     let p = plan(&snapshot, None);
-    for name in ["small-5", "small-6"] {
+    for (name, feasible) in [("small-5", 4), ("small-6", 3)] {
         let e = eviction(&p, name);
-        assert_eq!(
-            e["feasibleNodes"], 5,
-            "{name}: one node's port is taken: {e}"
-        );
+        assert_eq!(e["feasibleNodes"], feasible, "{name}: {e}");
+        assert_eq!(e["currentNodeFilteredBy"], "NodePorts", "{name}: {e}");
+        assert_eq!(e["mayReturn"], false, "{name}: {e}");
     }
-    let e = eviction(&p, "small-5");
-    assert_eq!(e["predictedNode"], "n5", "{e}");
+    assert_eq!(eviction(&p, "small-5")["predictedNode"], "n1");
+    let e = eviction(&p, "small-6");
+    assert_eq!(e["predictedTies"], json!(["n2", "n3", "n4"]), "{e}");
 }

@@ -2,10 +2,14 @@
 //! zones with different loads, ReplicaSet pods of different sizes; one eviction at a time,
 //! `plan --kubeconfig` with `placement: Report` predicts where the replacement lands, the pod is
 //! evicted through policy/v1 Eviction, and the node kube-scheduler binds the replacement to is
-//! compared with the prediction and its ties. Prints one line per eviction and the figure
-//! (docs/placement.md: 23/24 on 1.37.2, 22/24 on 1.34.4); fails below 90 % (the target is 95 %;
-//! the remaining misses are replacements scored while the evicted pod still terminates, see the
-//! docs).
+//! compared with the prediction and its ties. Prints one line per eviction (each miss with both
+//! nodes' scores) and the figure; fails below 95 % (docs/placement.md has the figures).
+//!
+//! The pods have the default grace period (30 s), so an eviction leaves the pod terminating on its
+//! node while the ReplicaSet controller creates the replacement and kube-scheduler places it. kwok
+//! finishes a graceful deletion at once, where a kubelet first stops the containers; a finalizer
+//! on the pods stands for that: the evicted pod stays terminating until its replacement is bound,
+//! then the test removes the finalizer and the pod is gone.
 
 mod real_common;
 
@@ -13,10 +17,13 @@ use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::Duration;
 
-use real_common::{Cluster, Options, evict, run_bounded};
+use real_common::{Cluster, Options, deployment, evict, run_bounded};
 use serde_json::Value;
 
 const EVICTIONS: usize = 24;
+
+/// Holds an evicted pod terminating on its node (the containers being stopped).
+const FINALIZER: &str = "kube-descheduler.test/terminating";
 
 /// Bare pods bound to a node (no scheduler, no owner: never evicted), the node's base load.
 fn load_pod(node: &str, i: usize, cpu: &str, memory: &str) -> String {
@@ -32,27 +39,6 @@ spec:
   - name: c
     image: registry.k8s.io/pause:3.10
     resources: {{requests: {{cpu: "{cpu}", memory: "{memory}"}}}}
-"#
-    )
-}
-
-fn deployment(name: &str, replicas: u32, cpu: &str, memory: &str) -> String {
-    format!(
-        r#"---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}, namespace: pl}}
-spec:
-  replicas: {replicas}
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}}}
-    spec:
-      terminationGracePeriodSeconds: 0
-      containers:
-      - name: c
-        image: registry.k8s.io/pause:3.10
-        resources: {{requests: {{cpu: "{cpu}", memory: "{memory}"}}}}
 "#
     )
 }
@@ -128,9 +114,13 @@ fn predictions_match_where_kube_scheduler_binds_replacements() {
             yaml.push_str(&load_pod(&format!("node-{}", n + 1), i, cpu, mem));
         }
     }
-    yaml.push_str(&deployment("small", 4, "100m", "128Mi"));
-    yaml.push_str(&deployment("cpu", 3, "600m", "256Mi"));
-    yaml.push_str(&deployment("mem", 3, "200m", "1536Mi"));
+    for (name, replicas, requests) in [
+        ("small", 4, ("100m", "128Mi")),
+        ("cpu", 3, ("600m", "256Mi")),
+        ("mem", 3, ("200m", "1536Mi")),
+    ] {
+        yaml.push_str(&deployment("pl", name, replicas, requests, &[FINALIZER]));
+    }
     c.apply(&yaml);
     let total = 10;
     let settled = || {
@@ -191,6 +181,18 @@ fn predictions_match_where_kube_scheduler_binds_replacements() {
                 false
             }
         });
+        // The containers have stopped: the evicted pod goes.
+        let released = c.kubectl(&[
+            "patch",
+            "pod",
+            &name,
+            "-n",
+            "pl",
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+        ]);
+        assert!(released.ok, "releasing {name}: {}", released.stderr);
         let hit = ties.contains(&landed) || landed == predicted;
         hits += usize::from(hit);
         let line = format!(
@@ -214,7 +216,7 @@ fn predictions_match_where_kube_scheduler_binds_replacements() {
         );
     }
     assert!(
-        hits * 100 >= EVICTIONS * 90,
+        hits * 100 >= EVICTIONS * 95,
         "{hits}/{EVICTIONS} predictions held:\n{}",
         lines.join("\n")
     );

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use real_common::{Cluster, Options, run_bounded};
+use real_common::{Cluster, Options, run_bounded, spawn_run};
 use serde_json::Value;
 
 const NOW: &str = "2030-01-01T00:00:00Z";
@@ -127,8 +127,15 @@ profiles:
             &["--policy", policy.to_str().expect("utf-8"), "--kubeconfig"],
             &[&c.kubeconfig],
         );
+        // A snapshot file does not say its server's version: the live plan's default is given.
         let file = plan(
-            &["--policy", policy.to_str().expect("utf-8"), "--snapshot"],
+            &[
+                "--policy",
+                policy.to_str().expect("utf-8"),
+                "--scheduler-version",
+                &c.version,
+                "--snapshot",
+            ],
             &[&snap],
         );
         if live == file {
@@ -224,31 +231,6 @@ fn chart_service_account(c: &Cluster, dir: &Path) -> PathBuf {
     )
     .expect("kubeconfig written");
     kubeconfig
-}
-
-/// A `run` process with its log in `log`.
-fn spawn_run(kubeconfig: &Path, policy: &Path, log: &Path, extra: &[&str]) -> Child {
-    let f = std::fs::File::create(log).expect("log file");
-    bin()
-        .arg("run")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--policy-config-file")
-        .arg(policy)
-        .args([
-            "--descheduling-interval",
-            "2s",
-            "--secure-port",
-            "0",
-            "--logging-format",
-            "json",
-        ])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(f.try_clone().expect("dup"))
-        .stderr(f)
-        .spawn()
-        .expect("run starts")
 }
 
 /// The JSON log lines of `log` whose message is `msg`.

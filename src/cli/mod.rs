@@ -20,6 +20,10 @@ pub mod serve_limits;
 #[doc(hidden)]
 pub mod webhook;
 
+/// `--scheduler-version`'s default: the API server's version.
+#[doc(hidden)]
+pub mod scheduler_version;
+
 /// The process exit codes: a configuration error (bad policy, snapshot, flags or registry) and
 /// a runtime failure.
 pub use kube_descheduler_engine::error::{EXIT_CONFIG, EXIT_RUNTIME};

@@ -101,7 +101,9 @@ pub struct PlanArgs {
     pub scheduler_config: Option<PathBuf>,
     /// The cluster's kube-scheduler version (`MAJOR.MINOR`, e.g. `1.35`) for `placement`
     /// predictions: before 1.36 NodeResourcesBalancedAllocation scored the balance with the pod
-    /// alone, since then the change the pod makes to it. Default: the pre-1.36 scoring.
+    /// alone, since then the change the pod makes to it. Default: with --kubeconfig the API
+    /// server's version (one that cannot be read keeps the pre-1.36 scoring, with a warning);
+    /// with a snapshot file, the pre-1.36 scoring.
     #[arg(long, value_name = "VERSION", value_parser = super::run::parse_scheduler_version)]
     pub scheduler_version: Option<(u32, u32)>,
     /// Log level verbosity (0-5).
@@ -167,9 +169,9 @@ pub fn run_with(
     let now = now_arg(&args)?;
     let html_file = html_file_arg(&args)?;
     let request_timeout = request_timeout_arg(&args)?;
-    let policy = load_policy(&args, registry)?;
+    let mut policy = load_policy(&args, registry)?;
     let started = std::time::Instant::now();
-    let mut snapshot = load_snapshot(&args, &policy, request_timeout)?;
+    let mut snapshot = load_snapshot(&args, &mut policy, request_timeout)?;
     let loaded = started.elapsed();
     let verdict = (!args.no_guard).then(|| {
         kube_descheduler_guard::answer::api_and_guard_verdict(
@@ -287,18 +289,18 @@ fn load_policy(
         policy.cycle.scheduler =
             std::sync::Arc::new(kube_descheduler_engine::placement::config::load_file(path)?);
     }
-    if let Some((major, minor)) = args.scheduler_version {
-        policy.cycle.scheduler =
-            std::sync::Arc::new((*policy.cycle.scheduler).clone().for_version(major, minor));
+    if let Some(v) = args.scheduler_version {
+        super::scheduler_version::apply(&mut policy, v);
     }
     Ok(policy)
 }
 
 /// The cluster to plan on — read from a live cluster, a snapshot file or the bundled example —
-/// with the measured usage the policy needs; an inconsistent snapshot fails with `--strict`.
+/// with the measured usage the policy needs; an inconsistent snapshot fails with `--strict`. A
+/// live cluster read without `--scheduler-version` sets the policy's to the API server's.
 fn load_snapshot(
     args: &PlanArgs,
-    policy: &policy::Policy,
+    policy: &mut policy::Policy,
     request_timeout: std::time::Duration,
 ) -> anyhow::Result<snapshot::Snapshot> {
     let mut cluster_metrics = None;
@@ -308,9 +310,16 @@ fn load_snapshot(
                 &source,
                 request_timeout,
                 policy.metrics.kubernetes && args.metrics.is_empty(),
+                args.scheduler_version.is_none(),
             )?;
             cluster_metrics = read.metrics;
-            read.snapshot
+            let mut snapshot = read.snapshot;
+            match read.server_version.map(super::scheduler_version::resolve) {
+                Some(Ok(v)) => super::scheduler_version::apply(policy, v),
+                Some(Err(warning)) => snapshot.warnings.push(warning),
+                None => {}
+            }
+            snapshot
         }
         (None, Some(path)) => snapshot::load::load_file(path)?,
         (None, None) => {

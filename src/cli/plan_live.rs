@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crate::cluster::client::{self as kubeconfig, Source};
+use k8s_openapi::apimachinery::pkg::version::Info;
 use kube_descheduler_engine::snapshot::Snapshot;
 use kube_descheduler_engine::usage::metrics_api::RawSamples;
 
@@ -18,15 +19,18 @@ pub struct LiveRead {
     pub snapshot: Snapshot,
     /// The API server's URL and its metrics.k8s.io samples (None: not asked for).
     pub metrics: Option<(String, Result<RawSamples, String>)>,
+    /// The API server's `/version` answer (None: not asked for).
+    pub server_version: Option<Result<Info, String>>,
 }
 
 /// Reads the cluster `source` names once. Every list must complete within `timeout` (else one
 /// error line naming the server, exit code 1); `kubernetes_metrics`: also list metrics.k8s.io
-/// (bounded by the same `timeout`).
+/// (bounded by the same `timeout`); `version`: also ask `/version`.
 pub fn read(
     source: &Source,
     timeout: Duration,
     kubernetes_metrics: bool,
+    version: bool,
 ) -> anyhow::Result<LiveRead> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -52,7 +56,16 @@ pub fn read(
         } else {
             None
         };
-        anyhow::Ok(LiveRead { snapshot, metrics })
+        let server_version = if version {
+            Some(super::scheduler_version::ask(&client, timeout).await)
+        } else {
+            None
+        };
+        anyhow::Ok(LiveRead {
+            snapshot,
+            metrics,
+            server_version,
+        })
     });
     // Nothing is left running; no need to wait for idle worker threads.
     rt.shutdown_background();

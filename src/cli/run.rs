@@ -37,7 +37,8 @@ pub struct RunArgs {
     pub scheduler_config: Option<PathBuf>,
     /// The cluster's kube-scheduler version (`MAJOR.MINOR`, e.g. `1.35`) for `placement`
     /// predictions: before 1.36 NodeResourcesBalancedAllocation scored the balance with the pod
-    /// alone, since then the change the pod makes to it. Default: the pre-1.36 scoring.
+    /// alone, since then the change the pod makes to it. Default: the API server's version
+    /// (`/version`; one that cannot be read keeps the pre-1.36 scoring, with a warning).
     #[arg(long, value_name = "VERSION", value_parser = parse_scheduler_version)]
     pub scheduler_version: Option<(u32, u32)>,
     /// Time interval between two consecutive descheduler executions (Go duration, e.g. 5m). 0 runs
@@ -357,9 +358,8 @@ fn run_in(
         policy.cycle.scheduler =
             std::sync::Arc::new(kube_descheduler_engine::placement::config::load_file(path)?);
     }
-    if let Some((major, minor)) = args.scheduler_version {
-        policy.cycle.scheduler =
-            std::sync::Arc::new((*policy.cycle.scheduler).clone().for_version(major, minor));
+    if let Some(v) = args.scheduler_version {
+        super::scheduler_version::apply(&mut policy, v);
     }
     for w in &policy.warnings {
         tracing::warn!("policy: {w}");
@@ -405,6 +405,9 @@ fn run_in(
         let mut opts = opts;
         opts.api_server = config.cluster_url.to_string();
         let client = crate::cluster::client::client(config)?;
+        if args.scheduler_version.is_none() {
+            super::scheduler_version::default_from_server(&client, &mut opts.policy).await;
+        }
         let shutdown = CancellationToken::new();
         cancel_on_signals(shutdown.clone());
         crate::live::run::run(opts, client, shutdown).await

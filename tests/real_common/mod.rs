@@ -266,3 +266,62 @@ pub fn api_server(c: &Cluster) -> String {
         .trim_matches('"')
         .to_string()
 }
+
+/// A Deployment `namespace/name` of `replicas` pods asking for `cpu` / `memory` (the default
+/// grace period), their template carrying `finalizers`.
+pub fn deployment(
+    namespace: &str,
+    name: &str,
+    replicas: u32,
+    (cpu, memory): (&str, &str),
+    finalizers: &[&str],
+) -> String {
+    format!(
+        r#"---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: {name}, namespace: {namespace}}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: {name}}}}}
+  template:
+    metadata: {{labels: {{app: {name}}}, finalizers: [{finalizers}]}}
+    spec:
+      containers:
+      - name: c
+        image: registry.k8s.io/pause:3.10
+        resources: {{requests: {{cpu: "{cpu}", memory: "{memory}"}}}}
+"#,
+        finalizers = finalizers.join(", ")
+    )
+}
+
+/// `kube-descheduler run` with `kubeconfig` and `policy`, no HTTPS server, JSON logs.
+pub fn run_command(kubeconfig: &Path, policy: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"));
+    cmd.arg("run")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--policy-config-file")
+        .arg(policy)
+        .args(["--secure-port", "0", "--logging-format", "json"]);
+    cmd
+}
+
+/// A `run` process every 2 s with `extra` flags, its log in `log`.
+pub fn spawn_run(
+    kubeconfig: &Path,
+    policy: &Path,
+    log: &Path,
+    extra: &[&str],
+) -> std::process::Child {
+    let f = std::fs::File::create(log).expect("log file");
+    run_command(kubeconfig, policy)
+        .args(["--descheduling-interval", "2s"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(f.try_clone().expect("dup"))
+        .stderr(f)
+        .spawn()
+        .expect("run starts")
+}

@@ -270,7 +270,7 @@ impl Caches {
             for pod in snapshot.all_pods_prefetched_whole() {
                 let p = snapshot.pod(pod);
                 let terms = affinity::required_anti_affinity_terms(p);
-                if terms.is_empty() || !state.present(snapshot, pod) {
+                if terms.is_empty() || !state.holds_node(snapshot, pod) {
                     continue;
                 }
                 if let Some(n) = p.node {

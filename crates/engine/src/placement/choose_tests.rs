@@ -19,7 +19,8 @@ fn pod_id(s: &Snapshot, name: &str) -> PodId {
 
 #[test]
 fn the_runner_up_is_the_best_other_node_first_by_order() {
-    // Four 4-CPU nodes; `p` (100m) on `at`; n1 and n3 carry 1 CPU, n4 2 CPU, n2 nothing.
+    // Four 4-CPU nodes; `p` (100m) on `at`, where it still counts while it terminates; loaded:
+    // n1 and n3 carry 1 CPU, n4 2 CPU, n2 nothing; else every other node carries a pod of p's size.
     let runner_up = |at: &str, loaded: bool| {
         let mut pods = vec![
             pod("default", "p", at)
@@ -27,7 +28,16 @@ fn the_runner_up_is_the_best_other_node_first_by_order() {
                 .requests("100m", "128Mi")
                 .build(),
         ];
-        if loaded {
+        if !loaded {
+            for n in ["n1", "n2", "n3", "n4"].into_iter().filter(|&n| n != at) {
+                pods.push(
+                    pod("default", &format!("twin-{n}"), n)
+                        .owner("ReplicaSet", &format!("twin-{n}"))
+                        .requests("100m", "128Mi")
+                        .build(),
+                );
+            }
+        } else {
             for (i, (n, cpu)) in [("n1", "1"), ("n3", "1"), ("n4", "2")].iter().enumerate() {
                 pods.push(
                     pod("default", &format!("load-{i}"), n)

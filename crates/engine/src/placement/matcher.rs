@@ -30,12 +30,18 @@ pub struct Matcher {
     pub ns_selector: Option<Selector>,
     /// The label selector (`None`: a nil selector, picks nothing).
     pub selector: Option<Selector>,
+    /// Terminating pods count: InterPodAffinity's terms count them, PodTopologySpread's
+    /// constraints skip them (`podtopologyspread/common.go`).
+    pub terminating: bool,
 }
 
 impl Matcher {
     /// A cache key: matchers with equal keys pick the same pods.
     pub fn key(&self) -> String {
-        format!("{:?}|{:?}", self.namespaces, self.selector)
+        format!(
+            "{:?}|{:?}|{}",
+            self.namespaces, self.selector, self.terminating
+        )
     }
 
     /// Whether `namespace` is looked at.
@@ -52,14 +58,15 @@ impl Matcher {
         }
     }
 
-    /// Whether the matcher picks `pod` (terminating pods are not counted, as kube-scheduler's
-    /// spreading and inter-pod affinity skip them).
+    /// Whether the matcher picks `pod` (a terminating one only when it counts them).
     pub fn picks(&self, snapshot: &Snapshot, pod: &Pod) -> bool {
         // Cheapest test first (the result is the same conjunction).
-        !pod.is_terminating() && self.picks_labels(snapshot, &pod.namespace, &pod.labels)
+        (self.terminating || !pod.is_terminating())
+            && self.picks_labels(snapshot, &pod.namespace, &pod.labels)
     }
 
-    /// Whether the matcher picks a non-terminating pod of `namespace` labelled `labels`.
+    /// Whether the matcher picks a pod of `namespace` labelled `labels` (not terminating, or
+    /// [`Matcher::terminating`]).
     pub fn picks_labels(
         &self,
         snapshot: &Snapshot,
@@ -227,6 +234,7 @@ mod tests {
             namespaces,
             ns_selector: None,
             selector: selector::compile_strict(&s).ok(),
+            terminating: false,
         }
     }
 
@@ -266,6 +274,7 @@ mod tests {
                 namespaces: listed(&["a"]),
                 ns_selector: None,
                 selector: None,
+                terminating: false,
             },
         ];
         let mut index = MatcherIndex::default();

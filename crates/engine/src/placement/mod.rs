@@ -37,6 +37,8 @@ pub mod score;
 pub mod scoring;
 mod spread_score;
 pub mod state;
+#[cfg(test)]
+mod terminating_tests;
 pub mod terms;
 #[cfg(test)]
 mod tests;

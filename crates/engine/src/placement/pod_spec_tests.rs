@@ -63,7 +63,7 @@ fn profiles(yaml: &str) -> Arc<SchedulerProfiles> {
 #[test]
 fn the_pods_scheduler_name_selects_the_profile() {
     // Default scheduler (schedulerName unset, and set to default-scheduler): LeastAllocated
-    // prefers the empty nodes.
+    // prefers the empty n2 (n3 still holds the terminating candidate).
     for name in [None, Some("default-scheduler")] {
         let s = cluster(name);
         let candidate = pod_id(&s, "candidate");
@@ -76,7 +76,7 @@ fn the_pods_scheduler_name_selects_the_profile() {
         let p = sim
             .evaluate(&s, candidate)
             .expect("default-scheduler serves it");
-        assert_eq!(names(&s, &p.ties), vec!["n2", "n3"], "{name:?}");
+        assert_eq!(names(&s, &p.ties), vec!["n2"], "{name:?}");
         assert_eq!(p.strategy, "LeastAllocated");
     }
     // schedulerName bin-packer: its MostAllocated profile sends the pod to the busy node.
@@ -187,24 +187,25 @@ fn node_ports_keeps_the_replacement_off_nodes_where_its_host_port_is_taken() {
     );
     let mut sim = Simulator::new(&s, &Default::default(), Arc::default());
     let p = sim.evaluate(&s, candidate).expect("predicted");
-    // n1 is filtered by NodePorts; n2 (UDP only) and n3 (free again once the candidate leaves it)
-    // pass, and the empty n3 wins.
-    assert_eq!(p.feasible, 2);
-    assert_eq!(names(&s, &p.ties), vec!["n3"]);
-    assert_eq!(p.current_filtered, None);
-    // Its replacement placed on n2 takes 0.0.0.0:8080 there: n1-user (10.0.0.1:8080) now fits
-    // its own n1 (it left it) and n3 (the candidate left it), not n2.
-    sim.commit(&s, candidate, Some(1));
+    // n1 is filtered by NodePorts, and so is n3: the terminating candidate still binds 8080 there
+    // (kube-scheduler's NodeInfo keeps it until it is gone). n2 (UDP only) is left.
+    assert_eq!(p.feasible, 1);
+    assert_eq!(names(&s, &p.ties), vec!["n2"]);
+    assert_eq!(p.current_filtered, Some("NodePorts"));
+    // Its replacement placed on n2 takes 0.0.0.0:8080 there: n1-user (10.0.0.1:8080) fits
+    // nowhere — n1 is held by itself while it terminates, n2 by the replacement, n3 by the
+    // terminating candidate.
+    sim.commit(&s, candidate, p.best);
     let n1_user = pod_id(&s, "n1-user");
     let p = sim.evaluate(&s, n1_user).expect("predicted");
-    assert_eq!(p.feasible, 2);
-    assert_eq!(names(&s, &p.ties), vec!["n1", "n3"]);
+    assert_eq!((p.feasible, p.best), (0, None));
     sim.abandon(&s, n1_user);
-    // A UDP 8080 pod conflicts with none of the TCP bindings.
+    // A UDP 8080 pod conflicts with none of the TCP bindings, only with itself terminating on n2.
     let p = sim.evaluate(&s, pod_id(&s, "n2-user")).expect("predicted");
     assert_eq!(
-        p.feasible, 3,
-        "n2-user's ports are UDP and bind no conflict"
+        (p.feasible, p.current_filtered),
+        (2, Some("NodePorts")),
+        "n2-user's ports are UDP and conflict with no TCP binding"
     );
 }
 
@@ -223,13 +224,15 @@ fn node_ports_can_be_disabled_and_reports_the_current_node() {
     let candidate = pod_id(&s, "candidate");
     let mut sim = Simulator::new(&s, &Default::default(), Arc::default());
     let p = sim.evaluate(&s, candidate).expect("predicted");
-    assert_eq!(names(&s, &p.ties), vec!["n1"], "n2's UDP 53 is taken");
-    assert_eq!(p.feasible, 1);
+    // n2's UDP 53 is taken, and the terminating candidate still binds it on n1.
+    assert_eq!((p.feasible, p.best), (0, None));
+    assert_eq!(p.current_filtered, Some("NodePorts"));
     sim.abandon(&s, candidate);
-    // The other way round: dns's replacement cannot go to n1, where the candidate binds 0.0.0.0.
+    // The other way round: dns's replacement cannot go to n1, where the candidate binds 0.0.0.0,
+    // and n2 is held by dns itself while it terminates.
     let dns = pod_id(&s, "dns");
     let p = sim.evaluate(&s, dns).expect("predicted");
-    assert_eq!(names(&s, &p.ties), vec!["n2"]);
+    assert_eq!((p.feasible, p.current_filtered), (0, Some("NodePorts")));
     sim.abandon(&s, dns);
     // With NodePorts disabled in the configuration, both nodes fit.
     let disabled = profiles(

@@ -75,8 +75,8 @@ impl UsedPorts {
     }
 
     /// Per node, whether a host port `pod` wants is bound there (`None`: the pod wants none, the
-    /// filter is skipped). Pods gone this cycle (and the pod itself, taken off its node while
-    /// predicted) no longer bind theirs.
+    /// filter is skipped). Pods evicted this cycle (the pod itself included) still bind theirs
+    /// while they terminate, as kube-scheduler's `NodeInfo.UsedPorts` keeps them.
     pub fn taken(
         &mut self,
         snapshot: &Snapshot,
@@ -92,7 +92,7 @@ impl UsedPorts {
             let (other, present) = if id > PodId::MAX / 2 {
                 (placed_id(id), true)
             } else {
-                (id, state.present(snapshot, id))
+                (id, state.holds_node(snapshot, id))
             };
             if present
                 && let Some(t) = taken.get_mut(node as usize)

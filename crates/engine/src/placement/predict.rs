@@ -383,7 +383,7 @@ fn filter_inter_pod(
                 continue;
             };
             for (pod, node, key) in holders {
-                let live = *pod > PodId::MAX / 2 || state.present(snapshot, *pod);
+                let live = *pod > PodId::MAX / 2 || state.holds_node(snapshot, *pod);
                 if live {
                     forbidden.push((key.clone(), *node));
                 }

@@ -1,8 +1,17 @@
 //! The cluster as the scheduler will see it during a cycle: per node, the requests of the pods on it
 //! (actual, and with kube-scheduler's non-zero defaults for scoring) and its pod count; which pods
-//! left this cycle; where their replacements were predicted to land; and per-node counts of the
-//! pods a label selector picks, kept up to date incrementally (built once per selector, then
-//! adjusted on every removal and placement — never by rescanning every pod per prediction).
+//! were evicted this cycle; where their replacements were predicted to land; and per-node counts
+//! of the pods a label selector picks, kept up to date incrementally (built once per selector,
+//! then adjusted on every eviction and placement — never by rescanning every pod per prediction).
+//!
+//! An evicted pod terminates on its node while its replacement is scheduled: the ReplicaSet
+//! controller creates the replacement as soon as the pod has a `deletionTimestamp`, and the pod is
+//! gone only once the kubelet has stopped its containers (up to its grace period, 30 s by
+//! default). kube-scheduler keeps such a pod in its node's `NodeInfo` until then, so its requests,
+//! its pod slot and its host ports still count on its node — for its own replacement and for those
+//! of the pods evicted after it in the cycle; only PodTopologySpread skips terminating pods
+//! (`podtopologyspread/common.go`, 1.34 and 1.37 alike), so the evicted pod leaves the selector
+//! counts.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -83,14 +92,6 @@ impl NodeLoad {
         self.nonzero_memory += m;
         self.pods += 1;
     }
-
-    fn remove(&mut self, requests: &Resources) {
-        self.requested.sub(requests);
-        let (c, m) = requests.nonzero_cpu_memory();
-        self.nonzero_cpu -= c;
-        self.nonzero_memory -= m;
-        self.pods -= 1;
-    }
 }
 
 /// One label map and the pods sharing it.
@@ -165,6 +166,17 @@ impl LabelGroups {
     }
 }
 
+/// A change of a pod in the selector counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shift {
+    /// A replacement comes to the node.
+    Comes,
+    /// An evicted pod starts terminating on its node.
+    Terminates,
+    /// An eviction that did not happen: the pod stays as it was.
+    Stays,
+}
+
 /// The per-cycle state the predictions read and update.
 pub struct ClusterState {
     /// Per node, what it carries.
@@ -196,8 +208,8 @@ impl ClusterState {
     /// The state of `snapshot` as it is (pods it marks evicted are gone), minus `moved`.
     pub fn new(snapshot: &Snapshot, moved: &FxHashSet<PodId>) -> Self {
         let n = snapshot.nodes.len();
-        // The snapshot's node usage (kept across the plugins of a cycle), less the moved pods it
-        // still counts.
+        // The snapshot's node usage (kept across the plugins of a cycle), plus the moved pods it
+        // no longer counts: they terminate on their nodes.
         let mut loads: Vec<NodeLoad> = (0..n as NodeId)
             .map(|node| {
                 let u = snapshot.node_fit_usage(node);
@@ -212,10 +224,10 @@ impl ClusterState {
         for &pod in moved {
             let p = snapshot.pod(pod);
             if !p.is_terminal()
-                && !snapshot.is_evicted(pod)
+                && snapshot.is_evicted(pod)
                 && let Some(load) = p.node.and_then(|n| loads.get_mut(n as usize))
             {
-                load.remove(p.fit_requests());
+                load.add(p.fit_requests());
             }
         }
         ClusterState {
@@ -238,13 +250,23 @@ impl ClusterState {
         &self.changed
     }
 
-    /// Whether `pod` counts as on its node (not terminal, not gone this cycle).
+    /// Whether `pod` counts as on its node for the selector counts (not terminal, not evicted
+    /// this cycle).
     pub fn present(&self, snapshot: &Snapshot, pod: PodId) -> bool {
         let p = snapshot.pod(pod);
         p.node.is_some()
             && !p.is_terminal()
             && !snapshot.is_evicted(pod)
             && !self.removed.contains(&pod)
+    }
+
+    /// Whether `pod` is in its node's `NodeInfo` for kube-scheduler: present, or evicted this
+    /// cycle and still terminating there (its requests and host ports still count).
+    pub fn holds_node(&self, snapshot: &Snapshot, pod: PodId) -> bool {
+        let p = snapshot.pod(pod);
+        p.node.is_some()
+            && !p.is_terminal()
+            && (!snapshot.is_evicted(pod) || self.removed.contains(&pod))
     }
 
     /// Every pod on `node` now: the snapshot's still there, then the predicted replacements.
@@ -265,14 +287,15 @@ impl ClusterState {
             )
     }
 
-    /// `pod` leaves its node (evicted, or tentatively while predicting its replacement).
+    /// `pod` is evicted (or tentatively, while its replacement is predicted): it terminates on its
+    /// node, whose load keeps it, and leaves the counts that skip terminating pods.
     pub fn remove(&mut self, snapshot: &Snapshot, pod: PodId) {
         let p = snapshot.pod(pod);
         let Some(node) = p.node else { return };
         if p.is_terminal() || !self.removed.insert(pod) {
             return;
         }
-        self.shift(snapshot, pod, node, false, false);
+        self.shift_counts(snapshot, pod, node, Shift::Terminates);
     }
 
     /// Undoes [`ClusterState::remove`] (the eviction did not happen).
@@ -282,7 +305,7 @@ impl ClusterState {
         if !self.removed.remove(&pod) {
             return;
         }
-        self.shift(snapshot, pod, node, true, false);
+        self.shift_counts(snapshot, pod, node, Shift::Stays);
     }
 
     /// `pod`'s replacement lands on `node`.
@@ -297,34 +320,21 @@ impl ClusterState {
                     .or_default()
                     .push(node);
             }
-            self.shift(snapshot, pod, node, true, true);
+            if let Some(load) = self.loads.get_mut(node as usize) {
+                load.add(&p.requests);
+                self.changed.push(node);
+            }
+            self.shift_counts(snapshot, pod, node, Shift::Comes);
         }
     }
 
-    /// `pod` (or its replacement: `replacement`) comes to or leaves `node`.
-    fn shift(
-        &mut self,
-        snapshot: &Snapshot,
-        pod: PodId,
-        node: NodeId,
-        add: bool,
-        replacement: bool,
-    ) {
+    /// `pod` (or its replacement) comes to `node`, or starts or stops terminating there, in the
+    /// selector counts: a terminating pod still counts for the matchers that count terminating
+    /// pods (InterPodAffinity's), not for the others (spreading).
+    fn shift_counts(&mut self, snapshot: &Snapshot, pod: PodId, node: NodeId, shift: Shift) {
         let p = snapshot.pod(pod);
         let i = node as usize;
-        if let Some(load) = self.loads.get_mut(i) {
-            let requests = if replacement {
-                &p.requests
-            } else {
-                p.fit_requests()
-            };
-            if add {
-                load.add(requests)
-            } else {
-                load.remove(requests)
-            }
-            self.changed.push(node);
-        }
+        let add = shift != Shift::Terminates;
         let step = |c: &mut u32| {
             *c = if add {
                 c.saturating_add(1)
@@ -334,6 +344,7 @@ impl ClusterState {
         };
         for at in self.count_index.candidates(&p.namespace, &p.labels) {
             if let Some((m, counts)) = self.counts.get_mut(at)
+                && (shift == Shift::Comes || !m.terminating)
                 && m.picks(snapshot, p)
                 && let Some(c) = counts.get_mut(i)
             {
@@ -393,8 +404,12 @@ impl ClusterState {
                     }
                     for &pod in pods {
                         let p = snapshot.pod(pod);
-                        if !p.is_terminating()
-                            && self.present(snapshot, pod)
+                        let counted = if m.terminating {
+                            self.holds_node(snapshot, pod)
+                        } else {
+                            !p.is_terminating() && self.present(snapshot, pod)
+                        };
+                        if counted
                             && let Some(n) = p.node
                             && let Some(c) = counts.get_mut(n as usize)
                         {

@@ -68,6 +68,7 @@ pub fn term_matcher(term: &PodAffinityTerm, owner: &Pod) -> Matcher {
         namespaces,
         ns_selector,
         selector,
+        terminating: true,
     }
 }
 
@@ -118,6 +119,7 @@ pub fn spreads(pod: &Pod) -> Vec<Spread> {
                     namespaces: Namespaces::Listed(vec![pod.namespace.to_string()]),
                     ns_selector: None,
                     selector,
+                    terminating: false,
                 },
                 self_match,
             }
