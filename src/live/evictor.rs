@@ -108,11 +108,13 @@ pub fn classify(result: &Result<(), kube::Error>, pod_name: &str) -> Answer {
         }
         429 => Answer::Outcome(EvictOutcome::Denied { reason: msg }),
         404 => {
-            let about_pod = status
+            // A missing object (the pod, or its namespace) is named in the details; a missing
+            // API version is a bare 404 with no kind.
+            let about_object = status
                 .details
                 .as_ref()
-                .is_some_and(|d| d.kind == "pods" || d.name == pod_name);
-            if about_pod || msg.contains(&format!("\"{pod_name}\" not found")) {
+                .is_some_and(|d| !d.kind.is_empty() || d.name == pod_name);
+            if about_object || msg.contains(&format!("\"{pod_name}\" not found")) {
                 Answer::Outcome(EvictOutcome::Failed {
                     error: format!("pod not found when evicting {pod_name:?}: {msg}"),
                 })
@@ -403,5 +405,47 @@ impl EvictionBackend for ApiEvictor {
             self.cfg.limiter.acquire().await;
             ev.refused_by_placement(&pref, req.plugin, refusal).await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::Status;
+    use serde_json::json;
+
+    /// A 404 as kube-apiserver sends it; `details` names the missing object when there is one.
+    fn not_found(message: &str, details: Option<serde_json::Value>) -> Result<(), kube::Error> {
+        let mut body = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "message": message, "reason": "NotFound", "code": 404});
+        if let Some(details) = details {
+            body["details"] = details;
+        }
+        let status: Status = serde_json::from_value(body).expect("a valid Status literal");
+        Err(kube::Error::Api(Box::new(status)))
+    }
+
+    fn is_failure(answer: Answer) -> bool {
+        matches!(answer, Answer::Outcome(EvictOutcome::Failed { .. }))
+    }
+
+    #[test]
+    fn a_missing_pod_or_namespace_is_a_failure_not_a_missing_version() {
+        let pod = not_found(
+            "pods \"web-1\" not found",
+            Some(json!({"name": "web-1", "kind": "pods"})),
+        );
+        assert!(is_failure(classify(&pod, "web-1")));
+        let namespace = not_found(
+            "namespaces \"gone\" not found",
+            Some(json!({"name": "gone", "kind": "namespaces"})),
+        );
+        assert!(is_failure(classify(&namespace, "web-1")));
+    }
+
+    #[test]
+    fn a_bare_404_means_the_eviction_version_is_missing() {
+        let bare = not_found("the server could not find the requested resource", None);
+        assert_eq!(classify(&bare, "web-1"), Answer::VersionMissing);
     }
 }
