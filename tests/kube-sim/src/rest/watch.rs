@@ -308,8 +308,8 @@ pub fn respond(st: Arc<SimState>, spec: WatchSpec) -> Response {
         }
         let deadline = tokio::time::Instant::now() + spec.timeout;
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + bookmark_every, bookmark_every);
-        // As the watch cache: a bookmark only when the resource moved past the version the
-        // client was last given, periodically and once 2 s before the deadline.
+        // As the watch cache: a bookmark only when the store moved past the version the client
+        // was last given, periodically and once 2 s before the deadline.
         let pre_deadline = deadline.checked_sub(Duration::from_secs(2));
         let mut pre_deadline_due = spec.bookmarks && pre_deadline.is_some();
         let mut told = match (&spec.from, &initial_told) {
@@ -336,10 +336,12 @@ pub fn respond(st: Arc<SimState>, spec: WatchSpec) -> Response {
                 }
                 r = rx.recv() => match r {
                     Ok(ev) => {
+                        // The watch cache's version follows the whole store (etcd's progress
+                        // notifications), so other resources' writes make a bookmark due too.
+                        last_rv = last_rv.max(ev.rv);
                         if ev.gr != Store::watch_key(spec.def) {
                             continue;
                         }
-                        last_rv = last_rv.max(ev.rv);
                         if let Some(b) = spec.render(&ev) {
                             told = told.max(ev.rv);
                             yield Ok(b);
