@@ -426,7 +426,7 @@ async fn pdb_blocks_with_kube_apiserver_body() {
     );
     assert_eq!(
         r.body["details"]["causes"],
-        json!([{"type": "DisruptionBudget", "message": "The disruption budget web-pdb needs 1 healthy pods and has 1 currently"}])
+        json!([{"reason": "DisruptionBudget", "message": "The disruption budget web-pdb needs 1 healthy pods and has 1 currently"}])
     );
     assert!(r.retry_after.is_none());
     assert!(!terminating(&sim));
