@@ -1,4 +1,5 @@
 use super::*;
+use crate::framework::BalancePlugin;
 use crate::framework::cycle::{CycleConfig, Profile};
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::model::ANNOTATION_PREFER_NO_EVICTION;

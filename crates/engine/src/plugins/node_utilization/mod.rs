@@ -15,6 +15,7 @@ use std::sync::Arc;
 use crate::evictor::reason::percent;
 use crate::evictor::{EvictionReason, NodeUsageReport};
 use crate::framework::Handle;
+use crate::framework::args::Namespaces;
 use crate::framework::parallel;
 use crate::framework::sort::priority_low_to_high;
 use crate::scheduling::taints;
@@ -22,7 +23,7 @@ use crate::snapshot::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
 use crate::snapshot::{Node, NodeId, Pod, PodId, Resources, Snapshot};
 
 mod args;
-pub use args::{EvictableNamespaces, METRIC_RESOURCE, Thresholds, validate_thresholds};
+pub use args::{METRIC_RESOURCE, Thresholds, validate_evictable_namespaces, validate_thresholds};
 
 /// A resource the plugins track: every thresholded one plus cpu, memory and pods.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -477,7 +478,7 @@ pub fn evict_if_unbalanced(
 }
 
 /// The namespaces whose pods the plugin never evicts (`evictableNamespaces.exclude`).
-pub fn excluded_namespaces(ns: Option<&EvictableNamespaces>) -> &[String] {
+pub fn excluded_namespaces(ns: Option<&Namespaces>) -> &[String] {
     ns.map(|n| n.exclude.as_slice()).unwrap_or(&[])
 }
 

@@ -5,23 +5,22 @@
 //! NoExecute taints the duplicates tolerate and whose labels match their nodeSelector and required
 //! node affinity (cordoned nodes count, as upstream); fewer than two means nothing is evicted.
 
+use super::{PodQuestion, extension_point};
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use super::node_utilization::occupies;
 use crate::evictor::EvictionReason;
+use crate::framework::Handle;
 use crate::framework::args::allows_namespace;
 use crate::framework::parallel;
-use crate::framework::registry::ExtensionPoint;
-use crate::framework::{BalancePlugin, Handle, PluginFactory};
 use crate::scheduling::{affinity, taints};
 use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
 mod args;
 mod keys;
 pub use args::RemoveDuplicatesArgs;
-use args::build;
 
 /// The plugin name.
 pub const NAME: &str = "RemoveDuplicates";
@@ -30,11 +29,6 @@ pub const NAME: &str = "RemoveDuplicates";
 #[derive(Debug)]
 pub struct RemoveDuplicates {
     args: RemoveDuplicatesArgs,
-}
-
-/// The registry entry.
-pub fn factory() -> PluginFactory {
-    PluginFactory::new(NAME, ExtensionPoint::Balance, build)
 }
 
 /// Per-pod maps keyed by cluster data: FxHash is several times faster than SipHash here.
@@ -140,18 +134,11 @@ impl<'a> Feasibility<'a> {
     }
 }
 
-impl BalancePlugin for RemoveDuplicates {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+extension_point!(Balance for RemoveDuplicates, NAME);
 
-    fn explain_pod(
-        &self,
-        s: &Snapshot,
-        pod: PodId,
-        nodes: &[NodeId],
-        _now: jiff::Timestamp,
-    ) -> Option<String> {
+impl RemoveDuplicates {
+    fn explain(&self, q: PodQuestion<'_>) -> Option<String> {
+        let (s, pod, nodes) = (q.snapshot, q.pod, q.nodes);
         let p = s.pod(pod);
         let node = p.node?;
         let Some(owner) = p.owners.first() else {
@@ -200,7 +187,7 @@ impl BalancePlugin for RemoveDuplicates {
         })
     }
 
-    fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+    fn evict(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let snapshot = h.snapshot;
         let excluded_kinds = &self.args.exclude_owner_kinds;
         let classes = snapshot.parts_classes();
