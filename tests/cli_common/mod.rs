@@ -17,9 +17,10 @@ pub fn bin() -> Command {
     c
 }
 
-/// Runs `cmd` and fails the test, with the child's stderr, unless it exits 0.
+/// Runs `cmd` (the binary, or any other program) and fails the test, with the child's stderr,
+/// unless it exits 0.
 pub fn succeeds(cmd: &mut Command) -> Output {
-    let out = cmd.output().expect("kube-descheduler runs");
+    let out = cmd.output().expect("the command runs");
     assert!(
         out.status.success(),
         "{}",
@@ -39,6 +40,16 @@ pub fn plan_json(extra: &[&str]) -> Value {
     json_of(&succeeds(
         bin().args(["plan", "-o", "json", "--now", NOW]).args(extra),
     ))
+}
+
+/// The row of `node` in a plan's `nodeUsage` table.
+pub fn node_row<'a>(table: &'a Value, node: &str) -> &'a Value {
+    table["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|n| n["node"] == node)
+        .unwrap_or_else(|| panic!("{node} in {table}"))
 }
 
 /// A plan's evictions.
