@@ -30,8 +30,7 @@ use kube_descheduler::cli::certs::{CertsArgs, generate, write_files};
 use kube_descheduler::guard::cache::KubeSource;
 use kube_descheduler::guard::decision::GuardConfig;
 use kube_descheduler::guard::facts::{
-    DeploymentFacts, IntOrPercent, OwnerFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts,
-    Strategy,
+    DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts,
 };
 use kube_descheduler::guard::server::{GuardState, router};
 use kube_descheduler::guard::source::{FactSource, MemorySource, SourceError};
