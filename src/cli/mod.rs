@@ -2,21 +2,15 @@
 
 #[doc(hidden)]
 pub mod certs;
-#[doc(hidden)]
-pub mod completions;
-#[doc(hidden)]
-#[doc(hidden)]
-pub mod logging;
+mod completions;
+mod logging;
 #[doc(hidden)]
 pub mod plan;
-#[doc(hidden)]
-pub mod plan_live;
+mod plan_live;
 #[doc(hidden)]
 pub mod run;
-#[doc(hidden)]
-pub mod serve_limits;
-#[doc(hidden)]
-pub mod webhook;
+mod serve_limits;
+mod webhook;
 
 /// The process exit codes: a configuration error (bad policy, snapshot, flags or registry) and
 /// a runtime failure.
