@@ -69,6 +69,14 @@ pub fn config_error(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// `kube-descheduler ARGS FILE`, FILE holding `text` (named `name`, in a temporary directory),
+/// which must fail as a configuration error (exit code 2); its stderr.
+pub fn config_error_with_file(args: &[&str], name: &str, text: &str) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write(dir.path(), name, text);
+    config_error(bin().args(args).arg(&path))
+}
+
 /// Writes `text` to the file `name` in `dir`; its path.
 pub fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
     let p = dir.join(name);
