@@ -342,7 +342,7 @@ impl Pass2<'_> {
         // The filters are pure while nothing is evicted: evaluated on several threads first.
         let view = h.filter_view();
         let passes: Vec<bool> = parallel::map_chunks(
-            &candidates,
+            candidates,
             |_| 1,
             parallel::min_parallel_weight(),
             |chunk| {
