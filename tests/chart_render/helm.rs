@@ -197,6 +197,13 @@ pub(crate) fn assert_flag(args: &[String], flag: &str, value: &str) {
     );
 }
 
+/// Asserts every `(flag, value)` of `expected` with [`assert_flag`].
+pub(crate) fn assert_flags(args: &[String], expected: &[(&str, &str)]) {
+    for (flag, value) in expected {
+        assert_flag(args, flag, value);
+    }
+}
+
 /// The element of the JSON array `list` whose `key` is `value` (`what` names it when missing).
 pub(crate) fn element<'a>(list: &'a Value, key: &str, value: &str, what: &str) -> &'a Value {
     list.as_array()

@@ -95,9 +95,14 @@ fn default_values_cronjob_with_guard_and_generated_certs() {
     let args = r.args("certs");
     assert_eq!(args[0], "certs");
     assert_eq!(flag_value(&args, "--secret-name"), Some(secret));
-    assert_flag(&args, "--service", "kube-descheduler-webhook");
-    assert_flag(&args, "--namespace", NS);
-    assert_flag(&args, "--out-dir", "/tmp/certs");
+    assert_flags(
+        &args,
+        &[
+            ("--service", "kube-descheduler-webhook"),
+            ("--namespace", NS),
+            ("--out-dir", "/tmp/certs"),
+        ],
+    );
     let vwc_name = r.all("ValidatingWebhookConfiguration")[0]["metadata"]["name"]
         .as_str()
         .unwrap()
@@ -175,11 +180,16 @@ fn deployment_with_leader_election_and_two_replicas() {
     let args = r.args("descheduler");
     assert_flag(&args, "--descheduling-interval", "3m");
     assert!(args.contains(&"--leader-elect=true".to_owned()));
-    assert_flag(&args, "--leader-elect-lease-duration", "137s");
-    assert_flag(&args, "--leader-elect-renew-deadline", "107s");
-    assert_flag(&args, "--leader-elect-retry-period", "26s");
-    assert_flag(&args, "--leader-elect-resource-name", "descheduler");
-    assert_flag(&args, "--leader-elect-resource-namespace", NS);
+    assert_flags(
+        &args,
+        &[
+            ("--leader-elect-lease-duration", "137s"),
+            ("--leader-elect-renew-deadline", "107s"),
+            ("--leader-elect-retry-period", "26s"),
+            ("--leader-elect-resource-name", "descheduler"),
+            ("--leader-elect-resource-namespace", NS),
+        ],
+    );
     let role = r.get("Role", "kube-descheduler-leader-election");
     assert_eq!(role["metadata"]["namespace"], NS);
     let liveness = &r.container("descheduler")["livenessProbe"]["httpGet"];
@@ -287,12 +297,16 @@ fn webhook_with_generated_certs_in_a_custom_release() {
     );
     assert_eq!(check_guard_deployment(&r), "guard-tls");
     let args = r.args("certs");
-    assert_flag(&args, "--secret-name", "guard-tls");
-    assert_flag(&args, "--namespace", "ops");
-    assert_flag(
+    assert_flags(
         &args,
-        "--webhook-configuration",
-        "prod-kube-descheduler-eviction-guard",
+        &[
+            ("--secret-name", "guard-tls"),
+            ("--namespace", "ops"),
+            (
+                "--webhook-configuration",
+                "prod-kube-descheduler-eviction-guard",
+            ),
+        ],
     );
     let role = r.get("Role", "prod-kube-descheduler-certs");
     assert!(

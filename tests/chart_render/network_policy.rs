@@ -46,12 +46,13 @@ fn network_policy_admits_the_api_server_sources_on_the_review_port_and_scrapers_
 
     // Client authentication: the CA in a ConfigMap, mounted, and the flags.
     let args = r.args("webhook");
-    assert_flag(&args, "--client-ca-file", "/client-ca/ca.crt");
-    assert_flag(&args, "--probe-port", "9444");
-    assert_flag(
+    assert_flags(
         &args,
-        "--client-allowed-names",
-        "kube-apiserver,apiserver.example",
+        &[
+            ("--client-ca-file", "/client-ca/ca.crt"),
+            ("--probe-port", "9444"),
+            ("--client-allowed-names", "kube-apiserver,apiserver.example"),
+        ],
     );
     let cm = r.get("ConfigMap", "kube-descheduler-webhook-client-ca");
     assert_eq!(
@@ -106,8 +107,13 @@ fn without_client_auth_probes_and_metrics_stay_on_the_review_port_and_notes_warn
     assert_eq!(c["readinessProbe"]["httpGet"]["port"], "https");
     let args = r.args("webhook");
     assert!(flag_value(&args, "--client-ca-file").is_none());
-    assert_flag(&args, "--restart-burst", "100");
-    assert_flag(&args, "--namespace-restart-burst", "25");
+    assert_flags(
+        &args,
+        &[
+            ("--restart-burst", "100"),
+            ("--namespace-restart-burst", "25"),
+        ],
+    );
     assert!(r.notes.contains("NOT authenticated"), "{}", r.notes);
     assert!(
         r.all("ConfigMap")

@@ -147,8 +147,13 @@ pub(crate) fn check_guard_deployment(r: &Rendered) -> String {
     assert_eq!(pdb["spec"]["minAvailable"], 1);
     let args = r.args("webhook");
     assert_eq!(args[0], "webhook");
-    assert_flag(&args, "--tls-cert-file", "/certs/tls.crt");
-    assert_flag(&args, "--tls-private-key-file", "/certs/tls.key");
+    assert_flags(
+        &args,
+        &[
+            ("--tls-cert-file", "/certs/tls.crt"),
+            ("--tls-private-key-file", "/certs/tls.key"),
+        ],
+    );
     let mount = element(&c["volumeMounts"], "mountPath", "/certs", "/certs mount");
     let vol = spec["volumes"]
         .as_array()
