@@ -30,11 +30,11 @@ use kube_descheduler::cli::certs::{CertsArgs, generate, write_files};
 use kube_descheduler::guard::cache::KubeSource;
 use kube_descheduler::guard::decision::GuardConfig;
 use kube_descheduler::guard::facts::{
-    DeploymentFacts, IntOrPercent, OwnerFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts,
-    Strategy,
+    DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts,
 };
 use kube_descheduler::guard::server::{GuardState, router};
 use kube_descheduler::guard::source::{FactSource, MemorySource, SourceError};
+use kube_descheduler::guard::testing::{web_deployment, web_replica_set};
 use kube_descheduler::restart::{RestartOutcome, RestartRequest, Restarter};
 use kube_descheduler::serving::tls::{load_with_reload, serve_https};
 use serde_json::json;
@@ -113,50 +113,10 @@ fn memory_cluster() -> MemorySource {
     let pod: Pod = serde_json::from_value(pod_json()).expect("fixture pod");
     s.pods
         .insert("shop/web-7d9f-abcde".into(), PodFacts::from_pod(&pod));
-    s.replica_sets.insert(
-        "shop/web-7d9f".into(),
-        Arc::new(ReplicaSetFacts {
-            namespace: "shop".into(),
-            name: "web-7d9f".into(),
-            uid: "rs-uid".into(),
-            owner: Some(OwnerFacts {
-                kind: "Deployment".into(),
-                name: "web".into(),
-                uid: "dep-uid".into(),
-            }),
-            revision: Some(3),
-            pod_template_hash: Some("7d9f".into()),
-            desired: 3,
-            replicas: 3,
-            ready: 3,
-        }),
-    );
-    s.deployments.insert(
-        "shop/web".into(),
-        Arc::new(DeploymentFacts {
-            namespace: "shop".into(),
-            name: "web".into(),
-            uid: "dep-uid".into(),
-            replicas: 3,
-            strategy: Strategy::RollingUpdate {
-                max_surge: IntOrPercent::Percent(25),
-                max_unavailable: IntOrPercent::Percent(25),
-            },
-            paused: false,
-            progress_deadline_exceeded: false,
-            opt_out: false,
-            revision: Some(3),
-            generation: 2,
-            observed_generation: 2,
-            status_replicas: 3,
-            updated_replicas: 3,
-            ready_replicas: 3,
-            available_replicas: 3,
-            restart: None,
-            pdb_surge: None,
-            surge: None,
-        }),
-    );
+    s.replica_sets
+        .insert("shop/web-7d9f".into(), Arc::new(web_replica_set(3)));
+    s.deployments
+        .insert("shop/web".into(), Arc::new(web_deployment(3)));
     for i in 0..5 {
         let app = if i == 0 {
             "web".to_string()

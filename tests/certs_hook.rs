@@ -4,6 +4,8 @@
 //! certificate for other names is re-issued from the same CA, a Secret without the CA key gets a
 //! new CA while the bundle keeps trusting the old one, and API errors fail the command.
 
+mod cli_common;
+
 use std::process::Output;
 use std::sync::Arc;
 use std::time::Duration;
@@ -289,21 +291,16 @@ async fn a_certificate_for_other_names_is_reissued_from_the_same_ca() {
 async fn without_the_ca_key_a_new_ca_is_made_and_the_bundle_keeps_the_old_one() {
     // A Secret made by hand from file mode (`kubectl create secret tls` + ca.crt), for other names.
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
-        .args([
-            "certs",
-            "--service=old-name",
-            "--namespace",
-            NS,
-            "--out-dir",
-        ])
-        .arg(dir.path())
-        .output()
-        .expect("file mode runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    cli_common::succeeds(
+        cli_common::bin()
+            .args([
+                "certs",
+                "--service=old-name",
+                "--namespace",
+                NS,
+                "--out-dir",
+            ])
+            .arg(dir.path()),
     );
     let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).expect(f);
     let old_ca = read("ca.crt");

@@ -27,15 +27,8 @@ fn bash_complete(script: &Path, words: &[&str]) -> Vec<String> {
         words[words.len() - 1],
         words[words.len().saturating_sub(2)],
     );
-    let out = Command::new("bash")
-        .args(["--norc", "--noprofile", "-c", &program])
-        .output()
-        .expect("bash runs");
-    assert!(
-        out.status.success(),
-        "bash: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out =
+        cli_common::succeeds(Command::new("bash").args(["--norc", "--noprofile", "-c", &program]));
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| l.trim().to_string())
@@ -94,16 +87,7 @@ fn zsh_and_fish_scripts_parse_in_their_shells() {
             "{name}"
         );
         let Some(sh) = shell(name) else { continue };
-        let out = Command::new(sh)
-            .arg(check)
-            .arg(&file)
-            .output()
-            .expect("the shell runs");
-        assert!(
-            out.status.success(),
-            "{name} {check}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        cli_common::succeeds(Command::new(sh).arg(check).arg(&file));
     }
     // A broken script is refused by the same check (the check is not a no-op).
     let broken = dir.path().join("broken.zsh");

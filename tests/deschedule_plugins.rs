@@ -269,10 +269,7 @@ mod too_many_restarts {
             json!({}),
             vec![node("n1").build(), node("n2").build()],
             pods(),
-            CycleConfig {
-                max_per_node: Some(kube_descheduler::evictor::LimitValue::Count(1)),
-                ..Default::default()
-            },
+            per_node_limit(1),
         );
         assert_eq!(limited, names(&["a/crash"]));
     }

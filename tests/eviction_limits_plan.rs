@@ -8,7 +8,7 @@ mod cli_common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use cli_common::{NOW, bin, config_error, succeeds};
+use cli_common::{NOW, bin, config_error_with_file, succeeds};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -113,20 +113,19 @@ fn refusals_by_the_new_limits_are_in_the_table_the_json_and_the_html() {
 
 #[test]
 fn bad_limit_values_exit_2_naming_the_field() {
-    let dir = tempfile::tempdir().expect("tempdir");
     for (field, bad) in [
         ("maxNoOfPodsToEvictPerNamespace", "\"150%\""),
         ("maxNoOfPodsToEvictPerNode", "-1"),
         ("maxNoOfPodsToEvictPerWorkload", "abc"),
         ("maxUnavailablePerWorkload", "\"10.5%\""),
     ] {
-        let p = dir.path().join("bad.yaml");
-        std::fs::write(
-            &p,
-            format!("apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n{field}: {bad}\nprofiles: []\n"),
-        )
-        .expect("write");
-        let err = config_error(bin().args(["plan", "--policy"]).arg(&p));
+        let err = config_error_with_file(
+            &["plan", "--policy"],
+            "bad.yaml",
+            &format!(
+                "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\n{field}: {bad}\nprofiles: []\n"
+            ),
+        );
         assert!(err.contains(field), "{field}: {bad}: {err}");
     }
 }

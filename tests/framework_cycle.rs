@@ -126,42 +126,11 @@ fn limits_are_shared_across_profiles_and_checked_total_node_namespace() {
         );
         evicted_names(&report.records)
     };
-    assert_eq!(
-        run(CycleConfig {
-            max_per_node: Some(kube_descheduler::evictor::LimitValue::Count(1)),
-            ..Default::default()
-        }),
-        vec!["a/p1", "b/p3"]
-    );
-    assert_eq!(
-        run(CycleConfig {
-            max_total: Some(3),
-            ..Default::default()
-        }),
-        vec!["a/p1", "a/p2", "b/p3"]
-    );
-    assert_eq!(
-        run(CycleConfig {
-            max_per_namespace: Some(kube_descheduler::evictor::LimitValue::Count(1)),
-            ..Default::default()
-        }),
-        vec!["a/p1", "b/p3"]
-    );
-    assert!(
-        run(CycleConfig {
-            max_total: Some(0),
-            ..Default::default()
-        })
-        .is_empty(),
-        "0 means evict nothing"
-    );
-    assert!(
-        run(CycleConfig {
-            max_per_node: Some(kube_descheduler::evictor::LimitValue::Count(0)),
-            ..Default::default()
-        })
-        .is_empty()
-    );
+    assert_eq!(run(per_node_limit(1)), vec!["a/p1", "b/p3"]);
+    assert_eq!(run(total_limit(3)), vec!["a/p1", "a/p2", "b/p3"]);
+    assert_eq!(run(per_namespace_limit(1)), vec!["a/p1", "b/p3"]);
+    assert!(run(total_limit(0)).is_empty(), "0 means evict nothing");
+    assert!(run(per_node_limit(0)).is_empty());
 }
 
 #[test]
@@ -231,10 +200,7 @@ impl EvictionBackend for Scripted {
 fn denied_evictions_do_not_count_and_deflected_ones_do() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let mut snap = cluster();
-    let cfg = CycleConfig {
-        max_per_node: Some(kube_descheduler::evictor::LimitValue::Count(1)),
-        ..Default::default()
-    };
+    let cfg = per_node_limit(1);
     let backend = Scripted {
         deny: vec!["p1"],
         deflect: vec!["p3"],

@@ -1,5 +1,7 @@
 //! `run` flag validation: configuration errors exit with code 2 before touching a cluster.
 
+mod cli_common;
+
 use std::process::Command;
 
 fn run(args: &[&str]) -> (i32, String) {
@@ -74,19 +76,17 @@ fn cert_reload_interval_must_be_positive() {
 #[test]
 fn unusable_certificate_files_are_a_config_error_naming_the_flags() {
     let dir = tempfile::tempdir().expect("dir");
-    let policy = dir.path().join("policy.yaml");
-    std::fs::write(
-        &policy,
+    let policy = cli_common::write(
+        dir.path(),
+        "policy.yaml",
         "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles: []\n",
-    )
-    .expect("policy");
+    );
     // A client can be built from this kubeconfig; nothing listens there (never reached).
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
+    let kubeconfig = cli_common::write(
+        dir.path(),
+        "kubeconfig",
         "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: t\n",
-    )
-    .expect("kubeconfig");
+    );
     let cert = dir.path().join("tls.crt");
     let key = dir.path().join("tls.key");
     std::fs::write(&cert, "not a certificate").expect("cert");

@@ -98,17 +98,12 @@ async fn snapshot_and_metrics(
     )
     .unwrap();
     let raw = |path: &str, file: &str| {
-        let out = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(sim.kubeconfig_path())
-            .args(["get", "--raw", path])
-            .env("HOME", std::env::temp_dir())
-            .output()
-            .expect("kubectl runs");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = cli_common::succeeds(
+            Command::new("kubectl")
+                .arg("--kubeconfig")
+                .arg(sim.kubeconfig_path())
+                .args(["get", "--raw", path])
+                .env("HOME", std::env::temp_dir()),
         );
         let p = dir.path().join(file);
         std::fs::write(&p, &out.stdout).unwrap();

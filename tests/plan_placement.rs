@@ -5,7 +5,7 @@
 
 mod cli_common;
 
-use cli_common::{bin, config_error, evictions, succeeds};
+use cli_common::{bin, config_error_with_file, evictions, succeeds};
 use serde_json::Value;
 
 fn plan(extra: &[&str]) -> Value {
@@ -125,14 +125,11 @@ fn the_ping_pong_scenario_least_allocated_returns_most_allocated_packs() {
 
 #[test]
 fn a_bad_scheduler_configuration_is_a_config_error_naming_the_field() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("bad.yaml");
-    std::fs::write(
-        &path,
+    let err = config_error_with_file(
+        &["plan", "--scheduler-config"],
+        "bad.yaml",
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n  - pluginConfig:\n      - name: NodeResourcesFit\n        args: {scoringStrategy: {type: Packed}}\n",
-    )
-    .expect("write");
-    let err = config_error(bin().args(["plan", "--scheduler-config"]).arg(&path));
+    );
     assert!(
         err.contains("profiles[0].pluginConfig[0].args.scoringStrategy.type")
             && err.contains("Packed"),
@@ -142,14 +139,11 @@ fn a_bad_scheduler_configuration_is_a_config_error_naming_the_field() {
 
 #[test]
 fn an_unknown_placement_mode_is_rejected_naming_the_field() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("policy.yaml");
-    std::fs::write(
-        &path,
+    let err = config_error_with_file(
+        &["plan", "--policy"],
+        "policy.yaml",
         "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n  - name: p\n    pluginConfig:\n      - name: DefaultEvictor\n        args: {placement: Sometimes}\n    plugins: {}\n",
-    )
-    .expect("write");
-    let err = config_error(bin().args(["plan", "--policy"]).arg(&path));
+    );
     assert!(
         err.contains("placement") && err.contains("Sometimes"),
         "{err}"

@@ -6,12 +6,13 @@
 //!   (`notPredicted`); a configuration with a profile of that name predicts it with that profile;
 //! - a pod binding a host port is not predicted onto a node where that port is taken (NodePorts).
 
-use std::path::Path;
-use std::process::Command;
+mod cli_common;
 
+use std::path::Path;
+
+use cli_common::{NOW, bin, evictions, json_of, succeeds};
 use serde_json::{Value, json};
 
-const NOW: &str = "2026-01-10T00:00:00Z";
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The ping-pong cluster with `edit` applied to the pod named `pod`, written to `dir`.
@@ -35,28 +36,19 @@ fn cluster(dir: &Path, edits: &[(&str, Value)]) -> std::path::PathBuf {
 }
 
 fn plan(snapshot: &Path, scheduler_config: Option<&Path>) -> Value {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"));
+    let mut cmd = bin();
     cmd.args(["plan", "-o", "json", "--now", NOW])
         .args(["--policy", "tests/placement/hnu-report-policy.yaml"])
         .arg("--snapshot")
-        .arg(snapshot)
-        .current_dir(ROOT);
+        .arg(snapshot);
     if let Some(c) = scheduler_config {
         cmd.arg("--scheduler-config").arg(c);
     }
-    let out = cmd.output().expect("run plan");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("one JSON object")
+    json_of(&succeeds(&mut cmd))
 }
 
 fn eviction<'a>(plan: &'a Value, name: &str) -> &'a Value {
-    plan["evictions"]
-        .as_array()
-        .expect("evictions")
+    evictions(plan)
         .iter()
         .find(|e| e["name"] == name)
         .unwrap_or_else(|| panic!("no eviction of {name}: {plan}"))

@@ -2,8 +2,9 @@
 //! them (pod-level resources replace the containers' total), and a plan does not depend on the
 //! order of the objects in the snapshot file.
 
+mod cli_common;
+
 use std::path::Path;
-use std::process::Command;
 
 use kube_descheduler::synth::{Rng, Shape, write_cluster};
 use serde_json::{Value, json};
@@ -11,19 +12,8 @@ use serde_json::{Value, json};
 const NOW: &str = "2026-02-01T00:00:00Z";
 
 fn plan_bytes(snapshot: &Path, policy: &Path) -> Vec<u8> {
-    let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
-        .args(["plan", "-o", "json", "--now", NOW, "--policy"])
-        .arg(policy)
-        .arg("--snapshot")
-        .arg(snapshot)
-        .output()
-        .expect("run plan");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    cli_common::succeeds(cli_common::plan_with(policy, snapshot).args(["-o", "json", "--now", NOW]))
+        .stdout
 }
 
 fn node(name: &str) -> Value {
@@ -59,12 +49,7 @@ fn pod_level_requests_count_in_node_usage() {
         serde_json::from_slice(&plan_bytes(&snapshot, &policy)).expect("one JSON object");
     let table = &plan["nodeUsage"][0];
     assert_eq!(table["plugin"], "LowNodeUtilization", "{plan:#}");
-    let node_a = table["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .find(|n| n["node"] == "node-a")
-        .expect("node-a");
+    let node_a = cli_common::node_row(table, "node-a");
     // 2 CPU of 4 and 1 GiB of 8, not the containers' 200m / 200Mi.
     assert_eq!(node_a["before"]["percent"]["cpu"], 50.0, "{node_a:#}");
     assert_eq!(node_a["before"]["percent"]["memory"], 12.5, "{node_a:#}");

@@ -136,12 +136,7 @@ fn every_balance_plugin_gives_its_numbers() {
     let lnu = &p["nodeUsage"][0];
     assert_eq!(lnu["plugin"], "LowNodeUtilization");
     assert_eq!(lnu["high"]["cpu"], 35.0);
-    let node4 = lnu["nodes"]
-        .as_array()
-        .expect("nodes")
-        .iter()
-        .find(|n| n["node"] == "node-4")
-        .expect("node-4");
+    let node4 = cli_common::node_row(lnu, "node-4");
     assert_eq!(node4["before"]["class"], "over");
     assert_eq!(node4["before"]["percent"]["cpu"], 90.0);
     assert_eq!(node4["after"]["percent"]["cpu"], 40.0);
@@ -156,12 +151,11 @@ fn every_balance_plugin_gives_its_numbers() {
 #[test]
 fn high_node_utilization_gives_its_numbers() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let policy = dir.path().join("pack.yaml");
-    std::fs::write(
-        &policy,
+    let policy = cli_common::write(
+        dir.path(),
+        "pack.yaml",
         "apiVersion: descheduler/v1alpha2\nkind: DeschedulerPolicy\nprofiles:\n- name: pack\n  pluginConfig:\n  - name: DefaultEvictor\n    args: {}\n  - name: HighNodeUtilization\n    args:\n      thresholds: {cpu: 20, memory: 20}\n  plugins:\n    balance:\n      enabled: [HighNodeUtilization]\n",
-    )
-    .expect("write policy");
+    );
     let p = plan(&["--policy", policy.to_str().expect("utf-8 path")]);
     check(
         &p,

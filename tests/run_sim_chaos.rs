@@ -35,23 +35,6 @@ fn count(text: &str, result: &str) -> f64 {
     )
 }
 
-async fn wait_cycles(d: &mut Descheduler, n: f64) -> String {
-    let start = Instant::now();
-    loop {
-        let text = d.metrics().await;
-        if interval_cycles(&text) >= n {
-            return text;
-        }
-        assert!(d.running(), "exited; log:\n{}", d.log_text());
-        assert!(
-            start.elapsed() < WAIT,
-            "no cycle {n}; log:\n{}",
-            d.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 /// Every pod named was evicted exactly once (one `Descheduled` Event each).
 fn assert_evicted_once(sim: &SimHandle, d: &Descheduler, pods: &[String]) {
     for name in pods {
@@ -67,13 +50,12 @@ fn assert_evicted_once(sim: &SimHandle, d: &Descheduler, pods: &[String]) {
 }
 
 async fn assert_healthz(d: &Descheduler) {
-    let status = insecure_client()
-        .get(d.url("/healthz"))
-        .send()
-        .await
-        .map(|r| r.status().as_u16())
-        .ok();
-    assert_eq!(status, Some(200), "log:\n{}", d.log_text());
+    assert_eq!(
+        d.status("/healthz").await,
+        Some(200),
+        "log:\n{}",
+        d.log_text()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,7 +77,7 @@ async fn every_third_eviction_failing_for_a_cycle_keeps_limits_and_counts_each_f
         &["--descheduling-interval=5s", "--metrics-unauthenticated"],
     );
     d.wait_ready().await;
-    let first = wait_cycles(&mut d, 1.0).await;
+    let first = d.cycles_reach(1.0).await;
     assert_eq!(count(&first, "success"), 6.0, "{first}");
     assert_eq!(
         count(&first, "error"),
@@ -127,7 +109,7 @@ async fn every_third_eviction_failing_for_a_cycle_keeps_limits_and_counts_each_f
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let seen = interval_cycles(&d.metrics().await);
-    let text = wait_cycles(&mut d, seen + 1.0).await;
+    let text = d.cycles_reach(seen + 1.0).await;
     assert_eq!(count(&text, "success"), 9.0, "{text}");
     assert_eq!(count(&text, "error"), 3.0, "{text}");
     assert_evicted_once(&sim, &d, &pods);

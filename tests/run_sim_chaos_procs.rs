@@ -255,12 +255,7 @@ async fn leader_killed_mid_cycle_hands_over_after_lease_expiry_and_no_pod_is_evi
     // Never without a serving replica while the apps moved.
     assert!(samples > 20, "{samples} samples");
     assert!(min_ready >= 1, "an app had {min_ready} Ready pods; {logs}");
-    let status = insecure_client()
-        .get(b.url("/healthz"))
-        .send()
-        .await
-        .map(|r| r.status().as_u16())
-        .ok();
+    let status = b.status("/healthz").await;
     assert_eq!(status, Some(200), "{logs}");
     assert!(b.running() && !b.log_text().contains("panicked"), "{logs}");
     sim.shutdown().await;
@@ -560,12 +555,7 @@ async fn leader_killed_mid_cycle_behind_the_guard_restarts_no_deployment_twice()
             "{app} had 0 Ready replicas ({s:?})\n{logs}"
         );
     }
-    let status = insecure_client()
-        .get(b.url("/healthz"))
-        .send()
-        .await
-        .map(|r| r.status().as_u16())
-        .ok();
+    let status = b.status("/healthz").await;
     assert_eq!(status, Some(200), "{logs}");
     assert!(b.running() && !b.log_text().contains("panicked"), "{logs}");
     assert_eq!(

@@ -81,15 +81,6 @@ fn evicted_in_log(log: &str) -> BTreeMap<String, usize> {
     m
 }
 
-async fn status(d: &Descheduler, path: &str) -> Option<u16> {
-    insecure_client()
-        .get(d.url(path))
-        .send()
-        .await
-        .map(|r| r.status().as_u16())
-        .ok()
-}
-
 /// Samples the app every 75 ms until stopped: the lowest count of serving replicas seen.
 fn sample_ready(sim: &SimHandle, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<usize> {
     let s = sim.clone();
@@ -223,9 +214,9 @@ async fn api_server_restart_mid_cycle_recovers_in_place_and_evicts_no_pod_twice(
     // The same process, serving and ready again once its caches resynced.
     assert_eq!(d.child.id(), pid);
     assert!(d.running());
-    assert_eq!(status(&d, "/healthz").await, Some(200));
+    assert_eq!(d.status("/healthz").await, Some(200));
     let s = Instant::now();
-    while status(&d, "/readyz").await != Some(200) {
+    while d.status("/readyz").await != Some(200) {
         assert!(
             s.elapsed() < WAIT,
             "never ready again; log:\n{}",

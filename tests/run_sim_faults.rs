@@ -105,12 +105,7 @@ async fn dropped_watches_and_expired_history_are_survived_without_double_evictio
     sim.remove_fault(flaky);
     d.more_cycles(2.0).await;
     assert_evicted_once(&sim, &d, &["web-1", "late-1", "late-2"]);
-    let ok = insecure_client()
-        .get(d.url("/healthz"))
-        .send()
-        .await
-        .map(|r| r.status().as_u16())
-        .ok();
+    let ok = d.status("/healthz").await;
     assert_eq!(ok, Some(200));
     assert!(d.running());
     sim.shutdown().await;

@@ -2,27 +2,17 @@
 
 #[doc(hidden)]
 pub mod certs;
-#[doc(hidden)]
-pub mod completions;
-#[doc(hidden)]
-#[doc(hidden)]
-pub mod logging;
+mod completions;
+mod logging;
 #[doc(hidden)]
 pub mod plan;
-#[doc(hidden)]
-pub mod plan_live;
+mod plan_live;
 #[doc(hidden)]
 pub mod run;
-#[doc(hidden)]
-pub mod run_upstream;
-#[doc(hidden)]
-pub mod serve_limits;
-#[doc(hidden)]
-pub mod webhook;
-
-/// `--scheduler-version`'s default: the API server's version.
-#[doc(hidden)]
-pub mod scheduler_version;
+pub(crate) mod run_upstream;
+mod serve_limits;
+mod scheduler_version;
+mod webhook;
 
 /// The process exit codes: a configuration error (bad policy, snapshot, flags or registry) and
 /// a runtime failure.

@@ -27,7 +27,7 @@ use tracing::Span;
 
 use crate::serving::metrics::Metrics;
 use kube_descheduler_engine::evictor::EvictOutcome;
-use kube_descheduler_engine::framework::handle::Handle;
+use kube_descheduler_engine::framework::Handle;
 use kube_descheduler_engine::framework::{BalancePlugin, DeschedulePlugin};
 use kube_descheduler_engine::policy::Policy;
 use kube_descheduler_engine::snapshot::{NodeId, PodId, Snapshot};

@@ -188,6 +188,31 @@ impl Rendered {
     }
 }
 
+/// Asserts that `args` set `flag` to `value` (`--flag=value`).
+pub(crate) fn assert_flag(args: &[String], flag: &str, value: &str) {
+    assert_eq!(
+        flag_value(args, flag).as_deref(),
+        Some(value),
+        "{flag} in {args:?}"
+    );
+}
+
+/// Asserts every `(flag, value)` of `expected` with [`assert_flag`].
+pub(crate) fn assert_flags(args: &[String], expected: &[(&str, &str)]) {
+    for (flag, value) in expected {
+        assert_flag(args, flag, value);
+    }
+}
+
+/// The element of the JSON array `list` whose `key` is `value` (`what` names it when missing).
+pub(crate) fn element<'a>(list: &'a Value, key: &str, value: &str, what: &str) -> &'a Value {
+    list.as_array()
+        .unwrap_or_else(|| panic!("{what}: not an array"))
+        .iter()
+        .find(|e| e[key] == value)
+        .unwrap_or_else(|| panic!("no {what}"))
+}
+
 pub(crate) fn flag_value(args: &[String], flag: &str) -> Option<String> {
     let prefix = format!("{flag}=");
     args.iter()

@@ -95,14 +95,13 @@ fn default_values_cronjob_with_guard_and_generated_certs() {
     let args = r.args("certs");
     assert_eq!(args[0], "certs");
     assert_eq!(flag_value(&args, "--secret-name"), Some(secret));
-    assert_eq!(
-        flag_value(&args, "--service").as_deref(),
-        Some("kube-descheduler-webhook")
-    );
-    assert_eq!(flag_value(&args, "--namespace").as_deref(), Some(NS));
-    assert_eq!(
-        flag_value(&args, "--out-dir").as_deref(),
-        Some("/tmp/certs")
+    assert_flags(
+        &args,
+        &[
+            ("--service", "kube-descheduler-webhook"),
+            ("--namespace", NS),
+            ("--out-dir", "/tmp/certs"),
+        ],
     );
     let vwc_name = r.all("ValidatingWebhookConfiguration")[0]["metadata"]["name"]
         .as_str()
@@ -179,30 +178,17 @@ fn deployment_with_leader_election_and_two_replicas() {
     let dep = r.get("Deployment", "kube-descheduler");
     assert_eq!(dep["spec"]["replicas"], 2);
     let args = r.args("descheduler");
-    assert_eq!(
-        flag_value(&args, "--descheduling-interval").as_deref(),
-        Some("3m")
-    );
+    assert_flag(&args, "--descheduling-interval", "3m");
     assert!(args.contains(&"--leader-elect=true".to_owned()));
-    assert_eq!(
-        flag_value(&args, "--leader-elect-lease-duration").as_deref(),
-        Some("137s")
-    );
-    assert_eq!(
-        flag_value(&args, "--leader-elect-renew-deadline").as_deref(),
-        Some("107s")
-    );
-    assert_eq!(
-        flag_value(&args, "--leader-elect-retry-period").as_deref(),
-        Some("26s")
-    );
-    assert_eq!(
-        flag_value(&args, "--leader-elect-resource-name").as_deref(),
-        Some("descheduler")
-    );
-    assert_eq!(
-        flag_value(&args, "--leader-elect-resource-namespace").as_deref(),
-        Some(NS)
+    assert_flags(
+        &args,
+        &[
+            ("--leader-elect-lease-duration", "137s"),
+            ("--leader-elect-renew-deadline", "107s"),
+            ("--leader-elect-retry-period", "26s"),
+            ("--leader-elect-resource-name", "descheduler"),
+            ("--leader-elect-resource-namespace", NS),
+        ],
     );
     let role = r.get("Role", "kube-descheduler-leader-election");
     assert_eq!(role["metadata"]["namespace"], NS);
@@ -311,14 +297,16 @@ fn webhook_with_generated_certs_in_a_custom_release() {
     );
     assert_eq!(check_guard_deployment(&r), "guard-tls");
     let args = r.args("certs");
-    assert_eq!(
-        flag_value(&args, "--secret-name").as_deref(),
-        Some("guard-tls")
-    );
-    assert_eq!(flag_value(&args, "--namespace").as_deref(), Some("ops"));
-    assert_eq!(
-        flag_value(&args, "--webhook-configuration").as_deref(),
-        Some("prod-kube-descheduler-eviction-guard")
+    assert_flags(
+        &args,
+        &[
+            ("--secret-name", "guard-tls"),
+            ("--namespace", "ops"),
+            (
+                "--webhook-configuration",
+                "prod-kube-descheduler-eviction-guard",
+            ),
+        ],
     );
     let role = r.get("Role", "prod-kube-descheduler-certs");
     assert!(

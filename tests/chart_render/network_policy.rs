@@ -46,14 +46,13 @@ fn network_policy_admits_the_api_server_sources_on_the_review_port_and_scrapers_
 
     // Client authentication: the CA in a ConfigMap, mounted, and the flags.
     let args = r.args("webhook");
-    assert_eq!(
-        flag_value(&args, "--client-ca-file").as_deref(),
-        Some("/client-ca/ca.crt")
-    );
-    assert_eq!(flag_value(&args, "--probe-port").as_deref(), Some("9444"));
-    assert_eq!(
-        flag_value(&args, "--client-allowed-names").as_deref(),
-        Some("kube-apiserver,apiserver.example")
+    assert_flags(
+        &args,
+        &[
+            ("--client-ca-file", "/client-ca/ca.crt"),
+            ("--probe-port", "9444"),
+            ("--client-allowed-names", "kube-apiserver,apiserver.example"),
+        ],
     );
     let cm = r.get("ConfigMap", "kube-descheduler-webhook-client-ca");
     assert_eq!(
@@ -108,10 +107,12 @@ fn without_client_auth_probes_and_metrics_stay_on_the_review_port_and_notes_warn
     assert_eq!(c["readinessProbe"]["httpGet"]["port"], "https");
     let args = r.args("webhook");
     assert!(flag_value(&args, "--client-ca-file").is_none());
-    assert_eq!(flag_value(&args, "--restart-burst").as_deref(), Some("100"));
-    assert_eq!(
-        flag_value(&args, "--namespace-restart-burst").as_deref(),
-        Some("25")
+    assert_flags(
+        &args,
+        &[
+            ("--restart-burst", "100"),
+            ("--namespace-restart-burst", "25"),
+        ],
     );
     assert!(r.notes.contains("NOT authenticated"), "{}", r.notes);
     assert!(

@@ -25,16 +25,8 @@ pub(crate) fn check_everything(r: &Rendered) {
     if let Some(pod) = r.pod_with_container("descheduler") {
         let args = r.args("descheduler");
         assert_eq!(args[0], "run");
-        assert_eq!(
-            flag_value(&args, "--policy-config-file").as_deref(),
-            Some("/policy-dir/policy.yaml")
-        );
-        let vol = pod["volumes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|v| v["name"] == "policy-volume")
-            .expect("policy volume");
+        assert_flag(&args, "--policy-config-file", "/policy-dir/policy.yaml");
+        let vol = element(&pod["volumes"], "name", "policy-volume", "policy volume");
         let cm = vol["configMap"]["name"].as_str().unwrap();
         assert!(r.get("ConfigMap", cm)["data"]["policy.yaml"].is_string());
         assert_eq!(pod["priorityClassName"], "system-cluster-critical");

@@ -79,12 +79,7 @@ pub(crate) fn check_webhook_configuration(
         .expect("service port");
     assert_eq!(sp["targetPort"], "https");
     let guard = r.container("webhook");
-    let cport = guard["ports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "https")
-        .expect("https container port");
+    let cport = element(&guard["ports"], "name", "https", "https container port");
     let args = r.args("webhook");
     assert_eq!(
         flag_value(&args, "--port"),
@@ -152,20 +147,14 @@ pub(crate) fn check_guard_deployment(r: &Rendered) -> String {
     assert_eq!(pdb["spec"]["minAvailable"], 1);
     let args = r.args("webhook");
     assert_eq!(args[0], "webhook");
-    assert_eq!(
-        flag_value(&args, "--tls-cert-file").as_deref(),
-        Some("/certs/tls.crt")
+    assert_flags(
+        &args,
+        &[
+            ("--tls-cert-file", "/certs/tls.crt"),
+            ("--tls-private-key-file", "/certs/tls.key"),
+        ],
     );
-    assert_eq!(
-        flag_value(&args, "--tls-private-key-file").as_deref(),
-        Some("/certs/tls.key")
-    );
-    let mount = c["volumeMounts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["mountPath"] == "/certs")
-        .expect("/certs mount");
+    let mount = element(&c["volumeMounts"], "mountPath", "/certs", "/certs mount");
     let vol = spec["volumes"]
         .as_array()
         .unwrap()

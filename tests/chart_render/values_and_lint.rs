@@ -267,10 +267,7 @@ fn client_bounds_of_both_servers_are_settable_through_cmd_options() {
     check_everything(&r);
     for container in ["descheduler", "webhook"] {
         let args = r.args(container);
-        assert_eq!(
-            flag_value(&args, "--header-read-timeout").as_deref(),
-            Some("5s")
-        );
+        assert_flag(&args, "--header-read-timeout", "5s");
         let argv = std::iter::once("kube-descheduler".to_owned()).chain(args.iter().cloned());
         let cli = kube_descheduler::cli::Cli::try_parse_from(argv)
             .unwrap_or_else(|e| panic!("{container}: the binary refuses {args:?}: {e}"));

@@ -17,9 +17,10 @@ pub fn bin() -> Command {
     c
 }
 
-/// Runs `cmd` and fails the test, with the child's stderr, unless it exits 0.
+/// Runs `cmd` (the binary, or any other program) and fails the test, with the child's stderr,
+/// unless it exits 0.
 pub fn succeeds(cmd: &mut Command) -> Output {
-    let out = cmd.output().expect("kube-descheduler runs");
+    let out = cmd.output().expect("the command runs");
     assert!(
         out.status.success(),
         "{}",
@@ -41,6 +42,16 @@ pub fn plan_json(extra: &[&str]) -> Value {
     ))
 }
 
+/// The row of `node` in a plan's `nodeUsage` table.
+pub fn node_row<'a>(table: &'a Value, node: &str) -> &'a Value {
+    table["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|n| n["node"] == node)
+        .unwrap_or_else(|| panic!("{node} in {table}"))
+}
+
 /// A plan's evictions.
 pub fn evictions(plan: &Value) -> &Vec<Value> {
     plan["evictions"].as_array().expect("evictions")
@@ -56,6 +67,14 @@ pub fn config_error(cmd: &mut Command) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `kube-descheduler ARGS FILE`, FILE holding `text` (named `name`, in a temporary directory),
+/// which must fail as a configuration error (exit code 2); its stderr.
+pub fn config_error_with_file(args: &[&str], name: &str, text: &str) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write(dir.path(), name, text);
+    config_error(bin().args(args).arg(&path))
 }
 
 /// Writes `text` to the file `name` in `dir`; its path.

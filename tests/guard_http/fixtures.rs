@@ -1,70 +1,18 @@
 //! Cluster fixtures and AdmissionReview bodies.
 
 use super::*;
+use kube_descheduler::guard::testing::{web_deployment, web_pod, web_replica_set};
 
 pub(crate) fn pod() -> PodFacts {
-    PodFacts {
-        namespace: "shop".into(),
-        name: "web-7d9f-abcde".into(),
-        uid: "pod-uid".into(),
-        labels: std::sync::Arc::new(BTreeMap::from([("app".into(), "web".into())])),
-        opt_out: false,
-        phase: PodPhase::Running,
-        terminating: false,
-        ready: true,
-        owner: Some(OwnerFacts {
-            kind: "ReplicaSet".into(),
-            name: "web-7d9f".into(),
-            uid: "rs-uid".into(),
-        }),
-        pod_template_hash: Some("7d9f".into()),
-        claims: vec![],
-        ephemeral_single_node_volume: false,
-    }
+    web_pod()
 }
 
 pub(crate) fn rs() -> ReplicaSetFacts {
-    ReplicaSetFacts {
-        namespace: "shop".into(),
-        name: "web-7d9f".into(),
-        uid: "rs-uid".into(),
-        owner: Some(OwnerFacts {
-            kind: "Deployment".into(),
-            name: "web".into(),
-            uid: "dep-uid".into(),
-        }),
-        revision: Some(3),
-        pod_template_hash: Some("7d9f".into()),
-        desired: 1,
-        replicas: 1,
-        ready: 1,
-    }
+    web_replica_set(1)
 }
 
 pub(crate) fn dep() -> DeploymentFacts {
-    DeploymentFacts {
-        namespace: "shop".into(),
-        name: "web".into(),
-        uid: "dep-uid".into(),
-        replicas: 1,
-        strategy: Strategy::RollingUpdate {
-            max_surge: IntOrPercent::Percent(25),
-            max_unavailable: IntOrPercent::Percent(25),
-        },
-        paused: false,
-        progress_deadline_exceeded: false,
-        opt_out: false,
-        revision: Some(3),
-        generation: 2,
-        observed_generation: 2,
-        status_replicas: 1,
-        updated_replicas: 1,
-        ready_replicas: 1,
-        available_replicas: 1,
-        restart: None,
-        pdb_surge: None,
-        surge: None,
-    }
+    web_deployment(1)
 }
 
 pub(crate) fn cluster(d: DeploymentFacts) -> MemorySource {

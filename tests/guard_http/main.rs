@@ -1,7 +1,6 @@
 //! HTTP-level tests of the eviction guard: the real server on 127.0.0.1:0 over TLS with
 //! certificates from our `certs` code, real AdmissionReview JSON, exact responses.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -13,8 +12,7 @@ use kube::core::Selector;
 use kube_descheduler::cli::certs::{CertsArgs, GeneratedCerts, generate, write_files};
 use kube_descheduler::guard::decision::GuardConfig;
 use kube_descheduler::guard::facts::{
-    DeploymentFacts, IntOrPercent, OwnerFacts, PdbFacts, PodFacts, PodPhase, RecordedRestart,
-    ReplicaSetFacts, Strategy,
+    DeploymentFacts, PdbFacts, PodFacts, RecordedRestart, ReplicaSetFacts,
 };
 use kube_descheduler::guard::server::{GuardState, router};
 use kube_descheduler::guard::source::MemorySource;

@@ -326,6 +326,16 @@ impl Descheduler {
         }
     }
 
+    /// The status code of `GET path`, or `None` when the request fails.
+    pub async fn status(&self, path: &str) -> Option<u16> {
+        insecure_client()
+            .get(self.url(path))
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+            .ok()
+    }
+
     /// `/metrics` text (the process must run with `--metrics-unauthenticated`).
     pub async fn metrics(&self) -> String {
         match insecure_client().get(self.url("/metrics")).send().await {
@@ -340,12 +350,22 @@ impl Descheduler {
     /// fails if the process exits or after [`WAIT`].
     pub async fn more_cycles(&mut self, n: f64) {
         let seen = interval_cycles(&self.metrics().await);
+        self.cycles_reach(seen + n).await;
+    }
+
+    /// Waits until `n` interval cycles have run in all (the process must serve metrics openly);
+    /// the `/metrics` text that showed it. Fails if the process exits or after [`WAIT`].
+    pub async fn cycles_reach(&mut self, n: f64) -> String {
         let start = Instant::now();
-        while interval_cycles(&self.metrics().await) < seen + n {
+        loop {
+            let text = self.metrics().await;
+            if interval_cycles(&text) >= n {
+                return text;
+            }
             assert!(self.running(), "exited; log:\n{}", self.log_text());
             assert!(
                 start.elapsed() < WAIT,
-                "no further cycles; log:\n{}",
+                "no cycle {n}; log:\n{}",
                 self.log_text()
             );
             tokio::time::sleep(Duration::from_millis(200)).await;

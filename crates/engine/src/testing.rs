@@ -8,8 +8,8 @@ use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
-use crate::evictor::EvictionRecord;
 use crate::evictor::planner::PlanBackend;
+use crate::evictor::{EvictionRecord, LimitValue};
 use crate::framework::args::ArgsError;
 use crate::framework::cycle::{CycleConfig, Profile, run_cycle};
 use crate::framework::{BalancePlugin, DeschedulePlugin, Plugin};
@@ -530,6 +530,59 @@ pub fn pods_requesting(prefix: &str, node: &str, count: usize, cpu: &str) -> Vec
                 .build()
         })
         .collect()
+}
+
+/// Profile `p` with the DefaultEvictor at its defaults and these plugins.
+pub fn profile(
+    deschedule: Vec<Box<dyn DeschedulePlugin>>,
+    balance: Vec<Box<dyn BalancePlugin>>,
+) -> Profile {
+    Profile {
+        name: "p".into(),
+        evictor: Box::new(DefaultEvictor::default()),
+        deschedule,
+        balance,
+    }
+}
+
+/// Asserts that `build` rejects every `(args, field, text)` case with an error naming `field`
+/// whose message contains `text`.
+pub fn assert_args_rejected(
+    build: impl Fn(&serde_json::Value) -> Result<Plugin, ArgsError>,
+    cases: &[(serde_json::Value, &str, &str)],
+) {
+    for (args, field, text) in cases {
+        let e = match build(args) {
+            Err(e) => e,
+            Ok(_) => panic!("{args} should fail"),
+        };
+        assert_eq!(e.field, *field, "{args}: {e}");
+        assert!(e.message.contains(text), "{args}: {e}");
+    }
+}
+
+/// A cycle whose only limit is `n` evictions per node.
+pub fn per_node_limit(n: u32) -> CycleConfig {
+    CycleConfig {
+        max_per_node: Some(LimitValue::Count(n)),
+        ..Default::default()
+    }
+}
+
+/// A cycle whose only limit is `n` evictions per namespace.
+pub fn per_namespace_limit(n: u32) -> CycleConfig {
+    CycleConfig {
+        max_per_namespace: Some(LimitValue::Count(n)),
+        ..Default::default()
+    }
+}
+
+/// A cycle whose only limit is `n` evictions in all.
+pub fn total_limit(n: u32) -> CycleConfig {
+    CycleConfig {
+        max_total: Some(n),
+        ..Default::default()
+    }
 }
 
 /// Runs a profile under `config` at [`now`], planning only; returns the records.

@@ -9,7 +9,7 @@ use jiff::{SignedDuration, Timestamp};
 
 use super::replicas::ReplicaCensus;
 use kube_descheduler_engine::workload::facts::{
-    DeploymentFacts, PdbFacts, PodFacts, PodPhase, PvcFacts, ReplicaSetFacts, Strategy,
+    DeploymentFacts, OwnerFacts, PdbFacts, PodFacts, PodPhase, PvcFacts, ReplicaSetFacts, Strategy,
 };
 
 mod surge;
@@ -526,11 +526,7 @@ pub(super) fn owned_replica_set<'a>(
     rs: Option<&'a ReplicaSetFacts>,
 ) -> Option<&'a ReplicaSetFacts> {
     let owner = pod.owner.as_ref().filter(|o| o.kind == "ReplicaSet")?;
-    rs.filter(|rs| {
-        rs.name == owner.name
-            && rs.namespace == pod.namespace
-            && (owner.uid.is_empty() || rs.uid.is_empty() || rs.uid == owner.uid)
-    })
+    rs.filter(|rs| is_owner(owner, &pod.namespace, &rs.namespace, &rs.name, &rs.uid))
 }
 
 /// The ReplicaSet's controlling Deployment, if `d` is it.
@@ -539,11 +535,21 @@ fn owning_deployment<'a>(
     d: Option<&'a DeploymentFacts>,
 ) -> Option<&'a DeploymentFacts> {
     let owner = rs.owner.as_ref().filter(|o| o.kind == "Deployment")?;
-    d.filter(|d| {
-        d.name == owner.name
-            && d.namespace == rs.namespace
-            && (owner.uid.is_empty() || d.uid.is_empty() || d.uid == owner.uid)
-    })
+    d.filter(|d| is_owner(owner, &rs.namespace, &d.namespace, &d.name, &d.uid))
+}
+
+/// Whether the object `namespace/name` (uid `uid`) is `owner` of an object in `owned_namespace`:
+/// same namespace and name, and the same uid when both are known.
+fn is_owner(
+    owner: &OwnerFacts,
+    owned_namespace: &str,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+) -> bool {
+    name == owner.name
+        && namespace == owned_namespace
+        && (owner.uid.is_empty() || uid.is_empty() || uid == owner.uid)
 }
 
 /// The pod belongs to the Deployment's current ReplicaSet: the ReplicaSet's revision equals the

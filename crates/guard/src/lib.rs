@@ -36,6 +36,7 @@ pub mod review;
 pub mod server;
 pub mod source;
 pub mod surge_reconciler;
+pub mod testing;
 
 pub use decision::{
     AllowReason, DEFLECTION_PHRASE, EvictionRequest, Facts, GuardConfig, Verdict, decide,

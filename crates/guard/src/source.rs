@@ -341,6 +341,11 @@ fn key(ns: &str, name: &str) -> String {
     format!("{ns}/{name}")
 }
 
+/// An answer the memory source has at once.
+fn answered<'a, T: Send + 'a>(value: T) -> BoxFuture<'a, Result<T, SourceError>> {
+    Box::pin(std::future::ready(Ok(value)))
+}
+
 impl FactSource for MemorySource {
     fn ready(&self) -> bool {
         self.synced
@@ -366,10 +371,7 @@ impl FactSource for MemorySource {
         namespace: &'a str,
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<Arc<ReplicaSetFacts>>, SourceError>> {
-        Box::pin(std::future::ready(Ok(self
-            .replica_sets
-            .get(&key(namespace, name))
-            .cloned())))
+        answered(self.replica_sets.get(&key(namespace, name)).cloned())
     }
     fn deployment(&self, namespace: &str, name: &str) -> Option<Arc<DeploymentFacts>> {
         self.deployments.get(&key(namespace, name)).cloned()
@@ -386,10 +388,7 @@ impl FactSource for MemorySource {
         namespace: &'a str,
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<PvcFacts>, SourceError>> {
-        Box::pin(std::future::ready(Ok(self
-            .pvcs
-            .get(&key(namespace, name))
-            .cloned())))
+        answered(self.pvcs.get(&key(namespace, name)).cloned())
     }
     fn deployment_pods(&self, namespace: &str, deployment: &str) -> Option<Vec<Placement>> {
         self.placements.get(&key(namespace, deployment)).cloned()
@@ -398,26 +397,20 @@ impl FactSource for MemorySource {
         &'a self,
         name: &'a str,
     ) -> BoxFuture<'a, Result<Option<bool>, SourceError>> {
-        Box::pin(std::future::ready(Ok(self.nodes.get(name).copied())))
+        answered(self.nodes.get(name).copied())
     }
     fn namespace_pdb_surge<'a>(
         &'a self,
         namespace: &'a str,
     ) -> BoxFuture<'a, Result<Option<bool>, SourceError>> {
-        Box::pin(std::future::ready(Ok(self
-            .namespace_opt_in
-            .get(namespace)
-            .copied())))
+        answered(self.namespace_opt_in.get(namespace).copied())
     }
     fn hpa_for<'a>(
         &'a self,
         namespace: &'a str,
         deployment: &'a str,
     ) -> BoxFuture<'a, Result<Option<String>, SourceError>> {
-        Box::pin(std::future::ready(Ok(self
-            .hpas
-            .get(&key(namespace, deployment))
-            .cloned())))
+        answered(self.hpas.get(&key(namespace, deployment)).cloned())
     }
     fn surged_deployments(&self) -> Vec<Arc<DeploymentFacts>> {
         self.deployments

@@ -96,9 +96,7 @@ mod tests {
     use super::*;
     use crate::restart::{RestartOutcome, RestartRequest, RestoreReason};
     use crate::source::{MemorySource, Placement};
-    use kube_descheduler_engine::workload::facts::{
-        DeploymentFacts, IntOrPercent, RecordedSurge, Strategy,
-    };
+    use kube_descheduler_engine::workload::facts::{DeploymentFacts, RecordedSurge};
 
     #[derive(Default)]
     struct Recorder(Mutex<Vec<(String, RestoreReason)>>);
@@ -125,31 +123,16 @@ mod tests {
 
     fn surged(name: &str, at: Timestamp) -> DeploymentFacts {
         DeploymentFacts {
-            namespace: "shop".into(),
             name: name.into(),
             uid: format!("uid-{name}"),
-            replicas: 4,
-            strategy: Strategy::RollingUpdate {
-                max_surge: IntOrPercent::Percent(25),
-                max_unavailable: IntOrPercent::Percent(25),
-            },
-            paused: false,
-            progress_deadline_exceeded: false,
-            opt_out: false,
             revision: Some(1),
-            generation: 2,
-            observed_generation: 2,
-            status_replicas: 4,
-            updated_replicas: 4,
-            ready_replicas: 4,
-            available_replicas: 4,
-            restart: None,
             pdb_surge: Some(true),
             surge: Some(RecordedSurge {
                 original_replicas: 3,
                 surged_replicas: 4,
                 at,
             }),
+            ..crate::testing::web_deployment(4)
         }
     }
 

@@ -40,13 +40,11 @@ pub fn decode<T: DeserializeOwned>(args: &serde_json::Value) -> Result<T, ArgsEr
 
 /// `namespaces: {include: [...], exclude: [...]}` — mutually exclusive.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Namespaces {
     /// Only these namespaces.
-    #[serde(default)]
     pub include: Vec<String>,
     /// All but these namespaces.
-    #[serde(default)]
     pub exclude: Vec<String>,
 }
 
@@ -76,34 +74,57 @@ pub fn allows_namespace(ns: &Option<Namespaces>, namespace: &str) -> bool {
     ns.as_ref().is_none_or(|n| n.allows(namespace))
 }
 
-/// Declares a pod-selecting plugin's args struct: strict (unknown fields are errors), camelCase,
-/// opening with the `namespaces` and `labelSelector` fields those plugins share; the plugin's own
-/// fields follow, in the order written (the order decoding errors list them in).
+/// Declares a plugin's args struct: strict (unknown fields are errors), camelCase, every field
+/// defaulted when absent. The args several plugins share are written by name alone, where they
+/// stand in the struct (the order decoding errors list the fields in):
+/// - `namespaces`: `Option<Namespaces>`, namespaces to include or exclude;
+/// - `evictable_namespaces`: `Option<Namespaces>`, namespaces excluded from eviction (the node
+///   utilization plugins; only `exclude` passes their validation);
+/// - `label_selector`: `Option<LabelSelector>`, only pods matching this selector.
+///
+/// The plugin's own fields are written out, with their docs and serde attributes.
 macro_rules! selecting_args {
     (
         $(#[$meta:meta])*
         pub struct $name:ident {
-            $(
-                $(#[$field_meta:meta])*
-                pub $field:ident: $ty:ty,
-            )*
+            $($fields:tt)*
         }
     ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Default, serde::Deserialize)]
-        #[serde(deny_unknown_fields, rename_all = "camelCase")]
-        pub struct $name {
+        $crate::framework::args::selecting_args!(@fields [$(#[$meta])* $name] [] $($fields)*);
+    };
+    (@fields $head:tt [$($done:tt)*] namespaces, $($rest:tt)*) => {
+        $crate::framework::args::selecting_args!(@fields $head [$($done)*
             /// Namespaces to include or exclude.
-            #[serde(default)]
             pub namespaces: Option<$crate::framework::args::Namespaces>,
+        ] $($rest)*);
+    };
+    (@fields $head:tt [$($done:tt)*] evictable_namespaces, $($rest:tt)*) => {
+        $crate::framework::args::selecting_args!(@fields $head [$($done)*
+            /// Namespaces excluded from eviction.
+            pub evictable_namespaces: Option<$crate::framework::args::Namespaces>,
+        ] $($rest)*);
+    };
+    (@fields $head:tt [$($done:tt)*] label_selector, $($rest:tt)*) => {
+        $crate::framework::args::selecting_args!(@fields $head [$($done)*
             /// Only pods matching this selector.
-            #[serde(default)]
             pub label_selector:
                 Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
-            $(
-                $(#[$field_meta])*
-                pub $field: $ty,
-            )*
+        ] $($rest)*);
+    };
+    (
+        @fields $head:tt [$($done:tt)*]
+        $(#[$field_meta:meta])* pub $field:ident: $ty:ty, $($rest:tt)*
+    ) => {
+        $crate::framework::args::selecting_args!(@fields $head [$($done)*
+            $(#[$field_meta])* pub $field: $ty,
+        ] $($rest)*);
+    };
+    (@fields [$(#[$meta:meta])* $name:ident] [$($done:tt)*]) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Default, serde::Deserialize)]
+        #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+        pub struct $name {
+            $($done)*
         }
     };
 }

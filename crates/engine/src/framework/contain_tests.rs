@@ -2,11 +2,10 @@
 
 use std::sync::Mutex;
 
-use super::cycle::{CycleConfig, Profile, run_cycle};
+use super::cycle::{CycleConfig, run_cycle};
 use super::{DeschedulePlugin, Handle};
 use crate::evictor::EvictError;
 use crate::evictor::planner::PlanBackend;
-use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::{NodeId, PodId};
 use crate::testing::{node, now, pod, snapshot};
 
@@ -87,12 +86,10 @@ fn cluster() -> crate::snapshot::Snapshot {
 #[test]
 fn a_panic_fails_only_that_plugin_and_keeps_its_evictions() {
     let mut snap = cluster();
-    let profiles = [Profile {
-        name: "p".into(),
-        evictor: Box::new(DefaultEvictor::default()),
-        deschedule: vec![Box::new(Panicker), Box::new(EvictAll("After".into()))],
-        balance: vec![],
-    }];
+    let profiles = [crate::testing::profile(
+        vec![Box::new(Panicker), Box::new(EvictAll("After".into()))],
+        vec![],
+    )];
     let (report, _) = run_cycle(
         &profiles,
         &CycleConfig::default(),
@@ -144,12 +141,10 @@ fn unknown_or_moved_pods_are_errors_not_panics() {
             self.0.deschedule(h, nodes)
         }
     }
-    let profiles = [Profile {
-        name: "p".into(),
-        evictor: Box::new(DefaultEvictor::default()),
-        deschedule: vec![Box::new(Shared(wrong.clone()))],
-        balance: vec![],
-    }];
+    let profiles = [crate::testing::profile(
+        vec![Box::new(Shared(wrong.clone()))],
+        vec![],
+    )];
     let (report, _) = run_cycle(
         &profiles,
         &CycleConfig::default(),

@@ -142,45 +142,24 @@ pub fn run_cycle(
             .map(|p| FilterCache::new(p.evictor.as_ref(), snapshot.pods.len()))
             .collect();
         let mut settled = 0;
-        for (i, (profile, fit_nodes)) in profiles.iter().zip(&candidates).enumerate() {
-            for plugin in &profile.deschedule {
-                let t = Instant::now();
-                {
-                    let mut h = Handle::new(
-                        snapshot,
-                        now,
-                        profile.evictor.as_ref(),
-                        &filter_caches[i],
-                        fit_nodes,
-                        &mut session,
-                        &profile.name,
-                        plugin.name(),
-                    );
-                    contained(&mut h, |h| plugin.deschedule(h, &nodes));
-                }
-                settle(snapshot, &session, &mut settled, &mut filter_caches);
-                report.timings.push(timing(&profile.name, plugin.name(), t));
+        for (i, plugin) in plugin_runs(profiles) {
+            let (profile, fit_nodes) = (&profiles[i], &candidates[i]);
+            let t = Instant::now();
+            {
+                let mut h = Handle::new(
+                    snapshot,
+                    now,
+                    profile.evictor.as_ref(),
+                    &filter_caches[i],
+                    fit_nodes,
+                    &mut session,
+                    &profile.name,
+                    plugin.name(),
+                );
+                contained(&mut h, |h| plugin.run(h, &nodes));
             }
-        }
-        for (i, (profile, fit_nodes)) in profiles.iter().zip(&candidates).enumerate() {
-            for plugin in &profile.balance {
-                let t = Instant::now();
-                {
-                    let mut h = Handle::new(
-                        snapshot,
-                        now,
-                        profile.evictor.as_ref(),
-                        &filter_caches[i],
-                        fit_nodes,
-                        &mut session,
-                        &profile.name,
-                        plugin.name(),
-                    );
-                    contained(&mut h, |h| plugin.balance(h, &nodes));
-                }
-                settle(snapshot, &session, &mut settled, &mut filter_caches);
-                report.timings.push(timing(&profile.name, plugin.name(), t));
-            }
+            settle(snapshot, &session, &mut settled, &mut filter_caches);
+            report.timings.push(timing(&profile.name, plugin.name(), t));
         }
     }
     report.limit_hits = session.take_limit_hits();
@@ -191,6 +170,49 @@ pub fn run_cycle(
     report.records = records;
     report.duration = start.elapsed();
     (report, backend)
+}
+
+/// A profile's plugin at one extension point, as the cycle runs it.
+enum PluginRun<'p> {
+    Deschedule(&'p dyn DeschedulePlugin),
+    Balance(&'p dyn BalancePlugin),
+}
+
+/// Every profile's Deschedule plugins, then every profile's Balance plugins, in order, each with
+/// its profile's index.
+fn plugin_runs(profiles: &[Profile]) -> Vec<(usize, PluginRun<'_>)> {
+    let mut runs = Vec::new();
+    for (i, p) in profiles.iter().enumerate() {
+        runs.extend(
+            p.deschedule
+                .iter()
+                .map(|d| (i, PluginRun::Deschedule(d.as_ref()))),
+        );
+    }
+    for (i, p) in profiles.iter().enumerate() {
+        runs.extend(
+            p.balance
+                .iter()
+                .map(|b| (i, PluginRun::Balance(b.as_ref()))),
+        );
+    }
+    runs
+}
+
+impl<'p> PluginRun<'p> {
+    fn name(&self) -> &'p str {
+        match self {
+            PluginRun::Deschedule(p) => p.name(),
+            PluginRun::Balance(p) => p.name(),
+        }
+    }
+
+    fn run(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+        match self {
+            PluginRun::Deschedule(p) => p.deschedule(h, nodes),
+            PluginRun::Balance(p) => p.balance(h, nodes),
+        }
+    }
 }
 
 /// Runs one plugin with `h`; a panic in it fails that plugin's run for this cycle (logged and

@@ -2,20 +2,20 @@
 //! the [`Handle`] plugins work through, argument decoding, shared argument types, pod ordering,
 //! and the descheduling [`cycle`].
 
-pub mod args;
-pub mod composite;
+pub(crate) mod args;
+pub(crate) mod composite;
 #[cfg(test)]
 mod contain_tests;
 pub mod cycle;
-pub mod filter_cache;
-pub mod handle;
+pub(crate) mod filter_cache;
+pub(crate) mod handle;
 #[cfg(test)]
 mod limit_tests;
 pub mod parallel;
-pub mod per_node;
-pub mod podfilter;
+pub(crate) mod per_node;
+pub(crate) mod podfilter;
 pub mod registry;
-pub mod sort;
+pub(crate) mod sort;
 
 pub use handle::Handle;
 pub use registry::{EvictorFactory, Plugin, PluginFactory, Registry, RegistryError};

@@ -5,6 +5,7 @@ use jiff::{SignedDuration, Timestamp};
 use kube::core::Selector;
 
 use super::*;
+use crate::testing::{web_deployment, web_pod, web_replica_set};
 use kube_descheduler_engine::workload::facts::{IntOrPercent, OwnerFacts, RecordedRestart};
 
 pub(super) fn now() -> Timestamp {
@@ -17,69 +18,23 @@ pub(super) fn ago(secs: i64) -> Timestamp {
 
 pub(super) fn pod() -> PodFacts {
     PodFacts {
-        namespace: "shop".into(),
-        name: "web-7d9f-abcde".into(),
-        uid: "pod-uid".into(),
         labels: std::sync::Arc::new(BTreeMap::from([
             ("app".into(), "web".into()),
             ("pod-template-hash".into(), "7d9f".into()),
         ])),
-        opt_out: false,
-        phase: PodPhase::Running,
-        terminating: false,
-        ready: true,
-        owner: Some(OwnerFacts {
-            kind: "ReplicaSet".into(),
-            name: "web-7d9f".into(),
-            uid: "rs-uid".into(),
-        }),
-        pod_template_hash: Some("7d9f".into()),
-        claims: vec![],
-        ephemeral_single_node_volume: false,
+        ..web_pod()
     }
 }
 
 pub(super) fn rs() -> ReplicaSetFacts {
-    ReplicaSetFacts {
-        namespace: "shop".into(),
-        name: "web-7d9f".into(),
-        uid: "rs-uid".into(),
-        owner: Some(OwnerFacts {
-            kind: "Deployment".into(),
-            name: "web".into(),
-            uid: "dep-uid".into(),
-        }),
-        revision: Some(3),
-        pod_template_hash: Some("7d9f".into()),
-        desired: 1,
-        replicas: 1,
-        ready: 1,
-    }
+    web_replica_set(1)
 }
 
 pub(super) fn dep() -> DeploymentFacts {
     DeploymentFacts {
-        namespace: "shop".into(),
-        name: "web".into(),
-        uid: "dep-uid".into(),
-        replicas: 1,
-        strategy: Strategy::RollingUpdate {
-            max_surge: IntOrPercent::Percent(25),
-            max_unavailable: IntOrPercent::Percent(25),
-        },
-        paused: false,
-        progress_deadline_exceeded: false,
-        opt_out: false,
-        revision: Some(3),
         generation: 4,
         observed_generation: 4,
-        status_replicas: 1,
-        updated_replicas: 1,
-        ready_replicas: 1,
-        available_replicas: 1,
-        restart: None,
-        pdb_surge: None,
-        surge: None,
+        ..web_deployment(1)
     }
 }
 

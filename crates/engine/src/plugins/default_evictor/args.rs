@@ -6,18 +6,16 @@ use serde::Deserialize;
 use std::time::Duration;
 
 use crate::duration::de_opt_duration;
-use crate::framework::args::ArgsError;
+use crate::framework::args::{ArgsError, selecting_args};
 use crate::scheduling::selector;
 
 /// `priorityThreshold`: a value or a PriorityClass name (not both).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct PriorityThreshold {
     /// A priority value.
-    #[serde(default)]
     pub value: Option<i32>,
     /// A PriorityClass name.
-    #[serde(default)]
     pub name: Option<String>,
 }
 
@@ -59,91 +57,72 @@ pub struct ProtectedStorageClass {
 
 /// `podProtections.config.PodsWithPVC`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct PodsWithPvcConfig {
     /// Only these storage classes are protected (empty: every PVC).
-    #[serde(default)]
     pub protected_storage_classes: Vec<ProtectedStorageClass>,
 }
 
 /// `podProtections.config`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct PodProtectionsConfig {
     /// Config of `PodsWithPVC`.
-    #[serde(default, rename = "PodsWithPVC")]
+    #[serde(rename = "PodsWithPVC")]
     pub pods_with_pvc: Option<PodsWithPvcConfig>,
 }
 
 /// `podProtections`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct PodProtections {
     /// Extra protections to enable.
-    #[serde(default)]
     pub extra_enabled: Vec<Protection>,
     /// Default protections to disable.
-    #[serde(default)]
     pub default_disabled: Vec<Protection>,
     /// Per-protection configuration.
-    #[serde(default)]
     pub config: Option<PodProtectionsConfig>,
 }
 
-/// DefaultEvictor args (upstream `DefaultEvictorArgs`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct DefaultEvictorArgs {
-    /// Label selector string limiting the nodes `nodeFit` considers.
-    #[serde(default)]
-    pub node_selector: Option<String>,
-    /// Only pods matching this selector are evictable.
-    #[serde(default)]
-    pub label_selector: Option<LabelSelector>,
-    /// Only pods in namespaces matching this selector (`matchLabels` only, as upstream).
-    #[serde(default)]
-    pub namespace_label_selector: Option<LabelSelector>,
-    /// Pods at or above this priority are not evicted (with SystemCriticalPods protection).
-    #[serde(default)]
-    pub priority_threshold: Option<PriorityThreshold>,
-    /// Only evict pods that fit another node.
-    #[serde(default)]
-    pub node_fit: bool,
-    /// Owners with fewer pods than this are not touched (active when > 1).
-    #[serde(default)]
-    pub min_replicas: u32,
-    /// Pods younger than this (since `status.startTime`) are not evicted.
-    #[serde(default, deserialize_with = "de_opt_duration")]
-    pub min_pod_age: Option<Duration>,
-    /// `Preferred` (sort only) or `Mandatory` (never evict annotated pods).
-    #[serde(default)]
-    pub no_eviction_policy: Option<String>,
-    /// Protections to enable or disable.
-    #[serde(default)]
-    pub pod_protections: PodProtections,
-    /// Deprecated: disable `PodsWithLocalStorage`.
-    #[serde(default)]
-    pub evict_local_storage_pods: bool,
-    /// Deprecated: disable `DaemonSetPods`.
-    #[serde(default)]
-    pub evict_daemon_set_pods: bool,
-    /// Deprecated: disable `SystemCriticalPods`.
-    #[serde(default)]
-    pub evict_system_critical_pods: bool,
-    /// Deprecated: enable `PodsWithPVC`.
-    #[serde(default)]
-    pub ignore_pvc_pods: bool,
-    /// Deprecated: enable `PodsWithoutPDB`.
-    #[serde(default, rename = "ignorePodsWithoutPDB")]
-    pub ignore_pods_without_pdb: bool,
-    /// Deprecated: disable `FailedBarePods`.
-    #[serde(default)]
-    pub evict_failed_bare_pods: bool,
-    /// Ours: predict where each evicted pod's replacement lands: `Off` (default,
-    /// upstream), `Report` (predictions reported, decisions unchanged) or `Enforce` (an eviction
-    /// whose replacement would come back, fit nowhere or land on a node being emptied is refused).
-    #[serde(default)]
-    pub placement: crate::placement::PlacementMode,
+selecting_args! {
+    /// DefaultEvictor args (upstream `DefaultEvictorArgs`).
+    pub struct DefaultEvictorArgs {
+        /// Label selector string limiting the nodes `nodeFit` considers.
+        pub node_selector: Option<String>,
+        label_selector,
+        /// Only pods in namespaces matching this selector (`matchLabels` only, as upstream).
+        pub namespace_label_selector: Option<LabelSelector>,
+        /// Pods at or above this priority are not evicted (with SystemCriticalPods protection).
+        pub priority_threshold: Option<PriorityThreshold>,
+        /// Only evict pods that fit another node.
+        pub node_fit: bool,
+        /// Owners with fewer pods than this are not touched (active when > 1).
+        pub min_replicas: u32,
+        /// Pods younger than this (since `status.startTime`) are not evicted.
+        #[serde(deserialize_with = "de_opt_duration")]
+        pub min_pod_age: Option<Duration>,
+        /// `Preferred` (sort only) or `Mandatory` (never evict annotated pods).
+        pub no_eviction_policy: Option<String>,
+        /// Protections to enable or disable.
+        pub pod_protections: PodProtections,
+        /// Deprecated: disable `PodsWithLocalStorage`.
+        pub evict_local_storage_pods: bool,
+        /// Deprecated: disable `DaemonSetPods`.
+        pub evict_daemon_set_pods: bool,
+        /// Deprecated: disable `SystemCriticalPods`.
+        pub evict_system_critical_pods: bool,
+        /// Deprecated: enable `PodsWithPVC`.
+        pub ignore_pvc_pods: bool,
+        /// Deprecated: enable `PodsWithoutPDB`.
+        #[serde(rename = "ignorePodsWithoutPDB")]
+        pub ignore_pods_without_pdb: bool,
+        /// Deprecated: disable `FailedBarePods`.
+        pub evict_failed_bare_pods: bool,
+        /// Ours: predict where each evicted pod's replacement lands: `Off` (default,
+        /// upstream), `Report` (predictions reported, decisions unchanged) or `Enforce` (an eviction
+        /// whose replacement would come back, fit nowhere or land on a node being emptied is refused).
+        pub placement: crate::placement::PlacementMode,
+    }
 }
 
 impl DefaultEvictorArgs {

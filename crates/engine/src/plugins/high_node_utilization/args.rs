@@ -1,12 +1,11 @@
 //! HighNodeUtilization args: the type (upstream `HighNodeUtilizationArgs`), eviction modes, decoding
 //! and upstream's validation (`ValidateHighNodeUtilizationArgs`).
 
-use serde::Deserialize;
-
 use super::HighNodeUtilization;
-use crate::framework::Plugin;
-use crate::framework::args::{ArgsError, decode};
-use crate::plugins::node_utilization::{EvictableNamespaces, Thresholds, validate_thresholds};
+use crate::framework::args::{ArgsError, selecting_args};
+use crate::plugins::node_utilization::{
+    Thresholds, validate_evictable_namespaces, validate_thresholds,
+};
 
 /// `evictionModes` entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,30 +14,23 @@ pub enum EvictionMode {
     OnlyThresholdingResources,
 }
 
-/// HighNodeUtilization args (upstream `HighNodeUtilizationArgs`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct HighNodeUtilizationArgs {
-    /// A node is underutilized when every thresholded resource is at or below these.
-    #[serde(default)]
-    pub thresholds: Thresholds,
-    /// Act only when more than this many nodes are underutilized.
-    #[serde(default)]
-    pub number_of_nodes: i64,
-    /// Eviction modes (`OnlyThresholdingResources`).
-    #[serde(default)]
-    pub eviction_modes: Vec<String>,
-    /// Namespaces excluded from eviction.
-    #[serde(default)]
-    pub evictable_namespaces: Option<EvictableNamespaces>,
+selecting_args! {
+    /// HighNodeUtilization args (upstream `HighNodeUtilizationArgs`).
+    pub struct HighNodeUtilizationArgs {
+        /// A node is underutilized when every thresholded resource is at or below these.
+        pub thresholds: Thresholds,
+        /// Act only when more than this many nodes are underutilized.
+        pub number_of_nodes: i64,
+        /// Eviction modes (`OnlyThresholdingResources`).
+        pub eviction_modes: Vec<String>,
+        evictable_namespaces,
+    }
 }
 
 impl HighNodeUtilizationArgs {
     /// Upstream `ValidateHighNodeUtilizationArgs`; returns the parsed eviction modes.
     pub fn validate(&self) -> Result<Vec<EvictionMode>, ArgsError> {
-        if let Some(ns) = &self.evictable_namespaces {
-            ns.validate()?;
-        }
+        validate_evictable_namespaces(&self.evictable_namespaces)?;
         validate_thresholds("thresholds", "", &self.thresholds)?;
         self.eviction_modes
             .iter()
@@ -63,9 +55,4 @@ impl HighNodeUtilization {
             args,
         })
     }
-}
-
-pub(super) fn build(args: &serde_json::Value) -> Result<Plugin, ArgsError> {
-    let args: HighNodeUtilizationArgs = decode(args)?;
-    Ok(Plugin::Balance(Box::new(HighNodeUtilization::new(args)?)))
 }

@@ -6,13 +6,12 @@ use super::node_utilization::{
     Classified, EvictionSpec, PodUsage, Thresholds, Usage, evict_if_unbalanced,
     excluded_namespaces, tracked_resources,
 };
-use crate::framework::registry::ExtensionPoint;
-use crate::framework::{BalancePlugin, Handle, PluginFactory};
+use super::{PodQuestion, extension_point};
+use crate::framework::Handle;
 use crate::snapshot::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
-use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
+use crate::snapshot::{NodeId, Pod};
 
 mod args;
-use args::build;
 pub use args::{EvictionMode, HighNodeUtilizationArgs};
 
 /// The plugin name.
@@ -41,23 +40,11 @@ impl HighNodeUtilization {
     }
 }
 
-/// The registry entry.
-pub fn factory() -> PluginFactory {
-    PluginFactory::new(NAME, ExtensionPoint::Balance, build)
-}
+extension_point!(Balance for HighNodeUtilization, NAME);
 
-impl BalancePlugin for HighNodeUtilization {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn explain_pod(
-        &self,
-        s: &Snapshot,
-        pod: PodId,
-        nodes: &[NodeId],
-        _now: jiff::Timestamp,
-    ) -> Option<String> {
+impl HighNodeUtilization {
+    fn explain(&self, q: PodQuestion<'_>) -> Option<String> {
+        let (s, pod, nodes) = (q.snapshot, q.pod, q.nodes);
         let node = s.pod(pod).node?;
         let resources = tracked_resources(self.args.thresholds.keys().map(String::as_str));
         let usage = Usage::compute(s, nodes, resources);
@@ -74,7 +61,7 @@ impl BalancePlugin for HighNodeUtilization {
         })
     }
 
-    fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+    fn evict(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let a = &self.args;
         let snapshot = h.snapshot;
         let resources = tracked_resources(a.thresholds.keys().map(String::as_str));

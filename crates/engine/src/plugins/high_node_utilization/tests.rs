@@ -162,14 +162,7 @@ fn validation() {
             "",
         ),
     ];
-    for (args, field, msg) in cases {
-        let e = match build(&args) {
-            Err(e) => e,
-            Ok(_) => panic!("{args} should fail"),
-        };
-        assert_eq!(e.field, field, "{args}: {e}");
-        assert!(e.message.contains(msg), "{args}: {e}");
-    }
+    crate::testing::assert_args_rejected(build, &cases);
     assert!(
         build(
             &json!({"thresholds": {"cpu": 0, "pods": 100}, "numberOfNodes": 1,

@@ -4,78 +4,62 @@
 use serde::Deserialize;
 
 use super::LowNodeUtilization;
-use crate::framework::Plugin;
-use crate::framework::args::{ArgsError, decode};
+use crate::framework::args::{ArgsError, selecting_args};
 use crate::plugins::node_utilization::{
-    EvictableNamespaces, METRIC_RESOURCE, Thresholds, validate_thresholds,
+    METRIC_RESOURCE, Thresholds, validate_evictable_namespaces, validate_thresholds,
 };
 
 /// `evictionLimits`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct EvictionLimits {
     /// At most this many evictions per node by this plugin per cycle (0: none).
-    #[serde(default)]
     pub node: Option<u64>,
 }
 
 /// `metricsUtilization.prometheus`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Prometheus {
     /// PromQL query returning per-node usage.
-    #[serde(default)]
     pub query: String,
 }
 
 /// `metricsUtilization`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct MetricsUtilization {
     /// Deprecated: use the metrics server.
-    #[serde(default)]
     pub metrics_server: bool,
     /// `KubernetesMetrics` or `Prometheus`.
-    #[serde(default)]
     pub source: String,
     /// Prometheus settings.
-    #[serde(default)]
     pub prometheus: Option<Prometheus>,
 }
 
-/// LowNodeUtilization args (upstream `LowNodeUtilizationArgs`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct LowNodeUtilizationArgs {
-    /// Thresholds are deviations from the mean usage instead of absolute percentages.
-    #[serde(default)]
-    pub use_deviation_thresholds: bool,
-    /// A node is underutilized when every resource is at or below these.
-    #[serde(default)]
-    pub thresholds: Thresholds,
-    /// A node is overutilized when some resource is above these.
-    #[serde(default)]
-    pub target_thresholds: Thresholds,
-    /// Act only when more than this many nodes are underutilized.
-    #[serde(default)]
-    pub number_of_nodes: i64,
-    /// Usage source (only request-based usage is supported here).
-    #[serde(default)]
-    pub metrics_utilization: Option<MetricsUtilization>,
-    /// Namespaces excluded from eviction.
-    #[serde(default)]
-    pub evictable_namespaces: Option<EvictableNamespaces>,
-    /// Per-node eviction limit of this plugin.
-    #[serde(default)]
-    pub eviction_limits: Option<EvictionLimits>,
+selecting_args! {
+    /// LowNodeUtilization args (upstream `LowNodeUtilizationArgs`).
+    pub struct LowNodeUtilizationArgs {
+        /// Thresholds are deviations from the mean usage instead of absolute percentages.
+        pub use_deviation_thresholds: bool,
+        /// A node is underutilized when every resource is at or below these.
+        pub thresholds: Thresholds,
+        /// A node is overutilized when some resource is above these.
+        pub target_thresholds: Thresholds,
+        /// Act only when more than this many nodes are underutilized.
+        pub number_of_nodes: i64,
+        /// Usage source (only request-based usage is supported here).
+        pub metrics_utilization: Option<MetricsUtilization>,
+        evictable_namespaces,
+        /// Per-node eviction limit of this plugin.
+        pub eviction_limits: Option<EvictionLimits>,
+    }
 }
 
 impl LowNodeUtilizationArgs {
     /// Upstream `ValidateLowNodeUtilizationArgs`.
     pub fn validate(&self) -> Result<(), ArgsError> {
-        if let Some(ns) = &self.evictable_namespaces {
-            ns.validate()?;
-        }
+        validate_evictable_namespaces(&self.evictable_namespaces)?;
         validate_thresholds(
             "thresholds",
             "thresholds config is not valid: ",
@@ -185,9 +169,4 @@ impl LowNodeUtilization {
         args.validate()?;
         Ok(LowNodeUtilization { args })
     }
-}
-
-pub(super) fn build(args: &serde_json::Value) -> Result<Plugin, ArgsError> {
-    let args: LowNodeUtilizationArgs = decode(args)?;
-    Ok(Plugin::Balance(Box::new(LowNodeUtilization::new(args)?)))
 }

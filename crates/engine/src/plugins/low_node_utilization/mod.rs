@@ -10,14 +10,13 @@ use super::node_utilization::{
     Classified, EvictionSpec, Levels, PodUsage, Tracked, Usage, evict_if_unbalanced,
     excluded_namespaces, over_target_reason, tracked_resources, usage_report, usage_text,
 };
-use crate::framework::registry::ExtensionPoint;
-use crate::framework::{BalancePlugin, Handle, PluginFactory};
+use super::{PodQuestion, extension_point};
+use crate::framework::Handle;
 use crate::snapshot::NodeId;
-use crate::snapshot::{PodId, Snapshot};
+use crate::snapshot::Snapshot;
 
 mod args;
 pub mod measured;
-use args::build;
 pub use args::{EvictionLimits, LowNodeUtilizationArgs, MetricsUtilization, Prometheus};
 use measured::MeasuredSource;
 
@@ -28,11 +27,6 @@ pub const NAME: &str = "LowNodeUtilization";
 #[derive(Debug)]
 pub struct LowNodeUtilization {
     args: LowNodeUtilizationArgs,
-}
-
-/// The registry entry.
-pub fn factory() -> PluginFactory {
-    PluginFactory::new(NAME, ExtensionPoint::Balance, build)
 }
 
 /// Node usage for one run: the rows, the low / high levels, and where the usage came from.
@@ -120,18 +114,11 @@ impl LowNodeUtilization {
     }
 }
 
-impl BalancePlugin for LowNodeUtilization {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+extension_point!(Balance for LowNodeUtilization, NAME);
 
-    fn explain_pod(
-        &self,
-        s: &Snapshot,
-        pod: PodId,
-        nodes: &[NodeId],
-        _now: jiff::Timestamp,
-    ) -> Option<String> {
+impl LowNodeUtilization {
+    fn explain(&self, q: PodQuestion<'_>) -> Option<String> {
+        let (s, pod, nodes) = (q.snapshot, q.pod, q.nodes);
         let node = s.pod(pod).node?;
         let m = match self.measure(s, nodes) {
             Ok(m) => m,
@@ -157,7 +144,7 @@ impl BalancePlugin for LowNodeUtilization {
         })
     }
 
-    fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+    fn evict(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let a = &self.args;
         let snapshot = h.snapshot;
         let m = match self.measure(snapshot, nodes) {

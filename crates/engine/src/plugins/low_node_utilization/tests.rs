@@ -1,6 +1,5 @@
 use super::*;
-use crate::framework::cycle::{CycleConfig, Profile};
-use crate::plugins::default_evictor::DefaultEvictor;
+use crate::framework::BalancePlugin;
 use crate::snapshot::model::ANNOTATION_PREFER_NO_EVICTION;
 use crate::testing::{
     balance_plugin, evicted_names, node, pod, pods_requesting as pods_on, run_built_balance,
@@ -128,16 +127,8 @@ fn global_node_limit_moves_to_the_next_node() {
     pods.extend(pods_on("b", "n2", 9, "400m"));
     let mut snap = snapshot(nodes, pods);
     let records = run_profile(
-        Profile {
-            name: "p".into(),
-            evictor: Box::new(DefaultEvictor::default()),
-            deschedule: vec![],
-            balance: vec![plugin(cpu_args(20.0, 60.0))],
-        },
-        &CycleConfig {
-            max_per_node: Some(crate::evictor::LimitValue::Count(1)),
-            ..Default::default()
-        },
+        crate::testing::profile(vec![], vec![plugin(cpu_args(20.0, 60.0))]),
+        &crate::testing::per_node_limit(1),
         &mut snap,
     );
     assert_eq!(evicted_names(&records), ["default/b0", "default/a0"]);
@@ -404,14 +395,7 @@ fn validation() {
             "single instance of \"MetricResource\"",
         ),
     ];
-    for (args, field, msg) in cases {
-        let e = match build(&args) {
-            Err(e) => e,
-            Ok(_) => panic!("{args} should fail"),
-        };
-        assert_eq!(e.field, field, "{args}: {e}");
-        assert!(e.message.contains(msg), "{args}: {e}");
-    }
+    crate::testing::assert_args_rejected(build, &cases);
     // Deviation mode allows thresholds above targets; bounds are inclusive.
     for ok in [
         json!({"useDeviationThresholds": true, "thresholds": {"cpu": 60}, "targetThresholds": {"cpu": 50}}),

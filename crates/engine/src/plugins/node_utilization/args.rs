@@ -3,9 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-
-use crate::framework::args::ArgsError;
+use crate::framework::args::{ArgsError, Namespaces};
 
 /// Percentages of allocatable by resource name (upstream `ResourceThresholds`).
 pub type Thresholds = BTreeMap<String, f64>;
@@ -13,29 +11,18 @@ pub type Thresholds = BTreeMap<String, f64>;
 /// The pseudo-resource upstream uses for Prometheus-provided usage; every node has 100 of it.
 pub const METRIC_RESOURCE: &str = "MetricResource";
 
-/// `evictableNamespaces`: only `exclude` is supported (upstream rejects `include`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EvictableNamespaces {
-    /// Accepted by the schema but rejected by validation.
-    #[serde(default)]
-    pub include: Vec<String>,
-    /// Namespaces whose pods are never evicted by the plugin.
-    #[serde(default)]
-    pub exclude: Vec<String>,
-}
-
-impl EvictableNamespaces {
-    /// Upstream: "only Exclude namespaces can be set, inclusion is not supported".
-    pub fn validate(&self) -> Result<(), ArgsError> {
-        if !self.include.is_empty() {
-            return Err(ArgsError::new(
-                "evictableNamespaces.include",
-                "only Exclude namespaces can be set, inclusion is not supported",
-            ));
-        }
-        Ok(())
+/// Upstream's check of `evictableNamespaces`: "only Exclude namespaces can be set, inclusion is
+/// not supported" (`include` is accepted by the schema but rejected here).
+pub fn validate_evictable_namespaces(ns: &Option<Namespaces>) -> Result<(), ArgsError> {
+    if let Some(ns) = ns
+        && !ns.include.is_empty()
+    {
+        return Err(ArgsError::new(
+            "evictableNamespaces.include",
+            "only Exclude namespaces can be set, inclusion is not supported",
+        ));
     }
+    Ok(())
 }
 
 /// Upstream `validateThresholds`: at least one resource, each percentage in [0, 100]. `prefix`

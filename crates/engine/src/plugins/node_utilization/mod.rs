@@ -15,6 +15,7 @@ use std::sync::Arc;
 use crate::evictor::reason::percent;
 use crate::evictor::{EvictionReason, NodeUsageReport};
 use crate::framework::Handle;
+use crate::framework::args::Namespaces;
 use crate::framework::parallel;
 use crate::framework::sort::priority_low_to_high;
 use crate::scheduling::taints;
@@ -22,7 +23,7 @@ use crate::snapshot::resources::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS};
 use crate::snapshot::{Node, NodeId, Pod, PodId, Resources, Snapshot};
 
 mod args;
-pub use args::{EvictableNamespaces, METRIC_RESOURCE, Thresholds, validate_thresholds};
+pub use args::{METRIC_RESOURCE, Thresholds, validate_evictable_namespaces, validate_thresholds};
 
 /// A resource the plugins track: every thresholded one plus cpu, memory and pods.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -477,7 +478,7 @@ pub fn evict_if_unbalanced(
 }
 
 /// The namespaces whose pods the plugin never evicts (`evictableNamespaces.exclude`).
-pub fn excluded_namespaces(ns: Option<&EvictableNamespaces>) -> &[String] {
+pub fn excluded_namespaces(ns: Option<&Namespaces>) -> &[String] {
     ns.map(|n| n.exclude.as_slice()).unwrap_or(&[])
 }
 
@@ -488,10 +489,65 @@ pub fn excluded_namespaces(ns: Option<&EvictableNamespaces>) -> &[String] {
 pub fn evict_from_sources(h: &mut Handle<'_>, usage: &mut Usage, spec: &EvictionSpec<'_>) {
     let snapshot = h.snapshot;
     let nres = usage.resources.len();
-    let capped_row = |u: &Usage, i: usize| -> Vec<i64> {
-        (0..nres).map(|r| u.capped(i, r, spec.caps[r])).collect()
+    let mut room = Destinations {
+        pooled: pooled_room(usage, spec),
+        taints: DestinationTaints::new(snapshot, spec.destinations.iter().map(|&d| usage.nodes[d])),
     };
-    let mut pooled = vec![0i64; nres];
+    let mut pods: Vec<PodId> = Vec::new();
+    for &src in &spec.sources {
+        if room.is_full() {
+            // No destination room left: no later node can continue either.
+            return;
+        }
+        let caps: Vec<i64> = (0..nres)
+            .map(|r| usage.capped(src, r, spec.caps[r]))
+            .collect();
+        if spec.stop_under_target && !above_target(usage, src, &caps) {
+            continue;
+        }
+        pods.clear();
+        pods.extend(
+            snapshot
+                .pods_on_node(usage.nodes[src])
+                .filter(|&p| occupies(snapshot.pod(p))),
+        );
+        pods.sort_by(|&a, &b| priority_low_to_high(snapshot, a, b));
+        let source = Source {
+            row: src,
+            caps: &caps,
+            pods: &pods,
+        };
+        if !evict_from_node(h, usage, spec, &mut room, &source) {
+            return;
+        }
+    }
+}
+
+/// The destinations as the eviction loop sees them: their pooled spare capacity per resource and
+/// the taint sets a pod must tolerate (one of) to move there.
+struct Destinations<'a> {
+    pooled: Vec<i64>,
+    taints: DestinationTaints<'a>,
+}
+
+impl Destinations<'_> {
+    /// No room left for some tracked resource.
+    fn is_full(&self) -> bool {
+        self.pooled.iter().any(|&p| p <= 0)
+    }
+}
+
+/// One source node: its row, its capped allocatable per resource and its occupying pods, lowest
+/// priority first.
+struct Source<'a> {
+    row: usize,
+    caps: &'a [i64],
+    pods: &'a [PodId],
+}
+
+/// The destinations' pooled spare capacity per resource: capped allocatable minus usage, summed.
+fn pooled_room(usage: &Usage, spec: &EvictionSpec<'_>) -> Vec<i64> {
+    let mut pooled = vec![0i64; usage.resources.len()];
     for &d in &spec.destinations {
         for (r, p) in pooled.iter_mut().enumerate() {
             *p = p
@@ -499,85 +555,105 @@ pub fn evict_from_sources(h: &mut Handle<'_>, usage: &mut Usage, spec: &Eviction
                 .saturating_sub(usage.used(d, r));
         }
     }
-    let taints =
-        DestinationTaints::new(snapshot, spec.destinations.iter().map(|&d| usage.nodes[d]));
-    let mut pods: Vec<PodId> = Vec::new();
-    for &src in &spec.sources {
-        if pooled.iter().any(|&p| p <= 0) {
-            // No destination room left: no later node can continue either.
-            return;
+    pooled
+}
+
+/// Whether some resource of row `src` is used above its capped allocatable `caps`.
+fn above_target(usage: &Usage, src: usize, caps: &[i64]) -> bool {
+    caps.iter()
+        .enumerate()
+        .any(|(r, &cap)| cap < usage.used(src, r))
+}
+
+/// Evicts from one source node until its node limit, the destinations' room or (with
+/// `stop_under_target`) its target ends it; false when the total limit ends the whole run.
+fn evict_from_node(
+    h: &mut Handle<'_>,
+    usage: &mut Usage,
+    spec: &EvictionSpec<'_>,
+    room: &mut Destinations<'_>,
+    source: &Source<'_>,
+) -> bool {
+    let snapshot = h.snapshot;
+    let src = source.row;
+    let mut evicted = 0u64;
+    let mut reason: Option<Arc<EvictionReason>> = None;
+    for &p in source.pods {
+        if spec.node_limit.is_some_and(|l| evicted >= l) {
+            break;
         }
-        let caps = capped_row(usage, src);
-        let above_target = |u: &Usage| (0..nres).any(|r| caps[r] < u.used(src, r));
-        if spec.stop_under_target && !above_target(usage) {
+        let pod = snapshot.pod(p);
+        if !h.filter(p) || !(spec.pod_filter)(pod) || !room.taints.tolerated_by(pod) {
             continue;
         }
-        let node = usage.nodes[src];
-        pods.clear();
-        pods.extend(
-            snapshot
-                .pods_on_node(node)
-                .filter(|&p| occupies(snapshot.pod(p))),
-        );
-        pods.sort_by(|&a, &b| priority_low_to_high(snapshot, a, b));
-        let mut evicted = 0u64;
-        let mut reason: Option<Arc<EvictionReason>> = None;
-        for &p in &pods {
-            if spec.node_limit.is_some_and(|l| evicted >= l) {
+        if spec
+            .excluded_namespaces
+            .iter()
+            .any(|n| **n == *pod.namespace)
+        {
+            continue;
+        }
+        let Some(measured) = measured_usage(spec, pod) else {
+            continue;
+        };
+        let why = reason
+            .get_or_insert_with(|| Arc::new((spec.describe)(usage, src)))
+            .clone();
+        match h.evict_because(p, why) {
+            Ok(_) => {}
+            Err(e) if e.is_total_limit() => return false,
+            Err(e) if e.is_node_limit() => break,
+            Err(_) => continue,
+        }
+        if matches!(spec.pod_usage, PodUsage::Unconstrained) {
+            // Upstream: without a per-node limit, a single eviction per node.
+            if spec.node_limit.is_none() {
                 break;
-            }
-            let pod = snapshot.pod(p);
-            if !h.filter(p) || !(spec.pod_filter)(pod) || !taints.tolerated_by(pod) {
-                continue;
-            }
-            if spec
-                .excluded_namespaces
-                .iter()
-                .any(|n| **n == *pod.namespace)
-            {
-                continue;
-            }
-            let measured = match &spec.pod_usage {
-                PodUsage::Measured(of) => match of(pod) {
-                    Some(amounts) => Some(amounts),
-                    None => {
-                        tracing::debug!(pod = %format_args!("{}/{}", pod.namespace, pod.name), "unable to get pod usage; not evicting it");
-                        continue;
-                    }
-                },
-                _ => None,
-            };
-            let why = reason
-                .get_or_insert_with(|| Arc::new((spec.describe)(usage, src)))
-                .clone();
-            match h.evict_because(p, why) {
-                Ok(_) => {}
-                Err(e) if e.is_total_limit() => return,
-                Err(e) if e.is_node_limit() => break,
-                Err(_) => continue,
-            }
-            if matches!(spec.pod_usage, PodUsage::Unconstrained) {
-                // Upstream: without a per-node limit, a single eviction per node.
-                if spec.node_limit.is_none() {
-                    break;
-                }
-                evicted += 1;
-                continue;
             }
             evicted += 1;
-            let row = src * nres;
-            for (r, res) in usage.resources.iter().enumerate() {
-                let amount = match &measured {
-                    Some(m) => m.get(r).copied().unwrap_or(0),
-                    None => res.request(&pod.requests),
-                };
-                usage.used[row + r] = usage.used[row + r].saturating_sub(amount);
-                pooled[r] = pooled[r].saturating_sub(amount);
-            }
-            if pooled.iter().any(|&v| v <= 0) || (spec.stop_under_target && !above_target(usage)) {
-                break;
-            }
+            continue;
         }
+        evicted += 1;
+        take_off(usage, &mut room.pooled, src, pod, measured.as_deref());
+        if room.is_full() || (spec.stop_under_target && !above_target(usage, src, source.caps)) {
+            break;
+        }
+    }
+    true
+}
+
+/// The pod's measured usage per tracked resource with [`PodUsage::Measured`] (`Some(None)` with
+/// the other kinds); `None` when it has no usable sample and is skipped, as upstream.
+fn measured_usage(spec: &EvictionSpec<'_>, pod: &Pod) -> Option<Option<Vec<i64>>> {
+    match &spec.pod_usage {
+        PodUsage::Measured(of) => match of(pod) {
+            Some(amounts) => Some(Some(amounts)),
+            None => {
+                tracing::debug!(pod = %format_args!("{}/{}", pod.namespace, pod.name), "unable to get pod usage; not evicting it");
+                None
+            }
+        },
+        _ => Some(None),
+    }
+}
+
+/// Takes an evicted pod's usage (`measured`, else its requests) off row `src` and off the
+/// destinations' pooled room.
+fn take_off(
+    usage: &mut Usage,
+    pooled: &mut [i64],
+    src: usize,
+    pod: &Pod,
+    measured: Option<&[i64]>,
+) {
+    let row = src * usage.resources.len();
+    for (r, res) in usage.resources.iter().enumerate() {
+        let amount = match measured {
+            Some(m) => m.get(r).copied().unwrap_or(0),
+            None => res.request(&pod.requests),
+        };
+        usage.used[row + r] = usage.used[row + r].saturating_sub(amount);
+        pooled[r] = pooled[r].saturating_sub(amount);
     }
 }
 

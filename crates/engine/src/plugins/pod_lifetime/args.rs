@@ -4,9 +4,8 @@
 use serde::Deserialize;
 
 use super::PodLifeTime;
-use crate::framework::args::{ArgsError, decode, selecting_args};
+use crate::framework::args::{ArgsError, selecting_args};
 use crate::framework::podfilter::PodFilter;
-use crate::framework::registry::Plugin;
 
 /// States upstream accepts: phases, pod status reasons and container waiting/terminated reasons.
 pub const ALLOWED_STATES: &[&str] = &[
@@ -38,66 +37,50 @@ pub const ALLOWED_STATES: &[&str] = &[
 
 /// `ownerKinds`: include or exclude (not both).
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct OwnerKinds {
     /// Only pods with an owner of one of these kinds.
-    #[serde(default)]
     pub include: Vec<String>,
     /// No pods with an owner of one of these kinds.
-    #[serde(default)]
     pub exclude: Vec<String>,
 }
 
 /// `conditions[]`: matches a pod condition by type, status and reason, optionally only when it has
 /// not changed for `minTimeSinceLastTransitionSeconds`.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct ConditionFilter {
     /// Condition type.
-    #[serde(default, rename = "type")]
+    #[serde(rename = "type")]
     pub type_: String,
     /// Condition status.
-    #[serde(default)]
     pub status: String,
     /// Condition reason.
-    #[serde(default)]
     pub reason: String,
     /// Minimum seconds since the condition's last transition.
-    #[serde(default)]
     pub min_time_since_last_transition_seconds: Option<u64>,
 }
 
 selecting_args! {
     /// Args (upstream `PodLifeTimeArgs`).
     pub struct Args {
+        namespaces,
+        label_selector,
         /// Owner kinds to include or exclude.
-        #[serde(default)]
         pub owner_kinds: Option<OwnerKinds>,
         /// Pods older than this (seconds since creation) are evicted.
-        #[serde(default)]
         pub max_pod_life_time_seconds: Option<u64>,
         /// Only pods in one of these states.
-        #[serde(default)]
         pub states: Vec<String>,
         /// Only pods with a condition matching one of these.
-        #[serde(default)]
         pub conditions: Vec<ConditionFilter>,
         /// Only pods with a terminated container exiting with one of these codes.
-        #[serde(default)]
         pub exit_codes: Vec<i32>,
         /// Consider init containers for states and exit codes.
-        #[serde(default)]
         pub including_init_containers: bool,
         /// Consider ephemeral containers for states.
-        #[serde(default)]
         pub including_ephemeral_containers: bool,
     }
-}
-
-pub(super) fn build(args: &serde_json::Value) -> Result<Plugin, ArgsError> {
-    Ok(Plugin::Deschedule(Box::new(PodLifeTime::new(decode(
-        args,
-    )?)?)))
 }
 
 impl PodLifeTime {

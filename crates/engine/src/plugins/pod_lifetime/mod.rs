@@ -1,20 +1,19 @@
 //! PodLifeTime (Deschedule): evicts pods older than `maxPodLifeTimeSeconds` and/or in given
 //! `states`, with given `conditions` or container `exitCodes`; oldest first across all nodes.
 
+use super::{PodQuestion, extension_point};
 use std::collections::HashSet;
 
 use crate::evictor::EvictionReason;
 use crate::evictor::reason::duration;
+use crate::framework::Handle;
 use crate::framework::handle::FilterView;
 use crate::framework::parallel;
 use crate::framework::podfilter::PodFilter;
-use crate::framework::registry::{ExtensionPoint, PluginFactory};
-use crate::framework::{DeschedulePlugin, Handle};
 use crate::snapshot::model::ContainerState;
-use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
+use crate::snapshot::{NodeId, Pod, PodId};
 
 mod args;
-use args::build;
 pub use args::{ALLOWED_STATES, Args, ConditionFilter, OwnerKinds};
 
 /// The plugin name.
@@ -26,11 +25,6 @@ pub struct PodLifeTime {
     args: Args,
     states: HashSet<String>,
     exit_codes: HashSet<i32>,
-}
-
-/// Registry entry.
-pub fn factory() -> PluginFactory {
-    PluginFactory::new(NAME, ExtensionPoint::Deschedule, build)
 }
 
 fn age_secs(h: &FilterView<'_>, t: Option<jiff::Timestamp>) -> Option<i64> {
@@ -153,18 +147,11 @@ impl PodLifeTime {
     }
 }
 
-impl DeschedulePlugin for PodLifeTime {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+extension_point!(Deschedule for PodLifeTime, NAME);
 
-    fn explain_pod(
-        &self,
-        s: &Snapshot,
-        pod: PodId,
-        _nodes: &[NodeId],
-        now: jiff::Timestamp,
-    ) -> Option<String> {
+impl PodLifeTime {
+    fn explain(&self, q: PodQuestion<'_>) -> Option<String> {
+        let (s, pod, now) = (q.snapshot, q.pod, q.now);
         let p = s.pod(pod);
         let age = p
             .creation_timestamp
@@ -180,7 +167,7 @@ impl DeschedulePlugin for PodLifeTime {
         })
     }
 
-    fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+    fn evict(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         // Which pods qualify does not depend on this plugin's evictions: judged on several threads.
         // With a total limit, the PreEvictionFilter (nodeFit: the costly part) is applied later,
         // in eviction order and only as far as the limit lets evictions go; it reads only the

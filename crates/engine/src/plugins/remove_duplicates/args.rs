@@ -1,21 +1,15 @@
 //! RemoveDuplicates args: the type (upstream `RemoveDuplicatesArgs`), decoding and validation.
 
-use serde::Deserialize;
-
 use super::RemoveDuplicates;
-use crate::framework::Plugin;
-use crate::framework::args::{ArgsError, Namespaces, decode};
+use crate::framework::args::{ArgsError, selecting_args};
 
-/// RemoveDuplicates args (upstream `RemoveDuplicatesArgs`).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct RemoveDuplicatesArgs {
-    /// Namespaces to include or exclude.
-    #[serde(default)]
-    pub namespaces: Option<Namespaces>,
-    /// Pods with an owner of one of these kinds are ignored.
-    #[serde(default)]
-    pub exclude_owner_kinds: Vec<String>,
+selecting_args! {
+    /// RemoveDuplicates args (upstream `RemoveDuplicatesArgs`).
+    pub struct RemoveDuplicatesArgs {
+        namespaces,
+        /// Pods with an owner of one of these kinds are ignored.
+        pub exclude_owner_kinds: Vec<String>,
+    }
 }
 
 impl RemoveDuplicates {
@@ -26,9 +20,4 @@ impl RemoveDuplicates {
         }
         Ok(RemoveDuplicates { args })
     }
-}
-
-pub(super) fn build(args: &serde_json::Value) -> Result<Plugin, ArgsError> {
-    let args: RemoveDuplicatesArgs = decode(args)?;
-    Ok(Plugin::Balance(Box::new(RemoveDuplicates::new(args)?)))
 }

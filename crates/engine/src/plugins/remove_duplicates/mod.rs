@@ -5,23 +5,22 @@
 //! NoExecute taints the duplicates tolerate and whose labels match their nodeSelector and required
 //! node affinity (cordoned nodes count, as upstream); fewer than two means nothing is evicted.
 
+use super::{PodQuestion, extension_point};
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use super::node_utilization::occupies;
 use crate::evictor::EvictionReason;
+use crate::framework::Handle;
 use crate::framework::args::allows_namespace;
 use crate::framework::parallel;
-use crate::framework::registry::ExtensionPoint;
-use crate::framework::{BalancePlugin, Handle, PluginFactory};
 use crate::scheduling::{affinity, taints};
 use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
 mod args;
 mod keys;
 pub use args::RemoveDuplicatesArgs;
-use args::build;
 
 /// The plugin name.
 pub const NAME: &str = "RemoveDuplicates";
@@ -30,11 +29,6 @@ pub const NAME: &str = "RemoveDuplicates";
 #[derive(Debug)]
 pub struct RemoveDuplicates {
     args: RemoveDuplicatesArgs,
-}
-
-/// The registry entry.
-pub fn factory() -> PluginFactory {
-    PluginFactory::new(NAME, ExtensionPoint::Balance, build)
 }
 
 /// Per-pod maps keyed by cluster data: FxHash is several times faster than SipHash here.
@@ -140,18 +134,11 @@ impl<'a> Feasibility<'a> {
     }
 }
 
-impl BalancePlugin for RemoveDuplicates {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+extension_point!(Balance for RemoveDuplicates, NAME);
 
-    fn explain_pod(
-        &self,
-        s: &Snapshot,
-        pod: PodId,
-        nodes: &[NodeId],
-        _now: jiff::Timestamp,
-    ) -> Option<String> {
+impl RemoveDuplicates {
+    fn explain(&self, q: PodQuestion<'_>) -> Option<String> {
+        let (s, pod, nodes) = (q.snapshot, q.pod, q.nodes);
         let p = s.pod(pod);
         let node = p.node?;
         let Some(owner) = p.owners.first() else {
@@ -200,21 +187,52 @@ impl BalancePlugin for RemoveDuplicates {
         })
     }
 
-    fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+    fn evict(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let snapshot = h.snapshot;
-        let excluded_kinds = &self.args.exclude_owner_kinds;
-        let classes = snapshot.parts_classes();
-        let mut candidates: Vec<Candidate> = Vec::new();
-
         // Pass 1: the cheap checks; find the owner keys with co-located duplicates. The evictor's
         // filters can only remove pods, so an owner key not found here cannot have duplicates
         // and they are run in pass 2 for the pods of the others only.
-        //
-        // The checks read each pod and run on several threads, and so do the keys, made once
-        // per parts class (pods sharing owners, images and namespace); ids are then given on
-        // this thread in node order, so they come out as one sequential pass would give them.
+        let checked = self.cheap_checked(snapshot, nodes);
+        let Numbering {
+            candidates,
+            mut groups,
+            group_ids,
+            mut last_node,
+        } = number_candidates(snapshot, checked);
+        if h.total_limit_reached() {
+            balance_lazily(h, nodes, &candidates, &mut groups, &group_ids);
+            return;
+        }
+        // Pass 2: pods of hot owner keys that pass the Filter and the PreEvictionFilter are
+        // counted; on each node the first pod of a duplicate key is the original.
+        last_node.iter_mut().for_each(|n| *n = u32::MAX);
+        let pass = Pass2 {
+            nodes,
+            candidates: &candidates,
+            group_ids: &group_ids,
+        };
+        pass.count_duplicates(h, &mut groups, &mut last_node);
+        drop(candidates);
+
+        let mut feasibility = Feasibility::new(snapshot, nodes);
+        let mut mark = vec![u32::MAX; snapshot.nodes.len()];
+        for (gi, group) in groups.iter().enumerate() {
+            if let Stop::Plugin = evict_group(h, &mut feasibility, &mut mark, gi, group) {
+                return;
+            }
+        }
+    }
+
+    /// The pods on `nodes` passing the cheap checks (occupying, owned, with images, no excluded
+    /// owner kind, namespace allowed), per chunk of nodes, each with its node's index.
+    ///
+    /// The checks read each pod and run on several threads, and so do the keys, made once per
+    /// parts class (pods sharing owners, images and namespace); ids are then given on this
+    /// thread in node order, so they come out as one sequential pass would give them.
+    fn cheap_checked(&self, snapshot: &Snapshot, nodes: &[NodeId]) -> Vec<Vec<(u32, PodId)>> {
+        let excluded_kinds = &self.args.exclude_owner_kinds;
         let indexed: Vec<(u32, NodeId)> = (0u32..).zip(nodes.iter().copied()).collect();
-        let checked: Vec<Vec<(u32, PodId)>> = parallel::map_chunks(
+        parallel::map_chunks(
             &indexed,
             |&(_, n)| snapshot.pods_on_node_upper_bound(n),
             parallel::min_parallel_weight(),
@@ -235,66 +253,96 @@ impl BalancePlugin for RemoveDuplicates {
                 }
                 out
             },
-        );
-        // The classes in the order their first candidate comes, with that candidate.
-        let mut slot_of_class = vec![u32::MAX; classes];
-        let mut first_pods: Vec<PodId> = Vec::new();
-        for &(_, p) in checked.iter().flatten() {
-            let slot = &mut slot_of_class[snapshot.parts_class(p) as usize];
-            if *slot == u32::MAX {
-                *slot = first_pods.len() as u32;
-                first_pods.push(p);
-            }
-        }
-        let keys: Vec<keys::ClassKeys<'_>> = parallel::map_chunks(
-            &first_pods,
-            |_| CLASS_WEIGHT,
-            parallel::min_parallel_weight(),
-            |chunk| {
-                snapshot
-                    .prefetched(chunk)
-                    .map(|p| keys::ClassKeys::of(snapshot.pod(p)))
-                    .collect::<Vec<_>>()
-            },
         )
-        .into_iter()
-        .flatten()
-        .collect();
-        let numbered = keys::number(&keys);
-        drop(keys);
-        let mut groups: Vec<Group> = (0..numbered.groups).map(|_| Group::default()).collect();
-        // Per duplicate key: the last node (index into `nodes`) it was seen on, for each pass.
-        let mut last_node: Vec<u32> = vec![u32::MAX; numbered.dups];
-        candidates.reserve_exact(checked.iter().map(Vec::len).sum());
-        for (ni, p) in checked.into_iter().flatten() {
-            let ids = numbered.classes[slot_of_class[snapshot.parts_class(p) as usize] as usize];
-            if last_node[ids.dup as usize] == ni {
-                for &g in numbered.groups_of(&ids) {
-                    groups[g as usize].hot = true;
-                }
-            } else {
-                last_node[ids.dup as usize] = ni;
-            }
-            candidates.push(Candidate {
-                pod: p,
-                node: ni,
-                dup: ids.dup,
-                groups: ids.groups(),
-            });
-        }
-        let group_ids = numbered.group_ids;
+    }
+}
 
-        if h.total_limit_reached() {
-            balance_lazily(h, nodes, &candidates, &mut groups, &group_ids);
-            return;
+/// The checked pods numbered: their duplicate key and owner keys (groups), the groups with
+/// `hot` set where a node holds two pods of one duplicate key, and per duplicate key the last
+/// node it was seen on.
+struct Numbering {
+    candidates: Vec<Candidate>,
+    groups: Vec<Group>,
+    group_ids: Vec<u32>,
+    last_node: Vec<u32>,
+}
+
+/// Numbers the checked pods' keys, made once per parts class (see
+/// [`RemoveDuplicates::cheap_checked`]).
+fn number_candidates(snapshot: &Snapshot, checked: Vec<Vec<(u32, PodId)>>) -> Numbering {
+    let classes = snapshot.parts_classes();
+    let mut candidates: Vec<Candidate> = Vec::new();
+    // The classes in the order their first candidate comes, with that candidate.
+    let mut slot_of_class = vec![u32::MAX; classes];
+    let mut first_pods: Vec<PodId> = Vec::new();
+    for &(_, p) in checked.iter().flatten() {
+        let slot = &mut slot_of_class[snapshot.parts_class(p) as usize];
+        if *slot == u32::MAX {
+            *slot = first_pods.len() as u32;
+            first_pods.push(p);
         }
-        // Pass 2: pods of hot owner keys that pass the Filter and the PreEvictionFilter are
-        // counted; on each node the first pod of a duplicate key is the original.
-        last_node.iter_mut().for_each(|n| *n = u32::MAX);
+    }
+    let keys: Vec<keys::ClassKeys<'_>> = parallel::map_chunks(
+        &first_pods,
+        |_| CLASS_WEIGHT,
+        parallel::min_parallel_weight(),
+        |chunk| {
+            snapshot
+                .prefetched(chunk)
+                .map(|p| keys::ClassKeys::of(snapshot.pod(p)))
+                .collect::<Vec<_>>()
+        },
+    )
+    .into_iter()
+    .flatten()
+    .collect();
+    let numbered = keys::number(&keys);
+    drop(keys);
+    let mut groups: Vec<Group> = (0..numbered.groups).map(|_| Group::default()).collect();
+    // Per duplicate key: the last node (index into `nodes`) it was seen on, for each pass.
+    let mut last_node: Vec<u32> = vec![u32::MAX; numbered.dups];
+    candidates.reserve_exact(checked.iter().map(Vec::len).sum());
+    for (ni, p) in checked.into_iter().flatten() {
+        let ids = numbered.classes[slot_of_class[snapshot.parts_class(p) as usize] as usize];
+        if last_node[ids.dup as usize] == ni {
+            for &g in numbered.groups_of(&ids) {
+                groups[g as usize].hot = true;
+            }
+        } else {
+            last_node[ids.dup as usize] = ni;
+        }
+        candidates.push(Candidate {
+            pod: p,
+            node: ni,
+            dup: ids.dup,
+            groups: ids.groups(),
+        });
+    }
+    Numbering {
+        candidates,
+        groups,
+        group_ids: numbered.group_ids,
+        last_node,
+    }
+}
+
+/// Pass 2 over the candidates of one run.
+struct Pass2<'a> {
+    nodes: &'a [NodeId],
+    candidates: &'a [Candidate],
+    group_ids: &'a [u32],
+}
+
+impl Pass2<'_> {
+    /// Counts, per owner key, the candidates of hot keys that pass the Filter and the
+    /// PreEvictionFilter, and collects the duplicates: on each node every pod of a duplicate key
+    /// after its first.
+    fn count_duplicates(&self, h: &Handle<'_>, groups: &mut [Group], last_node: &mut [u32]) {
+        let (nodes, candidates, group_ids) = (self.nodes, self.candidates, self.group_ids);
         // The filters are pure while nothing is evicted: evaluated on several threads first.
         let view = h.filter_view();
         let passes: Vec<bool> = parallel::map_chunks(
-            &candidates,
+            candidates,
             |_| 1,
             parallel::min_parallel_weight(),
             |chunk| {
@@ -329,15 +377,6 @@ impl BalancePlugin for RemoveDuplicates {
                     Some((n, pods)) if *n == node => pods.push(c.pod),
                     _ => dups.push((node, vec![c.pod])),
                 }
-            }
-        }
-        drop(candidates);
-
-        let mut feasibility = Feasibility::new(snapshot, nodes);
-        let mut mark = vec![u32::MAX; snapshot.nodes.len()];
-        for (gi, group) in groups.iter().enumerate() {
-            if let Stop::Plugin = evict_group(h, &mut feasibility, &mut mark, gi, group) {
-                return;
             }
         }
     }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::framework::cycle::{CycleConfig, Profile};
+use crate::framework::BalancePlugin;
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::testing::{
     balance_plugin, evicted_names, node, pod, run_balance, run_built_balance, run_profile, snapshot,
@@ -247,16 +247,8 @@ fn node_limit_moves_to_the_next_node() {
     ];
     let mut snap = snapshot(nodes, pods);
     let records = run_profile(
-        Profile {
-            name: "p".into(),
-            evictor: Box::new(DefaultEvictor::default()),
-            deschedule: vec![],
-            balance: vec![plugin(json!({}))],
-        },
-        &CycleConfig {
-            max_per_node: Some(crate::evictor::LimitValue::Count(1)),
-            ..Default::default()
-        },
+        crate::testing::profile(vec![], vec![plugin(json!({}))]),
+        &crate::testing::per_node_limit(1),
         &mut snap,
     );
     // ceil(8 / 4) = 2: two to go per node, the node limit allows one each.

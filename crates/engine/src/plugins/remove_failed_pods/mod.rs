@@ -2,18 +2,18 @@
 //! `minPodLifetimeSeconds` (default 3600), failing for given `reasons` or `exitCodes`, and not owned
 //! by `excludeOwnerKinds`.
 
+use super::{PodQuestion, extension_point};
 use std::collections::HashSet;
 
 use crate::evictor::EvictionReason;
 use crate::evictor::reason::duration;
-use crate::framework::args::{ArgsError, decode};
+use crate::framework::Handle;
+use crate::framework::args::ArgsError;
 use crate::framework::handle::FilterView;
 use crate::framework::per_node::evict_per_node;
 use crate::framework::podfilter::PodFilter;
-use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
-use crate::framework::{DeschedulePlugin, Handle};
 use crate::snapshot::model::{ContainerState, PodPhase};
-use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
+use crate::snapshot::{NodeId, Pod, PodId};
 
 mod args;
 pub use args::Args;
@@ -29,16 +29,6 @@ pub struct RemoveFailedPods {
     reasons: HashSet<String>,
     exit_codes: HashSet<i32>,
     including_init: bool,
-}
-
-/// Registry entry.
-pub fn factory() -> PluginFactory {
-    PluginFactory::new(NAME, ExtensionPoint::Deschedule, build)
-}
-
-fn build(args: &serde_json::Value) -> Result<Plugin, ArgsError> {
-    let a: Args = decode(args)?;
-    Ok(Plugin::Deschedule(Box::new(RemoveFailedPods::new(a)?)))
 }
 
 impl RemoveFailedPods {
@@ -106,12 +96,10 @@ impl RemoveFailedPods {
     }
 }
 
-impl DeschedulePlugin for RemoveFailedPods {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+extension_point!(Deschedule for RemoveFailedPods, NAME);
 
-    fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+impl RemoveFailedPods {
+    fn evict(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         evict_per_node(h, nodes, |s, view, node, _: &mut ()| {
             s.pods_on_node(node)
                 .filter(|&p| self.qualifies(view, p))
@@ -120,13 +108,8 @@ impl DeschedulePlugin for RemoveFailedPods {
         });
     }
 
-    fn explain_pod(
-        &self,
-        s: &Snapshot,
-        pod: PodId,
-        _nodes: &[NodeId],
-        now: jiff::Timestamp,
-    ) -> Option<String> {
+    fn explain(&self, q: PodQuestion<'_>) -> Option<String> {
+        let (s, pod, now) = (q.snapshot, q.pod, q.now);
         let p = s.pod(pod);
         let age = age_secs(p, now);
         Some(if p.phase != PodPhase::Failed {

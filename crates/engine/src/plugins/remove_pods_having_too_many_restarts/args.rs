@@ -5,14 +5,13 @@ use crate::framework::args::selecting_args;
 selecting_args! {
     /// Args (upstream `RemovePodsHavingTooManyRestartsArgs`).
     pub struct Args {
+        namespaces,
+        label_selector,
         /// Restarts at or above this count are evicted (required, ≥ 1).
-        #[serde(default)]
         pub pod_restart_threshold: i32,
         /// Count init container restarts too.
-        #[serde(default)]
         pub including_init_containers: bool,
         /// Only pods in these states: `Running` (phase) and/or `CrashLoopBackOff` (waiting reason).
-        #[serde(default)]
         pub states: Vec<String>,
     }
 }

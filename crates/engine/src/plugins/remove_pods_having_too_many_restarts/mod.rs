@@ -1,16 +1,16 @@
 //! RemovePodsHavingTooManyRestarts (Deschedule): evicts pods whose containers restarted at least
 //! `podRestartThreshold` times, most restarts first on each node.
 
+use super::{PodQuestion, extension_point};
 use std::collections::HashSet;
 
 use crate::evictor::EvictionReason;
-use crate::framework::args::{ArgsError, decode};
+use crate::framework::Handle;
+use crate::framework::args::ArgsError;
 use crate::framework::handle::FilterView;
 use crate::framework::per_node::evict_per_node;
 use crate::framework::podfilter::PodFilter;
-use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
-use crate::framework::{DeschedulePlugin, Handle};
-use crate::snapshot::{NodeId, PodId, Snapshot};
+use crate::snapshot::{NodeId, PodId};
 
 mod args;
 pub use args::Args;
@@ -24,17 +24,6 @@ pub struct RemovePodsHavingTooManyRestarts {
     threshold: i64,
     including_init: bool,
     states: HashSet<String>,
-}
-
-/// Registry entry.
-pub fn factory() -> PluginFactory {
-    PluginFactory::new(NAME, ExtensionPoint::Deschedule, build)
-}
-
-fn build(args: &serde_json::Value) -> Result<Plugin, ArgsError> {
-    Ok(Plugin::Deschedule(Box::new(
-        RemovePodsHavingTooManyRestarts::new(decode(args)?)?,
-    )))
 }
 
 impl RemovePodsHavingTooManyRestarts {
@@ -86,12 +75,10 @@ impl RemovePodsHavingTooManyRestarts {
     }
 }
 
-impl DeschedulePlugin for RemovePodsHavingTooManyRestarts {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+extension_point!(Deschedule for RemovePodsHavingTooManyRestarts, NAME);
 
-    fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+impl RemovePodsHavingTooManyRestarts {
+    fn evict(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         evict_per_node(h, nodes, |s, view, node, _: &mut ()| {
             let mut pods: Vec<(i64, PodId)> = s
                 .pods_on_node(node)
@@ -113,13 +100,8 @@ impl DeschedulePlugin for RemovePodsHavingTooManyRestarts {
         });
     }
 
-    fn explain_pod(
-        &self,
-        s: &Snapshot,
-        pod: PodId,
-        _nodes: &[NodeId],
-        _now: jiff::Timestamp,
-    ) -> Option<String> {
+    fn explain(&self, q: PodQuestion<'_>) -> Option<String> {
+        let (s, pod) = (q.snapshot, q.pod);
         let p = s.pod(pod);
         let restarts = p.restarts(self.including_init);
         let init = if self.including_init {

@@ -2,21 +2,15 @@
 //! `RemovePodsViolatingInterPodAntiAffinityArgs`), decoding and validation.
 
 use super::RemovePodsViolatingInterPodAntiAffinity;
-use crate::framework::Plugin;
-use crate::framework::args::{self, ArgsError, selecting_args};
+use crate::framework::args::{ArgsError, selecting_args};
 use crate::framework::podfilter::PodFilter;
 
 selecting_args! {
     /// Args (upstream `RemovePodsViolatingInterPodAntiAffinityArgs`).
     pub struct Args {
+        namespaces,
+        label_selector,
     }
-}
-
-pub(super) fn build(raw: &serde_json::Value) -> Result<Plugin, ArgsError> {
-    let a: Args = args::decode(raw)?;
-    Ok(Plugin::Deschedule(Box::new(
-        RemovePodsViolatingInterPodAntiAffinity::new(a)?,
-    )))
 }
 
 impl RemovePodsViolatingInterPodAntiAffinity {

@@ -9,19 +9,18 @@
 //! own namespace; other pods with the candidate's name are skipped); two pods on the same node are
 //! in the same domain even when the node lacks the topology key.
 
+use super::{PodQuestion, extension_point};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::evictor::EvictionReason;
 use crate::framework::parallel;
 use crate::framework::podfilter::PodFilter;
-use crate::framework::registry::ExtensionPoint;
-use crate::framework::{DeschedulePlugin, Handle, PluginFactory, sort};
+use crate::framework::{Handle, sort};
 use crate::scheduling::affinity::{self, CompiledAntiAffinityTerm};
 use crate::snapshot::{NodeId, PodId, Snapshot};
 
 mod args;
 pub use args::Args;
-use args::build;
 
 /// The plugin name.
 pub const NAME: &str = "RemovePodsViolatingInterPodAntiAffinity";
@@ -30,11 +29,6 @@ pub const NAME: &str = "RemovePodsViolatingInterPodAntiAffinity";
 #[derive(Debug, Clone)]
 pub struct RemovePodsViolatingInterPodAntiAffinity {
     filter: PodFilter,
-}
-
-/// The registry entry.
-pub fn factory() -> PluginFactory {
-    PluginFactory::new(NAME, ExtensionPoint::Deschedule, build)
 }
 
 /// The listed pods by node id and by namespace.
@@ -211,18 +205,11 @@ impl<'s, 'i> Pool<'s, 'i> {
     }
 }
 
-impl DeschedulePlugin for RemovePodsViolatingInterPodAntiAffinity {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+extension_point!(Deschedule for RemovePodsViolatingInterPodAntiAffinity, NAME);
 
-    fn explain_pod(
-        &self,
-        s: &Snapshot,
-        pod: PodId,
-        nodes: &[NodeId],
-        _now: jiff::Timestamp,
-    ) -> Option<String> {
+impl RemovePodsViolatingInterPodAntiAffinity {
+    fn explain(&self, q: PodQuestion<'_>) -> Option<String> {
+        let (s, pod, nodes) = (q.snapshot, q.pod, q.nodes);
         let p = s.pod(pod);
         let terms = affinity::compile_anti_affinity_terms(p);
         if terms.is_empty() {
@@ -278,7 +265,7 @@ impl DeschedulePlugin for RemovePodsViolatingInterPodAntiAffinity {
         Some(parts.join("; "))
     }
 
-    fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+    fn evict(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let s = h.snapshot;
         let (by_node, by_namespace) = self.list(s, nodes);
         if h.total_limit_reached() {

@@ -1,7 +1,7 @@
 use super::*;
 use crate::evictor::EvictionRecord;
 use crate::framework::Plugin;
-use crate::framework::cycle::{CycleConfig, Profile};
+use crate::framework::cycle::CycleConfig;
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::testing::{PodBuilder, evicted_names, node, pod, run_deschedule, run_profile, snapshot};
 use k8s_openapi::api::core::v1 as core;
@@ -310,13 +310,13 @@ fn node_limit_moves_to_next_node_and_total_limit_stops() {
             db("ns", "b2", "n2").build(),
         ]
     };
-    let profile = || Profile {
-        name: "p".into(),
-        evictor: Box::new(DefaultEvictor::default()),
-        deschedule: vec![Box::new(
-            RemovePodsViolatingInterPodAntiAffinity::new(Args::default()).expect("args"),
-        )],
-        balance: vec![],
+    let profile = || {
+        crate::testing::profile(
+            vec![Box::new(
+                RemovePodsViolatingInterPodAntiAffinity::new(Args::default()).expect("args"),
+            )],
+            vec![],
+        )
     };
     let go = |cfg: CycleConfig| -> Vec<String> {
         let mut s = snapshot(nodes2(), pods());
@@ -325,19 +325,10 @@ fn node_limit_moves_to_next_node_and_total_limit_stops() {
     };
     assert_eq!(go(CycleConfig::default()), vec!["ns/a1", "ns/a2", "ns/b1"]);
     assert_eq!(
-        go(CycleConfig {
-            max_per_node: Some(crate::evictor::LimitValue::Count(1)),
-            ..Default::default()
-        }),
+        go(crate::testing::per_node_limit(1)),
         vec!["ns/a1", "ns/b1"]
     );
-    assert_eq!(
-        go(CycleConfig {
-            max_total: Some(1),
-            ..Default::default()
-        }),
-        vec!["ns/a1"]
-    );
+    assert_eq!(go(crate::testing::total_limit(1)), vec!["ns/a1"]);
 }
 
 #[test]

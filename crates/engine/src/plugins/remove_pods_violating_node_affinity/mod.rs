@@ -2,17 +2,17 @@
 //! node no longer satisfies their required node affinity (when they fit some node), or — for
 //! preferred affinity — when some node scores strictly higher than the current one.
 
+use super::{PodQuestion, extension_point};
 use rustc_hash::FxHashMap as HashMap;
 use std::hash::{Hash, Hasher};
 
 use k8s_openapi::api::core::v1::PreferredSchedulingTerm;
 
 use crate::evictor::EvictionReason;
-use crate::framework::args::{ArgsError, decode};
+use crate::framework::Handle;
+use crate::framework::args::ArgsError;
 use crate::framework::per_node::evict_per_node;
 use crate::framework::podfilter::PodFilter;
-use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
-use crate::framework::{DeschedulePlugin, Handle};
 use crate::scheduling::{affinity, fit};
 use crate::snapshot::model::PodPhase;
 use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
@@ -29,17 +29,6 @@ const PREFERRED: &str = "preferredDuringSchedulingIgnoredDuringExecution";
 pub struct RemovePodsViolatingNodeAffinity {
     filter: PodFilter,
     types: Vec<String>,
-}
-
-/// Registry entry.
-pub fn factory() -> PluginFactory {
-    PluginFactory::new(NAME, ExtensionPoint::Deschedule, build)
-}
-
-fn build(args: &serde_json::Value) -> Result<Plugin, ArgsError> {
-    Ok(Plugin::Deschedule(Box::new(
-        RemovePodsViolatingNodeAffinity::new(decode(args)?)?,
-    )))
 }
 
 impl RemovePodsViolatingNodeAffinity {
@@ -188,18 +177,11 @@ fn terms_hash(terms: &[PreferredSchedulingTerm]) -> u64 {
     h.finish()
 }
 
-impl DeschedulePlugin for RemovePodsViolatingNodeAffinity {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+extension_point!(Deschedule for RemovePodsViolatingNodeAffinity, NAME);
 
-    fn explain_pod(
-        &self,
-        s: &Snapshot,
-        pod: PodId,
-        nodes: &[NodeId],
-        _now: jiff::Timestamp,
-    ) -> Option<String> {
+impl RemovePodsViolatingNodeAffinity {
+    fn explain(&self, q: PodQuestion<'_>) -> Option<String> {
+        let (s, pod, nodes) = (q.snapshot, q.pod, q.nodes);
         let p = s.pod(pod);
         let node = p.node?;
         let name = &s.node(node).name;
@@ -219,7 +201,7 @@ impl DeschedulePlugin for RemovePodsViolatingNodeAffinity {
         )
     }
 
-    fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+    fn evict(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         for kind in &self.types {
             evict_per_node(
                 h,

@@ -2,16 +2,16 @@
 //! taint (and `PreferNoSchedule` when `includePreferNoSchedule`) on their node. `NoExecute` taints
 //! are left to the kubelet's taint manager, as upstream.
 
+use super::{PodQuestion, extension_point};
 use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::Taint;
 
 use crate::evictor::EvictionReason;
-use crate::framework::args::{ArgsError, decode};
+use crate::framework::Handle;
+use crate::framework::args::ArgsError;
 use crate::framework::per_node::evict_per_node;
 use crate::framework::podfilter::PodFilter;
-use crate::framework::registry::{ExtensionPoint, Plugin, PluginFactory};
-use crate::framework::{DeschedulePlugin, Handle};
 use crate::scheduling::taints;
 use crate::snapshot::model::PodPhase;
 use crate::snapshot::{NodeId, PodId, Snapshot};
@@ -28,17 +28,6 @@ pub struct RemovePodsViolatingNodeTaints {
     include_prefer_no_schedule: bool,
     excluded: HashSet<String>,
     included: Option<HashSet<String>>,
-}
-
-/// Registry entry.
-pub fn factory() -> PluginFactory {
-    PluginFactory::new(NAME, ExtensionPoint::Deschedule, build)
-}
-
-fn build(args: &serde_json::Value) -> Result<Plugin, ArgsError> {
-    Ok(Plugin::Deschedule(Box::new(
-        RemovePodsViolatingNodeTaints::new(decode(args)?)?,
-    )))
 }
 
 fn named(set: &HashSet<String>, t: &Taint) -> bool {
@@ -111,18 +100,11 @@ impl RemovePodsViolatingNodeTaints {
     }
 }
 
-impl DeschedulePlugin for RemovePodsViolatingNodeTaints {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+extension_point!(Deschedule for RemovePodsViolatingNodeTaints, NAME);
 
-    fn explain_pod(
-        &self,
-        s: &Snapshot,
-        pod: PodId,
-        _nodes: &[NodeId],
-        _now: jiff::Timestamp,
-    ) -> Option<String> {
+impl RemovePodsViolatingNodeTaints {
+    fn explain(&self, q: PodQuestion<'_>) -> Option<String> {
+        let (s, pod) = (q.snapshot, q.pod);
         let node = s.pod(pod).node?;
         Some(match self.untolerated(s, pod, node) {
             None => format!(
@@ -137,7 +119,7 @@ impl DeschedulePlugin for RemovePodsViolatingNodeTaints {
         })
     }
 
-    fn deschedule(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+    fn evict(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         evict_per_node(h, nodes, |s, view, node, _: &mut ()| {
             let taints = &s.node(node).taints;
             s.pods_on_node(node)

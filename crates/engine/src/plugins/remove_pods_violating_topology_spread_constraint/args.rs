@@ -2,8 +2,7 @@
 //! `RemovePodsViolatingTopologySpreadConstraintArgs`), decoding, validation and defaults.
 
 use super::RemovePodsViolatingTopologySpreadConstraint;
-use crate::framework::Plugin;
-use crate::framework::args::{self, ArgsError, selecting_args};
+use crate::framework::args::{ArgsError, selecting_args};
 use crate::framework::podfilter::PodFilter;
 
 pub(super) const DO_NOT_SCHEDULE: &str = "DoNotSchedule";
@@ -12,20 +11,13 @@ pub(super) const SCHEDULE_ANYWAY: &str = "ScheduleAnyway";
 selecting_args! {
     /// Args (upstream `RemovePodsViolatingTopologySpreadConstraintArgs`).
     pub struct Args {
+        namespaces,
+        label_selector,
         /// whenUnsatisfiable values to balance (default `[DoNotSchedule]`).
-        #[serde(default)]
         pub constraints: Vec<String>,
         /// Only evict pods that fit a node of an under-populated domain (default true).
-        #[serde(default)]
         pub topology_balance_node_fit: Option<bool>,
     }
-}
-
-pub(super) fn build(raw: &serde_json::Value) -> Result<Plugin, ArgsError> {
-    let a: Args = args::decode(raw)?;
-    Ok(Plugin::Balance(Box::new(
-        RemovePodsViolatingTopologySpreadConstraint::new(a)?,
-    )))
 }
 
 impl RemovePodsViolatingTopologySpreadConstraint {

@@ -12,6 +12,7 @@
 //! last; with `topologyBalanceNodeFit` a pod is only evicted if it fits a node of a domain below
 //! the average. `minDomains` is not used (as upstream).
 
+use super::{PodQuestion, extension_point};
 use std::collections::BTreeMap;
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -26,16 +27,14 @@ use kube_core::{Expression, Selector, SelectorExt};
 use std::sync::Arc;
 
 use crate::evictor::EvictionReason;
+use crate::framework::Handle;
 use crate::framework::parallel;
-use crate::framework::registry::ExtensionPoint;
-use crate::framework::{BalancePlugin, Handle, PluginFactory};
 use crate::scheduling::{affinity, fit, selector, taints};
 use crate::snapshot::{Node, NodeId, Pod, PodId, Snapshot};
 
 mod args;
 mod explain;
 pub use args::Args;
-use args::build;
 
 /// The plugin name.
 pub const NAME: &str = "RemovePodsViolatingTopologySpreadConstraint";
@@ -46,11 +45,6 @@ pub struct RemovePodsViolatingTopologySpreadConstraint {
     filter: PodFilter,
     constraints: Vec<String>,
     node_fit: bool,
-}
-
-/// The registry entry.
-pub fn factory() -> PluginFactory {
-    PluginFactory::new(NAME, ExtensionPoint::Balance, build)
 }
 
 /// A pod's nodeSelector and required node affinity terms.
@@ -556,22 +550,15 @@ impl RemovePodsViolatingTopologySpreadConstraint {
     }
 }
 
-impl BalancePlugin for RemovePodsViolatingTopologySpreadConstraint {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+extension_point!(Balance for RemovePodsViolatingTopologySpreadConstraint, NAME);
 
-    fn explain_pod(
-        &self,
-        s: &Snapshot,
-        pod: PodId,
-        nodes: &[NodeId],
-        _now: jiff::Timestamp,
-    ) -> Option<String> {
+impl RemovePodsViolatingTopologySpreadConstraint {
+    fn explain(&self, q: PodQuestion<'_>) -> Option<String> {
+        let (s, pod, nodes) = (q.snapshot, q.pod, q.nodes);
         Some(explain::explain(self, s, pod, nodes))
     }
 
-    fn balance(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
+    fn evict(&self, h: &mut Handle<'_>, nodes: &[NodeId]) {
         let s = h.snapshot;
         let mut node_limited: HashSet<NodeId> = HashSet::default();
         if h.total_limit_reached() {

@@ -1,7 +1,7 @@
 use super::args::{DO_NOT_SCHEDULE, SCHEDULE_ANYWAY};
 use super::*;
 use crate::framework::Plugin;
-use crate::framework::cycle::{CycleConfig, Profile};
+use crate::framework::cycle::CycleConfig;
 
 /// Namespaces are analysed in parallel chunks: choosing over every namespace at once must
 /// equal concatenating the choices over any split, on a cluster with many constraints.
@@ -632,16 +632,8 @@ fn big_skew_and_limits() {
     let plugin = RemovePodsViolatingTopologySpreadConstraint::new(Args::default()).expect("args");
     let mut s = snapshot(zones(&["a", "b", "c"]), ps());
     let r = run_profile(
-        Profile {
-            name: "p".into(),
-            evictor: Box::new(DefaultEvictor::default()),
-            deschedule: vec![],
-            balance: vec![Box::new(plugin)],
-        },
-        &CycleConfig {
-            max_per_node: Some(crate::evictor::LimitValue::Count(5)),
-            ..Default::default()
-        },
+        crate::testing::profile(vec![], vec![Box::new(plugin)]),
+        &crate::testing::per_node_limit(5),
         &mut s,
     );
     assert_eq!(evicted_names(&r).len(), 5);
@@ -745,12 +737,7 @@ fn total_limit_already_reached_records_the_first_attempt_of_a_full_run() {
             .expect("plugin"),
         )
     };
-    let profile = || Profile {
-        name: "p".into(),
-        evictor: Box::new(DefaultEvictor::default()),
-        deschedule: vec![],
-        balance: vec![plugin()],
-    };
+    let profile = || crate::testing::profile(vec![], vec![plugin()]);
     let run = |max_total| {
         let mut s = crate::testing::synthetic_snapshot(60, 2_000, 11);
         crate::framework::cycle::run_cycle(

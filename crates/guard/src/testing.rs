@@ -1,0 +1,81 @@
+//! Fixtures for the guard's tests and benchmarks: the Deployment `shop/web` (RollingUpdate 25 % /
+//! 25 %, revision 3), its ReplicaSet `web-7d9f` and a Running, Ready pod of it. Offered for tests
+//! without a stability promise; adjust a fixture with struct update syntax.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kube_descheduler_engine::snapshot::model::PodPhase;
+use kube_descheduler_engine::workload::facts::{IntOrPercent, OwnerFacts, Strategy};
+
+use crate::{DeploymentFacts, PodFacts, ReplicaSetFacts};
+
+/// The running, Ready pod `shop/web-7d9f-abcde` of ReplicaSet `web-7d9f`, labelled `app=web`.
+pub fn web_pod() -> PodFacts {
+    PodFacts {
+        namespace: "shop".into(),
+        name: "web-7d9f-abcde".into(),
+        uid: "pod-uid".into(),
+        labels: Arc::new(BTreeMap::from([("app".into(), "web".into())])),
+        opt_out: false,
+        phase: PodPhase::Running,
+        terminating: false,
+        ready: true,
+        owner: Some(OwnerFacts {
+            kind: "ReplicaSet".into(),
+            name: "web-7d9f".into(),
+            uid: "rs-uid".into(),
+        }),
+        pod_template_hash: Some("7d9f".into()),
+        claims: vec![],
+        ephemeral_single_node_volume: false,
+    }
+}
+
+/// ReplicaSet `shop/web-7d9f` (revision 3) of Deployment `web`, with `replicas` desired, present
+/// and ready.
+pub fn web_replica_set(replicas: i32) -> ReplicaSetFacts {
+    ReplicaSetFacts {
+        namespace: "shop".into(),
+        name: "web-7d9f".into(),
+        uid: "rs-uid".into(),
+        owner: Some(OwnerFacts {
+            kind: "Deployment".into(),
+            name: "web".into(),
+            uid: "dep-uid".into(),
+        }),
+        revision: Some(3),
+        pod_template_hash: Some("7d9f".into()),
+        desired: replicas,
+        replicas,
+        ready: replicas,
+    }
+}
+
+/// Deployment `shop/web` (uid `dep-uid`, revision 3, generation 2 observed) with `replicas`
+/// desired, all of them updated, ready and available; no restart or surge recorded.
+pub fn web_deployment(replicas: i32) -> DeploymentFacts {
+    DeploymentFacts {
+        namespace: "shop".into(),
+        name: "web".into(),
+        uid: "dep-uid".into(),
+        replicas,
+        strategy: Strategy::RollingUpdate {
+            max_surge: IntOrPercent::Percent(25),
+            max_unavailable: IntOrPercent::Percent(25),
+        },
+        paused: false,
+        progress_deadline_exceeded: false,
+        opt_out: false,
+        revision: Some(3),
+        generation: 2,
+        observed_generation: 2,
+        status_replicas: replicas,
+        updated_replicas: replicas,
+        ready_replicas: replicas,
+        available_replicas: replicas,
+        restart: None,
+        pdb_surge: None,
+        surge: None,
+    }
+}
