@@ -152,14 +152,6 @@ fn read_or_bundled(
     }
 }
 
-/// Plans evictions offline and prints the plan (the built-in plugins).
-pub fn run(args: PlanArgs) -> anyhow::Result<()> {
-    run_with(
-        args,
-        &kube_descheduler_engine::framework::Registry::builtin(),
-    )
-}
-
 /// Plans evictions with the plugins of `registry` and prints the plan.
 pub fn run_with(
     args: PlanArgs,

@@ -314,14 +314,6 @@ fn identity() -> String {
     )
 }
 
-/// Runs the descheduler against a cluster (the built-in plugins).
-pub fn run(args: RunArgs) -> anyhow::Result<()> {
-    run_with(
-        args,
-        &kube_descheduler_engine::framework::Registry::builtin(),
-    )
-}
-
 /// Runs the descheduler against a cluster with the plugins of `registry`.
 pub fn run_with(
     args: RunArgs,
