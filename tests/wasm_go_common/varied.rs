@@ -71,16 +71,16 @@ fn vary_pod(pod: &mut Value, j: u64, now: i64) {
     }
     pod["status"]["conditions"] = conditions(j, now);
     let code = [0, 1, 2, 137][(j % 4) as usize];
-    if j % 6 == 0 {
+    if j.is_multiple_of(6) {
         pod["status"]["containerStatuses"][0]["state"] =
             json!({"terminated": {"reason": "Error", "exitCode": code}});
     }
-    if j % 7 == 0 {
+    if j.is_multiple_of(7) {
         pod["status"]["initContainerStatuses"] = json!([{"name": "init", "image": "img",
             "imageID": "", "ready": false, "restartCount": 0,
             "state": {"terminated": {"reason": "Completed", "exitCode": (code + 1) % 3}}}]);
     }
-    if j % 8 == 0
+    if j.is_multiple_of(8)
         && let Some(owners) = pod["metadata"]["ownerReferences"].as_array_mut()
     {
         owners.push(
