@@ -1,13 +1,13 @@
-//! Benchmark: the native PodLifeTime against its WebAssembly port (examples/wasm-plugins/
-//! podlifetime.wasm, built from c/podlifetime.c) with the same args, in one run, on the synthetic
-//! 5,000-node / 150,000-pod cluster (seed 42) with a creation time on every pod. Reports the
-//! module's compile time at policy load, the RSS a loaded plugin adds, each plugin's cycle time
-//! (median and fastest of `WASM_BENCH_RUNS`, default 7, alternated), and asserts that both evict
-//! exactly the same pods with the same reasons; then the time of one `plan --explain` answer of
-//! each (the port's `kd_explain`), asserting the same sentences. Run: `cargo bench --bench wasm_plugin`;
-//! `WASM_BENCH_SIZE=500x15000` chooses another size; `WASM_BENCH_MODULE=examples/wasm-plugins/go/
-//! podlifetime.wasm` measures the Go port instead of the C port (any PodLifeTime port taking the
-//! args below; relative to the repository root).
+//! Benchmark: native plugins against their WebAssembly ports with the same args, on the synthetic
+//! 5,000-node / 150,000-pod cluster (seed 42) with a creation time on every pod: PodLifeTime
+//! against the C port (examples/wasm-plugins/podlifetime.wasm) and the Go port
+//! (go/podlifetime.wasm), RemovePodsViolatingNodeTaints against the Go port (go/nodetaints.wasm).
+//! For each pair: the module's compile time at policy load, the RSS a loaded plugin adds, each
+//! plugin's cycle time (median and fastest of `WASM_BENCH_RUNS`, default 7, alternated), asserting
+//! that both evict exactly the same pods with the same reasons; then the time of one
+//! `plan --explain` answer of each (the port's `kd_explain`), asserting the same sentences. Run:
+//! `cargo bench --bench wasm_plugin`; `WASM_BENCH_SIZE=500x15000` chooses another size,
+//! `WASM_BENCH_PAIRS=go` only the pairs whose label contains `go`.
 
 mod bench_common;
 #[path = "../tests/wasm_common/mod.rs"]
@@ -51,17 +51,42 @@ fn status_kib(field: &str) -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-const ARGS: &str = "{maxPodLifeTimeSeconds: 864000, namespaces: {exclude: [kube-system]}}";
+const LIFETIME_ARGS: &str = "{maxPodLifeTimeSeconds: 864000, namespaces: {exclude: [kube-system]}}";
+const TAINTS_ARGS: &str = "{namespaces: {exclude: [kube-system]}}";
+
+/// A native plugin and its port, with the same args.
+struct Pair {
+    label: &'static str,
+    native: &'static str,
+    module: &'static str,
+    args: &'static str,
+}
+
+const PAIRS: &[Pair] = &[
+    Pair {
+        label: "PodLifeTime, C port",
+        native: "PodLifeTime",
+        module: "examples/wasm-plugins/podlifetime.wasm",
+        args: LIFETIME_ARGS,
+    },
+    Pair {
+        label: "PodLifeTime, Go port",
+        native: "PodLifeTime",
+        module: "examples/wasm-plugins/go/podlifetime.wasm",
+        args: LIFETIME_ARGS,
+    },
+    Pair {
+        label: "RemovePodsViolatingNodeTaints, Go port",
+        native: "RemovePodsViolatingNodeTaints",
+        module: "examples/wasm-plugins/go/nodetaints.wasm",
+        args: TAINTS_ARGS,
+    },
+];
 
 fn main() {
     let (nodes, pods) = bench_common::size_from_env("WASM_BENCH_SIZE");
     let runs: usize = bench_common::env_number("WASM_BENCH_RUNS", 7).max(1);
-    let root = wasm_common::root();
-    let module = root.join(
-        std::env::var("WASM_BENCH_MODULE")
-            .unwrap_or_else(|_| "examples/wasm-plugins/podlifetime.wasm".to_string()),
-    );
-    eprintln!("wasm_plugin: module {}", module.display());
+    let only = std::env::var("WASM_BENCH_PAIRS").unwrap_or_default();
     let t = Instant::now();
     let cluster = wasm_common::synthetic_with_ages(nodes, pods, 42);
     let mut snapshot = kube_descheduler::snapshot::load::load_bytes(&cluster)
@@ -71,14 +96,25 @@ fn main() {
         "wasm_plugin: {nodes} nodes / {pods} pods loaded in {:.1?}",
         t.elapsed()
     );
-    let native = wasm_common::load(&wasm_common::policy(&[("PodLifeTime", ARGS)]), &root)
+    println!("wasm_plugin: {nodes} nodes, {pods} pods, {runs} alternated runs per pair");
+    for pair in PAIRS.iter().filter(|p| p.label.contains(only.as_str())) {
+        bench_pair(pair, &mut snapshot, runs);
+    }
+}
+
+/// Measures one pair (see the module's documentation).
+fn bench_pair(pair: &Pair, snapshot: &mut kube_descheduler::snapshot::Snapshot, runs: usize) {
+    let root = wasm_common::root();
+    let module = root.join(pair.module);
+    let args = pair.args;
+    let native = wasm_common::load(&wasm_common::policy(&[(pair.native, args)]), &root)
         .unwrap_or_else(|e| fail(e));
     let before = rss();
     let t = Instant::now();
     let wasm = wasm_common::load(
         &wasm_common::policy(&[(
-            "WasmPodLifeTime",
-            &format!("{{module: {}, args: {ARGS}}}", module.display()),
+            "WasmPort",
+            &format!("{{module: {}, args: {args}}}", module.display()),
         )]),
         &root,
     )
@@ -110,7 +146,7 @@ fn main() {
         let (report, _) = run_cycle(
             &policy.profiles,
             &policy.cycle,
-            &mut snapshot,
+            &mut *snapshot,
             kube_descheduler::testing::now(),
             Box::new(PlanBackend::new()),
         );
@@ -148,23 +184,25 @@ fn main() {
         bench_common::median(&mut wasm_times),
     );
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-    println!("wasm_plugin: {nodes} nodes, {pods} pods, args {ARGS}, {runs} alternated runs");
+    println!("{}: {}, args {args}", pair.label, pair.module);
     println!("  evictions identical: {evicted} pods, same order and reasons");
-    println!("  native PodLifeTime cycle: median {nm:.1?}, fastest {nf:.1?}");
-    println!("  wasm port cycle:          median {wm:.1?}, fastest {wf:.1?}");
+    println!("  native cycle:    median {nm:.1?}, fastest {nf:.1?}");
+    println!("  wasm port cycle: median {wm:.1?}, fastest {wf:.1?}");
     println!(
         "  ratio wasm/native: median {:.2}x, fastest {:.2}x (target <= 3x)",
         wm.as_secs_f64() / nm.as_secs_f64().max(1e-9),
         wf.as_secs_f64() / nf.as_secs_f64().max(1e-9)
     );
+    let wire: serde_json::Value =
+        serde_saphyr::from_str(args).unwrap_or_else(|e| fail(format!("the bench's args: {e}")));
     let config = kube_descheduler::wasm::decode_config(
-        &serde_json::json!({"module": module, "args": {"maxPodLifeTimeSeconds": 864000}}),
+        &serde_json::json!({"module": module, "args": wire}),
         None,
     )
     .unwrap_or_else(|e| fail(e.to_string()));
     let guest = kube_descheduler::wasm::load::load(
         &config,
-        "WasmPodLifeTime",
+        "WasmPort",
         kube_descheduler::framework::registry::ExtensionPoint::Deschedule,
     )
     .unwrap_or_else(|e| fail(e.to_string()));
@@ -187,7 +225,7 @@ fn main() {
         "  RSS added by the plugin: {:.1} MiB (target <= 64 MiB)",
         mib(added)
     );
-    explain_cost(&snapshot, &native, &wasm, runs);
+    explain_cost(snapshot, &native, &wasm, runs);
 }
 
 /// `plan --explain` for pods neither plugin selects: the same sentence from the native plugin and
@@ -201,6 +239,7 @@ fn explain_cost(
 ) {
     let nodes = kube_descheduler::framework::cycle::ready_nodes(snapshot, None);
     let now = kube_descheduler::testing::now();
+    // Pods young enough for neither PodLifeTime to select (any pod for the other plugins).
     let young: Vec<kube_descheduler::snapshot::PodId> = snapshot
         .live_pods()
         .filter(|&p| {

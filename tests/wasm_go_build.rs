@@ -1,6 +1,5 @@
 //! The Go example plugins (examples/wasm-plugins/go/) rebuilt with the Go toolchain go.mod pins:
-//! the committed modules are byte-identical to the rebuilt ones, they import only the sandbox's
-//! host functions, and a Go reactor built without the SDK's WASI rewrite is refused at load with a
+//! the committed modules are byte-identical to the rebuilt ones, and a Go reactor built without the SDK's WASI rewrite is refused at load with a
 //! sentence naming the WASI import (the sandbox offers no WASI).
 
 mod wasm_go_common;
@@ -95,30 +94,4 @@ fn a_go_reactor_without_the_wasi_rewrite_is_refused_at_load() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!evictions(&v).is_empty(), "{v}");
-}
-
-#[test]
-fn the_nodetaints_port_needs_host_functions_abi_v1_lacks() {
-    // ABI v1 gives a module no taints, tolerations or string facts: the port imports the proposed
-    // node_taints / pod_tolerations / reason_string (sdk/go/kd/abix), which the host refuses.
-    let dir = tempfile::tempdir().unwrap();
-    let (out, _) = plan(
-        dir.path(),
-        &policy(
-            "GoNodeTaints",
-            &format!(
-                "{{module: {}, args: {{}}}}",
-                rebuilt().join("nodetaints.wasm").display()
-            ),
-            "",
-        ),
-        &root().join("examples/cluster.yaml"),
-        &[],
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("kube_descheduler::node_taints, which the sandbox does not offer"),
-        "{err}"
-    );
 }

@@ -1,6 +1,7 @@
-//! `plan --explain` through the binary with the Go port of PodLifeTime (rebuilt with the pinned Go
-//! toolchain): for the same pods and args it says word for word what the native PodLifeTime says,
-//! in each of the native plugin's not-selected sentences.
+//! `plan --explain` through the binary with the Go ports of PodLifeTime and
+//! RemovePodsViolatingNodeTaints (rebuilt with the pinned Go toolchain): for the same pods and args
+//! each says word for word what its native plugin says, in each of the native plugin's
+//! not-selected sentences.
 
 mod wasm_go_common;
 
@@ -35,10 +36,10 @@ fn explain(dir: &Path, policy: &str, pods: &[&str]) -> Vec<(String, String, Stri
         .collect()
 }
 
-fn same_answers(args: &str, pods: &[&str]) -> Vec<String> {
+fn same_answers(native: &str, module: &str, args: &str, pods: &[&str]) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
-    let want = explain(dir.path(), &policy("PodLifeTime", args, ""), pods);
-    let module = rebuilt().join("podlifetime.wasm");
+    let want = explain(dir.path(), &policy(native, args, ""), pods);
+    let module = rebuilt().join(module);
     let got = explain(
         dir.path(),
         &policy(
@@ -51,13 +52,15 @@ fn same_answers(args: &str, pods: &[&str]) -> Vec<String> {
         ),
         pods,
     );
-    assert_eq!(got, want, "Go port vs native PodLifeTime with {args}");
+    assert_eq!(got, want, "Go port vs native {native} with {args}");
     want.into_iter().map(|(_, _, d)| d).collect()
 }
 
 #[test]
 fn the_go_podlifetime_port_explains_as_the_native_plugin() {
     let details = same_answers(
+        "PodLifeTime",
+        "podlifetime.wasm",
         "{maxPodLifeTimeSeconds: 604800, namespaces: {include: [shop, monitoring]}}",
         &[
             "shop/api-6f4b9d7c8-q9r2t",
@@ -73,6 +76,26 @@ fn the_go_podlifetime_port_explains_as_the_native_plugin() {
             "not selected: age 5h <= maxPodLifeTimeSeconds 604800 (7d)",
             "not selected: its namespace, labels, states, conditions or owner kind do not match the plugin's args",
             "not selected: age 1d <= maxPodLifeTimeSeconds 604800 (7d)",
+        ]
+    );
+}
+
+#[test]
+fn the_go_nodetaints_port_explains_as_the_native_plugin() {
+    let details = same_answers(
+        "RemovePodsViolatingNodeTaints",
+        "nodetaints.wasm",
+        "{namespaces: {exclude: [monitoring]}}",
+        &[
+            "monitoring/exporter-5c4b3a2d1-z8x7c",
+            "shop/web-7c9f8d6b5-b8n1z",
+        ],
+    );
+    assert_eq!(
+        details,
+        [
+            "not selected: node-6 taint dedicated=gpu:NoSchedule is not tolerated, but the plugin's namespaces / labelSelector exclude the pod",
+            "not selected: it tolerates every taint of node-4 this plugin enforces",
         ]
     );
 }

@@ -1,7 +1,9 @@
-//! The Go port of PodLifeTime (examples/wasm-plugins/go/podlifetime, rebuilt with the pinned Go
-//! toolchain) decides exactly as the native plugin: `plan -o json` with the same args evicts the
-//! same pods in the same order with the same reasons (code, text, numbers), on the bundled
-//! example and on a synthetic cluster of 1,000 nodes, with several arg sets and with limits.
+//! The Go ports (examples/wasm-plugins/go/podlifetime and nodetaints, rebuilt with the pinned Go
+//! toolchain) decide exactly as the native PodLifeTime and RemovePodsViolatingNodeTaints:
+//! `plan -o json` with the same args evicts the same pods in the same order with the same
+//! outcomes and reasons (code, text, numbers, strings), on the bundled example and on a synthetic
+//! cluster of 1,000 nodes (made varied: taints, tolerations, conditions, exit codes, owners), with
+//! the args varied and with limits.
 
 mod wasm_go_common;
 
@@ -9,91 +11,74 @@ use std::path::Path;
 
 use wasm_go_common::*;
 
-/// Plans `native` and the Go port `module` with the same `args` on `snapshot`; asserts identical
-/// evictions (plugin names aside) and no plugin failure; returns how many.
-fn assert_same(
+/// [`assert_same`] for each of `args`; returns the evictions of all.
+fn all_same(
     dir: &Path,
     native: &str,
     module: &str,
-    args: &str,
-    snapshot: &Path,
-    extra: &str,
-) -> usize {
-    let run = |p: String| {
-        let (out, v) = plan(dir, &p, snapshot, &[]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let warnings = v["summary"]["warnings"].to_string();
-        assert!(
-            !warnings.contains("failed for this cycle"),
-            "{args}: {warnings}"
-        );
-        evictions(&v)
-    };
-    let want = run(policy(native, args, extra));
-    let got = run(policy(
-        "GoPort",
-        &format!(
-            "{{module: {}, timeout: 60s, args: {args}}}",
-            rebuilt().join(module).display()
-        ),
-        extra,
-    ));
-    assert_eq!(got.len(), want.len(), "{native} {args}: counts differ");
-    for (g, w) in got.iter().zip(&want) {
-        assert_eq!(g, w, "{native} {args}");
-    }
-    want.len()
+    cluster: &Path,
+    args: &[&str],
+) -> Vec<serde_json::Value> {
+    args.iter()
+        .flat_map(|a| assert_same(dir, native, module, a, cluster, ""))
+        .collect()
 }
+
+// Few arg sets, each combining several args: every set costs a compilation of the module.
 
 #[test]
 fn podlifetime_matches_the_native_plugin_on_the_bundled_example() {
     let dir = tempfile::tempdir().unwrap();
-    let cluster = root().join("examples/cluster.yaml");
-    let mut total = 0;
-    // Few arg sets, each combining several args: every set costs a compilation of the module,
-    // about a minute with the dev profile's unoptimized Cranelift.
-    for args in [
-        "{maxPodLifeTimeSeconds: 3600, namespaces: {include: [shop, batch, monitoring]}, ownerKinds: {include: [ReplicaSet, Job]}}",
-        "{maxPodLifeTimeSeconds: 60, states: [Running, CrashLoopBackOff, Failed], includingInitContainers: true, namespaces: {exclude: [kube-system]}, labelSelector: {matchExpressions: [{key: app, operator: NotIn, values: [api]}]}}",
-        "{states: [Pending, CrashLoopBackOff, Completed, Error, Running], ownerKinds: {exclude: [DaemonSet]}, labelSelector: {matchLabels: {app: cart-worker}}}",
-    ] {
-        total += assert_same(
-            dir.path(),
-            "PodLifeTime",
-            "podlifetime.wasm",
-            args,
-            &cluster,
-            "",
-        );
-    }
-    assert!(total >= 3, "the cases evict pods ({total})");
+    let all = all_same(
+        dir.path(),
+        "PodLifeTime",
+        "podlifetime.wasm",
+        &root().join("examples/cluster.yaml"),
+        &[
+            "{maxPodLifeTimeSeconds: 3600, namespaces: {include: [shop, batch, monitoring]}, ownerKinds: {include: [ReplicaSet, Job]}}",
+            "{maxPodLifeTimeSeconds: 60, states: [Running, CrashLoopBackOff, Failed], includingInitContainers: true, namespaces: {exclude: [kube-system]}, labelSelector: {matchExpressions: [{key: app, operator: NotIn, values: [api]}]}}",
+            "{states: [Pending, CrashLoopBackOff, Completed, Error, Running], ownerKinds: {exclude: [DaemonSet]}, labelSelector: {matchLabels: {app: cart-worker}}}",
+            "{conditions: [{type: Ready, status: 'True', minTimeSinceLastTransitionSeconds: 86400}], exitCodes: [0, 1, 137], includingInitContainers: true}",
+        ],
+    );
+    assert!(all.len() >= 3, "the cases evict pods ({})", all.len());
 }
 
 #[test]
 fn podlifetime_matches_the_native_plugin_on_a_synthetic_cluster() {
     let dir = tempfile::tempdir().unwrap();
-    let cluster = synthetic(dir.path(), 1000, 12_000, 7);
-    let mut total = 0;
-    for args in [
-        "{maxPodLifeTimeSeconds: 864000, namespaces: {exclude: [kube-system]}}",
-        "{maxPodLifeTimeSeconds: 86400, states: [Running, CrashLoopBackOff], namespaces: {include: [team-a, batch]}, ownerKinds: {exclude: [DaemonSet]}, labelSelector: {matchExpressions: [{key: app, operator: Exists}]}}",
-        "{states: [Failed, CrashLoopBackOff]}",
-    ] {
-        total += assert_same(
-            dir.path(),
-            "PodLifeTime",
-            "podlifetime.wasm",
-            args,
-            &cluster,
-            "",
+    let cluster = varied(dir.path(), 1000, 12_000, 7);
+    let all = all_same(
+        dir.path(),
+        "PodLifeTime",
+        "podlifetime.wasm",
+        &cluster,
+        &[
+            "{maxPodLifeTimeSeconds: 864000, namespaces: {exclude: [kube-system]}}",
+            "{maxPodLifeTimeSeconds: 86400, states: [Running, CrashLoopBackOff], namespaces: {include: [team-a, batch]}, ownerKinds: {exclude: [Workflow]}, labelSelector: {matchExpressions: [{key: app, operator: Exists}]}}",
+            "{states: [Failed, CrashLoopBackOff], ownerKinds: {include: [Workflow, DaemonSet]}}",
+            "{conditions: [{type: Ready, status: 'False', minTimeSinceLastTransitionSeconds: 3600}, {reason: ContainersNotReady}], namespaces: {include: [team-b, team-c]}}",
+            "{exitCodes: [1, 137], maxPodLifeTimeSeconds: 3600}",
+            "{exitCodes: [2], includingInitContainers: true, conditions: [{status: 'True'}]}",
+        ],
+    );
+    for (outcome, at_least) in [("evicted", 1000), ("denied", 1)] {
+        assert!(
+            count(&all, outcome) >= at_least,
+            "the cases have {outcome} pods ({})",
+            count(&all, outcome)
         );
     }
-    assert!(total > 1000, "the cases evict pods ({total})");
-    // With limits, the order decides which pods go.
+}
+
+/// With limits, the order decides which pods go. The total limit counts the pods the cycle moves
+/// (outcome `evicted`, or `deflected`: the guard's rolling restart replaces the pod), not the
+/// attempts: a PodDisruptionBudget's denial is an attempt in the plan (outcome `denied`) that the
+/// limit does not count, so the plugin goes on until 50 pods are moved, and stops there.
+#[test]
+fn podlifetime_matches_the_native_plugin_with_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = synthetic(dir.path(), 1000, 12_000, 7);
     let limited = assert_same(
         dir.path(),
         "PodLifeTime",
@@ -102,41 +87,106 @@ fn podlifetime_matches_the_native_plugin_on_a_synthetic_cluster() {
         &cluster,
         "maxNoOfPodsToEvictPerNode: 3\nmaxNoOfPodsToEvictTotal: 50\n",
     );
-    // Attempts include the ones a PodDisruptionBudget denies, which the total limit does not count.
-    assert!(
-        limited >= 50,
-        "the total limit of 50 is reached ({limited} attempts)"
+    assert_limit_reached(&limited, 50);
+}
+
+/// Exactly `limit` pods moved, every other attempt denied, the last attempt a move.
+fn assert_limit_reached(attempts: &[serde_json::Value], limit: usize) {
+    let moved = count(attempts, "evicted") + count(attempts, "deflected");
+    assert_eq!(moved, limit, "{attempts:?}");
+    assert_eq!(count(attempts, "denied"), attempts.len() - limit);
+    assert_ne!(
+        attempts.last().map(|a| &a["outcome"]),
+        Some(&serde_json::json!("denied")),
+        "the run stops at the move that reaches the limit"
     );
 }
 
 #[test]
-fn podlifetime_refuses_what_abi_v1_cannot_see() {
+fn podlifetime_refuses_the_args_the_native_plugin_refuses() {
     let dir = tempfile::tempdir().unwrap();
-    let (args, want) = (
-        "{maxPodLifeTimeSeconds: 1, conditions: [{type: Ready}]}",
-        "args.conditions: not supported by the WebAssembly port",
+    let args = "{conditions: [{type: Ready}, {}]}";
+    let (native, _) = plan(
+        dir.path(),
+        &policy("PodLifeTime", args, ""),
+        &root().join("examples/cluster.yaml"),
+        &[],
     );
-    {
-        let (out, _) = plan(
-            dir.path(),
-            &policy(
-                "GoPort",
-                &format!(
-                    "{{module: {}, args: {args}}}",
-                    rebuilt().join("podlifetime.wasm").display()
-                ),
-                "",
+    let (out, _) = plan(
+        dir.path(),
+        &policy(
+            "GoPort",
+            &format!(
+                "{{module: {}, args: {args}}}",
+                rebuilt().join("podlifetime.wasm").display()
             ),
-            &root().join("examples/cluster.yaml"),
-            &[],
-        );
+            "",
+        ),
+        &root().join("examples/cluster.yaml"),
+        &[],
+    );
+    for (who, out) in [("native", &native), ("port", &out)] {
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args}: {err}");
+        assert_eq!(out.status.code(), Some(2), "{who}: {err}");
         assert!(
-            err.contains("args.args") && err.contains(want),
-            "{args}: {err}"
+            err.contains("conditions[1]") && err.contains("at least one of type, status, reason"),
+            "{who}: {err}"
         );
     }
+}
+
+#[test]
+fn nodetaints_matches_the_native_plugin_on_the_bundled_example() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = all_same(
+        dir.path(),
+        "RemovePodsViolatingNodeTaints",
+        "nodetaints.wasm",
+        &root().join("examples/cluster.yaml"),
+        &[
+            "{}",
+            "{excludedTaints: [dedicated=gpu], includePreferNoSchedule: true, namespaces: {exclude: [monitoring]}}",
+            "{includedTaints: [dedicated], labelSelector: {matchExpressions: [{key: app, operator: In, values: [web, cache]}]}}",
+        ],
+    );
+    assert!(!all.is_empty(), "the cases evict pods");
+}
+
+#[test]
+fn nodetaints_matches_the_native_plugin_on_a_synthetic_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = varied(dir.path(), 1000, 12_000, 7);
+    let all = all_same(
+        dir.path(),
+        "RemovePodsViolatingNodeTaints",
+        "nodetaints.wasm",
+        &cluster,
+        &[
+            "{}",
+            "{includePreferNoSchedule: true, excludedTaints: [dedicated=batch, gpu], namespaces: {exclude: [team-a]}}",
+            "{includePreferNoSchedule: true, includedTaints: [soft, level, dedicated=db], labelSelector: {matchExpressions: [{key: app, operator: NotIn, values: [app-1, app-2]}]}}",
+            "{includedTaints: [], namespaces: {include: [team-b]}}",
+        ],
+    );
+    let reasons: std::collections::BTreeSet<String> = all
+        .iter()
+        .filter_map(|e| e["reasonDetail"]["taint"].as_str().map(String::from))
+        .collect();
+    assert!(
+        count(&all, "evicted") > 1000 && reasons.len() >= 5,
+        "the cases evict pods for several taints ({} evicted; {reasons:?})",
+        count(&all, "evicted")
+    );
+    // Node by node with limits: a node's limit moves on to the next node, the total ends the run.
+    let limited = assert_same(
+        dir.path(),
+        "RemovePodsViolatingNodeTaints",
+        "nodetaints.wasm",
+        "{includePreferNoSchedule: true}",
+        &cluster,
+        "maxNoOfPodsToEvictPerNode: 2\nmaxNoOfPodsToEvictTotal: 40\n",
+    );
+    assert_limit_reached(&limited, 40);
 }
 
 /// One `plan --stats` with debug logs: the plugin's run in seconds (its `plugin finished` line)

@@ -1,7 +1,12 @@
 //! Shared by the `wasm_go_*` tests: the Go example plugins rebuilt with the pinned Go toolchain
 //! (`examples/wasm-plugins/go/build.sh`, once per test process), `plan -o json` through the
-//! binary, and the synthetic cluster with creation times.
+//! binary, the comparison of a port with its native plugin, and the synthetic cluster with
+//! creation times (and [`varied`]).
 #![allow(dead_code)]
+
+mod varied;
+#[allow(unused_imports)]
+pub use varied::varied;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -150,4 +155,50 @@ pub fn synthetic(dir: &Path, nodes: usize, pods: usize, seed: u64) -> PathBuf {
     let path = dir.join(format!("synthetic-{nodes}-{pods}-{seed}.json"));
     std::fs::write(&path, out).unwrap();
     path
+}
+
+/// Plans `native` and the Go port `module` with the same `args` on `snapshot` (policy-wide `extra`
+/// lines); asserts identical evictions (plugin names aside: same pods, order, outcomes and
+/// reasons) and no plugin failure; returns them.
+pub fn assert_same(
+    dir: &Path,
+    native: &str,
+    module: &str,
+    args: &str,
+    snapshot: &Path,
+    extra: &str,
+) -> Vec<Value> {
+    let run = |p: String| {
+        let (out, v) = plan(dir, &p, snapshot, &[]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let warnings = v["summary"]["warnings"].to_string();
+        assert!(
+            !warnings.contains("failed for this cycle"),
+            "{args}: {warnings}"
+        );
+        evictions(&v)
+    };
+    let want = run(policy(native, args, extra));
+    let got = run(policy(
+        "GoPort",
+        &format!(
+            "{{module: {}, timeout: 60s, args: {args}}}",
+            rebuilt().join(module).display()
+        ),
+        extra,
+    ));
+    assert_eq!(got.len(), want.len(), "{native} {args}: counts differ");
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g, w, "{native} {args}");
+    }
+    want
+}
+
+/// How many of `evictions` have outcome `outcome` (`evicted`, `denied`, …).
+pub fn count(evictions: &[Value], outcome: &str) -> usize {
+    evictions.iter().filter(|e| e["outcome"] == outcome).count()
 }

@@ -60,6 +60,18 @@ KD_IMPORT("fail") void kd_fail(const char *msg, int len);
  * UTF-8; a second call replaces the first, an empty text means no explanation). */
 KD_IMPORT("explain") int kd_explain_text(const char *text, int len);
 
+/* ABI v1.1 (docs/wasm-plugins.md): facts as one JSON array each, copied as kd_node_name copies a
+ * name (at most `cap` bytes, the full length returned). A module imports only the functions it
+ * calls; one calling none of these is an ABI v1 module. */
+KD_IMPORT("node_taints") int kd_node_taints(int node, char *buf, int cap);
+KD_IMPORT("pod_tolerations") int kd_pod_tolerations(int pod, char *buf, int cap);
+KD_IMPORT("pod_conditions") int kd_pod_conditions(int pod, char *buf, int cap);
+KD_IMPORT("pod_containers") int kd_pod_containers(int pod, char *buf, int cap);
+KD_IMPORT("pod_owners") int kd_pod_owners(int pod, char *buf, int cap);
+/* Adds a string fact (at most 1024 bytes of UTF-8) to the last nomination's reason. */
+KD_IMPORT("reason_string") int kd_reason_string(const char *key, int key_len, const char *value,
+                                                int value_len);
+
 enum {
   KD_COL_NODE = 0,              /* node index, -1: on none of the call's nodes */
   KD_COL_CREATED = 1,           /* Unix seconds, KD_UNKNOWN_TIME when unknown */

@@ -1,10 +1,13 @@
 package kd
 
-// Host is ABI v1's host functions (import module kube_descheduler) as seen by the SDK. Inside a
-// WebAssembly module it is the real host (build tag wasip1); in tests, package kdtest offers an
-// in-memory Host, so that a plugin's decisions can be tested with plain `go test`.
+// Host is the host functions of ABI v1 and v1.1 (import module kube_descheduler) as seen by the
+// SDK. Inside a WebAssembly module it is the real host (build tag wasip1); in tests, package
+// kdtest offers an in-memory Host, so that a plugin's decisions can be tested with plain
+// `go test`.
 //
-// Every method mirrors one host function of docs/wasm-plugins.md, "ABI v1".
+// Every method mirrors one host function of docs/wasm-plugins.md, "ABI v1". A module imports a
+// v1.1 function only when the plugin calls the method (Go links a wasmimport only when it is
+// used), so a plugin using none of them loads on a host that offers ABI v1 only.
 type Host interface {
 	NodeCount() int
 	PodCount() int
@@ -19,7 +22,18 @@ type Host interface {
 	// PodOwnerKind returns the kind of the pod's controller owner and whether it has one.
 	PodOwnerKind(pod int) (string, bool)
 	PodHasState(pod int, flags StateFlags, state string) bool
-	// Nominate nominates a pod with its reason (code, text, numbers and flags in order).
+	// NodeTaints is the node's taints (v1.1 node_taints).
+	NodeTaints(node int) []Taint
+	// PodTolerations is the pod's tolerations (v1.1 pod_tolerations).
+	PodTolerations(pod int) []Toleration
+	// PodConditions is the pod's conditions (v1.1 pod_conditions).
+	PodConditions(pod int) []Condition
+	// PodContainers is the pod's container statuses (v1.1 pod_containers).
+	PodContainers(pod int) []Container
+	// PodOwners is the pod's owner references (v1.1 pod_owners).
+	PodOwners(pod int) []Owner
+	// Nominate nominates a pod with its reason (code, text, then numbers, flags and strings
+	// (v1.1 reason_string) in order).
 	Nominate(pod int, r Reason)
 	// Explain answers kd_explain.
 	Explain(text string)

@@ -2,7 +2,10 @@
 
 package kd
 
-import "unsafe"
+import (
+	"encoding/json"
+	"unsafe"
+)
 
 //go:wasmimport kube_descheduler node_count
 func hostNodeCount() int32
@@ -43,6 +46,24 @@ func hostReasonNumber(key unsafe.Pointer, keyLen int32, value int64) int32
 //go:wasmimport kube_descheduler reason_flag
 func hostReasonFlag(key unsafe.Pointer, keyLen int32, value int32) int32
 
+//go:wasmimport kube_descheduler node_taints
+func hostNodeTaints(node int32, buf unsafe.Pointer, cap int32) int32
+
+//go:wasmimport kube_descheduler pod_tolerations
+func hostPodTolerations(pod int32, buf unsafe.Pointer, cap int32) int32
+
+//go:wasmimport kube_descheduler pod_conditions
+func hostPodConditions(pod int32, buf unsafe.Pointer, cap int32) int32
+
+//go:wasmimport kube_descheduler pod_containers
+func hostPodContainers(pod int32, buf unsafe.Pointer, cap int32) int32
+
+//go:wasmimport kube_descheduler pod_owners
+func hostPodOwners(pod int32, buf unsafe.Pointer, cap int32) int32
+
+//go:wasmimport kube_descheduler reason_string
+func hostReasonString(key unsafe.Pointer, keyLen int32, value unsafe.Pointer, valueLen int32) int32
+
 //go:wasmimport kube_descheduler fail
 func hostFail(msg unsafe.Pointer, msgLen int32)
 
@@ -60,21 +81,59 @@ func strPtr(s string) unsafe.Pointer {
 	return unsafe.Pointer(unsafe.StringData(s))
 }
 
-// str calls f with a buffer until the whole string fits; n < 0 means absent.
-func (h *wasmHost) str(f func(buf unsafe.Pointer, cap int32) int32) (string, bool) {
+// bytes calls f with the host's buffer until the whole answer fits; n < 0 means absent. The
+// bytes are valid until the next call.
+func (h *wasmHost) bytes(f func(buf unsafe.Pointer, cap int32) int32) ([]byte, bool) {
 	if h.buf == nil {
 		h.buf = make([]byte, 256)
 	}
 	for {
 		n := f(unsafe.Pointer(&h.buf[0]), int32(len(h.buf)))
 		if n < 0 {
-			return "", false
+			return nil, false
 		}
 		if int(n) <= len(h.buf) {
-			return string(h.buf[:n]), true
+			return h.buf[:n], true
 		}
 		h.buf = make([]byte, n)
 	}
+}
+
+// str is bytes as a string.
+func (h *wasmHost) str(f func(buf unsafe.Pointer, cap int32) int32) (string, bool) {
+	b, ok := h.bytes(f)
+	return string(b), ok
+}
+
+// facts decodes the JSON array a v1.1 function gives into out; a host answer that does not decode
+// panics (the SDK turns it into the run's failure).
+func facts[T any](h *wasmHost, what string, f func(buf unsafe.Pointer, cap int32) int32) []T {
+	b, _ := h.bytes(f)
+	var out []T
+	if err := json.Unmarshal(b, &out); err != nil {
+		panic("kd: " + what + ": " + err.Error())
+	}
+	return out
+}
+
+func (h *wasmHost) NodeTaints(node int) []Taint {
+	return facts[Taint](h, "node_taints", func(b unsafe.Pointer, c int32) int32 { return hostNodeTaints(int32(node), b, c) })
+}
+
+func (h *wasmHost) PodTolerations(pod int) []Toleration {
+	return facts[Toleration](h, "pod_tolerations", func(b unsafe.Pointer, c int32) int32 { return hostPodTolerations(int32(pod), b, c) })
+}
+
+func (h *wasmHost) PodConditions(pod int) []Condition {
+	return facts[Condition](h, "pod_conditions", func(b unsafe.Pointer, c int32) int32 { return hostPodConditions(int32(pod), b, c) })
+}
+
+func (h *wasmHost) PodContainers(pod int) []Container {
+	return facts[Container](h, "pod_containers", func(b unsafe.Pointer, c int32) int32 { return hostPodContainers(int32(pod), b, c) })
+}
+
+func (h *wasmHost) PodOwners(pod int) []Owner {
+	return facts[Owner](h, "pod_owners", func(b unsafe.Pointer, c int32) int32 { return hostPodOwners(int32(pod), b, c) })
 }
 
 func (h *wasmHost) NodeCount() int      { return int(hostNodeCount()) }
@@ -130,6 +189,9 @@ func (h *wasmHost) Nominate(pod int, r Reason) {
 			v = 1
 		}
 		hostReasonFlag(strPtr(f.Key), int32(len(f.Key)), v)
+	}
+	for _, s := range r.Strings {
+		hostReasonString(strPtr(s.Key), int32(len(s.Key)), strPtr(s.Value), int32(len(s.Value)))
 	}
 }
 

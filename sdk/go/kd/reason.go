@@ -6,13 +6,21 @@ import (
 )
 
 // Reason is why a pod is nominated: a code (UpperCamelCase, at most 64 bytes; empty: the
-// plugin's name), a text (at most 1,024 bytes; empty: the plugin's name), and numbers and flags
-// in the order given (at most 8 numbers).
+// plugin's name), a text (at most 1,024 bytes; empty: the plugin's name), and numbers, flags and
+// strings in the order given (at most 8 of them together). Strings use the ABI v1.1 function
+// reason_string.
 type Reason struct {
 	Code    string
 	Text    string
 	Numbers []Number
 	Flags   []Flag
+	Strings []StringFact
+}
+
+// StringFact is a named string of a reason (a node, a taint), at most 1,024 bytes.
+type StringFact struct {
+	Key   string
+	Value string
 }
 
 // Number is a named number of a reason.
@@ -44,8 +52,13 @@ func (r Reason) check() error {
 	if len(r.Text) > MaxReasonText {
 		return fmt.Errorf("kd: reason text of %d bytes, more than %d", len(r.Text), MaxReasonText)
 	}
-	if len(r.Numbers) > MaxNumbers {
-		return fmt.Errorf("kd: %d numbers on one reason, more than %d", len(r.Numbers), MaxNumbers)
+	if n := len(r.Numbers) + len(r.Flags) + len(r.Strings); n > MaxNumbers {
+		return fmt.Errorf("kd: %d numbers, flags and strings on one reason, more than %d", n, MaxNumbers)
+	}
+	for _, s := range r.Strings {
+		if len(s.Value) > MaxReasonText {
+			return fmt.Errorf("kd: reason string %q of %d bytes, more than %d", s.Key, len(s.Value), MaxReasonText)
+		}
 	}
 	return nil
 }

@@ -4,11 +4,9 @@
 package kdtest
 
 import (
-	"encoding/json"
 	"sort"
 
 	"kube-descheduler/sdk/go/kd"
-	"kube-descheduler/sdk/go/kd/abix"
 )
 
 // Pod is a pod of the test table.
@@ -26,28 +24,31 @@ type Pod struct {
 	MemoryRequest    int64
 	Priority         int32
 	Labels           map[string]string
-	ControllerKind   string
+	// ControllerKind is the kind of the controller owner; PodOwners gives Owners when set, else
+	// this one as the only (controller) owner.
+	ControllerKind string
+	Owners         []kd.Owner
 	// Reason is status.reason.
 	Reason string
 	// Container, init and ephemeral container waiting/terminated reasons.
 	ContainerReasons, InitReasons, EphemeralReasons []string
-	// Tolerations (proposed extension, package abix).
-	Tolerations []abix.Toleration
+	Tolerations                                     []kd.Toleration
+	Conditions                                      []kd.Condition
+	// Containers are the container statuses PodContainers gives (v1.1).
+	Containers []kd.Container
 }
 
 // Nomination is a recorded nomination.
 type Nomination struct {
 	Pod    int
 	Reason kd.Reason
-	// Strings are the string facts added by abix.Nominate.
-	Strings []abix.String
 }
 
 // Cluster is a kd.Host over Nodes and Pods.
 type Cluster struct {
 	Nodes []string
-	// Taints by node index (proposed extension, package abix).
-	Taints      [][]abix.Taint
+	// Taints by node index.
+	Taints      [][]kd.Taint
 	Pods        []Pod
 	Nominations []Nomination
 	Explained   string
@@ -55,10 +56,7 @@ type Cluster struct {
 	namespaces  []string
 }
 
-var (
-	_ kd.Host   = (*Cluster)(nil)
-	_ abix.Host = (*Cluster)(nil)
-)
+var _ kd.Host = (*Cluster)(nil)
 
 func (c *Cluster) nsIndex() []string {
 	if c.namespaces == nil {
@@ -148,6 +146,7 @@ func (c *Cluster) PodHasState(pod int, flags kd.StateFlags, state string) bool {
 func (c *Cluster) Nominate(pod int, r kd.Reason) {
 	r.Numbers = append([]kd.Number(nil), r.Numbers...)
 	r.Flags = append([]kd.Flag(nil), r.Flags...)
+	r.Strings = append([]kd.StringFact(nil), r.Strings...)
 	c.Nominations = append(c.Nominations, Nomination{Pod: pod, Reason: r})
 }
 
@@ -155,29 +154,22 @@ func (c *Cluster) Explain(text string) { c.Explained = text }
 
 func (c *Cluster) Fail(msg string) { c.Failed = msg }
 
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
+// NodeTaints is Taints[node] (none when absent).
+func (c *Cluster) NodeTaints(node int) []kd.Taint {
+	if node < len(c.Taints) {
+		return c.Taints[node]
 	}
-	return string(b)
+	return nil
 }
 
-func (c *Cluster) NodeTaintsJSON(node int) string {
-	if node < len(c.Taints) && c.Taints[node] != nil {
-		return mustJSON(c.Taints[node])
-	}
-	return "[]"
-}
+func (c *Cluster) PodTolerations(pod int) []kd.Toleration { return c.Pods[pod].Tolerations }
+func (c *Cluster) PodConditions(pod int) []kd.Condition   { return c.Pods[pod].Conditions }
+func (c *Cluster) PodContainers(pod int) []kd.Container   { return c.Pods[pod].Containers }
 
-func (c *Cluster) PodTolerationsJSON(pod int) string {
-	if t := c.Pods[pod].Tolerations; t != nil {
-		return mustJSON(t)
+func (c *Cluster) PodOwners(pod int) []kd.Owner {
+	p := c.Pods[pod]
+	if p.Owners == nil && p.ControllerKind != "" {
+		return []kd.Owner{{Kind: p.ControllerKind, Controller: true}}
 	}
-	return "[]"
-}
-
-func (c *Cluster) ReasonString(key, value string) {
-	last := &c.Nominations[len(c.Nominations)-1]
-	last.Strings = append(last.Strings, abix.String{Key: key, Value: value})
+	return p.Owners
 }

@@ -65,7 +65,24 @@ pub const HOST_FAIL: &str = "fail";
 /// second call replaces the first, an empty text means no explanation).
 pub const HOST_EXPLAIN: &str = "explain";
 
-/// Every host function of ABI v1 (a module importing anything else is refused).
+/// Host function `(node, buf, cap: i32) -> i32` (v1.1): the node's taints as a JSON array
+/// ([`super::facts`]).
+pub const HOST_NODE_TAINTS: &str = "node_taints";
+/// Host function `(pod, buf, cap: i32) -> i32` (v1.1): the pod's tolerations as a JSON array.
+pub const HOST_POD_TOLERATIONS: &str = "pod_tolerations";
+/// Host function `(pod, buf, cap: i32) -> i32` (v1.1): the pod's conditions as a JSON array.
+pub const HOST_POD_CONDITIONS: &str = "pod_conditions";
+/// Host function `(pod, buf, cap: i32) -> i32` (v1.1): the pod's container statuses as a JSON
+/// array.
+pub const HOST_POD_CONTAINERS: &str = "pod_containers";
+/// Host function `(pod, buf, cap: i32) -> i32` (v1.1): the pod's owner references as a JSON array.
+pub const HOST_POD_OWNERS: &str = "pod_owners";
+/// Host function `(key_ptr, key_len, value_ptr, value_len: i32) -> i32` (v1.1): a string fact for
+/// the last nomination.
+pub const HOST_REASON_STRING: &str = "reason_string";
+
+/// Every host function of ABI v1 and its additive revision v1.1 (a module importing anything else
+/// is refused; a module importing none of v1.1's loads as before).
 pub const HOST_FUNCTIONS: &[&str] = &[
     HOST_NODE_COUNT,
     HOST_POD_COUNT,
@@ -82,6 +99,12 @@ pub const HOST_FUNCTIONS: &[&str] = &[
     HOST_REASON_FLAG,
     HOST_FAIL,
     HOST_EXPLAIN,
+    HOST_NODE_TAINTS,
+    HOST_POD_TOLERATIONS,
+    HOST_POD_CONDITIONS,
+    HOST_POD_CONTAINERS,
+    HOST_POD_OWNERS,
+    HOST_REASON_STRING,
 ];
 
 /// Column: the pod's node as an index into the call's nodes, -1 when it is on none of them.

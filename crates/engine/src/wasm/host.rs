@@ -9,7 +9,7 @@ use crate::evictor::EvictionReason;
 use crate::snapshot::{PodId, Snapshot};
 
 /// Records `msg` as the call's malformed answer and makes the trap that ends it.
-fn malformed(state: &mut CallState, msg: String) -> wasmtime::Error {
+pub(super) fn malformed(state: &mut CallState, msg: String) -> wasmtime::Error {
     if state.malformed.is_none() {
         state.malformed = Some(msg.clone());
     }
@@ -41,7 +41,7 @@ fn range(mem_len: usize, ptr: i32, len: i32, what: &str) -> Result<std::ops::Ran
 }
 
 /// Reads a UTF-8 string of at most `max` bytes from guest memory.
-fn read_str(
+pub(super) fn read_str(
     caller: &mut Caller<'_, CallState>,
     ptr: i32,
     len: i32,
@@ -67,7 +67,7 @@ fn read_str(
 }
 
 /// Copies `bytes` (at most `cap` of them) to guest memory at `buf`; returns the full length.
-fn write_bytes(
+pub(super) fn write_bytes(
     caller: &mut Caller<'_, CallState>,
     bytes: &[u8],
     buf: i32,
@@ -83,7 +83,7 @@ fn write_bytes(
 }
 
 /// A string answer about pod `pod`, computed by `f` (None: -1).
-fn pod_string(
+pub(super) fn pod_string(
     caller: &mut Caller<'_, CallState>,
     pod: i32,
     buf: i32,
@@ -272,7 +272,7 @@ fn reason_flag(
     reason_value(caller, key_ptr, key_len, (value != 0).into(), "reason_flag")
 }
 
-fn reason_value(
+pub(super) fn reason_value(
     mut caller: Caller<'_, CallState>,
     key_ptr: i32,
     key_len: i32,
@@ -337,7 +337,7 @@ fn explain(mut caller: Caller<'_, CallState>, ptr: i32, len: i32) -> Result<i32,
     Ok(0)
 }
 
-/// The linker with every ABI v1 host function.
+/// The linker with every host function of ABI v1 and v1.1.
 pub fn linker(engine: &wasmtime::Engine) -> Result<Linker<CallState>, wasmtime::Error> {
     let mut l = Linker::new(engine);
     let m = IMPORT_MODULE;
@@ -436,5 +436,6 @@ pub fn linker(engine: &wasmtime::Engine) -> Result<Linker<CallState>, wasmtime::
     l.func_wrap(m, HOST_REASON_FLAG, reason_flag)?;
     l.func_wrap(m, HOST_FAIL, fail)?;
     l.func_wrap(m, HOST_EXPLAIN, explain)?;
+    super::facts::link(&mut l)?;
     Ok(l)
 }

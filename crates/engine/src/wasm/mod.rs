@@ -7,6 +7,7 @@
 
 pub mod abi;
 pub mod adapter;
+pub mod facts;
 pub mod host;
 pub mod load;
 pub mod sandbox;

@@ -6,7 +6,8 @@
 //   - panic: panics (the SDK turns it into the plugin's failure with the panic's message);
 //   - error: returns an error (the plugin's failure with the error's message);
 //   - nominate-twice: nominates the first pod twice (the SDK refuses the second with an error);
-//   - ok: nominates the first pod on a node, code Misbehave.
+//   - ok: nominates the pod args.pod names (namespace/name), code Misbehave; without args.pod,
+//     the table's first pod on a node (which the profile's DefaultEvictor may then refuse).
 package main
 
 import (
@@ -19,6 +20,8 @@ import (
 // Args select the misbehaviour.
 type Args struct {
 	Mode string `json:"mode"`
+	// Pod is namespace/name of the pod mode ok nominates.
+	Pod string `json:"pod"`
 }
 
 // Misbehave is the plugin.
@@ -63,7 +66,7 @@ func (Misbehave) Deschedule(c *kd.Call, a *Args) error {
 		return errors.New("misbehave: asked to fail")
 	}
 	for _, p := range c.Pods() {
-		if p.Node() < 0 {
+		if p.Node() < 0 || (a.Pod != "" && p.Namespace()+"/"+p.Name() != a.Pod) {
 			continue
 		}
 		r := kd.Reason{Code: "Misbehave", Text: "asked to nominate " + p.Namespace() + "/" + p.Name()}

@@ -6,10 +6,8 @@
 // Args: the native plugin's (upstream v0.36 RemovePodsViolatingNodeTaintsArgs): namespaces,
 // labelSelector, includePreferNoSchedule, excludedTaints, includedTaints.
 //
-// ABI v1 gives a module no node taints, no pod tolerations and no string facts on a reason: this
-// port uses the proposed extension in package abix (node_taints, pod_tolerations,
-// reason_string), so kube-descheduler refuses the module at policy load until its host offers
-// those functions. Its decisions are tested with the in-memory host (go test).
+// It reads node taints and pod tolerations and gives the node and taint as string facts through
+// ABI v1.1 (node_taints, pod_tolerations, reason_string).
 package main
 
 import (
@@ -17,7 +15,6 @@ import (
 	"slices"
 
 	"kube-descheduler/sdk/go/kd"
-	"kube-descheduler/sdk/go/kd/abix"
 )
 
 // Args are upstream's RemovePodsViolatingNodeTaintsArgs.
@@ -52,36 +49,32 @@ func (NodeTaints) Validate(a *Args) error {
 }
 
 // named is whether set names t by key or by key=value.
-func named(set []string, t abix.Taint) bool {
+func named(set []string, t kd.Taint) bool {
 	return slices.Contains(set, t.Key) || (t.Value != "" && slices.Contains(set, t.Key+"="+t.Value))
 }
 
 // considered is whether t is a taint the plugin enforces.
-func considered(a *Args, t abix.Taint) bool {
+func considered(a *Args, t kd.Taint) bool {
 	effect := t.Effect == "NoSchedule" || (a.IncludePreferNoSchedule && t.Effect == "PreferNoSchedule")
 	return effect && !named(a.ExcludedTaints, t) && (a.IncludedTaints == nil || named(*a.IncludedTaints, t))
 }
 
 // untolerated is the first enforced taint of the pod's node the pod does not tolerate.
-func untolerated(a *Args, taints []abix.Taint, tolerations []abix.Toleration) (abix.Taint, bool) {
+func untolerated(a *Args, taints []kd.Taint, tolerations []kd.Toleration) (kd.Taint, bool) {
 	for _, t := range taints {
-		if considered(a, t) && !abix.Tolerated(tolerations, t) {
+		if considered(a, t) && !kd.Tolerated(tolerations, t) {
 			return t, true
 		}
 	}
-	return abix.Taint{}, false
+	return kd.Taint{}, false
 }
 
 // Deschedule nominates, node by node, the pods that do not tolerate an enforced taint.
 func (NodeTaints) Deschedule(c *kd.Call, a *Args) error {
 	nsOK := a.Namespaces.Mask(c)
-	taints := make([][]abix.Taint, c.NodeCount())
+	taints := make([][]kd.Taint, c.NodeCount())
 	for n := range taints {
-		t, err := abix.NodeTaints(c, n)
-		if err != nil {
-			return err
-		}
-		taints[n] = t
+		taints[n] = c.NodeTaints(n)
 	}
 	for _, p := range c.Pods() {
 		n := p.Node()
@@ -95,17 +88,17 @@ func (NodeTaints) Deschedule(c *kd.Call, a *Args) error {
 		if !nsOK[p.NamespaceIndex()] || !a.LabelSelector.MatchesPod(p) {
 			continue
 		}
-		tol, err := abix.PodTolerations(c, p)
-		if err != nil {
-			return err
-		}
-		t, bad := untolerated(a, taints[n], tol)
+		t, bad := untolerated(a, taints[n], p.Tolerations())
 		if !bad {
 			continue
 		}
-		node := c.NodeName(n)
-		r := kd.Reason{Code: "TaintNotTolerated", Text: node + " taint " + t.String() + " not tolerated"}
-		if err := abix.Nominate(c, p, r, abix.String{Key: "node", Value: node}, abix.String{Key: "taint", Value: t.String()}); err != nil {
+		node, taint := c.NodeName(n), t.String()
+		r := kd.Reason{
+			Code:    "TaintNotTolerated",
+			Text:    node + " taint " + taint + " not tolerated",
+			Strings: []kd.StringFact{{Key: "node", Value: node}, {Key: "taint", Value: taint}},
+		}
+		if err := c.Nominate(p, r); err != nil {
 			return err
 		}
 	}
@@ -118,16 +111,8 @@ func (NodeTaints) Explain(c *kd.Call, a *Args, p kd.Pod) (string, error) {
 	if n < 0 {
 		return "", kd.ErrNoExplanation
 	}
-	taints, err := abix.NodeTaints(c, n)
-	if err != nil {
-		return "", err
-	}
-	tol, err := abix.PodTolerations(c, p)
-	if err != nil {
-		return "", err
-	}
 	node := c.NodeName(n)
-	if t, bad := untolerated(a, taints, tol); bad {
+	if t, bad := untolerated(a, c.NodeTaints(n), p.Tolerations()); bad {
 		return node + " taint " + t.String() + " is not tolerated, but the plugin's namespaces / labelSelector exclude the pod", nil
 	}
 	return "it tolerates every taint of " + node + " this plugin enforces", nil

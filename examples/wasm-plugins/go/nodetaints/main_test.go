@@ -5,14 +5,13 @@ import (
 	"testing"
 
 	"kube-descheduler/sdk/go/kd"
-	"kube-descheduler/sdk/go/kd/abix"
 	"kube-descheduler/sdk/go/kdtest"
 )
 
 func cluster() *kdtest.Cluster {
 	return &kdtest.Cluster{
 		Nodes: []string{"n0", "n1", "n2"},
-		Taints: [][]abix.Taint{
+		Taints: [][]kd.Taint{
 			{{Key: "dedicated", Value: "batch", Effect: "NoSchedule"}},
 			{{Key: "soft", Effect: "PreferNoSchedule"}, {Key: "gone", Effect: "NoExecute"}},
 			nil,
@@ -20,7 +19,7 @@ func cluster() *kdtest.Cluster {
 		Pods: []kdtest.Pod{
 			{Name: "plain", Namespace: "a", Node: 0, Phase: kd.Running},
 			{Name: "tolerant", Namespace: "a", Node: 0, Phase: kd.Running,
-				Tolerations: []abix.Toleration{{Key: "dedicated", Operator: "Exists"}}},
+				Tolerations: []kd.Toleration{{Key: "dedicated", Operator: "Exists"}}},
 			{Name: "done", Namespace: "a", Node: 0, Phase: kd.Succeeded},
 			{Name: "labelled", Namespace: "b", Node: 0, Phase: kd.Running, Labels: map[string]string{"app": "x"}},
 			{Name: "soft", Namespace: "a", Node: 1, Phase: kd.Running},
@@ -61,8 +60,8 @@ func TestDecisions(t *testing.T) {
 	h, _ := run(t, `{}`)
 	n := h.Nominations[0]
 	if n.Reason.Code != "TaintNotTolerated" || n.Reason.Text != "n0 taint dedicated=batch:NoSchedule not tolerated" ||
-		len(n.Strings) != 2 || n.Strings[0] != (abix.String{Key: "node", Value: "n0"}) ||
-		n.Strings[1] != (abix.String{Key: "taint", Value: "dedicated=batch:NoSchedule"}) {
+		len(n.Reason.Strings) != 2 || n.Reason.Strings[0] != (kd.StringFact{Key: "node", Value: "n0"}) ||
+		n.Reason.Strings[1] != (kd.StringFact{Key: "taint", Value: "dedicated=batch:NoSchedule"}) {
 		t.Fatalf("%+v", n)
 	}
 }

@@ -1,12 +1,12 @@
 // PodLifeTime as a Go WebAssembly plugin (Deschedule): evicts pods older than
-// maxPodLifeTimeSeconds and/or in one of `states`, in the namespaces and with the labels and
-// owner kinds the args select; oldest first across all nodes, with the native plugin's reason
-// (code PodLifeTimeExceeded, its text and numbers) and its `plan --explain` sentences.
+// maxPodLifeTimeSeconds, in one of `states`, with one of `conditions` and/or a container exit
+// code of `exitCodes`, in the namespaces and with the labels and owner kinds the args select;
+// oldest first across all nodes, with the native plugin's reason (code PodLifeTimeExceeded, its
+// text and numbers) and its `plan --explain` sentences.
 //
-// Args: the native plugin's (upstream v0.36 PodLifeTimeArgs). ABI v1 gives a module no pod
-// conditions and no container exit codes, so `conditions` and `exitCodes` are refused; and it
-// gives only the controller owner's kind, so `ownerKinds` looks at that owner only (the native
-// plugin looks at every owner reference).
+// Args: the native plugin's (upstream v0.36 PodLifeTimeArgs). Owners, conditions and container
+// exit codes come from ABI v1.1 (pod_owners, pod_conditions, pod_containers), asked only for the
+// pods the other args already selected.
 package main
 
 import (
@@ -26,7 +26,7 @@ type Args struct {
 	OwnerKinds                   *OwnerKinds       `json:"ownerKinds"`
 	MaxPodLifeTimeSeconds        *uint64           `json:"maxPodLifeTimeSeconds"`
 	States                       []string          `json:"states"`
-	Conditions                   []any             `json:"conditions"`
+	Conditions                   []ConditionFilter `json:"conditions"`
 	ExitCodes                    []int32           `json:"exitCodes"`
 	IncludingInitContainers      bool              `json:"includingInitContainers"`
 	IncludingEphemeralContainers bool              `json:"includingEphemeralContainers"`
@@ -36,6 +36,15 @@ type Args struct {
 type OwnerKinds struct {
 	Include []string `json:"include"`
 	Exclude []string `json:"exclude"`
+}
+
+// ConditionFilter matches a pod condition by type, status and reason ("" matches any), and by
+// the time since its last transition when MinTimeSinceLastTransitionSeconds is set.
+type ConditionFilter struct {
+	Type                              string  `json:"type"`
+	Status                            string  `json:"status"`
+	Reason                            string  `json:"reason"`
+	MinTimeSinceLastTransitionSeconds *uint64 `json:"minTimeSinceLastTransitionSeconds"`
 }
 
 // AllowedStates are the states upstream accepts.
@@ -54,7 +63,7 @@ func init() { kd.Register[Args](PodLifeTime{}) }
 
 func main() {}
 
-// Validate applies upstream's rules (and refuses what ABI v1 cannot see).
+// Validate applies upstream's rules.
 func (PodLifeTime) Validate(a *Args) error {
 	if err := a.Namespaces.Validate(); err != nil {
 		return err
@@ -70,13 +79,12 @@ func (PodLifeTime) Validate(a *Args) error {
 			return fmt.Errorf("args.states: %q: states must be one of %s", s, kd.DebugList(AllowedStates))
 		}
 	}
-	if len(a.Conditions) > 0 {
-		return errors.New("args.conditions: not supported by the WebAssembly port (ABI v1 gives a module no pod conditions)")
+	for i, f := range a.Conditions {
+		if f.Type == "" && f.Status == "" && f.Reason == "" && f.MinTimeSinceLastTransitionSeconds == nil {
+			return fmt.Errorf("args.conditions[%d]: at least one of type, status, reason, or minTimeSinceLastTransitionSeconds must be set", i)
+		}
 	}
-	if len(a.ExitCodes) > 0 {
-		return errors.New("args.exitCodes: not supported by the WebAssembly port (ABI v1 gives a module no container exit codes)")
-	}
-	if a.MaxPodLifeTimeSeconds == nil && len(a.States) == 0 {
+	if a.MaxPodLifeTimeSeconds == nil && len(a.States) == 0 && len(a.Conditions) == 0 && len(a.ExitCodes) == 0 {
 		return errors.New("args: at least one filtering criterion must be specified (maxPodLifeTimeSeconds, states, conditions, or exitCodes)")
 	}
 	return nil
@@ -108,16 +116,64 @@ func qualifies(c *kd.Call, a *Args, p kd.Pod, nsOK []bool) bool {
 			return false
 		}
 	}
-	if o := a.OwnerKinds; o != nil {
-		kind, has := p.ControllerKind()
-		if len(o.Include) > 0 && (!has || !slices.Contains(o.Include, kind)) {
+	if o := a.OwnerKinds; o != nil && (len(o.Include) > 0 || len(o.Exclude) > 0) {
+		owners := p.Owners()
+		kindIn := func(kinds []string) bool {
+			return slices.ContainsFunc(owners, func(x kd.Owner) bool { return slices.Contains(kinds, x.Kind) })
+		}
+		if len(o.Include) > 0 && !kindIn(o.Include) {
 			return false
 		}
-		if len(o.Include) == 0 && has && slices.Contains(o.Exclude, kind) {
+		if len(o.Include) == 0 && kindIn(o.Exclude) {
 			return false
 		}
 	}
+	if len(a.Conditions) > 0 && !matchesConditions(c, a, p) {
+		return false
+	}
+	if len(a.ExitCodes) > 0 && !hasExitCode(a, p) {
+		return false
+	}
 	return true
+}
+
+// matchesConditions is whether some condition of the pod matches some filter of the args.
+func matchesConditions(c *kd.Call, a *Args, p kd.Pod) bool {
+	conds := p.Conditions()
+	for _, f := range a.Conditions {
+		for _, k := range conds {
+			if (f.Type != "" && k.Type != f.Type) || (f.Status != "" && k.Status != f.Status) ||
+				(f.Reason != "" && k.Reason != f.Reason) {
+				continue
+			}
+			if m := f.MinTimeSinceLastTransitionSeconds; m != nil {
+				if k.LastTransitionUnix == nil {
+					continue
+				}
+				idle := c.NowUnix() - *k.LastTransitionUnix
+				if idle < 0 || uint64(idle) < *m {
+					continue
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// hasExitCode is whether a terminated app container (or init container, with
+// includingInitContainers) exited with one of exitCodes.
+func hasExitCode(a *Args, p kd.Pod) bool {
+	for _, k := range p.Containers() {
+		if k.ExitCode == nil || k.Kind == kd.EphemeralContainer ||
+			(k.Kind == kd.InitContainer && !a.IncludingInitContainers) {
+			continue
+		}
+		if slices.Contains(a.ExitCodes, *k.ExitCode) {
+			return true
+		}
+	}
+	return false
 }
 
 // Deschedule nominates the qualifying pods, oldest first.

@@ -73,15 +73,58 @@ func TestFilters(t *testing.T) {
 	}
 }
 
+func TestConditionsAndExitCodes(t *testing.T) {
+	at := func(v int64) *int64 { return &v }
+	code := func(v int32) *int32 { return &v }
+	h := &kdtest.Cluster{
+		Nodes: []string{"n0"},
+		Pods: []kdtest.Pod{
+			{Name: "unready-long", Namespace: "a", Created: now - 10, Conditions: []kd.Condition{
+				{Type: "Ready", Status: "False", Reason: "ContainersNotReady", LastTransitionUnix: at(now - 700)}}},
+			{Name: "unready-short", Namespace: "a", Created: now - 20, Conditions: []kd.Condition{
+				{Type: "Ready", Status: "False", LastTransitionUnix: at(now - 100)}}},
+			{Name: "unready-no-time", Namespace: "a", Created: now - 30, Conditions: []kd.Condition{
+				{Type: "Ready", Status: "False"}}},
+			{Name: "exit-1", Namespace: "a", Created: now - 40, Containers: []kd.Container{
+				{Kind: kd.AppContainer, ExitCode: code(1)}}},
+			{Name: "init-exit-1", Namespace: "a", Created: now - 50, Containers: []kd.Container{
+				{Kind: kd.InitContainer, ExitCode: code(1)}, {Kind: kd.EphemeralContainer, ExitCode: code(2)}}},
+			{Name: "owned", Namespace: "a", Created: now - 60, Owners: []kd.Owner{
+				{Kind: "Workflow"}, {Kind: "ReplicaSet", Controller: true}}},
+		},
+	}
+	for args, want := range map[string]string{
+		`{"conditions": [{"type": "Ready", "status": "False"}]}`:                          "unready-no-time,unready-short,unready-long",
+		`{"conditions": [{"status": "False", "minTimeSinceLastTransitionSeconds": 600}]}`: "unready-long",
+		`{"conditions": [{"reason": "ContainersNotReady"}, {"type": "Gone"}]}`:            "unready-long",
+		`{"exitCodes": [1]}`: "exit-1",
+		`{"exitCodes": [1, 2], "includingInitContainers": true}`:                                    "init-exit-1,exit-1",
+		`{"exitCodes": [2], "includingInitContainers": true, "includingEphemeralContainers": true}`: "",
+		`{"maxPodLifeTimeSeconds": 1, "ownerKinds": {"include": ["Workflow"]}}`:                     "owned",
+		`{"maxPodLifeTimeSeconds": 1, "ownerKinds": {"exclude": ["Workflow"]}}`:                     "init-exit-1,exit-1,unready-no-time,unready-short,unready-long",
+	} {
+		h.Nominations = nil
+		if rc := kd.RunDeschedule(h, []byte(args), now); rc != 0 {
+			t.Fatalf("%s: %s", args, h.Failed)
+		}
+		var got []string
+		for _, n := range h.Nominations {
+			got = append(got, h.Pods[n.Pod].Name)
+		}
+		if strings.Join(got, ",") != want {
+			t.Errorf("%s: %v, want %s", args, got, want)
+		}
+	}
+}
+
 func TestRefusedArgs(t *testing.T) {
 	for args, want := range map[string]string{
 		`{}`: "at least one filtering criterion",
-		`{"maxPodLifeTimeSeconds": 1, "conditions": [{"type": "Ready"}]}`:                  "args.conditions: not supported",
-		`{"maxPodLifeTimeSeconds": 1, "exitCodes": [1]}`:                                   "args.exitCodes: not supported",
-		`{"states": ["Sleeping"]}`:                                                         "states must be one of",
+		`{"conditions": [{"type": "Ready"}, {}]}`: "args.conditions[1]: at least one of type",
+		`{"states": ["Sleeping"]}`:                "states must be one of",
 		`{"maxPodLifeTimeSeconds": 1, "ownerKinds": {"include": ["A"], "exclude": ["B"]}}`: "only one of Include/Exclude",
-		`{"maxPodLifeTimeSeconds": -1}`:                                                    "cannot unmarshal",
-		`{"maxPodLifeTime": 1}`:                                                            `unknown field "maxPodLifeTime"`,
+		`{"maxPodLifeTimeSeconds": -1}`: "cannot unmarshal",
+		`{"maxPodLifeTime": 1}`:         `unknown field "maxPodLifeTime"`,
 	} {
 		h := cluster()
 		if rc := kd.RunValidate(h, []byte(args)); rc == 0 || !strings.Contains(h.Failed, want) {

@@ -1,4 +1,4 @@
-package abix
+package kd
 
 import "testing"
 
@@ -24,7 +24,8 @@ func TestTolerates(t *testing.T) {
 	num := Taint{Key: "n", Value: "5", Effect: "NoSchedule"}
 	if !(Toleration{Key: "n", Operator: "Lt", Value: "7"}).Tolerates(num) ||
 		(Toleration{Key: "n", Operator: "Gt", Value: "7"}).Tolerates(num) ||
-		(Toleration{Key: "n", Operator: "Lt", Value: "07"}).Tolerates(num) {
+		(Toleration{Key: "n", Operator: "Lt", Value: "07"}).Tolerates(num) ||
+		(Toleration{Key: "n", Operator: "Lt", Value: "99999999999999999999"}).Tolerates(num) {
 		t.Error("Lt/Gt")
 	}
 	if (Taint{Key: "k", Effect: "NoSchedule"}).String() != "k:NoSchedule" || taint.String() != "dedicated=batch:NoSchedule" {
