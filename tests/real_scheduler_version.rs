@@ -163,7 +163,9 @@ fn the_default_scheduler_version_is_the_api_servers() {
         scores(&default)
     );
 
-    // run: the same default, logged with the version it uses; an explicit flag wins.
+    // run: the same default, logged with the version it uses; an explicit flag wins. `run` reads
+    // the real clock, so the pods must first outlive PodLifeTime's 1 s (whole seconds, `>`).
+    std::thread::sleep(Duration::from_secs(3));
     let log = run_once(c, &policy, &[]);
     let used = with_message(
         &log,
