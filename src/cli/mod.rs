@@ -10,8 +10,8 @@ mod plan_live;
 #[doc(hidden)]
 pub mod run;
 pub(crate) mod run_upstream;
-mod serve_limits;
 mod scheduler_version;
+mod serve_limits;
 mod webhook;
 
 /// The process exit codes: a configuration error (bad policy, snapshot, flags or registry) and
