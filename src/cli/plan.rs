@@ -104,7 +104,7 @@ pub struct PlanArgs {
     /// alone, since then the change the pod makes to it. Default: with --kubeconfig the API
     /// server's version (one that cannot be read keeps the pre-1.36 scoring, with a warning);
     /// with a snapshot file, the pre-1.36 scoring.
-    #[arg(long, value_name = "VERSION", value_parser = super::run::parse_scheduler_version)]
+    #[arg(long, value_name = "VERSION", value_parser = super::scheduler_version::parse)]
     pub scheduler_version: Option<(u32, u32)>,
     /// Log level verbosity (0-5).
     #[arg(short = 'v', default_value_t = 0)]

@@ -39,7 +39,7 @@ pub struct RunArgs {
     /// predictions: before 1.36 NodeResourcesBalancedAllocation scored the balance with the pod
     /// alone, since then the change the pod makes to it. Default: the API server's version
     /// (`/version`; one that cannot be read keeps the pre-1.36 scoring, with a warning).
-    #[arg(long, value_name = "VERSION", value_parser = parse_scheduler_version)]
+    #[arg(long, value_name = "VERSION", value_parser = super::scheduler_version::parse)]
     pub scheduler_version: Option<(u32, u32)>,
     /// Time interval between two consecutive descheduler executions (Go duration, e.g. 5m). 0 runs
     /// one cycle and exits (unless --enable-trigger-api).
@@ -404,18 +404,6 @@ fn run_in(
         cancel_on_signals(shutdown.clone());
         crate::live::run::run(opts, client, shutdown).await
     })
-}
-
-/// `--scheduler-version`: `MAJOR.MINOR` (a patch or a leading `v` is accepted and ignored).
-pub fn parse_scheduler_version(s: &str) -> Result<(u32, u32), String> {
-    let t = s.trim().trim_start_matches('v');
-    let mut parts = t.split('.');
-    let major = parts.next().and_then(|p| p.parse().ok());
-    let minor = parts.next().and_then(|p| p.parse().ok());
-    match (major, minor) {
-        (Some(major), Some(minor)) => Ok((major, minor)),
-        _ => Err(format!("expected MAJOR.MINOR such as 1.35, got {s:?}")),
-    }
 }
 
 #[cfg(test)]

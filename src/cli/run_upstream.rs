@@ -10,8 +10,7 @@ use crate::live::features::FeatureGates;
 use kube_descheduler_engine::duration::parse_go_duration;
 use kube_descheduler_engine::error::ConfigError;
 
-/// Upstream's default `--otel-service-name`.
-pub const DEFAULT_OTEL_SERVICE_NAME: &str = "descheduler";
+use crate::live::otel::DEFAULT_OTEL_SERVICE_NAME;
 
 /// `--otel-*`: OpenTelemetry tracing, with upstream's names, defaults and meaning.
 #[derive(Debug, Clone, clap::Args)]

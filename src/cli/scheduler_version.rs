@@ -20,7 +20,19 @@ pub fn version_of(info: &Info) -> Option<(u32, u32)> {
     };
     leading(&info.major)
         .zip(leading(&info.minor))
-        .or_else(|| super::run::parse_scheduler_version(&info.git_version).ok())
+        .or_else(|| parse(&info.git_version).ok())
+}
+
+/// `--scheduler-version`: `MAJOR.MINOR` (a patch or a leading `v` is accepted and ignored).
+pub fn parse(s: &str) -> Result<(u32, u32), String> {
+    let t = s.trim().trim_start_matches('v');
+    let mut parts = t.split('.');
+    let major = parts.next().and_then(|p| p.parse().ok());
+    let minor = parts.next().and_then(|p| p.parse().ok());
+    match (major, minor) {
+        (Some(major), Some(minor)) => Ok((major, minor)),
+        _ => Err(format!("expected MAJOR.MINOR such as 1.35, got {s:?}")),
+    }
 }
 
 /// Asks the API server its version, bounded by `timeout`.

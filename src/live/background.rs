@@ -27,14 +27,7 @@ use crate::serving::metrics::{EvictedLabels, Metrics};
 /// assumed longer ago than this is forgotten (the pod may be evicted again).
 pub const ASSUMED_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
-/// Prefix of the `Deflected` message the live evictor returns for an eviction in background;
-/// the metrics count such outcomes as `result="background"` (not as deflections).
-pub const BACKGROUND_PREFIX: &str = "eviction in background: ";
-
-/// Whether `message` (of an `EvictOutcome::Deflected`) is an eviction in background.
-pub fn is_background(message: &str) -> bool {
-    message.starts_with(BACKGROUND_PREFIX)
-}
+pub use crate::serving::metrics::{BACKGROUND_PREFIX, is_background};
 
 #[derive(Debug, Clone)]
 struct Item {

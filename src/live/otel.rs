@@ -35,6 +35,8 @@ use kube_descheduler_engine::snapshot::{NodeId, PodId, Snapshot};
 /// The `tracing` target of the spans exported (only these reach the OpenTelemetry layer, and the
 /// log output leaves them out).
 pub const TARGET: &str = "kube_descheduler::otel";
+/// Upstream's default `--otel-service-name`.
+pub const DEFAULT_OTEL_SERVICE_NAME: &str = "descheduler";
 /// Upstream's tracer name.
 pub const TRACER_NAME: &str = "sigs.k8s.io/descheduler";
 
@@ -126,7 +128,7 @@ pub fn init(cfg: &TracingConfig) -> Result<(Tracing, OtelLayer), String> {
         .map_err(|e| format!("--otel-collector-endpoint {endpoint}: {e}"))?;
     let mut resource = opentelemetry_sdk::Resource::builder()
         .with_service_name(if cfg.service_name.is_empty() {
-            crate::cli::run_upstream::DEFAULT_OTEL_SERVICE_NAME.to_string()
+            DEFAULT_OTEL_SERVICE_NAME.to_string()
         } else {
             cfg.service_name.clone()
         })

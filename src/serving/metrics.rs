@@ -23,6 +23,15 @@ use prometheus_client::registry::Registry;
 use kube_descheduler_engine::evictor::EvictOutcome;
 use kube_descheduler_engine::framework::cycle::CycleReport;
 
+/// Prefix of the `Deflected` message the live evictor returns for an eviction in background;
+/// the metrics count such outcomes as `result="background"` (not as deflections).
+pub const BACKGROUND_PREFIX: &str = "eviction in background: ";
+
+/// Whether `message` (of an `EvictOutcome::Deflected`) is an eviction in background.
+pub fn is_background(message: &str) -> bool {
+    message.starts_with(BACKGROUND_PREFIX)
+}
+
 /// Upstream's `descheduler_loop_duration_seconds` buckets.
 pub const LOOP_BUCKETS: [f64; 15] = [
     0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0,
@@ -266,11 +275,7 @@ impl Metrics {
     pub fn result_label(outcome: &EvictOutcome) -> &'static str {
         match outcome {
             EvictOutcome::Evicted => "success",
-            EvictOutcome::Deflected { message }
-                if crate::live::background::is_background(message) =>
-            {
-                "background"
-            }
+            EvictOutcome::Deflected { message } if is_background(message) => "background",
             EvictOutcome::Deflected { .. } => "deflected",
             EvictOutcome::BackedOff { .. } => PLACEMENT_BACKOFF,
             EvictOutcome::Denied { .. } => "skipped",
@@ -302,9 +307,7 @@ impl Metrics {
                 })
                 .inc();
             match &r.outcome {
-                EvictOutcome::Deflected { message }
-                    if !crate::live::background::is_background(message) =>
-                {
+                EvictOutcome::Deflected { message } if !is_background(message) => {
                     self.deflected.inc();
                 }
                 EvictOutcome::Denied { .. } => {

@@ -178,8 +178,9 @@ pub fn load(config: &WasmConfig, plugin: &str, point: ExtensionPoint) -> Result<
         ExtensionPoint::Balance => abi::EXPORT_BALANCE,
     };
     let explains = check_exports(&module, entry).map_err(at_module)?;
-    let linker =
+    let mut linker =
         super::host::linker(&engine).map_err(|e| at_module(format!("host functions: {e}")))?;
+    super::facts::link(&mut linker).map_err(|e| at_module(format!("host functions: {e}")))?;
     let pre = linker
         .instantiate_pre(&module)
         .map_err(|e| at_module(format!("cannot link: {e}")))?;
