@@ -7,7 +7,7 @@
 //! that both evict exactly the same pods with the same reasons; then the time of one
 //! `plan --explain` answer of each (the port's `kd_explain`), asserting the same sentences. Run:
 //! `cargo bench --bench wasm_plugin`; `WASM_BENCH_SIZE=500x15000` chooses another size,
-//! `WASM_BENCH_PAIRS=go` only the pairs whose label contains `go`.
+//! `WASM_BENCH_PAIRS=Go` only the pairs whose label contains `Go` (case-sensitive).
 
 mod bench_common;
 #[path = "../tests/wasm_common/mod.rs"]
