@@ -220,55 +220,38 @@ pub fn record_outcome(span: &Span, node: &str, outcome: &EvictOutcome) {
     tracing::info!(target: TARGET, parent: span, node = node, err = %error, "Eviction Failed");
 }
 
-struct TracedDeschedule {
-    inner: Box<dyn DeschedulePlugin>,
-    profile: String,
+/// A plugin of one extension point wrapped so that each call runs inside its plugin span.
+macro_rules! traced_plugin {
+    ($traced:ident, $trait:ident, $call:ident, $point:literal) => {
+        struct $traced {
+            inner: Box<dyn $trait>,
+            profile: String,
+        }
+
+        impl $trait for $traced {
+            fn name(&self) -> &str {
+                self.inner.name()
+            }
+            fn $call(&self, handle: &mut Handle<'_>, nodes: &[NodeId]) {
+                let span = plugin_span(self.inner.name(), &self.profile, $point);
+                let _entered = span.enter();
+                self.inner.$call(handle, nodes);
+            }
+            fn explain_pod(
+                &self,
+                snapshot: &Snapshot,
+                pod: PodId,
+                nodes: &[NodeId],
+                now: jiff::Timestamp,
+            ) -> Option<String> {
+                self.inner.explain_pod(snapshot, pod, nodes, now)
+            }
+        }
+    };
 }
 
-impl DeschedulePlugin for TracedDeschedule {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn deschedule(&self, handle: &mut Handle<'_>, nodes: &[NodeId]) {
-        let span = plugin_span(self.inner.name(), &self.profile, "deschedule");
-        let _entered = span.enter();
-        self.inner.deschedule(handle, nodes);
-    }
-    fn explain_pod(
-        &self,
-        snapshot: &Snapshot,
-        pod: PodId,
-        nodes: &[NodeId],
-        now: jiff::Timestamp,
-    ) -> Option<String> {
-        self.inner.explain_pod(snapshot, pod, nodes, now)
-    }
-}
-
-struct TracedBalance {
-    inner: Box<dyn BalancePlugin>,
-    profile: String,
-}
-
-impl BalancePlugin for TracedBalance {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn balance(&self, handle: &mut Handle<'_>, nodes: &[NodeId]) {
-        let span = plugin_span(self.inner.name(), &self.profile, "balance");
-        let _entered = span.enter();
-        self.inner.balance(handle, nodes);
-    }
-    fn explain_pod(
-        &self,
-        snapshot: &Snapshot,
-        pod: PodId,
-        nodes: &[NodeId],
-        now: jiff::Timestamp,
-    ) -> Option<String> {
-        self.inner.explain_pod(snapshot, pod, nodes, now)
-    }
-}
+traced_plugin!(TracedDeschedule, DeschedulePlugin, deschedule, "deschedule");
+traced_plugin!(TracedBalance, BalancePlugin, balance, "balance");
 
 /// Wraps every plugin of `policy` so its runs are traced (only when tracing is on: otherwise
 /// the policy is left as it is).
