@@ -228,3 +228,32 @@ fn denied_evictions_do_not_count_and_deflected_ones_do() {
     );
     assert!(!snap.is_evicted(0) && snap.is_evicted(1) && snap.is_evicted(2) && !snap.is_evicted(3));
 }
+
+#[test]
+fn requested_pods_count_against_the_limits_once_and_may_be_chosen_again() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let run = |requested: Vec<PodId>, total: u32| {
+        let mut snap = cluster();
+        let cfg = CycleConfig {
+            requested,
+            ..total_limit(total)
+        };
+        let (report, _) = run_cycle(
+            &[profile("x", vec![plugin("A", &seen)], vec![])],
+            &cfg,
+            &mut snap,
+            now(),
+            Box::new(kube_descheduler::evictor::planner::PlanBackend::new()),
+        );
+        (evicted_names(&report.records), report.limit_hits.len())
+    };
+    // p1 and p3 hold two of the three: p1 is chosen again without counting, p2 takes the last
+    // place, p3 is chosen again, p4 is refused.
+    let (evicted, refused) = run(vec![0, 2], 3);
+    assert_eq!(evicted, vec!["a/p1", "a/p2", "b/p3"]);
+    assert_eq!(refused, 1);
+    // With the limit already full, the requested pods are chosen again and no other pod.
+    let (evicted, refused) = run(vec![0, 1], 2);
+    assert_eq!(evicted, vec!["a/p1", "a/p2"]);
+    assert_eq!(refused, 1);
+}

@@ -177,8 +177,8 @@ fn limit_refusals_are_counted_with_upstreams_result_label() {
         ..Default::default()
     });
     let m = Metrics::new();
-    m.record_cycle(&report, "completed", "once", |_| true);
-    m.record_cycle(&report, "completed", "once", |_| true);
+    m.record_cycle(&report, "completed", "once");
+    m.record_cycle(&report, "completed", "once");
     let text = m.render();
     let line = |result: &str, ns: &str, node: &str| {
         format!(

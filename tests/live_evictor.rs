@@ -30,6 +30,8 @@ fn config(client: kube::Client, failure_events: bool) -> ApiEvictorConfig {
         pods: None,
         use_v1beta1: Arc::new(AtomicBool::new(false)),
         background: None,
+        background_gate: false,
+        eviction_api: Default::default(),
         call_timeout: std::time::Duration::from_secs(30),
     }
 }
@@ -204,7 +206,7 @@ async fn a_stopped_backend_makes_no_calls() {
     stop.cancel();
     let outcomes = evict_all(config(client, true), &["ok"], stop).await;
     assert!(
-        matches!(&outcomes[0], EvictOutcome::Failed { error } if error.starts_with("not attempted"))
+        matches!(&outcomes[0], EvictOutcome::NotAttempted { reason } if reason.contains("stopped"))
     );
     assert!(api.evictions.lock().unwrap().is_empty());
 }

@@ -41,6 +41,7 @@ impl CycleExec for SlowExec {
                 deflected: 1,
                 skipped: 1,
                 errors: 0,
+                requested: 0,
                 duration_seconds: this.length.as_secs_f64(),
                 message: None,
             }

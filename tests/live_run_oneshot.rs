@@ -22,6 +22,7 @@ fn options(dry_run: bool) -> LiveOptions {
         },
         interval: Duration::ZERO,
         dry_run,
+        eviction_api: Default::default(),
         qps: 50.0,
         burst: 100,
         leader: None,

@@ -36,7 +36,7 @@ fn run_next_to_native(wat: &str, extra: &str) -> (Vec<String>, Vec<String>) {
     let report = cycle(&policy, &mut snap);
     // `run` counts the failure in kube_descheduler_plugin_failures_total{profile,strategy}.
     let metrics = kube_descheduler::serving::metrics::Metrics::new();
-    metrics.record_cycle(&report, "ok", "test", |_| true);
+    metrics.record_cycle(&report, "ok", "test");
     let want = if report.plugin_failures.is_empty() {
         0
     } else {

@@ -106,6 +106,11 @@ pub struct PlanArgs {
     /// with a snapshot file, the pre-1.36 scoring.
     #[arg(long, value_name = "VERSION", value_parser = super::scheduler_version::parse)]
     pub scheduler_version: Option<(u32, u32)>,
+    /// Show which path `run --eviction-api` would take for the evictions: `Eviction` (POST the
+    /// pod's eviction subresource) or `EvictionRequest` (create an EvictionRequest). Shown in the
+    /// table and as `evictionApi` in the JSON; the predicted outcomes are the same.
+    #[arg(long, value_enum, value_name = "API")]
+    pub eviction_api: Option<crate::live::evreq::EvictionApi>,
     /// Log level verbosity (0-5).
     #[arg(short = 'v', default_value_t = 0)]
     pub verbosity: u8,
@@ -179,6 +184,7 @@ pub fn run_with(
     let mut explain_time = explain_started.elapsed();
     let cpu_before = thread_cpu_seconds();
     let mut plan = make_plan(&policy, &mut snapshot, now, verdict);
+    plan.eviction_api = args.eviction_api.map(|a| a.as_str().to_string());
     for w in &plan.summary.warnings {
         eprintln!("warning: {w}");
     }
@@ -379,7 +385,10 @@ fn write_plan(
         Output::Json => render::write_json(plan, &mut out),
         _ => writeln!(
             out,
-            "{}{}{}",
+            "{}{}{}{}",
+            args.eviction_api
+                .map(|a| format!("eviction path: {}\n", a.describe()))
+                .unwrap_or_default(),
             render::table(plan, args.all_nodes).trim_end(),
             section(crate::plan::explain::render_pods(&plan.explanations)),
             section(crate::plan::explain::render_nodes(&plan.node_explanations)),

@@ -48,6 +48,12 @@ pub struct RunArgs {
     /// Execute descheduler in dry run mode (no evictions; PDBs are evaluated locally).
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = false, action = ArgAction::Set)]
     pub dry_run: bool,
+    /// How an eviction decision is carried out: `Eviction` POSTs the pod's eviction subresource
+    /// (upstream's behaviour); `EvictionRequest` creates an EvictionRequest
+    /// (lifecycle.k8s.io/v1alpha1, alpha in Kubernetes 1.37, feature gate EvictionRequestAPI)
+    /// for the pod's eviction responders to carry out.
+    #[arg(long, value_enum, value_name = "API", default_value = "Eviction")]
+    pub eviction_api: crate::live::evreq::EvictionApi,
     /// File with kube configuration (default: in-cluster, then $KUBECONFIG / ~/.kube/config).
     /// Upstream's two names; the last one given wins.
     #[arg(
@@ -371,6 +377,7 @@ fn run_in(
         policy,
         interval: resolved.interval,
         dry_run: args.dry_run,
+        eviction_api: args.eviction_api,
         qps: f64::from(resolved.qps),
         burst: resolved.burst.max(1) as u32,
         leader: resolved.leader,

@@ -12,6 +12,12 @@
 //! The tracker is brought up to date from each cycle's snapshot, before the plugins run; the
 //! pods it tracks are marked evicted in that snapshot so no plugin picks them, and count against
 //! the eviction limits.
+//!
+//! The same tracker holds the pods with an outstanding EvictionRequest of ours
+//! (`--eviction-api EvictionRequest`, [`super::evreq`]): they count against the limits until the
+//! pod is gone or the request is withdrawn, but are not marked evicted, so the plugins may choose
+//! them again; one no plugin chooses again is withdrawn. Their end is counted as an assumed
+//! eviction's: pod gone or Succeeded → `success`, Failed → `error`; there is no timeout.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -27,8 +33,6 @@ use crate::serving::metrics::{EvictedLabels, Metrics};
 /// assumed longer ago than this is forgotten (the pod may be evicted again).
 pub const ASSUMED_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
-pub use crate::serving::metrics::{BACKGROUND_PREFIX, is_background};
-
 #[derive(Debug, Clone)]
 struct Item {
     namespace: String,
@@ -41,6 +45,8 @@ struct Item {
     assumed: bool,
     /// Seen with the in-progress annotation (its removal cancels the tracking).
     in_progress_seen: bool,
+    /// The name of our outstanding EvictionRequest for the pod (None: an eviction in background).
+    request: Option<String>,
 }
 
 /// Evictions in background, by pod UID.
@@ -112,8 +118,38 @@ impl BackgroundEvictions {
                 since: Instant::now(),
                 assumed: true,
                 in_progress_seen: false,
+                request: None,
             },
         );
+    }
+
+    /// Records our outstanding EvictionRequest `name` for `pod`; `counted`: its end is counted
+    /// in the metrics (false for a request found at start).
+    pub fn requested(&self, pod: Assumed<'_>, name: &str, counted: bool) {
+        self.lock().insert(
+            pod.uid.to_string(),
+            Item {
+                namespace: pod.namespace.to_string(),
+                name: pod.name.to_string(),
+                node: pod.node.to_string(),
+                profile: pod.profile.to_string(),
+                strategy: pod.strategy.to_string(),
+                since: Instant::now(),
+                assumed: counted,
+                in_progress_seen: false,
+                request: Some(name.to_string()),
+            },
+        );
+    }
+
+    /// The name of our outstanding EvictionRequest for the pod with `uid`.
+    pub fn request_of(&self, uid: &str) -> Option<String> {
+        self.lock().get(uid).and_then(|i| i.request.clone())
+    }
+
+    /// Stops tracking the pod with `uid` (its request was withdrawn).
+    pub fn forget(&self, uid: &str) {
+        self.lock().remove(uid);
     }
 
     /// Evictions in background in progress.
@@ -130,29 +166,37 @@ impl BackgroundEvictions {
     /// in it. Assumed evictions that ended are counted in `metrics` (see the module doc). Returns
     /// the pods marked.
     pub fn apply(&self, snapshot: &mut Snapshot, metrics: Option<&Metrics>) -> Vec<PodId> {
+        self.apply_all(snapshot, metrics).marked
+    }
+
+    /// [`Self::apply`], also returning the pods with an outstanding request (not marked).
+    pub fn apply_all(&self, snapshot: &mut Snapshot, metrics: Option<&Metrics>) -> InFlight {
         let mut items = self.lock();
         let now = Instant::now();
         let mut keep = HashMap::new();
-        let mut marked = Vec::new();
+        let mut in_flight = InFlight::default();
         for id in 0..snapshot.pods.len() as PodId {
             let pod = snapshot.pod(id);
             let item = items.remove(&pod.uid);
             let Some(item) = self.next_state(item, pod, now, metrics) else {
                 continue;
             };
+            match item.request {
+                Some(_) => in_flight.requested.push(id),
+                None => in_flight.marked.push(id),
+            }
             keep.insert(pod.uid.clone(), item);
-            marked.push(id);
         }
         for (_, gone) in items.drain() {
-            tracing::info!(pod = %format!("{}/{}", gone.namespace, gone.name), "pod with eviction in background is gone");
+            tracing::info!(pod = %format!("{}/{}", gone.namespace, gone.name), request = gone.request.as_deref(), "pod with an eviction in progress is gone");
             count_end(metrics, &gone, "success");
         }
         *items = keep;
         drop(items);
-        for &id in &marked {
+        for &id in &in_flight.marked {
             snapshot.mark_evicted(id);
         }
-        marked
+        in_flight
     }
 
     /// What becomes of a pod's tracking (`item`, if tracked) given the pod as it is now: `None`
@@ -169,6 +213,14 @@ impl BackgroundEvictions {
             .annotations
             .contains_key(EVICTION_IN_PROGRESS_ANNOTATION);
         let key = || format!("{}/{}", pod.namespace, pod.name);
+        if let Some(requested) = item.as_ref().filter(|i| i.request.is_some()) {
+            if !pod.is_terminal() {
+                return item;
+            }
+            tracing::debug!(pod = %key(), "pod with an eviction request completed; no longer tracked");
+            count_end(metrics, requested, terminal_result(pod));
+            return None;
+        }
         let Some(mut item) = item else {
             // Not tracked: picked up when an evacuating controller marks it in progress.
             if requested && in_progress && !pod.is_terminal() {
@@ -182,6 +234,7 @@ impl BackgroundEvictions {
                     since: now,
                     assumed: false,
                     in_progress_seen: true,
+                    request: None,
                 });
             }
             return None;
@@ -192,12 +245,7 @@ impl BackgroundEvictions {
         }
         if pod.is_terminal() {
             tracing::debug!(pod = %key(), "pod with eviction in background completed; no longer tracked");
-            let result = if pod.phase == PodPhase::Failed {
-                "error"
-            } else {
-                "success"
-            };
-            count_end(metrics, &item, result);
+            count_end(metrics, &item, terminal_result(pod));
             return None;
         }
         if item.assumed && now.duration_since(item.since) > self.timeout {
@@ -213,6 +261,24 @@ impl BackgroundEvictions {
         item.in_progress_seen |= in_progress;
         Some(item)
     }
+}
+
+/// The `result` counted for a tracked pod that completed.
+fn terminal_result(pod: &Pod) -> &'static str {
+    if pod.phase == PodPhase::Failed {
+        "error"
+    } else {
+        "success"
+    }
+}
+
+/// Pods with an eviction in progress, as of one snapshot.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    /// Evictions in background: marked evicted in the snapshot.
+    pub marked: Vec<PodId>,
+    /// Pods with an outstanding EvictionRequest of ours: left to the plugins.
+    pub requested: Vec<PodId>,
 }
 
 /// Counts the end of an assumed eviction in background (`result`), as upstream after v0.36.0.

@@ -7,8 +7,9 @@ use futures::future::BoxFuture;
 use jiff::Timestamp;
 use tokio_util::sync::CancellationToken;
 
+use super::background::InFlight;
 use super::cycle_loop::{CycleExec, Source};
-use super::evictor::{ApiEvictor, ApiEvictorConfig, NOT_ATTEMPTED, not_attempted};
+use super::evictor::{ApiEvictor, ApiEvictorConfig, not_attempted};
 use super::recent::RecentEvictions;
 use super::returns::BackoffBackend;
 use crate::serving::metrics::Metrics;
@@ -25,6 +26,9 @@ use kube_descheduler_guard::answer::api_and_guard_verdict;
 pub enum Mode {
     /// `--dry-run`: no API writes; outcomes predicted by [`api_and_guard_verdict`].
     DryRun,
+    /// `--dry-run --eviction-api EvictionRequest`: no API writes; every eviction the cycle decides
+    /// is predicted as requested.
+    DryRunRequests,
     /// Evictions through the API.
     Live(Box<ApiEvictorConfig>),
 }
@@ -50,8 +54,8 @@ pub struct LiveCycle {
 }
 
 fn stopped() -> EvictOutcome {
-    EvictOutcome::Failed {
-        error: format!("{NOT_ATTEMPTED}: descheduling was stopped"),
+    EvictOutcome::NotAttempted {
+        reason: "descheduling was stopped".into(),
     }
 }
 
@@ -65,18 +69,7 @@ impl LiveCycle {
         let mut snapshot = (self.snapshot)();
         let snapshot_time = taken.elapsed();
         let live = matches!(self.mode, Mode::Live(_));
-        let mut in_flight = Vec::new();
-        if let Mode::Live(cfg) = &self.mode
-            && let Some(background) = &cfg.background
-        {
-            in_flight = background.apply(&mut snapshot, self.metrics.as_deref());
-            if !in_flight.is_empty() {
-                tracing::debug!(
-                    pods = in_flight.len(),
-                    "evictions in background in progress; not evicting those pods again"
-                );
-            }
-        }
+        let in_flight = self.in_flight(&mut snapshot);
         if live {
             if let Some(r) = self.recent.returns() {
                 r.expire_now();
@@ -99,38 +92,16 @@ impl LiveCycle {
             snapshot.measured = Some(Arc::new(measured));
         }
         let now = Timestamp::now();
-        let backend: Box<dyn EvictionBackend + Send> = match &self.mode {
-            Mode::DryRun => {
-                let stop = stop.clone();
-                // The API server's PDB rules, then the eviction guard's decision (as `plan`).
-                let mut verdict = api_and_guard_verdict(
-                    &snapshot,
-                    now,
-                    kube_descheduler_guard::GuardConfig::default(),
-                );
-                Box::new(PlanBackend::with_verdict(Box::new(move |s, p| {
-                    if stop.is_cancelled() {
-                        return stopped();
-                    }
-                    verdict(s, p)
-                })))
-            }
-            Mode::Live(cfg) => {
-                let api = Box::new(ApiEvictor::new((**cfg).clone(), rt, stop));
-                match self.recent.returns() {
-                    Some(r) => Box::new(BackoffBackend::new(api, r.clone())),
-                    None => api,
-                }
-            }
-        };
-        // Evictions in background in progress count against the limits (a copy of the policy's
-        // cycle settings only while there are some).
+        let backend = self.backend(&snapshot, now, stop.clone(), rt.clone());
+        // Evictions in progress count against the limits (a copy of the policy's cycle settings
+        // only while there are some).
         let with_in_flight;
-        let cycle_config = if in_flight.is_empty() {
+        let cycle_config = if in_flight.marked.is_empty() && in_flight.requested.is_empty() {
             &self.policy.cycle
         } else {
             with_in_flight = CycleConfig {
-                in_flight,
+                in_flight: in_flight.marked,
+                requested: in_flight.requested.clone(),
                 ..self.policy.cycle.clone()
             };
             &with_in_flight
@@ -155,7 +126,77 @@ impl LiveCycle {
                 }
             }
         }
+        if let Mode::Live(cfg) = &self.mode
+            && !stop.is_cancelled()
+        {
+            super::evreq::withdraw_unwanted(cfg, &snapshot, &in_flight.requested, &report, &rt);
+        }
         (report, snapshot_time)
+    }
+
+    /// Brings the tracker of evictions in progress up to date with `snapshot` (live mode only).
+    fn in_flight(&self, snapshot: &mut Snapshot) -> InFlight {
+        let Mode::Live(cfg) = &self.mode else {
+            return InFlight::default();
+        };
+        let Some(tracker) = &cfg.background else {
+            return InFlight::default();
+        };
+        let in_flight = tracker.apply_all(snapshot, self.metrics.as_deref());
+        if !in_flight.marked.is_empty() {
+            tracing::debug!(
+                pods = in_flight.marked.len(),
+                "evictions in background in progress; not evicting those pods again"
+            );
+        }
+        if !in_flight.requested.is_empty() {
+            tracing::debug!(
+                pods = in_flight.requested.len(),
+                "evictions requested with EvictionRequests in progress; counted against the limits"
+            );
+        }
+        in_flight
+    }
+
+    /// The eviction backend of one cycle.
+    fn backend(
+        &self,
+        snapshot: &Snapshot,
+        now: Timestamp,
+        stop: CancellationToken,
+        rt: tokio::runtime::Handle,
+    ) -> Box<dyn EvictionBackend + Send> {
+        match &self.mode {
+            Mode::DryRun => {
+                // The API server's PDB rules, then the eviction guard's decision (as `plan`).
+                let mut verdict = api_and_guard_verdict(
+                    snapshot,
+                    now,
+                    kube_descheduler_guard::GuardConfig::default(),
+                );
+                Box::new(PlanBackend::with_verdict(Box::new(move |s, p| {
+                    if stop.is_cancelled() {
+                        return stopped();
+                    }
+                    verdict(s, p)
+                })))
+            }
+            Mode::DryRunRequests => Box::new(PlanBackend::with_verdict(Box::new(move |s, p| {
+                if stop.is_cancelled() {
+                    return stopped();
+                }
+                EvictOutcome::Requested {
+                    name: super::evreq::request_name(&s.pod(p).uid),
+                }
+            }))),
+            Mode::Live(cfg) => {
+                let api = Box::new(ApiEvictor::new((**cfg).clone(), rt, stop));
+                match self.recent.returns() {
+                    Some(r) => Box::new(BackoffBackend::new(api, r.clone())),
+                    None => api,
+                }
+            }
+        }
     }
 
     /// Summarises, logs and accounts a finished cycle.
@@ -180,7 +221,7 @@ impl LiveCycle {
             duration_seconds: report.duration.as_secs_f64(),
             ..Default::default()
         };
-        let dry = matches!(self.mode, Mode::DryRun);
+        let dry = matches!(self.mode, Mode::DryRun | Mode::DryRunRequests);
         let mut aborted = false;
         let mut backoffs = 0;
         for r in &report.records {
@@ -190,13 +231,16 @@ impl LiveCycle {
             }
             match &r.outcome {
                 EvictOutcome::Evicted => s.evicted += 1,
-                EvictOutcome::Deflected { .. } => s.deflected += 1,
+                EvictOutcome::Deflected { .. } | EvictOutcome::Background { .. } => {
+                    s.deflected += 1
+                }
+                EvictOutcome::Requested { .. } => s.requested += 1,
                 EvictOutcome::Denied { .. } => s.skipped += 1,
                 EvictOutcome::BackedOff { .. } => {
                     s.skipped += 1;
                     backoffs += 1;
                 }
-                EvictOutcome::Failed { .. } => s.errors += 1,
+                EvictOutcome::Failed { .. } | EvictOutcome::NotAttempted { .. } => s.errors += 1,
             }
         }
         if dry {
@@ -224,6 +268,7 @@ impl LiveCycle {
             deflected = s.deflected,
             skipped = s.skipped,
             errors = s.errors,
+            requested = s.requested,
             limit_refusals = report.limit_hits.len(),
             placement_backoff = backoffs,
             placement_refusals = report.placement_refusals.len(),
@@ -234,7 +279,7 @@ impl LiveCycle {
             "descheduling cycle finished"
         );
         if let Some(m) = &self.metrics {
-            m.record_cycle(report, &s.status, source.as_str(), |o| !not_attempted(o));
+            m.record_cycle(report, &s.status, source.as_str());
         }
         s
     }

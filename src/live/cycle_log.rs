@@ -23,6 +23,7 @@ struct Outcomes {
     deflected: usize,
     skipped: usize,
     errors: usize,
+    requested: usize,
 }
 
 /// Logs a dry run's attempts (`records`, already filtered to those that were attempted).
@@ -41,9 +42,10 @@ pub fn dry_run_attempts<'a>(records: impl IntoIterator<Item = &'a EvictionRecord
             .or_default();
         match &r.outcome {
             EvictOutcome::Evicted => o.evicted += 1,
-            EvictOutcome::Deflected { .. } => o.deflected += 1,
+            EvictOutcome::Deflected { .. } | EvictOutcome::Background { .. } => o.deflected += 1,
             EvictOutcome::Denied { .. } | EvictOutcome::BackedOff { .. } => o.skipped += 1,
-            EvictOutcome::Failed { .. } => o.errors += 1,
+            EvictOutcome::Failed { .. } | EvictOutcome::NotAttempted { .. } => o.errors += 1,
+            EvictOutcome::Requested { .. } => o.requested += 1,
         }
     }
     if n > LINES_AT_INFO {
@@ -54,7 +56,7 @@ pub fn dry_run_attempts<'a>(records: impl IntoIterator<Item = &'a EvictionRecord
         );
     }
     for ((profile, plugin), o) in by_plugin {
-        tracing::info!(%profile, strategy = %plugin, evicted = o.evicted, deflected = o.deflected, skipped = o.skipped, errors = o.errors, "Dry-run evictions of a plugin");
+        tracing::info!(%profile, strategy = %plugin, evicted = o.evicted, deflected = o.deflected, skipped = o.skipped, errors = o.errors, requested = o.requested, "Dry-run evictions of a plugin");
     }
 }
 

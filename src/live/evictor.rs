@@ -20,8 +20,6 @@ use kube_descheduler_engine::snapshot::{PodId, Snapshot};
 
 /// Text in the eviction guard's (and KubeVirt-style) 429 that means "evacuation started".
 pub const DEFLECTION_TEXT: &str = "Eviction triggered evacuation";
-/// Prefix of the error of an eviction not attempted because the cycle was stopped.
-pub const NOT_ATTEMPTED: &str = "not attempted";
 /// `EvictionRefusedByPlacement` Events published per cycle at most (a policy fighting the
 /// scheduler in a big cluster refuses thousands of evictions every cycle; the log and the metric
 /// count them all).
@@ -33,7 +31,7 @@ pub const DEFAULT_EVICTION_CALL_TIMEOUT: std::time::Duration = std::time::Durati
 
 /// Whether `outcome` is an eviction that was not attempted (cycle stopped): not accounted.
 pub fn not_attempted(outcome: &EvictOutcome) -> bool {
-    matches!(outcome, EvictOutcome::Failed { error } if error.starts_with(NOT_ATTEMPTED))
+    matches!(outcome, EvictOutcome::NotAttempted { .. })
 }
 
 /// Settings shared by every cycle's backend.
@@ -57,8 +55,14 @@ pub struct ApiEvictorConfig {
     /// Bound on one eviction call ([`DEFAULT_EVICTION_CALL_TIMEOUT`]); past it the eviction is an
     /// error (not retried within the cycle; the next cycle sees whether the pod left).
     pub call_timeout: std::time::Duration,
-    /// Evictions in background (feature gate `EvictionsInBackground`; `None`: gate off).
+    /// The tracker of evictions in progress: evictions in background (feature gate
+    /// `EvictionsInBackground`, see `background_gate`) and outstanding EvictionRequests (`None`:
+    /// neither is on).
     pub background: Option<Arc<super::background::BackgroundEvictions>>,
+    /// Feature gate `EvictionsInBackground`.
+    pub background_gate: bool,
+    /// `--eviction-api`: Eviction POSTs or EvictionRequests.
+    pub eviction_api: super::evreq::EvictionApi,
 }
 
 /// The backend for one cycle.
@@ -274,6 +278,16 @@ impl ApiEvictor {
                     ev.evicted(pod, req.reason, req.plugin, Some(message)).await;
                 }
             }
+            EvictOutcome::Requested { name } => {
+                tracing::info!(pod = %key, reason = %req.reason, reason_code = &*req.reason.code, strategy = req.plugin, node = pod.node, profile = req.profile, request = %name, "Eviction requested");
+                if let Some(ev) = &self.cfg.events {
+                    let extra = format!("eviction requested with EvictionRequest {name}");
+                    self.cfg.limiter.acquire().await;
+                    ev.evicted(pod, req.reason, req.plugin, Some(&extra)).await;
+                }
+            }
+            // Logged where they arise.
+            EvictOutcome::Background { .. } | EvictOutcome::NotAttempted { .. } => {}
             EvictOutcome::Denied { reason }
             | EvictOutcome::BackedOff { reason }
             | EvictOutcome::Failed { error: reason } => {
@@ -291,6 +305,60 @@ impl ApiEvictor {
                 }
             }
         }
+    }
+}
+
+impl ApiEvictor {
+    /// `--eviction-api EvictionRequest`: asks for the pod's eviction with our EvictionRequest
+    /// (created, or ours reused; none is written when the tracker knows ours asks already).
+    async fn request_async(&self, pod: &PodRef<'_>, req: &EvictionRequest<'_>) -> EvictOutcome {
+        let name = super::evreq::request_name(pod.uid);
+        let tracker = self.cfg.background.as_deref();
+        if tracker.and_then(|t| t.request_of(pod.uid)).as_deref() == Some(name.as_str()) {
+            tracing::debug!(pod = %format!("{}/{}", pod.namespace, pod.name), request = %name, "eviction already requested");
+            return EvictOutcome::Requested { name };
+        }
+        self.cfg.limiter.acquire().await;
+        let asked = tokio::time::timeout(
+            self.cfg.call_timeout,
+            super::evreq::ask(&self.cfg.client, pod),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "creating EvictionRequest {name:?}: no answer within {}s",
+                self.cfg.call_timeout.as_secs_f64()
+            ))
+        });
+        let outcome = match asked {
+            Ok(how) => {
+                tracing::debug!(request = %name, ?how, "EvictionRequest asks for the eviction");
+                if let Some(t) = tracker {
+                    t.requested(assumed(pod, req), &name, true);
+                }
+                EvictOutcome::Requested { name }
+            }
+            Err(error) => EvictOutcome::Failed {
+                error: format!(
+                    "error when requesting the eviction of pod {:?}: {error}",
+                    pod.name
+                ),
+            },
+        };
+        self.log_and_notify(pod, req, &outcome).await;
+        outcome
+    }
+}
+
+/// The tracker's record of `pod`, asked for by `req`.
+fn assumed<'a>(pod: &PodRef<'a>, req: &EvictionRequest<'a>) -> super::background::Assumed<'a> {
+    super::background::Assumed {
+        uid: pod.uid,
+        namespace: pod.namespace,
+        name: pod.name,
+        node: pod.node,
+        profile: req.profile,
+        strategy: req.plugin,
     }
 }
 
@@ -320,16 +388,9 @@ impl ApiEvictor {
         };
         let key = format!("{}/{}", pod.namespace, pod.name);
         tracing::info!(pod = %key, strategy = req.plugin, profile = req.profile, node = pod.node, response = %message, "Eviction in background assumed");
-        tracker.assume(super::background::Assumed {
-            uid: pod.uid,
-            namespace: pod.namespace,
-            name: pod.name,
-            node: pod.node,
-            profile: req.profile,
-            strategy: req.plugin,
-        });
-        EvictOutcome::Deflected {
-            message: format!("{}{message}", super::background::BACKGROUND_PREFIX),
+        tracker.assume(assumed(pod, req));
+        EvictOutcome::Background {
+            message: message.to_string(),
         }
     }
 }
@@ -342,18 +403,20 @@ impl EvictionBackend for ApiEvictor {
         req: &EvictionRequest<'_>,
     ) -> EvictOutcome {
         if self.stop.is_cancelled() {
-            return EvictOutcome::Failed {
-                error: format!(
-                    "{NOT_ATTEMPTED}: descheduling was stopped (shutdown or lost leadership)"
-                ),
+            return EvictOutcome::NotAttempted {
+                reason: "descheduling was stopped (shutdown or lost leadership)".into(),
             };
         }
         let pref = pod_ref(snapshot, pod);
-        let background = self.cfg.background.is_some()
-            && super::background::requests_background(snapshot, pod)
-            && !super::background::completed(snapshot, pod);
         let span = super::otel::evict_span(pref.namespace, pref.name, &req.reason);
-        let outcome = self.rt.block_on(self.evict_async(&pref, req, background));
+        let outcome = if self.cfg.eviction_api == super::evreq::EvictionApi::EvictionRequest {
+            self.rt.block_on(self.request_async(&pref, req))
+        } else {
+            let background = self.cfg.background_gate
+                && super::background::requests_background(snapshot, pod)
+                && !super::background::completed(snapshot, pod);
+            self.rt.block_on(self.evict_async(&pref, req, background))
+        };
         if let Some(span) = &span {
             super::otel::record_outcome(span, pref.node, &outcome);
         }

@@ -8,6 +8,9 @@
 //!   jobs (batch) — cluster-wide.
 //! - `create` pods/eviction (core) — body `policy/v1` Eviction (`policy/v1beta1` on old servers);
 //!   not in `--dry-run`.
+//! - `create`, `get`, `patch` evictionrequests (lifecycle.k8s.io/v1alpha1) in the pod's namespace,
+//!   `list` them cluster-wide — with `--eviction-api EvictionRequest` (instead of pods/eviction);
+//!   `list` only in `--dry-run`.
 //! - `create`, `patch` events (events.k8s.io) — in the evicted pod's namespace; not in dry-run.
 //! - `get`, `create`, `update` leases (coordination.k8s.io) in
 //!   `--leader-elect-resource-namespace` — with `--leader-elect`.
@@ -24,6 +27,7 @@ pub mod cycle_log;
 pub mod cycle_loop;
 pub mod events;
 pub mod evictor;
+pub mod evreq;
 pub mod features;
 pub mod http;
 pub mod otel;

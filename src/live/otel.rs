@@ -214,8 +214,12 @@ pub fn record_outcome(span: &Span, node: &str, outcome: &EvictOutcome) {
     span.record("result", Metrics::result_label(outcome));
     let error = match outcome {
         EvictOutcome::Failed { error } => error,
+        EvictOutcome::NotAttempted { reason } => reason,
         EvictOutcome::Denied { reason } | EvictOutcome::BackedOff { reason } => reason,
-        EvictOutcome::Evicted | EvictOutcome::Deflected { .. } => return,
+        EvictOutcome::Evicted
+        | EvictOutcome::Deflected { .. }
+        | EvictOutcome::Background { .. }
+        | EvictOutcome::Requested { .. } => return,
     };
     tracing::info!(target: TARGET, parent: span, node = node, err = %error, "Eviction Failed");
 }

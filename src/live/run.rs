@@ -15,6 +15,7 @@ use super::cycle::{LiveCycle, Mode};
 use super::cycle_loop::{LoopConfig, run_loop_with_events};
 use super::events::EventSink;
 use super::evictor::ApiEvictorConfig;
+use super::evreq::EvictionApi;
 use super::http::{AppState, router};
 use super::ratelimit::RateLimiter;
 use super::recent::RecentEvictions;
@@ -37,6 +38,8 @@ pub struct LiveOptions {
     pub interval: Duration,
     /// `--dry-run`.
     pub dry_run: bool,
+    /// `--eviction-api`.
+    pub eviction_api: super::evreq::EvictionApi,
     /// Effective client QPS and burst for evictions and Events.
     pub qps: f64,
     /// Burst.
@@ -109,6 +112,10 @@ pub async fn run(
     client: Client,
     shutdown: CancellationToken,
 ) -> anyhow::Result<()> {
+    let outstanding = match opts.eviction_api {
+        EvictionApi::EvictionRequest => Some(super::evreq::start(&client).await?),
+        EvictionApi::Eviction => None,
+    };
     let metrics = (!opts.disable_metrics).then(|| Arc::new(Metrics::new()));
     if let Some(m) = &metrics {
         m.dry_run.set(i64::from(opts.dry_run));
@@ -154,7 +161,7 @@ pub async fn run(
     let elector_task = start_leader_election(&opts, &client, &leading_tx, &elector_stop);
     follow_leadership(&metrics, &leading_rx);
 
-    let mode = eviction_mode(&opts, &client, limiter, &state);
+    let mode = eviction_mode(&opts, &client, limiter, &state, outstanding);
     let usage = start_usage(&opts, &client, &shutdown).await;
     let snap_state = state.clone();
     let mut policy = opts.policy;
@@ -314,15 +321,37 @@ fn follow_leadership(metrics: &Option<Arc<Metrics>>, leading: &watch::Receiver<b
     });
 }
 
-/// Dry run, or evictions through the API with Events.
+/// Dry run, or evictions through the API with Events. `outstanding`: our EvictionRequests found
+/// at start (`--eviction-api EvictionRequest`), tracked from the first cycle.
 fn eviction_mode(
     opts: &LiveOptions,
     client: &Client,
     limiter: Arc<RateLimiter>,
     state: &Arc<ClusterState>,
+    outstanding: Option<Vec<super::evreq::Outstanding>>,
 ) -> Mode {
-    if opts.dry_run {
-        return Mode::DryRun;
+    match (opts.dry_run, opts.eviction_api) {
+        (true, EvictionApi::Eviction) => return Mode::DryRun,
+        (true, EvictionApi::EvictionRequest) => return Mode::DryRunRequests,
+        _ => {}
+    }
+    let background_gate = opts.feature_gates.evictions_in_background();
+    if background_gate {
+        tracing::info!("feature gate EvictionsInBackground: evictions in background are tracked");
+    }
+    let tracker = (background_gate || outstanding.is_some()).then(|| {
+        let tracker = crate::live::background::BackgroundEvictions::default();
+        for o in outstanding.iter().flatten() {
+            tracker.requested(o.as_assumed(), &o.name, false);
+        }
+        Arc::new(tracker)
+    });
+    if let Some(found) = &outstanding {
+        tracing::info!(
+            outstanding = found.len(),
+            requester = super::evreq::REQUESTER,
+            "--eviction-api EvictionRequest: evictions are requested with EvictionRequests"
+        );
     }
     Mode::Live(Box::new(ApiEvictorConfig {
         client: client.clone(),
@@ -333,12 +362,9 @@ fn eviction_mode(
         pods: Some(state.clone()),
         use_v1beta1: Arc::new(AtomicBool::new(false)),
         call_timeout: crate::live::evictor::DEFAULT_EVICTION_CALL_TIMEOUT,
-        background: opts.feature_gates.evictions_in_background().then(|| {
-            tracing::info!(
-                "feature gate EvictionsInBackground: evictions in background are tracked"
-            );
-            Arc::new(crate::live::background::BackgroundEvictions::default())
-        }),
+        background: tracker,
+        background_gate,
+        eviction_api: opts.eviction_api,
     }))
 }
 

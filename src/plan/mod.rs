@@ -164,6 +164,10 @@ pub struct Plan {
     /// enforces placement and refused something).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub placement_refusals: Vec<refusals::PlacementRefusal>,
+    /// `plan --eviction-api`: the path `run` would take for the evictions (`Eviction` or
+    /// `EvictionRequest`; absent when not asked).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eviction_api: Option<String>,
     /// Evictions a limit refused before any attempt (not part of the JSON contract).
     #[serde(skip)]
     pub limit_hits: Vec<kube_descheduler_engine::evictor::LimitHit>,
@@ -233,10 +237,14 @@ pub fn make_plan(
         .into_iter()
         .map(|r| {
             match &r.outcome {
-                EvictOutcome::Evicted => summary.evicted += 1,
-                EvictOutcome::Deflected { .. } => summary.deflected += 1,
+                EvictOutcome::Evicted | EvictOutcome::Requested { .. } => summary.evicted += 1,
+                EvictOutcome::Deflected { .. } | EvictOutcome::Background { .. } => {
+                    summary.deflected += 1
+                }
                 EvictOutcome::Denied { .. } | EvictOutcome::BackedOff { .. } => summary.denied += 1,
-                EvictOutcome::Failed { .. } => summary.errors += 1,
+                EvictOutcome::Failed { .. } | EvictOutcome::NotAttempted { .. } => {
+                    summary.errors += 1
+                }
             }
             if r.outcome.moves_pod() {
                 count(&mut by_plugin, &r.plugin);
@@ -246,11 +254,14 @@ pub fn make_plan(
             let placement = r.placement.clone();
             let message = match r.outcome {
                 EvictOutcome::Evicted => None,
-                EvictOutcome::Deflected { message } => Some(message),
-                EvictOutcome::Denied { reason } | EvictOutcome::BackedOff { reason } => {
-                    Some(reason)
+                EvictOutcome::Deflected { message } | EvictOutcome::Background { message } => {
+                    Some(message)
                 }
+                EvictOutcome::Denied { reason }
+                | EvictOutcome::BackedOff { reason }
+                | EvictOutcome::NotAttempted { reason } => Some(reason),
                 EvictOutcome::Failed { error } => Some(error),
+                EvictOutcome::Requested { name } => Some(name),
             };
             PlannedEviction {
                 namespace: r.namespace,
@@ -289,6 +300,7 @@ pub fn make_plan(
         },
         limit_hits: report.limit_hits,
         placement_refusals: refusals::from_placement_hits(&report.placement_refusals),
+        eviction_api: None,
     }
 }
 

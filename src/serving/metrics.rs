@@ -2,7 +2,8 @@
 //!
 //! Upstream names and labels are kept: `descheduler_pods_evicted_total{result,strategy,profile,
 //! namespace,node}` (`result`: upstream's `success` and `error`, plus ours: `deflected` for the
-//! guard's rolling-restart deflection and `skipped` for a 429 refusal such as a PodDisruptionBudget;
+//! guard's rolling-restart deflection, `skipped` for a 429 refusal such as a PodDisruptionBudget,
+//! `background` for an eviction in background and `requested` for an EvictionRequest asking for it;
 //! an eviction refused by `maxNoOfPodsToEvict*` gets upstream's limit error text, e.g.
 //! `maximum number of evicted pods per node reached`),
 //! `descheduler_loop_duration_seconds`, `descheduler_strategy_duration_seconds{strategy,profile}`
@@ -23,15 +24,6 @@ use prometheus_client::registry::Registry;
 use kube_descheduler_engine::evictor::EvictOutcome;
 use kube_descheduler_engine::framework::cycle::CycleReport;
 
-/// Prefix of the `Deflected` message the live evictor returns for an eviction in background;
-/// the metrics count such outcomes as `result="background"` (not as deflections).
-pub const BACKGROUND_PREFIX: &str = "eviction in background: ";
-
-/// Whether `message` (of an `EvictOutcome::Deflected`) is an eviction in background.
-pub fn is_background(message: &str) -> bool {
-    message.starts_with(BACKGROUND_PREFIX)
-}
-
 /// Upstream's `descheduler_loop_duration_seconds` buckets.
 pub const LOOP_BUCKETS: [f64; 15] = [
     0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0,
@@ -44,7 +36,7 @@ pub const STRATEGY_BUCKETS: [f64; 13] = [
 /// Labels of `descheduler_pods_evicted_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EvictedLabels {
-    /// `success`, `error`, `deflected`, `skipped`, or a limit's text ([`kube_descheduler_engine::evictor::LimitError::result_label`]).
+    /// `success`, `error`, `deflected`, `skipped`, `background`, `requested`, or a limit's text ([`kube_descheduler_engine::evictor::LimitError::result_label`]).
     pub result: String,
     /// Plugin name.
     pub strategy: String,
@@ -275,26 +267,21 @@ impl Metrics {
     pub fn result_label(outcome: &EvictOutcome) -> &'static str {
         match outcome {
             EvictOutcome::Evicted => "success",
-            EvictOutcome::Deflected { message } if is_background(message) => "background",
+            EvictOutcome::Background { .. } => "background",
+            EvictOutcome::Requested { .. } => "requested",
             EvictOutcome::Deflected { .. } => "deflected",
             EvictOutcome::BackedOff { .. } => PLACEMENT_BACKOFF,
             EvictOutcome::Denied { .. } => "skipped",
-            EvictOutcome::Failed { .. } => "error",
+            EvictOutcome::Failed { .. } | EvictOutcome::NotAttempted { .. } => "error",
         }
     }
 
     /// Accounts one finished cycle: every eviction attempt and limit refusal, the loop and
-    /// per-plugin durations. Attempts for which `counted` returns false (not attempted because the cycle was stopped)
-    /// are left out.
-    pub fn record_cycle(
-        &self,
-        report: &CycleReport,
-        status: &str,
-        source: &str,
-        counted: impl Fn(&EvictOutcome) -> bool,
-    ) {
+    /// per-plugin durations. Evictions not attempted because the cycle was stopped
+    /// ([`EvictOutcome::NotAttempted`]) are left out.
+    pub fn record_cycle(&self, report: &CycleReport, status: &str, source: &str) {
         for r in &report.records {
-            if !counted(&r.outcome) {
+            if matches!(r.outcome, EvictOutcome::NotAttempted { .. }) {
                 continue;
             }
             self.pods_evicted
@@ -307,7 +294,7 @@ impl Metrics {
                 })
                 .inc();
             match &r.outcome {
-                EvictOutcome::Deflected { message } if !is_background(message) => {
+                EvictOutcome::Deflected { .. } => {
                     self.deflected.inc();
                 }
                 EvictOutcome::Denied { .. } => {

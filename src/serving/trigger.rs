@@ -33,11 +33,19 @@ pub struct CycleSummary {
     pub skipped: u64,
     /// Failed evictions.
     pub errors: u64,
+    /// Evictions asked for with an EvictionRequest (`--eviction-api EvictionRequest`); left out
+    /// when zero.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub requested: u64,
     /// Wall time of the cycle.
     pub duration_seconds: f64,
     /// Why the cycle was skipped or failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Why a trigger was not run.

@@ -46,6 +46,24 @@ pub enum EvictOutcome {
         /// The error.
         error: String,
     },
+    /// The cluster answered with an eviction in background (feature gate
+    /// `EvictionsInBackground`): another controller evacuates the pod. Counted as a deflection
+    /// everywhere but its own metric label.
+    Background {
+        /// The cluster's answer.
+        message: String,
+    },
+    /// An EvictionRequest (`lifecycle.k8s.io/v1alpha1`) asks for the pod's eviction: created, or
+    /// ours already asked. The pod leaves when the request's responders evict it.
+    Requested {
+        /// The EvictionRequest's name.
+        name: String,
+    },
+    /// Not attempted: descheduling was stopped (shutdown, lost leadership). Not accounted.
+    NotAttempted {
+        /// Why.
+        reason: String,
+    },
 }
 
 impl EvictOutcome {
@@ -53,15 +71,23 @@ impl EvictOutcome {
     pub fn as_str(&self) -> &'static str {
         match self {
             EvictOutcome::Evicted => "evicted",
-            EvictOutcome::Deflected { .. } => "deflected",
+            EvictOutcome::Deflected { .. } | EvictOutcome::Background { .. } => "deflected",
             EvictOutcome::Denied { .. } | EvictOutcome::BackedOff { .. } => "denied",
-            EvictOutcome::Failed { .. } => "error",
+            EvictOutcome::Failed { .. } | EvictOutcome::NotAttempted { .. } => "error",
+            EvictOutcome::Requested { .. } => "requested",
         }
     }
 
-    /// The pod leaves its node (evicted or deflected); such outcomes count against limits.
+    /// The pod leaves its node (evicted, deflected, evicted in background or requested); such
+    /// outcomes count against limits.
     pub fn moves_pod(&self) -> bool {
-        matches!(self, EvictOutcome::Evicted | EvictOutcome::Deflected { .. })
+        matches!(
+            self,
+            EvictOutcome::Evicted
+                | EvictOutcome::Deflected { .. }
+                | EvictOutcome::Background { .. }
+                | EvictOutcome::Requested { .. }
+        )
     }
 }
 
@@ -250,6 +276,9 @@ pub struct EvictionSession {
     scheduler: Arc<SchedulerProfiles>,
     /// Nodes this cycle's node-usage plugins are emptying.
     emptying: HashSet<NodeId>,
+    /// Pods already counted against the limits before the plugins ran (outstanding eviction
+    /// requests): choosing one again neither checks nor counts the limits.
+    precounted: HashSet<PodId>,
 }
 
 /// Shared copies of the strings records repeat: the last profile and plugin seen (a plugin's
@@ -299,7 +328,13 @@ impl EvictionSession {
             simulator: None,
             scheduler: Arc::default(),
             emptying: HashSet::default(),
+            precounted: HashSet::default(),
         }
+    }
+
+    /// Records pods already counted against the limits (see [`EvictionSession::evict_placed`]).
+    pub fn set_precounted(&mut self, pods: impl IntoIterator<Item = PodId>) {
+        self.precounted.extend(pods);
     }
 
     /// The scheduler configuration predictions use (default: kube-scheduler's default profile).
@@ -340,7 +375,13 @@ impl EvictionSession {
         let node = self.names.node(snapshot, p);
         let profile = SharedNames::share(&mut self.names.profile, req.profile);
         let plugin = SharedNames::share(&mut self.names.plugin, req.plugin);
-        if let Err(limit) = self.limits.check_pod(snapshot, pod) {
+        let precounted = self.precounted.contains(&pod);
+        let checked = if precounted {
+            Ok(())
+        } else {
+            self.limits.check_pod(snapshot, pod)
+        };
+        if let Err(limit) = checked {
             self.backend.limit_refused(snapshot, pod, req, &limit);
             self.limit_hits.push(LimitHit {
                 namespace: p.namespace.clone(),
@@ -385,7 +426,9 @@ impl EvictionSession {
             }
         }
         if outcome.moves_pod() {
-            self.limits.count_pod(snapshot, pod);
+            if !precounted {
+                self.limits.count_pod(snapshot, pod);
+            }
             self.moved.insert(pod);
         }
         self.records.push(EvictionRecord {

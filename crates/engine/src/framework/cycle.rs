@@ -45,6 +45,10 @@ pub struct CycleConfig {
     /// counts against the total, node and namespace limits before the plugins run, as upstream
     /// counts its pending eviction requests.
     pub in_flight: Vec<PodId>,
+    /// Pods with an outstanding eviction request of ours: counted against the limits like
+    /// `in_flight`, but left to the plugins, which may choose them again (not counted twice); a
+    /// pod no plugin chooses again is one the cycle no longer wants.
+    pub requested: Vec<PodId>,
 }
 
 impl CycleConfig {
@@ -121,11 +125,12 @@ pub fn run_cycle(
         config.max_total,
     )
     .with_scaled(config.scaled.clone(), now);
-    for &pod in &config.in_flight {
+    for &pod in config.in_flight.iter().chain(&config.requested) {
         let p = snapshot.pod(pod);
         limits.count(p.node, &p.namespace);
     }
     let mut session = EvictionSession::new(limits, backend);
+    session.set_precounted(config.requested.iter().copied());
     session.set_scheduler(config.scheduler.clone());
     if nodes.len() <= 1 {
         report.skipped = Some(format!(

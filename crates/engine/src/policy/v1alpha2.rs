@@ -76,6 +76,7 @@ pub fn build(
             max_total: wire.max_no_of_pods_to_evict_total,
             scheduler: Default::default(),
             in_flight: Vec::new(),
+            requested: Vec::new(),
             scaled: ScaledLimits {
                 per_workload: wire.max_no_of_pods_to_evict_per_workload,
                 max_unavailable_per_workload: wire.max_unavailable_per_workload,
