@@ -107,25 +107,16 @@ impl BackgroundEvictions {
 
     /// Records the eviction of `pod` as in progress in background.
     pub fn assume(&self, pod: Assumed<'_>) {
-        self.lock().insert(
-            pod.uid.to_string(),
-            Item {
-                namespace: pod.namespace.to_string(),
-                name: pod.name.to_string(),
-                node: pod.node.to_string(),
-                profile: pod.profile.to_string(),
-                strategy: pod.strategy.to_string(),
-                since: Instant::now(),
-                assumed: true,
-                in_progress_seen: false,
-                request: None,
-            },
-        );
+        self.insert(pod, true, None);
     }
 
     /// Records our outstanding EvictionRequest `name` for `pod`; `counted`: its end is counted
     /// in the metrics (false for a request found at start).
     pub fn requested(&self, pod: Assumed<'_>, name: &str, counted: bool) {
+        self.insert(pod, counted, Some(name.to_string()));
+    }
+
+    fn insert(&self, pod: Assumed<'_>, counted: bool, request: Option<String>) {
         self.lock().insert(
             pod.uid.to_string(),
             Item {
@@ -137,7 +128,7 @@ impl BackgroundEvictions {
                 since: Instant::now(),
                 assumed: counted,
                 in_progress_seen: false,
-                request: Some(name.to_string()),
+                request,
             },
         );
     }
@@ -298,4 +289,65 @@ fn count_end(metrics: Option<&Metrics>, item: &Item, result: &str) {
             node: item.node.clone(),
         })
         .inc();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube_descheduler_engine::testing::{node, pod, snapshot};
+
+    fn requested(t: &BackgroundEvictions) {
+        let pod = Assumed {
+            uid: "uid-ns-web",
+            namespace: "ns",
+            name: "web",
+            node: "n1",
+            profile: "p",
+            strategy: "s",
+        };
+        t.requested(pod, "kube-descheduler-uid-ns-web", true);
+    }
+
+    fn count(m: &Metrics, result: &str) -> u64 {
+        m.pods_evicted
+            .get_or_create(&EvictedLabels {
+                result: result.into(),
+                strategy: "s".into(),
+                profile: "p".into(),
+                namespace: "ns".into(),
+                node: "n1".into(),
+            })
+            .get()
+    }
+
+    #[test]
+    fn a_requested_pod_is_in_flight_but_not_marked_until_it_is_gone() {
+        let (t, m) = (BackgroundEvictions::default(), Metrics::new());
+        requested(&t);
+        let mut s = snapshot(
+            vec![node("n1").build()],
+            vec![pod("ns", "web", "n1").build()],
+        );
+        let in_flight = t.apply_all(&mut s, Some(&m));
+        assert_eq!((in_flight.marked, in_flight.requested), (vec![], vec![0]));
+        assert!(!s.is_evicted(0), "left to the plugins");
+        assert_eq!(
+            t.request_of("uid-ns-web").as_deref(),
+            Some("kube-descheduler-uid-ns-web")
+        );
+        let mut gone = snapshot(vec![node("n1").build()], vec![]);
+        assert!(t.apply_all(&mut gone, Some(&m)).requested.is_empty());
+        assert!(t.is_empty());
+        assert_eq!(count(&m, "success"), 1, "the request's end is counted once");
+    }
+
+    #[test]
+    fn a_withdrawn_request_is_forgotten_uncounted() {
+        let (t, m) = (BackgroundEvictions::default(), Metrics::new());
+        requested(&t);
+        t.forget("uid-ns-web");
+        let mut gone = snapshot(vec![node("n1").build()], vec![]);
+        t.apply_all(&mut gone, Some(&m));
+        assert_eq!(count(&m, "success") + count(&m, "error"), 0);
+    }
 }
