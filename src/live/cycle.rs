@@ -187,6 +187,7 @@ impl LiveCycle {
                 }
                 EvictOutcome::Requested {
                     name: super::evreq::request_name(&s.pod(p).uid),
+                    written: true,
                 }
             }))),
             Mode::Live(cfg) => {

@@ -278,7 +278,7 @@ impl ApiEvictor {
                     ev.evicted(pod, req.reason, req.plugin, Some(message)).await;
                 }
             }
-            EvictOutcome::Requested { name } => {
+            EvictOutcome::Requested { name, .. } => {
                 tracing::info!(pod = %key, reason = %req.reason, reason_code = &*req.reason.code, strategy = req.plugin, node = pod.node, profile = req.profile, request = %name, "Eviction requested");
                 if let Some(ev) = &self.cfg.events {
                     let extra = format!("eviction requested with EvictionRequest {name}");
@@ -316,7 +316,10 @@ impl ApiEvictor {
         let tracker = self.cfg.background.as_deref();
         if tracker.and_then(|t| t.request_of(pod.uid)).as_deref() == Some(name.as_str()) {
             tracing::debug!(pod = %format!("{}/{}", pod.namespace, pod.name), request = %name, "eviction already requested");
-            return EvictOutcome::Requested { name };
+            return EvictOutcome::Requested {
+                name,
+                written: false,
+            };
         }
         self.cfg.limiter.acquire().await;
         let asked = tokio::time::timeout(
@@ -336,7 +339,10 @@ impl ApiEvictor {
                 if let Some(t) = tracker {
                     t.requested(assumed(pod, req), &name, true);
                 }
-                EvictOutcome::Requested { name }
+                EvictOutcome::Requested {
+                    name,
+                    written: true,
+                }
             }
             Err(error) => EvictOutcome::Failed {
                 error: format!(

@@ -261,7 +261,7 @@ pub fn make_plan(
                 | EvictOutcome::BackedOff { reason }
                 | EvictOutcome::NotAttempted { reason } => Some(reason),
                 EvictOutcome::Failed { error } => Some(error),
-                EvictOutcome::Requested { name } => Some(name),
+                EvictOutcome::Requested { name, .. } => Some(name),
             };
             PlannedEviction {
                 namespace: r.namespace,

@@ -278,10 +278,14 @@ impl Metrics {
 
     /// Accounts one finished cycle: every eviction attempt and limit refusal, the loop and
     /// per-plugin durations. Evictions not attempted because the cycle was stopped
-    /// ([`EvictOutcome::NotAttempted`]) are left out.
+    /// ([`EvictOutcome::NotAttempted`]) and pods our outstanding EvictionRequest already asked for
+    /// (`Requested` not written) are left out.
     pub fn record_cycle(&self, report: &CycleReport, status: &str, source: &str) {
         for r in &report.records {
-            if matches!(r.outcome, EvictOutcome::NotAttempted { .. }) {
+            if matches!(
+                r.outcome,
+                EvictOutcome::NotAttempted { .. } | EvictOutcome::Requested { written: false, .. }
+            ) {
                 continue;
             }
             self.pods_evicted
@@ -360,3 +364,75 @@ impl Metrics {
 
 /// Content type of [`Metrics::render`].
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube_descheduler_engine::evictor::{EvictionReason, EvictionRecord};
+    use std::sync::Arc;
+
+    fn record(outcome: EvictOutcome) -> EvictionRecord {
+        EvictionRecord {
+            pod: 0,
+            namespace: Arc::from("ns"),
+            name: "web".into(),
+            node: Arc::from("n1"),
+            profile: Arc::from("p"),
+            plugin: Arc::from("s"),
+            reason: Arc::new(EvictionReason::plugin("s")),
+            outcome,
+            placement: None,
+        }
+    }
+
+    fn count(m: &Metrics, result: &str) -> u64 {
+        m.pods_evicted
+            .get_or_create(&EvictedLabels {
+                result: result.into(),
+                strategy: "s".into(),
+                profile: "p".into(),
+                namespace: "ns".into(),
+                node: "n1".into(),
+            })
+            .get()
+    }
+
+    #[test]
+    fn typed_outcomes_get_their_result_and_a_request_counts_once() {
+        let m = Metrics::new();
+        let requested = |written| EvictOutcome::Requested {
+            name: "kube-descheduler-uid".into(),
+            written,
+        };
+        let report = CycleReport {
+            records: vec![
+                record(requested(true)),
+                record(requested(false)),
+                record(EvictOutcome::Background {
+                    message: "Eviction triggered evacuation".into(),
+                }),
+                record(EvictOutcome::Deflected {
+                    message: "restart".into(),
+                }),
+                record(EvictOutcome::NotAttempted {
+                    reason: "stopped".into(),
+                }),
+            ],
+            ..Default::default()
+        };
+        m.record_cycle(&report, "completed", "once");
+        assert_eq!(
+            count(&m, "requested"),
+            1,
+            "a pod ours already asked for is not counted again"
+        );
+        assert_eq!(count(&m, "background"), 1);
+        assert_eq!(count(&m, "deflected"), 1);
+        assert_eq!(
+            m.deflected.get(),
+            1,
+            "an eviction in background is no deflection"
+        );
+        assert_eq!(count(&m, "error"), 0, "not attempted is not accounted");
+    }
+}

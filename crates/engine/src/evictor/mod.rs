@@ -58,6 +58,9 @@ pub enum EvictOutcome {
     Requested {
         /// The EvictionRequest's name.
         name: String,
+        /// This attempt wrote it (created, or renewed a withdrawn one); false when ours already
+        /// asked for the eviction.
+        written: bool,
     },
     /// Not attempted: descheduling was stopped (shutdown, lost leadership). Not accounted.
     NotAttempted {
