@@ -163,6 +163,47 @@ fn outstanding_requests_count_against_the_limits_until_their_pod_is_gone() {
 }
 
 #[test]
+fn a_request_someone_else_deleted_is_asked_for_again_by_the_running_process() {
+    let Some((c, _one_at_a_time)) = gated() else {
+        return;
+    };
+    let ns = "evreq-resync";
+    setup(c, ns, "re", 1);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = policy(dir.path(), ns, None);
+    let log = dir.path().join("run.log");
+    let mut run = real_common::spawn_run(
+        &c.kubeconfig,
+        &policy,
+        &log,
+        &["--eviction-api", "EvictionRequest"],
+    );
+    let first = |c: &Cluster| requests(c, ns).into_iter().next();
+    c.wait_for("the pod's request", Duration::from_secs(60), || {
+        first(c).is_some()
+    });
+    let before = first(c).expect("a request");
+    let out = c.kubectl(&[
+        "delete",
+        "evictionrequest",
+        "-n",
+        ns,
+        &before.name,
+        "--wait=true",
+    ]);
+    assert!(out.ok, "{}", out.stderr);
+    c.wait_for(
+        "the request asked for anew",
+        Duration::from_secs(60),
+        || first(c).is_some_and(|r| r.object_uid != before.object_uid && r.intent == "Eviction"),
+    );
+    let _ = run.kill();
+    let _ = run.wait();
+    let again = first(c).expect("a request");
+    assert_eq!((again.name, again.uid), (before.name, before.uid));
+}
+
+#[test]
 fn dry_run_writes_no_request() {
     let Some((c, _one_at_a_time)) = gated() else {
         return;

@@ -133,6 +133,22 @@ impl BackgroundEvictions {
         );
     }
 
+    /// Makes the tracked requests those of `outstanding` (our requests with intent `Eviction` as
+    /// the API server has them): one deleted or withdrawn by someone else is no longer tracked (a
+    /// plugin choosing the pod again asks anew), one the tracker did not know is tracked
+    /// (uncounted).
+    pub fn sync_requests(&self, outstanding: &[super::evreq::Outstanding]) {
+        let known: std::collections::HashSet<&str> =
+            outstanding.iter().map(|o| o.uid.as_str()).collect();
+        self.lock()
+            .retain(|uid, item| item.request.is_none() || known.contains(uid.as_str()));
+        for o in outstanding {
+            if self.request_of(&o.uid).as_deref() != Some(o.name.as_str()) {
+                self.insert(o.as_assumed(), false, Some(o.name.clone()));
+            }
+        }
+    }
+
     /// The name of our outstanding EvictionRequest for the pod with `uid`.
     pub fn request_of(&self, uid: &str) -> Option<String> {
         self.lock().get(uid).and_then(|i| i.request.clone())
@@ -339,6 +355,26 @@ mod tests {
         assert!(t.apply_all(&mut gone, Some(&m)).requested.is_empty());
         assert!(t.is_empty());
         assert_eq!(count(&m, "success"), 1, "the request's end is counted once");
+    }
+
+    #[test]
+    fn syncing_drops_requests_the_server_lost_and_adds_those_it_has() {
+        let t = BackgroundEvictions::default();
+        requested(&t);
+        let other = super::super::evreq::Outstanding {
+            uid: "uid-ns-api".into(),
+            namespace: "ns".into(),
+            pod: "api".into(),
+            name: "kube-descheduler-uid-ns-api".into(),
+        };
+        t.sync_requests(std::slice::from_ref(&other));
+        assert_eq!(
+            t.request_of("uid-ns-web"),
+            None,
+            "deleted or withdrawn elsewhere"
+        );
+        assert_eq!(t.request_of("uid-ns-api"), Some(other.name.clone()));
+        assert_eq!(t.len(), 1);
     }
 
     #[test]

@@ -69,7 +69,7 @@ impl LiveCycle {
         let mut snapshot = (self.snapshot)();
         let snapshot_time = taken.elapsed();
         let live = matches!(self.mode, Mode::Live(_));
-        let in_flight = self.in_flight(&mut snapshot);
+        let in_flight = self.in_flight(&mut snapshot, &rt);
         if live {
             if let Some(r) = self.recent.returns() {
                 r.expire_now();
@@ -135,13 +135,16 @@ impl LiveCycle {
     }
 
     /// Brings the tracker of evictions in progress up to date with `snapshot` (live mode only).
-    fn in_flight(&self, snapshot: &mut Snapshot) -> InFlight {
+    fn in_flight(&self, snapshot: &mut Snapshot, rt: &tokio::runtime::Handle) -> InFlight {
         let Mode::Live(cfg) = &self.mode else {
             return InFlight::default();
         };
         let Some(tracker) = &cfg.background else {
             return InFlight::default();
         };
+        if cfg.eviction_api == super::evreq::EvictionApi::EvictionRequest {
+            super::evreq::resync(cfg, rt);
+        }
         let in_flight = tracker.apply_all(snapshot, self.metrics.as_deref());
         if !in_flight.marked.is_empty() {
             tracing::debug!(

@@ -190,14 +190,40 @@ impl Outstanding {
 /// `Eviction` (they count against the limits until withdrawn or their pod is gone).
 pub async fn start(client: &Client) -> anyhow::Result<Vec<Outstanding>> {
     check_served(client).await?;
+    list_outstanding(client).await.map_err(|e| {
+        anyhow::anyhow!("--eviction-api EvictionRequest: listing EvictionRequests: {e}")
+    })
+}
+
+/// Our requests with intent `Eviction`, in every namespace.
+pub async fn list_outstanding(client: &Client) -> Result<Vec<Outstanding>, kube::Error> {
     let api: Api<EvictionRequest> = Api::all(client.clone());
     let list = api
         .list(&ListParams::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}")))
-        .await
-        .map_err(|e| {
-            anyhow::anyhow!("--eviction-api EvictionRequest: listing EvictionRequests: {e}")
-        })?;
+        .await?;
     Ok(list.items.into_iter().filter_map(outstanding).collect())
+}
+
+/// Before a cycle: brings the tracker's requests in line with the API server's (a request someone
+/// else deleted or withdrew is asked for anew when a plugin chooses the pod again). A failed list
+/// keeps the tracker as it is.
+pub fn resync(cfg: &super::evictor::ApiEvictorConfig, rt: &tokio::runtime::Handle) {
+    let Some(tracker) = cfg.background.as_deref() else {
+        return;
+    };
+    let listed = rt.block_on(async {
+        cfg.limiter.acquire().await;
+        tokio::time::timeout(cfg.call_timeout, list_outstanding(&cfg.client)).await
+    });
+    match listed {
+        Ok(Ok(outstanding)) => tracker.sync_requests(&outstanding),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "listing our EvictionRequests failed; the tracker keeps the requests it knows")
+        }
+        Err(_) => tracing::warn!(
+            "listing our EvictionRequests timed out; the tracker keeps the requests it knows"
+        ),
+    }
 }
 
 /// `req` as an outstanding request of ours (None: not ours, or withdrawn).

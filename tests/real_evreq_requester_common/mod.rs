@@ -18,8 +18,9 @@ fn before_1_37() -> Option<String> {
 }
 
 /// The cluster with the EvictionRequestAPI gate, or None (with the reason printed) on a version
-/// without it. The guard keeps its tests one at a time: `run` lists all of its requests at start
-/// and withdraws those its policy no longer wants, in any namespace.
+/// without it, holding no EvictionRequest. The guard keeps its tests one at a time: `run` counts
+/// all of its requests against its limits and withdraws those its policy no longer wants, in any
+/// namespace.
 pub fn gated() -> Option<(&'static Cluster, MutexGuard<'static, ()>)> {
     if let Some(v) = before_1_37() {
         eprintln!(
@@ -36,6 +37,9 @@ pub fn gated() -> Option<(&'static Cluster, MutexGuard<'static, ()>)> {
             ..Options::default()
         })
     });
+    // Each test starts with no request: outstanding ones count against every later run's limits.
+    let out = cluster.kubectl(&["delete", "evictionrequests", "--all", "-A", "--wait=true"]);
+    assert!(out.ok, "{}", out.stderr);
     Some((cluster, guard))
 }
 
@@ -141,6 +145,8 @@ kind: DeschedulerPolicy
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
     pub name: String,
+    /// `metadata.uid`: a new object has a new one.
+    pub object_uid: String,
     pub pod: String,
     pub uid: String,
     pub requester: String,
@@ -168,6 +174,7 @@ pub fn requests(c: &Cluster, ns: &str) -> Vec<Request> {
         .iter()
         .map(|r| Request {
             name: text(&r["metadata"]["name"]),
+            object_uid: text(&r["metadata"]["uid"]),
             pod: text(&r["spec"]["target"]["pod"]["name"]),
             uid: text(&r["spec"]["target"]["pod"]["uid"]),
             requester: text(&r["spec"]["requester"]),
