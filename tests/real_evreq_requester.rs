@@ -12,7 +12,7 @@ mod real_evreq_requester_common;
 use std::time::Duration;
 
 use real_common::{Cluster, run_bounded, run_command};
-use real_evreq_requester_common::{Request, gated, pods, policy, requests, setup};
+use real_evreq_requester_common::{Request, case, pods, policy, requests};
 
 const REQUESTER: &str = "kube-descheduler.io/descheduler";
 
@@ -41,16 +41,13 @@ fn with_intent(reqs: &[Request], intent: &str) -> Vec<String> {
 
 #[test]
 fn two_cycles_request_the_pods_evict_none_and_withdraw_the_one_no_longer_wanted() {
-    let Some((c, _one_at_a_time)) = gated() else {
+    let Some(case) = case("evreq-two", "web", 2, None) else {
         return;
     };
-    let ns = "evreq-two";
-    setup(c, ns, "web", 2);
+    let (c, ns, policy) = (case.c, case.ns, &case.policy);
     let before = pods(c, ns, "web");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let policy = policy(dir.path(), ns, None);
 
-    let log = run_once(c, &policy, &[]);
+    let log = run_once(c, policy, &[]);
     let reqs = requests(c, ns);
     assert_eq!(reqs.len(), 2, "one request per pod: {reqs:?}\n{log}");
     for r in &reqs {
@@ -76,7 +73,7 @@ fn two_cycles_request_the_pods_evict_none_and_withdraw_the_one_no_longer_wanted(
     let kept = &before[1].name;
     let out = c.kubectl(&["label", "pod", "-n", ns, dropped, "evict=no", "--overwrite"]);
     assert!(out.ok, "{}", out.stderr);
-    let log = run_once(c, &policy, &[]);
+    let log = run_once(c, policy, &[]);
     let reqs = requests(c, ns);
     assert_eq!(reqs.len(), 2, "no request duplicated: {reqs:?}\n{log}");
     assert_eq!(
@@ -91,7 +88,7 @@ fn two_cycles_request_the_pods_evict_none_and_withdraw_the_one_no_longer_wanted(
     // Wanted again: the withdrawn request is renewed, not duplicated.
     let out = c.kubectl(&["label", "pod", "-n", ns, dropped, "evict-"]);
     assert!(out.ok, "{}", out.stderr);
-    let log = run_once(c, &policy, &[]);
+    let log = run_once(c, policy, &[]);
     let reqs = requests(c, ns);
     assert_eq!(reqs.len(), 2, "{reqs:?}\n{log}");
     assert_eq!(with_intent(&reqs, "Eviction").len(), 2, "{reqs:?}\n{log}");
@@ -99,15 +96,12 @@ fn two_cycles_request_the_pods_evict_none_and_withdraw_the_one_no_longer_wanted(
 
 #[test]
 fn outstanding_requests_count_against_the_limits_until_their_pod_is_gone() {
-    let Some((c, _one_at_a_time)) = gated() else {
+    let Some(case) = case("evreq-limits", "api", 4, Some(2)) else {
         return;
     };
-    let ns = "evreq-limits";
-    setup(c, ns, "api", 4);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let policy = policy(dir.path(), ns, Some(2));
+    let (c, ns, policy) = (case.c, case.ns, &case.policy);
 
-    run_once(c, &policy, &[]);
+    run_once(c, policy, &[]);
     let first = with_intent(&requests(c, ns), "Eviction");
     assert_eq!(
         first.len(),
@@ -116,7 +110,7 @@ fn outstanding_requests_count_against_the_limits_until_their_pod_is_gone() {
     );
 
     // Both requests are still outstanding: the next cycle asks for no other pod.
-    let log = run_once(c, &policy, &[]);
+    let log = run_once(c, policy, &[]);
     let reqs = requests(c, ns);
     assert_eq!(with_intent(&reqs, "Eviction"), first, "{log}");
     assert_eq!(
@@ -149,7 +143,7 @@ fn outstanding_requests_count_against_the_limits_until_their_pod_is_gone() {
         },
     );
     std::thread::sleep(Duration::from_secs(3));
-    let log = run_once(c, &policy, &[]);
+    let log = run_once(c, policy, &[]);
     let live: Vec<String> = pods(c, ns, "api").into_iter().map(|p| p.name).collect();
     let outstanding: Vec<String> = with_intent(&requests(c, ns), "Eviction")
         .into_iter()
@@ -164,17 +158,14 @@ fn outstanding_requests_count_against_the_limits_until_their_pod_is_gone() {
 
 #[test]
 fn a_request_someone_else_deleted_is_asked_for_again_by_the_running_process() {
-    let Some((c, _one_at_a_time)) = gated() else {
+    let Some(case) = case("evreq-resync", "re", 1, None) else {
         return;
     };
-    let ns = "evreq-resync";
-    setup(c, ns, "re", 1);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let policy = policy(dir.path(), ns, None);
-    let log = dir.path().join("run.log");
+    let (c, ns, policy) = (case.c, case.ns, &case.policy);
+    let log = case.dir.path().join("run.log");
     let mut run = real_common::spawn_run(
         &c.kubeconfig,
-        &policy,
+        policy,
         &log,
         &["--eviction-api", "EvictionRequest"],
     );
@@ -205,14 +196,11 @@ fn a_request_someone_else_deleted_is_asked_for_again_by_the_running_process() {
 
 #[test]
 fn dry_run_writes_no_request() {
-    let Some((c, _one_at_a_time)) = gated() else {
+    let Some(case) = case("evreq-dry", "dry", 2, None) else {
         return;
     };
-    let ns = "evreq-dry";
-    setup(c, ns, "dry", 2);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let policy = policy(dir.path(), ns, None);
-    let log = run_once(c, &policy, &["--dry-run"]);
+    let (c, ns, policy) = (case.c, case.ns, &case.policy);
+    let log = run_once(c, policy, &["--dry-run"]);
     assert!(
         requests(c, ns).is_empty(),
         "dry run wrote a request:\n{log}"

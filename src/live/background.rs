@@ -310,6 +310,7 @@ fn count_end(metrics: Option<&Metrics>, item: &Item, result: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::serving::metrics::tests::count;
     use kube_descheduler_engine::testing::{node, pod, snapshot};
 
     fn requested(t: &BackgroundEvictions) {
@@ -322,18 +323,6 @@ mod tests {
             strategy: "s",
         };
         t.requested(pod, "kube-descheduler-uid-ns-web", true);
-    }
-
-    fn count(m: &Metrics, result: &str) -> u64 {
-        m.pods_evicted
-            .get_or_create(&EvictedLabels {
-                result: result.into(),
-                strategy: "s".into(),
-                profile: "p".into(),
-                namespace: "ns".into(),
-                node: "n1".into(),
-            })
-            .get()
     }
 
     #[test]

@@ -366,7 +366,7 @@ impl Metrics {
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use kube_descheduler_engine::evictor::{EvictionReason, EvictionRecord};
     use std::sync::Arc;
@@ -385,7 +385,8 @@ mod tests {
         }
     }
 
-    fn count(m: &Metrics, result: &str) -> u64 {
+    /// `descheduler_pods_evicted_total{result}` of pod ns/web on n1 evicted by profile p, plugin s.
+    pub(crate) fn count(m: &Metrics, result: &str) -> u64 {
         m.pods_evicted
             .get_or_create(&EvictedLabels {
                 result: result.into(),

@@ -43,6 +43,30 @@ pub fn gated() -> Option<(&'static Cluster, MutexGuard<'static, ()>)> {
     Some((cluster, guard))
 }
 
+/// One test's cluster (held for the test), namespace and policy.
+pub struct Case {
+    pub c: &'static Cluster,
+    pub ns: &'static str,
+    pub policy: PathBuf,
+    pub dir: tempfile::TempDir,
+    _one_at_a_time: MutexGuard<'static, ()>,
+}
+
+/// [`gated`], then [`setup`] of `app` × `replicas` in `ns` and [`policy`] with `total`.
+pub fn case(ns: &'static str, app: &str, replicas: u32, total: Option<u32>) -> Option<Case> {
+    let (c, guard) = gated()?;
+    setup(c, ns, app, replicas);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy = policy(dir.path(), ns, total);
+    Some(Case {
+        c,
+        ns,
+        policy,
+        dir,
+        _one_at_a_time: guard,
+    })
+}
+
 /// A pod of a test Deployment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pod {
