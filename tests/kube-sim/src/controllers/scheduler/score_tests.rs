@@ -13,8 +13,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::config::{self, ResourceWeight, ScoringStrategy, StrategyKind};
 use super::score::*;
 use super::{NodeInfo, Resources, reconcile};
-use crate::controllers::{Action, ClusterState};
 use crate::controllers::testing::{Sim, node};
+use crate::controllers::{Action, ClusterState};
 
 fn res(cpu: i128, mem: i128) -> Resources {
     [("cpu".to_string(), cpu), ("memory".to_string(), mem)].into()
