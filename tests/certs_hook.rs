@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Secret;
-use kube_sim::{FaultRule, Sim, SimHandle, SimOptions};
+use kube_sim::{FaultRule, Sim, SimHandle};
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::ServerCertVerifier;
 use rustls_pki_types::pem::PemObject;
@@ -26,13 +26,7 @@ const VWC: &str = "guard-eviction-guard";
 async fn start(objects: Vec<Value>) -> SimHandle {
     let mut all = vec![json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})];
     all.extend(objects);
-    Sim::start(SimOptions {
-        objects: all,
-        controllers: false,
-        ..Default::default()
-    })
-    .await
-    .expect("kube-sim starts")
+    Sim::start_static(all).await.expect("kube-sim starts")
 }
 
 /// Two webhooks, as a configuration with several could have; the second has a stale bundle.

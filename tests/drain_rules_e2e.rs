@@ -35,6 +35,23 @@ fn cordoned(mut n: Value) -> Value {
     n
 }
 
+/// A cluster with tainted nodes a, b and c, Deployment `api` spread over them (waited for) under
+/// a budget of minAvailable 3, and `extra` objects.
+async fn api_on_a_b_c(extra: Vec<Value>) -> Cluster {
+    let mut objects = vec![tainted("a", "x"), tainted("b", "x"), tainted("c", "x")];
+    objects.extend(extra);
+    objects.extend([spread_deployment("api", "x"), pdb_min_available("api", 3)]);
+    let cluster = Cluster::start(objects).await;
+    wait_spread(&cluster, "api", &["a".into(), "b".into(), "c".into()]).await;
+    cluster
+}
+
+/// Guard `guard-1` on `cluster` with `flags`, its certificates in the cluster's `certs` folder.
+async fn guard_1(cluster: &Cluster, ca_pem: &str, flags: &[&str]) -> Webhook {
+    let certs_dir = cluster.dir.path().join("certs");
+    Webhook::start(cluster, &certs_dir, ca_pem, "guard-1", flags).await
+}
+
 fn spec_replicas(cluster: &Cluster, app: &str) -> i64 {
     cluster.deployment(app)["spec"]["replicas"]
         .as_i64()
@@ -191,15 +208,7 @@ async fn every_kubectl_drains_through_a_min_available_budget_with_rule_b_and_not
     plain.stop().await;
 
     // With rule B: the same drains complete.
-    let certs_dir = cluster.dir.path().join("certs");
-    let webhook = Webhook::start(
-        &cluster,
-        &certs_dir,
-        &certs.ca_cert_pem,
-        "guard-1",
-        SURGE_FLAGS,
-    )
-    .await;
+    let webhook = guard_1(&cluster, &certs.ca_cert_pem, SURGE_FLAGS).await;
     register_guard(&cluster, &certs.ca_bundle, webhook.addr);
     let app_refs: Vec<&str> = apps.iter().map(String::as_str).collect();
     let sampler = Sampler::start(&cluster.sim, &app_refs);
@@ -257,16 +266,7 @@ async fn deployment_under_an_hpa_is_not_surged_and_the_refusal_says_what_to_do()
             "minReplicas": 3, "maxReplicas": 10,
             "metrics": [{"type": "Resource", "resource": {"name": "cpu",
                 "target": {"type": "Utilization", "averageUtilization": 80}}}]}});
-    let cluster = Cluster::start(vec![
-        tainted("a", "x"),
-        tainted("b", "x"),
-        tainted("c", "x"),
-        spread_deployment("api", "x"),
-        pdb_min_available("api", 3),
-        hpa,
-    ])
-    .await;
-    wait_spread(&cluster, "api", &["a".into(), "b".into(), "c".into()]).await;
+    let cluster = api_on_a_b_c(vec![hpa]).await;
     let before = cluster.deployment("api");
     let (webhook, _certs) = guarded(&cluster, SURGE_FLAGS).await;
 
@@ -295,15 +295,7 @@ async fn deployment_under_an_hpa_is_not_surged_and_the_refusal_says_what_to_do()
 /// memory of it); the record in the Deployment's annotations lets the new process restore it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_webhook_restores_the_surge_it_finds_in_the_annotations() {
-    let cluster = Cluster::start(vec![
-        tainted("a", "x"),
-        tainted("b", "x"),
-        tainted("c", "x"),
-        spread_deployment("api", "x"),
-        pdb_min_available("api", 3),
-    ])
-    .await;
-    wait_spread(&cluster, "api", &["a".into(), "b".into(), "c".into()]).await;
+    let cluster = api_on_a_b_c(vec![]).await;
     let (mut first, certs) = guarded(&cluster, SURGE_FLAGS).await;
     let bin = kubectl();
     let drain_task = {
@@ -333,15 +325,8 @@ async fn a_restarted_webhook_restores_the_surge_it_finds_in_the_annotations() {
     assert!(surge_recorded(&cluster, "api"));
 
     // A new process, without --pdb-surge even: the reconciler always restores.
-    let certs_dir = cluster.dir.path().join("certs");
-    let second = Webhook::start(
-        &cluster,
-        &certs_dir,
-        &certs.ca_cert_pem,
-        "guard-1",
-        &["--surge-reconcile-interval", "300ms"],
-    )
-    .await;
+    let flags = ["--surge-reconcile-interval", "300ms"];
+    let second = guard_1(&cluster, &certs.ca_cert_pem, &flags).await;
     register_guard(&cluster, &certs.ca_bundle, second.addr);
     wait_restored(&cluster, "api", "a").await;
     assert_eq!(
@@ -358,18 +343,12 @@ async fn a_restarted_webhook_restores_the_surge_it_finds_in_the_annotations() {
 /// restored before the next; nothing is left over and nothing is restarted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_drained_in_turn_leave_no_surge_behind() {
-    let cluster = Cluster::start(vec![
-        tainted("a", "x"),
-        tainted("b", "x"),
-        tainted("c", "x"),
+    // Pods on a, b, c (d and e are cordoned until then).
+    let cluster = api_on_a_b_c(vec![
         cordoned(tainted("d", "x")),
         cordoned(tainted("e", "x")),
-        spread_deployment("api", "x"),
-        pdb_min_available("api", 3),
     ])
     .await;
-    // Pods on a, b, c (d and e are cordoned until then).
-    wait_spread(&cluster, "api", &["a".into(), "b".into(), "c".into()]).await;
     cluster.set_schedulable("d", true);
     cluster.set_schedulable("e", true);
     let (webhook, _certs) = guarded(&cluster, SURGE_FLAGS).await;

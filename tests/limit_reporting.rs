@@ -81,6 +81,18 @@ fn hits(
         .collect()
 }
 
+/// Asserts that p1, p3 and p5 were evicted and `limit` refused p2 (on n1) and p4 (on n2).
+fn assert_p2_and_p4_refused(report: &kube_descheduler::framework::cycle::CycleReport, limit: &str) {
+    let evicted: Vec<&str> = report.records.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(evicted, vec!["p1", "p3", "p5"]);
+    let expected = [("p2", "n1", limit), ("p4", "n2", limit)];
+    let expected: Vec<(String, String, &str)> = expected
+        .iter()
+        .map(|&(pod, node, limit)| (pod.into(), node.into(), limit))
+        .collect();
+    assert_eq!(hits(report), expected);
+}
+
 #[test]
 fn node_and_namespace_limit_refusals_are_recorded_and_passed_to_the_backend() {
     let (report, refused) = run(CycleConfig {
@@ -88,25 +100,9 @@ fn node_and_namespace_limit_refusals_are_recorded_and_passed_to_the_backend() {
         max_per_namespace: Some(kube_descheduler::evictor::LimitValue::Count(1)),
         ..Default::default()
     });
-    let evicted: Vec<&str> = report.records.iter().map(|r| r.name.as_str()).collect();
     // p1 evicted (n1 and namespace a now full); p2 refused by the node limit, so n1 is left;
     // p3 evicted (namespace b); p4 would be the second of n2 → node limit; p5 evicted.
-    assert_eq!(evicted, vec!["p1", "p3", "p5"]);
-    assert_eq!(
-        hits(&report),
-        vec![
-            (
-                "p2".into(),
-                "n1".into(),
-                "maximum number of evicted pods per node reached"
-            ),
-            (
-                "p4".into(),
-                "n2".into(),
-                "maximum number of evicted pods per node reached"
-            ),
-        ]
-    );
+    assert_p2_and_p4_refused(&report, "maximum number of evicted pods per node reached");
     assert_eq!(
         refused,
         vec![
@@ -125,22 +121,9 @@ fn node_and_namespace_limit_refusals_are_recorded_and_passed_to_the_backend() {
         max_per_namespace: Some(kube_descheduler::evictor::LimitValue::Count(1)),
         ..Default::default()
     });
-    let evicted: Vec<&str> = report.records.iter().map(|r| r.name.as_str()).collect();
-    assert_eq!(evicted, vec!["p1", "p3", "p5"]);
-    assert_eq!(
-        hits(&report),
-        vec![
-            (
-                "p2".into(),
-                "n1".into(),
-                "maximum number of evicted pods per namespace reached"
-            ),
-            (
-                "p4".into(),
-                "n2".into(),
-                "maximum number of evicted pods per namespace reached"
-            ),
-        ]
+    assert_p2_and_p4_refused(
+        &report,
+        "maximum number of evicted pods per namespace reached",
     );
 }
 

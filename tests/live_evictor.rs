@@ -215,19 +215,28 @@ fn policy() -> Policy {
     plugins_common::try_every_policy()
 }
 
+/// A cycle of [`policy`] over [`cluster`] with the pods `names`.
+fn cycle(names: &'static [&'static str], mode: Mode, metrics: Option<Arc<Metrics>>) -> LiveCycle {
+    LiveCycle {
+        usage: None,
+        policy: Arc::new(policy()),
+        snapshot: Arc::new(move || cluster(names)),
+        mode,
+        metrics,
+        recent: Default::default(),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_cycle_accounts_outcomes_in_upstream_metrics() {
     let api = Arc::new(FakeApi::default());
     let (client, _) = live_common::start(api.clone()).await;
     let metrics = Arc::new(Metrics::new());
-    let exec = LiveCycle {
-        usage: None,
-        policy: Arc::new(policy()),
-        snapshot: Arc::new(|| cluster(&["ok", "deflect", "pdb", "boom"])),
-        mode: Mode::Live(Box::new(config(client, false))),
-        metrics: Some(metrics.clone()),
-        recent: Default::default(),
-    };
+    let exec = cycle(
+        &["ok", "deflect", "pdb", "boom"],
+        Mode::Live(Box::new(config(client, false))),
+        Some(metrics.clone()),
+    );
     let s = exec.run(Source::Trigger, CancellationToken::new()).await;
     assert_eq!(s.status, "completed");
     assert_eq!((s.evicted, s.deflected, s.skipped, s.errors), (1, 1, 1, 1));
@@ -255,14 +264,11 @@ async fn live_cycle_accounts_outcomes_in_upstream_metrics() {
 async fn a_stale_cache_does_not_cause_a_second_eviction() {
     let api = Arc::new(FakeApi::default());
     let (client, _) = live_common::start(api.clone()).await;
-    let exec = LiveCycle {
-        usage: None,
-        policy: Arc::new(policy()),
-        snapshot: Arc::new(|| cluster(&["ok", "pdb"])),
-        mode: Mode::Live(Box::new(config(client, false))),
-        metrics: None,
-        recent: Default::default(),
-    };
+    let exec = cycle(
+        &["ok", "pdb"],
+        Mode::Live(Box::new(config(client, false))),
+        None,
+    );
     let first = exec.run(Source::Interval, CancellationToken::new()).await;
     assert_eq!((first.evicted, first.skipped), (1, 1));
     let second = exec.run(Source::Interval, CancellationToken::new()).await;
@@ -292,14 +298,7 @@ async fn dry_run_makes_no_calls_and_is_accounted() {
     let api = Arc::new(FakeApi::default());
     let (_client, _) = live_common::start(api.clone()).await;
     let metrics = Arc::new(Metrics::new());
-    let exec = LiveCycle {
-        usage: None,
-        policy: Arc::new(policy()),
-        snapshot: Arc::new(|| cluster(&["a", "b"])),
-        mode: Mode::DryRun,
-        metrics: Some(metrics.clone()),
-        recent: Default::default(),
-    };
+    let exec = cycle(&["a", "b"], Mode::DryRun, Some(metrics.clone()));
     let s = exec.run(Source::Once, CancellationToken::new()).await;
     assert_eq!(s.evicted, 2);
     assert!(api.evictions.lock().unwrap().is_empty());

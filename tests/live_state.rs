@@ -130,15 +130,24 @@ async fn force_pod_relist(sim: &SimHandle, state: &ClusterState) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_event_type_moves_and_deletions_are_applied_after_a_paged_list() {
-    every_event_type(ListProtocol::Paged).await;
+/// Two tests of `check`: one with paged lists, one with streaming lists (WatchList).
+macro_rules! per_list_protocol {
+    ($check:ident: $paged:ident, $streaming:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $paged() {
+            $check(ListProtocol::Paged).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $streaming() {
+            $check(ListProtocol::WatchList).await;
+        }
+    };
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_event_type_moves_and_deletions_are_applied_after_a_streaming_list() {
-    every_event_type(ListProtocol::WatchList).await;
-}
+per_list_protocol!(every_event_type:
+    every_event_type_moves_and_deletions_are_applied_after_a_paged_list,
+    every_event_type_moves_and_deletions_are_applied_after_a_streaming_list);
 
 async fn every_event_type(protocol: ListProtocol) {
     let (sim, state, tasks) = start_with(
@@ -227,15 +236,9 @@ async fn every_event_type(protocol: ListProtocol) {
     sim.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_watch_from_a_compacted_version_relists_in_pages() {
-    a_watch_from_a_compacted_version_relists(ListProtocol::Paged).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_watch_from_a_compacted_version_relists_with_a_streaming_list() {
-    a_watch_from_a_compacted_version_relists(ListProtocol::WatchList).await;
-}
+per_list_protocol!(a_watch_from_a_compacted_version_relists:
+    a_watch_from_a_compacted_version_relists_in_pages,
+    a_watch_from_a_compacted_version_relists_with_a_streaming_list);
 
 async fn a_watch_from_a_compacted_version_relists(protocol: ListProtocol) {
     let (sim, state, tasks) = start_with(

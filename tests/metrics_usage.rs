@@ -117,12 +117,9 @@ async fn snapshot_and_metrics(
 
 async fn start_cluster(objects: Vec<Value>) -> kube_sim::SimHandle {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let sim = kube_sim::Sim::start(kube_sim::SimOptions {
-        objects,
-        ..Default::default()
-    })
-    .await
-    .expect("kube-sim starts");
+    let sim = kube_sim::Sim::start_with_objects(objects)
+        .await
+        .expect("kube-sim starts");
     let s = sim.clone();
     wait_for("pods Running", || {
         let pods = s.list("v1", "Pod", Some(NS));

@@ -22,19 +22,7 @@ const REPLICAS: usize = 8;
 const EVICTION_LATENCY: Duration = Duration::from_millis(600);
 
 fn deployment() -> Value {
-    json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": APP, "namespace": NS},
-        "spec": {
-            "replicas": REPLICAS,
-            "selector": {"matchLabels": {"app": APP}},
-            "template": {
-                "metadata": {"labels": {"app": APP}},
-                "spec": {"terminationGracePeriodSeconds": 1,
-                         "containers": [{"name": "c", "image": format!("{APP}:1")}]}
-            }
-        }
-    })
+    kube_sim::fixtures::workload("Deployment", NS, APP, REPLICAS, 1)
 }
 
 fn terminating(p: &Value) -> bool {

@@ -6,7 +6,7 @@ mod cli_common;
 mod run_sim_common;
 
 use kube_descheduler::synth::{Shape, write_cluster};
-use kube_sim::{Sim, SimOptions};
+use kube_sim::Sim;
 use serde_json::Value;
 
 /// (pod, node, profile, plugin, outcome) of each attempt, in order.
@@ -27,13 +27,7 @@ async fn served_cluster(dir: &std::path::Path) -> (kube_sim::SimHandle, std::pat
     .unwrap();
     let list: Value = serde_json::from_slice(&bytes).unwrap();
     let objects = list["items"].as_array().unwrap().clone();
-    let sim = Sim::start(SimOptions {
-        objects,
-        controllers: false,
-        ..Default::default()
-    })
-    .await
-    .expect("kube-sim starts");
+    let sim = Sim::start_static(objects).await.expect("kube-sim starts");
 
     // The snapshot file: the cluster as the API serves it (`kubectl get … -o json`).
     let snapshot = dir.join("cluster.json");

@@ -24,6 +24,7 @@ use tokio_rustls::TlsConnector;
 
 #[path = "guard_common/mod.rs"]
 mod guard_common;
+mod review_common;
 
 use guard_common::{HOST, TestTls, client_for, test_tls};
 
@@ -87,23 +88,7 @@ fn client(certs: &GeneratedCerts, addr: SocketAddr, timeout: Duration) -> reqwes
 
 /// An eviction review of a pod the guard does not know (answered "allowed").
 fn review() -> Value {
-    json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
-            "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "subResource": "eviction",
-            "name": "web-1",
-            "namespace": "shop",
-            "operation": "CREATE",
-            "userInfo": {"username": "system:admin"},
-            "object": {"apiVersion": "policy/v1", "kind": "Eviction",
-                       "metadata": {"name": "web-1", "namespace": "shop"}},
-            "dryRun": false
-        }
-    })
+    review_common::eviction_review(&json!("shop"), &json!("web-1"), None)
 }
 
 impl Server {

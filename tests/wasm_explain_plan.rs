@@ -3,6 +3,7 @@
 //! what its native plugin says (`PodLifeTime`, `RemovePodsHavingTooManyRestarts`), in each of the
 //! native plugin's not-selected sentences.
 
+mod explain_common;
 mod wasm_common;
 
 use std::path::Path;
@@ -35,19 +36,7 @@ fn explain(dir: &Path, policy: &str, pods: &[&str]) -> Vec<(String, String, Stri
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "plan failed: {stderr}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let answers = v["explanations"].as_array().cloned().unwrap_or_default();
-    assert_eq!(answers.len(), pods.len(), "{v}");
-    answers
-        .iter()
-        .map(|a| {
-            let verdict = &a["profiles"][0]["plugins"][0];
-            (
-                a["pod"].as_str().unwrap_or_default().to_string(),
-                verdict["verdict"].as_str().unwrap_or_default().to_string(),
-                verdict["detail"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
+    explain_common::verdicts(&v, pods.len())
 }
 
 /// Runs `native` and the C port `name` (as plugin `Wasm`) with the same `args` on `pods`, asserts

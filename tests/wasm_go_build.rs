@@ -39,11 +39,7 @@ fn a_go_reactor_without_the_wasi_rewrite_is_refused_at_load() {
         .arg("./podlifetime")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let (out, _) = plan(
         dir.path(),
         &policy(
@@ -88,10 +84,6 @@ fn a_go_reactor_without_the_wasi_rewrite_is_refused_at_load() {
         &root().join("examples/cluster.yaml"),
         &[],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     assert!(!evictions(&v).is_empty(), "{v}");
 }

@@ -3,6 +3,7 @@
 //! each says word for word what its native plugin says, in each of the native plugin's
 //! not-selected sentences.
 
+mod explain_common;
 mod wasm_go_common;
 
 use std::path::Path;
@@ -16,24 +17,8 @@ fn explain(dir: &Path, policy: &str, pods: &[&str]) -> Vec<(String, String, Stri
         extra.extend(["--explain", p]);
     }
     let (out, v) = plan(dir, policy, &root().join("examples/cluster.yaml"), &extra);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let answers = v["explanations"].as_array().cloned().unwrap_or_default();
-    assert_eq!(answers.len(), pods.len(), "{v}");
-    answers
-        .iter()
-        .map(|a| {
-            let verdict = &a["profiles"][0]["plugins"][0];
-            (
-                a["pod"].as_str().unwrap_or_default().to_string(),
-                verdict["verdict"].as_str().unwrap_or_default().to_string(),
-                verdict["detail"].as_str().unwrap_or_default().to_string(),
-            )
-        })
-        .collect()
+    assert_success(&out);
+    explain_common::verdicts(&v, pods.len())
 }
 
 fn same_answers(native: &str, module: &str, args: &str, pods: &[&str]) -> Vec<String> {

@@ -209,11 +209,7 @@ fn measure(
         .env("RUST_LOG", "kube_descheduler=debug")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let log = String::from_utf8_lossy(&out.stderr);
     let secs = log
         .lines()

@@ -8,22 +8,21 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-/// SplitMix64: fast, seeded, good enough to drive mutations.
-pub struct Rng(u64);
+/// The engine's SplitMix64 generator, seeded apart from the synthetic clusters' and counting in
+/// `usize`: good enough to drive mutations.
+pub struct Rng(kube_descheduler::synth::Rng);
 
 impl Rng {
     /// A generator from `seed`.
     pub fn new(seed: u64) -> Self {
-        Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
+        Rng(kube_descheduler::synth::Rng::new(
+            seed ^ 0x9E37_79B9_7F4A_7C15,
+        ))
     }
 
     /// The next 64 random bits.
     pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// A number in `0..n` (`n` > 0).

@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub mod engine;
+#[path = "../review_common/mod.rs"]
+mod review_common;
 pub mod targets;
 
 /// Prints a report line and each panic with its input (escaped).

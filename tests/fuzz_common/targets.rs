@@ -17,6 +17,7 @@ use kube_descheduler::quantity::Quantity;
 use serde_json::{Value, json};
 
 use super::engine::{Rng, Target, as_json, mutate_tree, print};
+use super::review_common::eviction_review;
 
 const EXAMPLE_POLICY: &str = include_str!("../../examples/policy.yaml");
 const EXAMPLE_CLUSTER: &str = include_str!("../../examples/cluster.yaml");
@@ -343,24 +344,9 @@ fn review_seeds() -> Vec<Vec<u8>> {
             .unwrap_or(Value::Null)
     };
     let pod = first("Pod");
-    let review = json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
-            "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "subResource": "eviction",
-            "name": pod["metadata"]["name"],
-            "namespace": pod["metadata"]["namespace"],
-            "operation": "CREATE",
-            "userInfo": {"username": "system:admin"},
-            "object": {"apiVersion": "policy/v1", "kind": "Eviction",
-                       "metadata": {"name": pod["metadata"]["name"], "namespace": pod["metadata"]["namespace"]},
-                       "deleteOptions": {"preconditions": {"uid": pod["metadata"]["uid"]}, "dryRun": []}},
-            "dryRun": false
-        }
-    });
+    let meta = &pod["metadata"];
+    let options = json!({"preconditions": {"uid": meta["uid"]}, "dryRun": []});
+    let review = eviction_review(&meta["namespace"], &meta["name"], Some(options));
     let world = json!({
         "review": review,
         "pod": pod,

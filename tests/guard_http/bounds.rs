@@ -20,21 +20,7 @@ async fn failed_restarts_stop_blocking_after_the_deadline() {
     let source = Arc::new(cluster(dep()));
     let state = GuardState::new(source.clone(), restarter.clone(), GuardConfig::default())
         .with_clock(Arc::new(move || *clock_now.lock().unwrap()));
-    let TestTls {
-        certs,
-        config: tls,
-        dir,
-    } = test_tls().await;
-    let server = serve_https(router(Arc::new(state)), "127.0.0.1:0".parse().unwrap(), tls)
-        .await
-        .unwrap();
-    let h = Harness {
-        client: client_for(&certs.ca_cert_pem, server.addr, Duration::from_secs(10)),
-        server,
-        restarter,
-        source,
-        _dir: dir,
-    };
+    let h = serve(Arc::new(state), restarter, source).await;
 
     let first = h.evict().await;
     assert_eq!(first["status"]["code"], 429);
@@ -102,11 +88,6 @@ impl kube_descheduler::guard::source::FactSource for Stuck {
 #[tokio::test]
 async fn a_hanging_lookup_is_answered_allowed_within_the_webhook_timeout() {
     use kube_descheduler::guard::source::FactSource;
-    let TestTls {
-        certs,
-        config: tls,
-        dir,
-    } = test_tls().await;
     let source: Arc<dyn FactSource> = Arc::new(Stuck(cluster(dep())));
     let restarter = Arc::new(FakeRestarter::default());
     let state = Arc::new(GuardState::new(
@@ -114,17 +95,8 @@ async fn a_hanging_lookup_is_answered_allowed_within_the_webhook_timeout() {
         restarter.clone(),
         GuardConfig::default(),
     ));
-    let server = serve_https(router(state), "127.0.0.1:0".parse().unwrap(), tls)
-        .await
-        .unwrap();
-    let h = Harness {
-        client: client_for(&certs.ca_cert_pem, server.addr, Duration::from_secs(10)),
-        server,
-        restarter,
-        // Not the source serving (Stuck): this test counts no reads.
-        source: Arc::new(MemorySource::new()),
-        _dir: dir,
-    };
+    // Not the source serving (Stuck): this test counts no reads.
+    let h = serve(state, restarter, Arc::new(MemorySource::new())).await;
     let started = std::time::Instant::now();
     let resp = h.evict().await;
     assert!(

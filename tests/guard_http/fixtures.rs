@@ -57,16 +57,22 @@ pub(crate) fn eviction_review(
     })
 }
 
-pub(crate) fn assert_deflection(resp: &Value) {
+/// Asserts that the review was denied with 429 TooManyRequests; returns the status message.
+pub(crate) fn denied_429(resp: &Value) -> &str {
     assert_eq!(resp["allowed"], false);
     let status = &resp["status"];
     assert_eq!(status["code"], 429);
     assert_eq!(status["reason"], "TooManyRequests");
+    status["message"].as_str().unwrap()
+}
+
+pub(crate) fn assert_deflection(resp: &Value) {
+    let message = denied_429(resp);
+    let status = &resp["status"];
     assert!(
         status.get("details").is_none(),
         "no details, so no retryAfterSeconds: {status}"
     );
-    let message = status["message"].as_str().unwrap();
     assert!(
         message.contains("Eviction triggered evacuation"),
         "{message}"

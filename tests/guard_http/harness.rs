@@ -97,14 +97,24 @@ pub(crate) async fn start_with(
     restarter: FakeRestarter,
     config: GuardConfig,
 ) -> Harness {
+    let restarter = Arc::new(restarter);
+    let source = Arc::new(source);
+    let state = GuardState::new(source.clone(), restarter.clone(), config);
+    serve(Arc::new(state), restarter, source).await
+}
+
+/// Serves `state` over TLS; `restarter` and `source` are what the harness reads back (the source
+/// serving `state` or a stand-in).
+pub(crate) async fn serve(
+    state: Arc<GuardState>,
+    restarter: Arc<FakeRestarter>,
+    source: Arc<MemorySource>,
+) -> Harness {
     let TestTls {
         certs,
         config: tls,
         dir,
     } = test_tls().await;
-    let restarter = Arc::new(restarter);
-    let source = Arc::new(source);
-    let state = Arc::new(GuardState::new(source.clone(), restarter.clone(), config));
     let server = serve_https(router(state), "127.0.0.1:0".parse().unwrap(), tls)
         .await
         .unwrap();

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kube_sim::{Sim, SimHandle, SimOptions};
+use kube_sim::{Sim, SimHandle};
 use serde_json::{Value, json};
 
 /// Namespace of the workload pods.
@@ -63,19 +63,7 @@ pub fn node(name: &str, tainted: bool) -> Value {
 
 /// A ReplicaSet `name` (uid `rs-<name>`) with `replicas` pods labelled `app=<name>`.
 pub fn replica_set(name: &str, replicas: u32) -> Value {
-    json!({
-        "apiVersion": "apps/v1", "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": NS, "uid": format!("rs-{name}")},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"terminationGracePeriodSeconds": 1,
-                         "containers": [{"name": "c", "image": format!("{name}:1")}]}
-            }
-        }
-    })
+    kube_sim::fixtures::replica_set(NS, name, replicas as usize, 1)
 }
 
 /// Pod `pod` of ReplicaSet `rs`, bound to `node_name`.
@@ -126,12 +114,9 @@ pub fn cluster(objects: Vec<Value>) -> Vec<Value> {
 /// Starts the stand-in with `objects` (controllers on: kubelets, scheduler, ReplicaSets, PDBs).
 pub async fn start_sim(objects: Vec<Value>) -> SimHandle {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let sim = Sim::start(SimOptions {
-        objects,
-        ..Default::default()
-    })
-    .await
-    .expect("kube-sim starts");
+    let sim = Sim::start_with_objects(objects)
+        .await
+        .expect("kube-sim starts");
     // Workload pods are Ready before the descheduler looks (PDB status depends on it).
     let s = sim.clone();
     wait_for("workload pods Running and Ready", || {

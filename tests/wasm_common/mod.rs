@@ -158,26 +158,5 @@ pub fn synthetic_with_ages(nodes: usize, pods: usize, seed: u64) -> Vec<u8> {
 
 /// Inserts `"creationTimestamp"` before every pod's `"uid":"uid-` (see [`synthetic_with_ages`]).
 pub fn add_creation_times(json: &[u8]) -> Vec<u8> {
-    let needle = b"\"uid\":\"uid-";
-    let now = kube_descheduler::testing::now().as_second();
-    let mut out = Vec::with_capacity(json.len() + json.len() / 10);
-    let mut i: i64 = 0;
-    let mut rest = json;
-    while let Some(at) = rest.windows(needle.len()).position(|w| w == needle) {
-        out.extend_from_slice(&rest[..at]);
-        let age = (i * 7919) % (40 * 86400) + i % 97;
-        let t = jiff::Timestamp::from_second(now - age).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
-        out.extend_from_slice(
-            format!(
-                "\"creationTimestamp\":\"{}\",",
-                t.strftime("%Y-%m-%dT%H:%M:%SZ")
-            )
-            .as_bytes(),
-        );
-        out.extend_from_slice(needle);
-        rest = &rest[at + needle.len()..];
-        i += 1;
-    }
-    out.extend_from_slice(rest);
-    out
+    kube_descheduler::synth::with_creation_times(json, kube_descheduler::testing::now())
 }

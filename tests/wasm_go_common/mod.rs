@@ -125,33 +125,8 @@ pub fn evictions(v: &Value) -> Vec<Value> {
 /// The synthetic cluster (`kube_descheduler::synth`) as JSON with a creation time on every pod,
 /// ages spread over 40 days before [`NOW`], written to `dir`; returns its path.
 pub fn synthetic(dir: &Path, nodes: usize, pods: usize, seed: u64) -> PathBuf {
-    let mut json = Vec::new();
-    kube_descheduler::synth::write_cluster(
-        kube_descheduler::synth::Shape { nodes, pods, seed },
-        &mut json,
-    )
-    .unwrap();
-    let needle = b"\"uid\":\"uid-";
-    let now = NOW.parse::<jiff::Timestamp>().unwrap().as_second();
-    let mut out = Vec::with_capacity(json.len() + json.len() / 10);
-    let mut i: i64 = 0;
-    let mut rest = &json[..];
-    while let Some(at) = rest.windows(needle.len()).position(|w| w == needle) {
-        out.extend_from_slice(&rest[..at]);
-        let age = (i * 7919) % (40 * 86400) + i % 97;
-        let t = jiff::Timestamp::from_second(now - age).unwrap();
-        out.extend_from_slice(
-            format!(
-                "\"creationTimestamp\":\"{}\",",
-                t.strftime("%Y-%m-%dT%H:%M:%SZ")
-            )
-            .as_bytes(),
-        );
-        out.extend_from_slice(needle);
-        rest = &rest[at + needle.len()..];
-        i += 1;
-    }
-    out.extend_from_slice(rest);
+    let json = kube_descheduler::testing::synthetic_cluster_json(nodes, pods, seed);
+    let out = kube_descheduler::synth::with_creation_times(&json, NOW.parse().unwrap());
     let path = dir.join(format!("synthetic-{nodes}-{pods}-{seed}.json"));
     std::fs::write(&path, out).unwrap();
     path
@@ -170,11 +145,7 @@ pub fn assert_same(
 ) -> Vec<Value> {
     let run = |p: String| {
         let (out, v) = plan(dir, &p, snapshot, &[]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_success(&out);
         let warnings = v["summary"]["warnings"].to_string();
         assert!(
             !warnings.contains("failed for this cycle"),
@@ -201,4 +172,13 @@ pub fn assert_same(
 /// How many of `evictions` have outcome `outcome` (`evicted`, `denied`, …).
 pub fn count(evictions: &[Value], outcome: &str) -> usize {
     evictions.iter().filter(|e| e["outcome"] == outcome).count()
+}
+
+/// Asserts that the command in `out` succeeded, showing its stderr if not.
+pub fn assert_success(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -289,6 +289,32 @@ fn pod_json(
           "state": if restarts > 100 { json!({"waiting":{"reason":"CrashLoopBackOff"}}) } else { json!({"running":{}}) }}]}})
 }
 
+/// `json`, a cluster from [`write_cluster`] (which writes no creation times), with a
+/// `"creationTimestamp"` on every pod: pod i is `(i * 7919) % 40 days + i % 97` seconds old at
+/// `now`, so ages spread over hours and days and some are equal.
+pub fn with_creation_times(json: &[u8], now: jiff::Timestamp) -> Vec<u8> {
+    let needle = b"\"uid\":\"uid-";
+    let now = now.as_second();
+    let mut out = Vec::with_capacity(json.len() + json.len() / 10);
+    let mut i: i64 = 0;
+    let mut rest = json;
+    while let Some(at) = rest.windows(needle.len()).position(|w| w == needle) {
+        out.extend_from_slice(&rest[..at]);
+        let age = (i * 7919) % (40 * 86400) + i % 97;
+        let t = jiff::Timestamp::from_second(now - age).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        let field = format!(
+            "\"creationTimestamp\":\"{}\",",
+            t.strftime("%Y-%m-%dT%H:%M:%SZ")
+        );
+        out.extend_from_slice(field.as_bytes());
+        out.extend_from_slice(needle);
+        rest = &rest[at + needle.len()..];
+        i += 1;
+    }
+    out.extend_from_slice(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

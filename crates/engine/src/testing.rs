@@ -4,14 +4,17 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
+use k8s_openapi::Metadata;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, ObjectMeta, OwnerReference, Time,
+};
 
 use crate::evictor::planner::PlanBackend;
 use crate::evictor::{EvictionRecord, LimitValue};
 use crate::framework::args::ArgsError;
-use crate::framework::cycle::{CycleConfig, Profile, run_cycle};
+use crate::framework::cycle::{CycleConfig, CycleReport, Profile, run_cycle};
 use crate::framework::{BalancePlugin, DeschedulePlugin, Plugin};
 use crate::plugins::default_evictor::DefaultEvictor;
 use crate::snapshot::{Snapshot, SnapshotBuilder};
@@ -30,8 +33,42 @@ fn q(s: &str) -> Quantity {
     Quantity(s.to_string())
 }
 
+/// Builds a test object (a node or a pod) step by step.
+pub struct Builder<T>(pub T);
+
+impl<T> Builder<T> {
+    /// Applies an arbitrary change.
+    pub fn with(mut self, f: impl FnOnce(&mut T)) -> Self {
+        f(&mut self.0);
+        self
+    }
+    /// The object.
+    pub fn build(self) -> T {
+        self.0
+    }
+}
+
+impl<T: Metadata<Ty = ObjectMeta>> Builder<T> {
+    /// Adds a label.
+    pub fn label(mut self, k: &str, v: &str) -> Self {
+        put(&mut self.0.metadata_mut().labels, k, v);
+        self
+    }
+    /// Adds an annotation.
+    pub fn annotation(mut self, k: &str, v: &str) -> Self {
+        put(&mut self.0.metadata_mut().annotations, k, v);
+        self
+    }
+}
+
+/// Sets `k` to `v` in `map`, creating it if absent.
+fn put(map: &mut Option<BTreeMap<String, String>>, k: &str, v: &str) {
+    map.get_or_insert_with(Default::default)
+        .insert(k.into(), v.into());
+}
+
 /// Builds a Ready, schedulable node.
-pub struct NodeBuilder(pub core::Node);
+pub type NodeBuilder = Builder<core::Node>;
 
 /// A Ready node `name` with 4 CPUs, 16Gi memory and 110 pods allocatable.
 pub fn node(name: &str) -> NodeBuilder {
@@ -41,7 +78,7 @@ pub fn node(name: &str) -> NodeBuilder {
         ("pods".into(), q("110")),
     ]
     .into();
-    NodeBuilder(core::Node {
+    Builder(core::Node {
         metadata: ObjectMeta {
             name: Some(name.into()),
             labels: Some([("kubernetes.io/hostname".to_string(), name.to_string())].into()),
@@ -78,15 +115,6 @@ impl NodeBuilder {
             .insert(name.into(), q(value));
         self
     }
-    /// Adds a label.
-    pub fn label(mut self, k: &str, v: &str) -> Self {
-        self.0
-            .metadata
-            .labels
-            .get_or_insert_with(Default::default)
-            .insert(k.into(), v.into());
-        self
-    }
     /// Adds a taint.
     pub fn taint(mut self, key: &str, value: Option<&str>, effect: &str) -> Self {
         let spec = self.0.spec.get_or_insert_with(Default::default);
@@ -117,26 +145,68 @@ impl NodeBuilder {
         }
         self
     }
-    /// Applies an arbitrary change.
-    pub fn with(mut self, f: impl FnOnce(&mut core::Node)) -> Self {
-        f(&mut self.0);
-        self
-    }
-    /// The node.
-    pub fn build(self) -> core::Node {
-        self.0
+}
+
+/// Nodes `name` labelled `zone=<zone>`, one per `(name, zone)`.
+pub fn zoned_nodes(zones: &[(&str, &str)]) -> Vec<core::Node> {
+    let zoned = |&(name, zone): &(&str, &str)| node(name).label("zone", zone).build();
+    zones.iter().map(zoned).collect()
+}
+
+/// A selector matching `labels`.
+pub fn match_labels(labels: &[(&str, &str)]) -> LabelSelector {
+    LabelSelector {
+        match_labels: Some(labels.iter().map(|&(k, v)| (k.into(), v.into())).collect()),
+        ..Default::default()
     }
 }
 
+/// A pod (anti-)affinity term for pods with `labels` in the same `key` domain.
+pub fn affinity_term(labels: &[(&str, &str)], key: &str) -> core::PodAffinityTerm {
+    core::PodAffinityTerm {
+        label_selector: Some(match_labels(labels)),
+        topology_key: key.into(),
+        ..Default::default()
+    }
+}
+
+/// Required pod anti-affinity with `terms`.
+pub fn required_anti_affinity(terms: Vec<core::PodAffinityTerm>) -> core::Affinity {
+    required_pod_affinity(true, terms)
+}
+
+/// Required pod affinity with `terms`.
+pub fn required_affinity(terms: Vec<core::PodAffinityTerm>) -> core::Affinity {
+    required_pod_affinity(false, terms)
+}
+
+/// Required pod anti-affinity (`anti`) or affinity with `terms`.
+fn required_pod_affinity(anti: bool, terms: Vec<core::PodAffinityTerm>) -> core::Affinity {
+    let required = Some(terms);
+    let mut affinity = core::Affinity::default();
+    if anti {
+        affinity.pod_anti_affinity = Some(core::PodAntiAffinity {
+            required_during_scheduling_ignored_during_execution: required,
+            ..Default::default()
+        });
+    } else {
+        affinity.pod_affinity = Some(core::PodAffinity {
+            required_during_scheduling_ignored_during_execution: required,
+            ..Default::default()
+        });
+    }
+    affinity
+}
+
 /// Builds a pod.
-pub struct PodBuilder(pub core::Pod);
+pub type PodBuilder = Builder<core::Pod>;
 
 /// A Running, Ready pod `namespace/name` on `node`, owned by ReplicaSet `rs-<name>`, one container
 /// `app` (image `nginx`) requesting 100m CPU / 128Mi, started an hour before [`now`].
 pub fn pod(namespace: &str, name: &str, node: &str) -> PodBuilder {
     let requests: BTreeMap<String, Quantity> =
         [("cpu".into(), q("100m")), ("memory".into(), q("128Mi"))].into();
-    PodBuilder(core::Pod {
+    Builder(core::Pod {
         metadata: ObjectMeta {
             name: Some(name.into()),
             namespace: Some(namespace.into()),
@@ -228,24 +298,6 @@ impl PodBuilder {
         self.status().phase = Some(phase.into());
         self
     }
-    /// Adds a label.
-    pub fn label(mut self, k: &str, v: &str) -> Self {
-        self.0
-            .metadata
-            .labels
-            .get_or_insert_with(Default::default)
-            .insert(k.into(), v.into());
-        self
-    }
-    /// Adds an annotation.
-    pub fn annotation(mut self, k: &str, v: &str) -> Self {
-        self.0
-            .metadata
-            .annotations
-            .get_or_insert_with(Default::default)
-            .insert(k.into(), v.into());
-        self
-    }
     /// Sets the first container's requests.
     pub fn requests(mut self, cpu: &str, memory: &str) -> Self {
         let c = &mut self.spec().containers[0];
@@ -270,54 +322,44 @@ impl PodBuilder {
         self.status().qos_class = None;
         self
     }
+    /// The first container's status, if the pod has one.
+    fn first_container(&mut self) -> Option<&mut core::ContainerStatus> {
+        self.status().container_statuses.as_mut()?.first_mut()
+    }
     /// Sets the first container's restart count.
     pub fn restarts(mut self, n: i32) -> Self {
-        if let Some(cs) = self
-            .status()
-            .container_statuses
-            .as_mut()
-            .and_then(|v| v.first_mut())
-        {
+        if let Some(cs) = self.first_container() {
             cs.restart_count = n;
         }
         self
     }
-    /// Sets the first container's waiting reason (e.g. `CrashLoopBackOff`).
-    pub fn waiting(mut self, reason: &str) -> Self {
-        if let Some(cs) = self
-            .status()
-            .container_statuses
-            .as_mut()
-            .and_then(|v| v.first_mut())
-        {
-            cs.state = Some(core::ContainerState {
-                waiting: Some(core::ContainerStateWaiting {
-                    reason: Some(reason.into()),
-                    message: None,
-                }),
-                ..Default::default()
-            });
+    /// Sets the first container's state.
+    fn state(mut self, state: core::ContainerState) -> Self {
+        if let Some(cs) = self.first_container() {
+            cs.state = Some(state);
         }
         self
     }
+    /// Sets the first container's waiting reason (e.g. `CrashLoopBackOff`).
+    pub fn waiting(self, reason: &str) -> Self {
+        self.state(core::ContainerState {
+            waiting: Some(core::ContainerStateWaiting {
+                reason: Some(reason.into()),
+                message: None,
+            }),
+            ..Default::default()
+        })
+    }
     /// Sets the first container's terminated state.
-    pub fn terminated(mut self, reason: &str, exit_code: i32) -> Self {
-        if let Some(cs) = self
-            .status()
-            .container_statuses
-            .as_mut()
-            .and_then(|v| v.first_mut())
-        {
-            cs.state = Some(core::ContainerState {
-                terminated: Some(core::ContainerStateTerminated {
-                    reason: Some(reason.into()),
-                    exit_code,
-                    ..Default::default()
-                }),
+    pub fn terminated(self, reason: &str, exit_code: i32) -> Self {
+        self.state(core::ContainerState {
+            terminated: Some(core::ContainerStateTerminated {
+                reason: Some(reason.into()),
+                exit_code,
                 ..Default::default()
-            });
-        }
-        self
+            }),
+            ..Default::default()
+        })
     }
     /// Sets `status.startTime` (and creation time) to `secs` before [`now`].
     pub fn age(mut self, secs: i64) -> Self {
@@ -325,47 +367,43 @@ impl PodBuilder {
         self.status().start_time = Some(Time(ago(secs)));
         self
     }
-    /// Adds a `hostPath` volume.
-    pub fn host_path(mut self) -> Self {
+    /// Adds `volume`.
+    fn volume(mut self, volume: core::Volume) -> Self {
         self.spec()
             .volumes
             .get_or_insert_with(Vec::new)
-            .push(core::Volume {
-                name: "host".into(),
-                host_path: Some(core::HostPathVolumeSource {
-                    path: "/var".into(),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            });
+            .push(volume);
         self
+    }
+    /// Adds a `hostPath` volume.
+    pub fn host_path(self) -> Self {
+        self.volume(core::Volume {
+            name: "host".into(),
+            host_path: Some(core::HostPathVolumeSource {
+                path: "/var".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
     }
     /// Adds an `emptyDir` volume.
-    pub fn empty_dir(mut self) -> Self {
-        self.spec()
-            .volumes
-            .get_or_insert_with(Vec::new)
-            .push(core::Volume {
-                name: "scratch".into(),
-                empty_dir: Some(Default::default()),
-                ..Default::default()
-            });
-        self
+    pub fn empty_dir(self) -> Self {
+        self.volume(core::Volume {
+            name: "scratch".into(),
+            empty_dir: Some(Default::default()),
+            ..Default::default()
+        })
     }
     /// Adds a PVC volume.
-    pub fn pvc(mut self, claim: &str) -> Self {
-        self.spec()
-            .volumes
-            .get_or_insert_with(Vec::new)
-            .push(core::Volume {
-                name: format!("pvc-{claim}"),
-                persistent_volume_claim: Some(core::PersistentVolumeClaimVolumeSource {
-                    claim_name: claim.into(),
-                    read_only: None,
-                }),
-                ..Default::default()
-            });
-        self
+    pub fn pvc(self, claim: &str) -> Self {
+        self.volume(core::Volume {
+            name: format!("pvc-{claim}"),
+            persistent_volume_claim: Some(core::PersistentVolumeClaimVolumeSource {
+                claim_name: claim.into(),
+                read_only: None,
+            }),
+            ..Default::default()
+        })
     }
     /// Adds a toleration.
     pub fn toleration(
@@ -389,10 +427,7 @@ impl PodBuilder {
     }
     /// Adds a nodeSelector entry.
     pub fn node_selector(mut self, k: &str, v: &str) -> Self {
-        self.spec()
-            .node_selector
-            .get_or_insert_with(Default::default)
-            .insert(k.into(), v.into());
+        put(&mut self.spec().node_selector, k, v);
         self
     }
     /// Sets `spec.affinity`.
@@ -413,15 +448,6 @@ impl PodBuilder {
             ..Default::default()
         }]);
         self
-    }
-    /// Applies an arbitrary change.
-    pub fn with(mut self, f: impl FnOnce(&mut core::Pod)) -> Self {
-        f(&mut self.0);
-        self
-    }
-    /// The pod.
-    pub fn build(self) -> core::Pod {
-        self.0
     }
 }
 
@@ -462,16 +488,8 @@ pub fn run_deschedule(
     evictor: DefaultEvictor,
     snapshot: &mut Snapshot,
 ) -> Vec<EvictionRecord> {
-    run_profile(
-        Profile {
-            name: "test".into(),
-            evictor: Box::new(evictor),
-            deschedule: vec![plugin],
-            balance: vec![],
-        },
-        &CycleConfig::default(),
-        snapshot,
-    )
+    let profile = test_profile(evictor, vec![plugin], vec![]);
+    run_profile(profile, &CycleConfig::default(), snapshot)
 }
 
 /// Runs one Balance plugin as a one-profile cycle with no limits; returns the records.
@@ -480,16 +498,8 @@ pub fn run_balance(
     evictor: DefaultEvictor,
     snapshot: &mut Snapshot,
 ) -> Vec<EvictionRecord> {
-    run_profile(
-        Profile {
-            name: "test".into(),
-            evictor: Box::new(evictor),
-            deschedule: vec![],
-            balance: vec![plugin],
-        },
-        &CycleConfig::default(),
-        snapshot,
-    )
+    let profile = test_profile(evictor, vec![], vec![plugin]);
+    run_profile(profile, &CycleConfig::default(), snapshot)
 }
 
 /// The Balance plugin `build` makes of `args` (a test fails when the args are refused or the
@@ -537,11 +547,10 @@ pub fn profile(
     deschedule: Vec<Box<dyn DeschedulePlugin>>,
     balance: Vec<Box<dyn BalancePlugin>>,
 ) -> Profile {
+    let profile = test_profile(DefaultEvictor::default(), deschedule, balance);
     Profile {
         name: "p".into(),
-        evictor: Box::new(DefaultEvictor::default()),
-        deschedule,
-        balance,
+        ..profile
     }
 }
 
@@ -591,14 +600,37 @@ pub fn run_profile(
     config: &CycleConfig,
     snapshot: &mut Snapshot,
 ) -> Vec<EvictionRecord> {
+    plan_cycle(&[profile], config, snapshot).records
+}
+
+/// Runs `profiles` under `config` at [`now`], planning only; returns the cycle's report.
+pub fn plan_cycle(
+    profiles: &[Profile],
+    config: &CycleConfig,
+    snapshot: &mut Snapshot,
+) -> CycleReport {
     let (report, _) = run_cycle(
-        &[profile],
+        profiles,
         config,
         snapshot,
         now(),
         Box::new(PlanBackend::new()),
     );
-    report.records
+    report
+}
+
+/// Profile `test` with `evictor` and these plugins.
+fn test_profile(
+    evictor: DefaultEvictor,
+    deschedule: Vec<Box<dyn DeschedulePlugin>>,
+    balance: Vec<Box<dyn BalancePlugin>>,
+) -> Profile {
+    Profile {
+        name: "test".into(),
+        evictor: Box::new(evictor),
+        deschedule,
+        balance,
+    }
 }
 
 /// Names (`ns/name`) of the pods in `records`, in order.

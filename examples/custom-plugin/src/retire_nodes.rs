@@ -177,8 +177,9 @@ impl DeschedulePlugin for RetireNodes {
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1 as core;
-    use kube_descheduler::plugin::{DefaultEvictor, Profile};
-    use kube_descheduler::testing::{evicted_names, node, now, pod, run_profile, snapshot};
+    use kube_descheduler::testing::{
+        evicted_names, node, now, pod, profile, run_profile, snapshot,
+    };
     use serde_json::json;
 
     const RETIRE: &str = "lifecycle.example.com/retire";
@@ -200,20 +201,17 @@ mod tests {
         (nodes, pods)
     }
 
-    fn evicted(args: serde_json::Value) -> Vec<String> {
-        let plugin = RetireNodes::from_args(NAME, &args).expect("valid args");
+    /// Runs `plugin` in profile `p` on [`cluster`]; returns the records.
+    fn run(plugin: RetireNodes) -> Vec<kube_descheduler::evictor::EvictionRecord> {
         let (nodes, pods) = cluster();
         let mut snap = snapshot(nodes, pods);
-        let records = run_profile(
-            Profile {
-                name: "p".into(),
-                evictor: Box::new(DefaultEvictor::default()),
-                deschedule: vec![Box::new(plugin)],
-                balance: vec![],
-            },
-            &Default::default(),
-            &mut snap,
-        );
+        let profile = profile(vec![Box::new(plugin)], vec![]);
+        run_profile(profile, &Default::default(), &mut snap)
+    }
+
+    fn evicted(args: serde_json::Value) -> Vec<String> {
+        let plugin = RetireNodes::from_args(NAME, &args).expect("valid args");
+        let records = run(plugin);
         let reasons: Vec<_> = records.iter().map(|r| r.reason.text.clone()).collect();
         assert!(
             records
@@ -250,18 +248,7 @@ mod tests {
         let plugin =
             RetireNodes::from_args(NAME, &json!({"nodeSelector": format!("{RETIRE}=true")}))
                 .expect("valid");
-        let (nodes, pods) = cluster();
-        let mut snap = snapshot(nodes, pods);
-        let records = run_profile(
-            Profile {
-                name: "p".into(),
-                evictor: Box::new(DefaultEvictor::default()),
-                deschedule: vec![Box::new(plugin)],
-                balance: vec![],
-            },
-            &Default::default(),
-            &mut snap,
-        );
+        let records = run(plugin);
         let r = &records[0].reason;
         assert_eq!(
             r.text,

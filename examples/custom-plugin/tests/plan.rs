@@ -95,33 +95,35 @@ fn explain_says_why_the_other_pods_stay() {
         let rest = &out[start + 1..];
         rest[..rest.find("\nexplain ").map_or(rest.len(), |e| e + 1)].to_string()
     };
-    // The MinAgeEvictor (Filter, next to the DefaultEvictor) keeps the young and the labelled pod.
-    assert!(
-        section("search-7f9c-d4e5f").contains("the pod is 4m old, younger than minPodAge 10m"),
-        "{out}"
-    );
-    // The verdict is labelled with the profile's evictors, not with the DefaultEvictor alone.
-    assert!(
-        section("search-7f9c-d4e5f")
-            .contains("DefaultEvictor+MinAgeEvictor Filter stops it: the pod is 4m old"),
-        "{out}"
-    );
-    assert!(
-        section("web-7f9c-j1k2l").contains("DefaultEvictor+MinAgeEvictor Filter: passes"),
-        "{out}"
-    );
-    assert!(
-        section("payments-7f9c-g7h8i")
-            .contains("label descheduler.example.com/protected=true protects the pod"),
-        "{out}"
-    );
-    // The plugin's own explanation: the second retiring node waits for the next cycle.
-    assert!(
-        section("web-7f9c-j1k2l").contains(
-            "RetireNodes: not selected: node pool-v1-b is retiring, number 2 in drain order; this cycle drains the first 1 of 2"
+    let expected = [
+        // The MinAgeEvictor (Filter, next to the DefaultEvictor) keeps the young and the labelled
+        // pod.
+        (
+            "search-7f9c-d4e5f",
+            "the pod is 4m old, younger than minPodAge 10m",
         ),
-        "{out}"
-    );
+        // The verdict is labelled with the profile's evictors, not with the DefaultEvictor alone.
+        (
+            "search-7f9c-d4e5f",
+            "DefaultEvictor+MinAgeEvictor Filter stops it: the pod is 4m old",
+        ),
+        (
+            "web-7f9c-j1k2l",
+            "DefaultEvictor+MinAgeEvictor Filter: passes",
+        ),
+        (
+            "payments-7f9c-g7h8i",
+            "label descheduler.example.com/protected=true protects the pod",
+        ),
+        // The plugin's own explanation: the second retiring node waits for the next cycle.
+        (
+            "web-7f9c-j1k2l",
+            "RetireNodes: not selected: node pool-v1-b is retiring, number 2 in drain order; this cycle drains the first 1 of 2",
+        ),
+    ];
+    for (pod, text) in expected {
+        assert!(section(pod).contains(text), "{pod}: {text:?}\n{out}");
+    }
 }
 
 #[test]

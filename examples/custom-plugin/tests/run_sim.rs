@@ -7,7 +7,7 @@ use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kube_sim::{Sim, SimOptions};
+use kube_sim::Sim;
 use serde_json::{Value, json};
 
 const NS: &str = "shop";
@@ -123,12 +123,9 @@ async fn dry_run_logs_and_counts_the_custom_strategy() {
         &[("web-1", "old-1"), ("web-2", "new-1")],
     ));
     objects.extend(replica_set("api", &[("api-1", "new-2")]));
-    let sim = Sim::start(SimOptions {
-        objects,
-        ..Default::default()
-    })
-    .await
-    .expect("kube-sim starts");
+    let sim = Sim::start_with_objects(objects)
+        .await
+        .expect("kube-sim starts");
     let s = sim.clone();
     wait_for("pods Running and Ready, ReplicaSets reporting them", || {
         let ready = |p: &Value| {

@@ -30,7 +30,39 @@ pub struct Attrs<'a> {
     pub user: &'a UserInfo,
 }
 
-fn str_list(v: Option<&Value>) -> Vec<String> {
+impl<'a> Attrs<'a> {
+    /// The attributes of a `policy/v1` Eviction `eviction` of pod `namespace/name` (`pods`: the
+    /// pods resource; `dry_run`: the `?dryRun=All` query).
+    pub fn eviction(
+        pods: &'static ResourceDef,
+        namespace: &'a str,
+        name: &'a str,
+        eviction: &'a Value,
+        dry_run: bool,
+        user: &'a UserInfo,
+    ) -> Self {
+        let mut options = json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"});
+        if dry_run {
+            options["dryRun"] = json!(["All"]);
+        }
+        Attrs {
+            def: pods,
+            subresource: "eviction",
+            operation: "CREATE",
+            kind: ("policy", "v1", "Eviction"),
+            namespace,
+            name,
+            object: Some(eviction),
+            old_object: None,
+            dry_run,
+            options,
+            user,
+        }
+    }
+}
+
+/// The strings of a JSON array (none when absent or not an array; non-strings skipped).
+pub(crate) fn str_list(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -232,19 +264,7 @@ pub fn eviction_review(
         "metadata": {"name": name, "namespace": namespace},
         "deleteOptions": {"preconditions": {"uid": pod_uid}}});
     let pods = by_gvr("", "v1", "pods").expect("pods are a built-in resource");
-    let attrs = Attrs {
-        def: pods,
-        subresource: "eviction",
-        operation: "CREATE",
-        kind: ("policy", "v1", "Eviction"),
-        namespace,
-        name,
-        object: Some(&eviction),
-        old_object: None,
-        dry_run: false,
-        options: json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}),
-        user,
-    };
+    let attrs = Attrs::eviction(pods, namespace, name, &eviction, false, user);
     json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
            "request": review_request(&attrs, review_uid)})
 }

@@ -169,11 +169,12 @@ mod tests {
     use crate::clock::SimClock;
     use serde_json::json;
 
-    fn crd(name: &str, group: &str, kind: &str, plural: &str, served: bool) -> serde_json::Value {
+    /// A CRD `<plural>.example.com` of `kind` whose v1 is `served` or not.
+    fn crd(kind: &str, plural: &str, served: bool) -> serde_json::Value {
         json!({
             "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": name},
-            "spec": {"group": group, "scope": "Namespaced",
+            "metadata": {"name": format!("{plural}.example.com")},
+            "spec": {"group": "example.com", "scope": "Namespaced",
                      "names": {"plural": plural, "kind": kind, "shortNames": ["w"]},
                      "versions": [{"name": "v1", "served": served, "storage": true,
                                    "subresources": {"status": {}}}]}
@@ -185,43 +186,11 @@ mod tests {
         let store = Store::new(SimClock::new(1.0), 10);
         let other = Store::new(SimClock::new(1.0), 10);
         let def = by_gvr("apiextensions.k8s.io", "v1", "customresourcedefinitions").unwrap();
-        store
-            .create(
-                def,
-                crd(
-                    "widgets.example.com",
-                    "example.com",
-                    "Widget",
-                    "widgets",
-                    true,
-                ),
-                false,
-                true,
-            )
-            .unwrap();
-        store
-            .create(
-                def,
-                crd(
-                    "gadgets.example.com",
-                    "example.com",
-                    "Gadget",
-                    "gadgets",
-                    false,
-                ),
-                false,
-                true,
-            )
-            .unwrap();
+        let add = |object| store.create(def, object, false, true).unwrap();
+        add(crd("Widget", "widgets", true));
+        add(crd("Gadget", "gadgets", false));
         // Not a CRD the decoder accepts: skipped.
-        store
-            .create(
-                def,
-                json!({"metadata": {"name": "broken.example.com"}, "spec": "nope"}),
-                false,
-                true,
-            )
-            .unwrap();
+        add(json!({"metadata": {"name": "broken.example.com"}, "spec": "nope"}));
 
         let now = served(&store);
         assert_eq!(now.len(), 1, "{now:?}");

@@ -103,16 +103,6 @@ fn success() -> Value {
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
 }
 
-fn str_vec(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 fn delete_opts(opts: &Value) -> DeleteOpts {
     DeleteOpts {
         grace_period_seconds: opts.get("gracePeriodSeconds").and_then(Value::as_i64),
@@ -124,7 +114,9 @@ fn delete_opts(opts: &Value) -> DeleteOpts {
             .pointer("/preconditions/resourceVersion")
             .and_then(Value::as_str)
             .map(String::from),
-        dry_run: str_vec(opts.get("dryRun")).iter().any(|d| d == "All"),
+        dry_run: crate::admission::str_list(opts.get("dryRun"))
+            .iter()
+            .any(|d| d == "All"),
         propagation: opts
             .get("propagationPolicy")
             .and_then(Value::as_str)
@@ -244,7 +236,7 @@ pub async fn evict(
     {
         None => json!({"dryRun": query}),
         Some(mut d) => {
-            let body_dry = str_vec(d.get("dryRun"));
+            let body_dry = crate::admission::str_list(d.get("dryRun"));
             if body_dry.is_empty() {
                 // An empty list is left out, as Go's `omitempty` leaves it.
                 if query.is_empty() {
@@ -276,23 +268,7 @@ pub async fn evict(
     // Validating admission (webhooks) on the Eviction object.
     let warnings = admission::validate(
         st,
-        &Attrs {
-            def: pods,
-            subresource: "eviction",
-            operation: "CREATE",
-            kind: ("policy", "v1", "Eviction"),
-            namespace,
-            name,
-            object: Some(&eviction),
-            old_object: None,
-            dry_run: query_dry_run,
-            options: if query_dry_run {
-                json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions", "dryRun": ["All"]})
-            } else {
-                json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"})
-            },
-            user,
-        },
+        &Attrs::eviction(pods, namespace, name, &eviction, query_dry_run, user),
     )
     .await?;
     let ok = |w: Vec<String>| Evicted {

@@ -14,6 +14,7 @@ pub mod discovery;
 pub mod error;
 pub mod eviction;
 pub mod faults;
+pub mod fixtures;
 pub mod kubeconfig;
 pub mod metrics_api;
 pub mod openapi;
@@ -181,6 +182,25 @@ pub struct SimHandle {
 }
 
 impl Sim {
+    /// [`Sim::start`] with `objects` and the controllers running.
+    pub async fn start_with_objects(objects: Vec<Value>) -> Result<SimHandle, SimError> {
+        Sim::start(SimOptions {
+            objects,
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// [`Sim::start`] with `objects` and no controllers: the objects stay as they are written.
+    pub async fn start_static(objects: Vec<Value>) -> Result<SimHandle, SimError> {
+        Sim::start(SimOptions {
+            objects,
+            controllers: false,
+            ..Default::default()
+        })
+        .await
+    }
+
     /// Generates a CA, loads the objects, binds 127.0.0.1 and starts serving.
     pub async fn start(opts: SimOptions) -> Result<SimHandle, SimError> {
         tls::install_crypto_provider();

@@ -28,6 +28,14 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// `sched.yaml` in `dir`: a KubeSchedulerConfiguration with `profiles` (YAML list items).
+fn scheduler_config(dir: &Path, profiles: &str) -> PathBuf {
+    let text = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n{profiles}"
+    );
+    write(dir, "sched.yaml", &text)
+}
+
 /// Kills the child when dropped (a failed assertion must not leave a server behind).
 struct Running(Child);
 
@@ -189,13 +197,9 @@ fn an_unreadable_snapshot_is_one_line() {
 #[test]
 fn a_bad_scheduler_config_exits_2_naming_the_field() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let cfg = write(
+    let cfg = scheduler_config(
         dir.path(),
-        "sched.yaml",
-        "apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-  - pluginConfig:
+        "  - pluginConfig:
       - name: NodeResourcesFit
         args:
           scoringStrategy: {type: Packed}
@@ -222,15 +226,7 @@ fn a_scheduler_config_serves_its_profiles_only() {
     let dir = tempfile::tempdir().expect("tempdir");
     let snap = write(dir.path(), "pending.yaml", PENDING_POD);
     // No profile serves `default-scheduler`: the pod stays unbound.
-    let cfg = write(
-        dir.path(),
-        "sched.yaml",
-        "apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-  - schedulerName: other
-",
-    );
+    let cfg = scheduler_config(dir.path(), "  - schedulerName: other\n");
     let kc = dir.path().join("kc");
     let _sim = start(&snap, &kc, &["--scheduler-config", &cfg.to_string_lossy()]);
     let Some(node) = wait_node(&kc, Duration::from_secs(2), |n| !n.is_empty()) else {

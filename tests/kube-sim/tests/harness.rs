@@ -83,27 +83,16 @@ async fn controller_actions_apply_through_the_store() {
         "Running"
     );
     // Delete with a uid precondition.
-    apply_action(
-        &st,
-        Action::Delete {
-            api_version: "v1".into(),
-            kind: "Pod".into(),
-            namespace: Some("default".into()),
-            name: name.clone(),
-            uid: "wrong".into(),
-        },
-    );
+    let delete_pod = |uid: String| Action::Delete {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        namespace: Some("default".into()),
+        name: name.clone(),
+        uid,
+    };
+    apply_action(&st, delete_pod("wrong".into()));
     assert!(sim.get("v1", "Pod", "default", &name).is_some());
-    apply_action(
-        &st,
-        Action::Delete {
-            api_version: "v1".into(),
-            kind: "Pod".into(),
-            namespace: Some("default".into()),
-            name: name.clone(),
-            uid,
-        },
-    );
+    apply_action(&st, delete_pod(uid));
     assert!(sim.get("v1", "Pod", "default", &name).is_none());
     // SimConfig changes are visible to the controllers' snapshot.
     sim.update_config(|c| {
@@ -206,21 +195,13 @@ async fn webhooks_also_guard_ordinary_writes() {
     cfg["webhooks"][0]["rules"] = json!([{"operations": ["CREATE", "DELETE"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["configmaps"]}]);
     sim.apply(cfg).unwrap();
     let c = Client::new(&sim);
-    assert_eq!(
-        c.post(
-            "/api/v1/namespaces/default/configmaps",
-            json!({"metadata": {"name": "ok"}})
-        )
-        .await
-        .status,
-        201
-    );
-    let r = c
-        .post(
-            "/api/v1/namespaces/default/configmaps",
-            json!({"metadata": {"name": "forbidden"}}),
-        )
-        .await;
+    let create = |resource: &str, name: &str| {
+        let (c, path) = (&c, format!("/api/v1/namespaces/default/{resource}"));
+        let body = json!({"metadata": {"name": name}});
+        async move { c.post(&path, body).await }
+    };
+    assert_eq!(create("configmaps", "ok").await.status, 201);
+    let r = create("configmaps", "forbidden").await;
     assert_eq!(r.status, 403);
     assert_eq!(
         r.body["message"],
@@ -240,15 +221,7 @@ async fn webhooks_also_guard_ordinary_writes() {
     assert_eq!(ops, ["CREATE", "CREATE", "DELETE"]);
     assert!(wh.requests()[2]["request"]["oldObject"].is_object());
     // Not matched: other resources.
-    assert_eq!(
-        c.post(
-            "/api/v1/namespaces/default/secrets",
-            json!({"metadata": {"name": "forbidden"}})
-        )
-        .await
-        .status,
-        201
-    );
+    assert_eq!(create("secrets", "forbidden").await.status, 201);
     sim.shutdown().await;
 }
 
@@ -257,12 +230,14 @@ async fn tables_for_kubectl_get_and_get_watch() {
     let sim = start(vec![node("n1"), pod("default", "p", "n1", json!({}), true)]).await;
     let c = Client::new(&sim);
     let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
-    let t: Value = c
-        .http
-        .get(format!("{}/api/v1/pods", c.base))
-        .bearer_auth(&c.token)
-        .header("accept", accept)
-        .send()
+    let get_table = |path: &str| {
+        let request = c.http.get(format!("{}{path}", c.base));
+        request
+            .bearer_auth(&c.token)
+            .header("accept", accept)
+            .send()
+    };
+    let t: Value = get_table("/api/v1/pods")
         .await
         .unwrap()
         .json()
@@ -272,12 +247,7 @@ async fn tables_for_kubectl_get_and_get_watch() {
     assert_eq!(t["columnDefinitions"][0]["name"], "Name");
     assert_eq!(t["rows"][0]["cells"][0], "p");
     assert_eq!(t["rows"][0]["object"]["metadata"]["namespace"], "default");
-    let mut resp = c
-        .http
-        .get(format!("{}/api/v1/nodes?watch=1&timeoutSeconds=1", c.base))
-        .bearer_auth(&c.token)
-        .header("accept", accept)
-        .send()
+    let mut resp = get_table("/api/v1/nodes?watch=1&timeoutSeconds=1")
         .await
         .unwrap();
     let chunk = tokio::time::timeout(Duration::from_secs(3), resp.chunk())

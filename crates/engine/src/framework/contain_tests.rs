@@ -2,12 +2,11 @@
 
 use std::sync::Mutex;
 
-use super::cycle::{CycleConfig, run_cycle};
+use super::cycle::{CycleConfig, CycleReport};
 use super::{DeschedulePlugin, Handle};
 use crate::evictor::EvictError;
-use crate::evictor::planner::PlanBackend;
-use crate::snapshot::{NodeId, PodId};
-use crate::testing::{node, now, pod, snapshot};
+use crate::snapshot::{NodeId, PodId, Snapshot};
+use crate::testing::{node, plan_cycle, pod, snapshot};
 
 /// Evicts the first pod it finds, then panics.
 struct Panicker;
@@ -83,19 +82,18 @@ fn cluster() -> crate::snapshot::Snapshot {
     )
 }
 
+/// Plans one cycle of one profile with these Deschedule plugins.
+fn plan(snap: &mut Snapshot, deschedule: Vec<Box<dyn DeschedulePlugin>>) -> CycleReport {
+    let profiles = [crate::testing::profile(deschedule, vec![])];
+    plan_cycle(&profiles, &CycleConfig::default(), snap)
+}
+
 #[test]
 fn a_panic_fails_only_that_plugin_and_keeps_its_evictions() {
     let mut snap = cluster();
-    let profiles = [crate::testing::profile(
-        vec![Box::new(Panicker), Box::new(EvictAll("After".into()))],
-        vec![],
-    )];
-    let (report, _) = run_cycle(
-        &profiles,
-        &CycleConfig::default(),
+    let report = plan(
         &mut snap,
-        now(),
-        Box::new(PlanBackend::new()),
+        vec![Box::new(Panicker), Box::new(EvictAll("After".into()))],
     );
     assert_eq!(
         report.plugin_failures.len(),
@@ -141,17 +139,7 @@ fn unknown_or_moved_pods_are_errors_not_panics() {
             self.0.deschedule(h, nodes)
         }
     }
-    let profiles = [crate::testing::profile(
-        vec![Box::new(Shared(wrong.clone()))],
-        vec![],
-    )];
-    let (report, _) = run_cycle(
-        &profiles,
-        &CycleConfig::default(),
-        &mut snap,
-        now(),
-        Box::new(PlanBackend::new()),
-    );
+    let report = plan(&mut snap, vec![Box::new(Shared(wrong.clone()))]);
     assert!(
         report.plugin_failures.is_empty(),
         "{:?}",

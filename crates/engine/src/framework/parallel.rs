@@ -3,6 +3,8 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::snapshot::{NodeId, Snapshot};
+
 /// Below this much work (in the caller's weight units, e.g. pods) one thread is faster. Unit tests
 /// use 1, so every plugin's table tests also run its parallel path; so does [`with_workers`].
 const DEFAULT_MIN_PARALLEL_WEIGHT: usize = if cfg!(test) { 1 } else { 20_000 };
@@ -42,6 +44,17 @@ pub fn with_workers<R>(n: usize, f: impl FnOnce() -> R) -> R {
 /// another process on its core (kube-apiserver, a sidecar) takes fewer of them instead of holding
 /// up the whole call.
 const CHUNKS_PER_WORKER: usize = 4;
+
+/// [`map_chunks`] over `nodes`, each weighted by the pods on it, with the usual
+/// [`min_parallel_weight`]: how the plugins read the pods of many nodes at once.
+pub fn map_node_chunks<R, F>(snapshot: &Snapshot, nodes: &[NodeId], f: F) -> Vec<R>
+where
+    R: Send,
+    F: Fn(&[NodeId]) -> R + Sync,
+{
+    let weight = |&n: &NodeId| snapshot.pods_on_node_upper_bound(n);
+    map_chunks(nodes, weight, min_parallel_weight(), f)
+}
 
 /// Splits `items` into contiguous chunks of similar total `weight` (a few per worker), runs `f`
 /// on each chunk — this thread and [`workers`]` - 1` scoped threads take the next chunk until none

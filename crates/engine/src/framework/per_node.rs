@@ -75,23 +75,18 @@ where
     };
     for window in windows {
         let view = h.filter_view();
-        let per_node: Vec<Vec<C>> = parallel::map_chunks(
-            window,
-            |&n| snapshot.pods_on_node_upper_bound(n),
-            parallel::min_parallel_weight(),
-            |chunk| {
-                let mut state = S::default();
-                chunk
-                    .iter()
-                    .map(|&n| {
-                        let mut pods = candidates(snapshot, &view, n, &mut state);
-                        // A pod the PreEvictionFilter rejects would be skipped by `evict`.
-                        pods.retain(|c| view.pre_eviction_filter(c.pod()));
-                        pods
-                    })
-                    .collect::<Vec<Vec<C>>>()
-            },
-        )
+        let per_node: Vec<Vec<C>> = parallel::map_node_chunks(snapshot, window, |chunk| {
+            let mut state = S::default();
+            chunk
+                .iter()
+                .map(|&n| {
+                    let mut pods = candidates(snapshot, &view, n, &mut state);
+                    // A pod the PreEvictionFilter rejects would be skipped by `evict`.
+                    pods.retain(|c| view.pre_eviction_filter(c.pod()));
+                    pods
+                })
+                .collect::<Vec<Vec<C>>>()
+        })
         .into_iter()
         .flatten()
         .collect();

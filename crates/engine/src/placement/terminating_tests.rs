@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1 as core;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use super::Simulator;
 use crate::snapshot::{NodeId, PodId, Snapshot};
@@ -23,22 +22,8 @@ fn pod_id(s: &Snapshot, name: &str) -> PodId {
 
 /// Required anti-affinity to pods labelled `app=value` on the same node.
 fn apart_from(value: &str) -> core::Affinity {
-    core::Affinity {
-        pod_anti_affinity: Some(core::PodAntiAffinity {
-            required_during_scheduling_ignored_during_execution: Some(vec![
-                core::PodAffinityTerm {
-                    label_selector: Some(LabelSelector {
-                        match_labels: Some([("app".to_string(), value.to_string())].into()),
-                        ..Default::default()
-                    }),
-                    topology_key: "kubernetes.io/hostname".into(),
-                    ..Default::default()
-                },
-            ]),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    let term = crate::testing::affinity_term(&[("app", value)], "kubernetes.io/hostname");
+    crate::testing::required_anti_affinity(vec![term])
 }
 
 /// kube-scheduler keeps an evicted pod in its node's NodeInfo until the pod is gone: its requests

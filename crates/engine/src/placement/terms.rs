@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{PodAffinityTerm, TopologySpreadConstraint};
+use k8s_openapi::api::core::v1::{
+    PodAffinityTerm, TopologySpreadConstraint, WeightedPodAffinityTerm,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use kube_core::SelectorExt;
 use rustc_hash::FxHashMap;
@@ -147,33 +149,38 @@ pub fn affinity_terms(pod: &Pod) -> AffinityTerms<'_> {
     let Some(a) = pod.affinity.as_deref() else {
         return t;
     };
-    if let Some(pa) = &a.pod_affinity {
-        t.required_affinity.extend(
-            pa.required_during_scheduling_ignored_during_execution
-                .iter()
-                .flatten(),
-        );
-        t.preferred.extend(
-            pa.preferred_during_scheduling_ignored_during_execution
-                .iter()
-                .flatten()
-                .map(|w| (&w.pod_affinity_term, i64::from(w.weight))),
-        );
+    if let Some(p) = &a.pod_affinity {
+        let required = &p.required_during_scheduling_ignored_during_execution;
+        let weighted = &p.preferred_during_scheduling_ignored_during_execution;
+        t.add(false, required, weighted);
     }
-    if let Some(pa) = &a.pod_anti_affinity {
-        t.required_anti.extend(
-            pa.required_during_scheduling_ignored_during_execution
-                .iter()
-                .flatten(),
-        );
-        t.preferred.extend(
-            pa.preferred_during_scheduling_ignored_during_execution
-                .iter()
-                .flatten()
-                .map(|w| (&w.pod_affinity_term, -i64::from(w.weight))),
-        );
+    if let Some(p) = &a.pod_anti_affinity {
+        let required = &p.required_during_scheduling_ignored_during_execution;
+        let weighted = &p.preferred_during_scheduling_ignored_during_execution;
+        t.add(true, required, weighted);
     }
     t
+}
+
+impl<'a> AffinityTerms<'a> {
+    /// Adds one kind's terms: the required ones to `required_anti` (`anti`) or
+    /// `required_affinity`, the weighted ones to `preferred` (weight negated for `anti`).
+    fn add(
+        &mut self,
+        anti: bool,
+        required: &'a Option<Vec<PodAffinityTerm>>,
+        weighted: &'a Option<Vec<WeightedPodAffinityTerm>>,
+    ) {
+        let (list, sign) = if anti {
+            (&mut self.required_anti, -1)
+        } else {
+            (&mut self.required_affinity, 1)
+        };
+        list.extend(required.iter().flatten());
+        let weighted = weighted.iter().flatten();
+        self.preferred
+            .extend(weighted.map(|w| (&w.pod_affinity_term, sign * i64::from(w.weight))));
+    }
 }
 
 /// Nodes numbered by their value of one label: `of[node]` is the domain (`None`: no such label).

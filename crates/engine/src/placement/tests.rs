@@ -271,42 +271,15 @@ fn predict_one(
 }
 
 fn label_selector(k: &str, v: &str) -> LabelSelector {
-    LabelSelector {
-        match_labels: Some([(k.to_string(), v.to_string())].into()),
-        ..Default::default()
-    }
+    crate::testing::match_labels(&[(k, v)])
 }
 
 fn anti_affinity(k: &str, v: &str, key: &str) -> core::Affinity {
-    core::Affinity {
-        pod_anti_affinity: Some(core::PodAntiAffinity {
-            required_during_scheduling_ignored_during_execution: Some(vec![
-                core::PodAffinityTerm {
-                    label_selector: Some(label_selector(k, v)),
-                    topology_key: key.into(),
-                    ..Default::default()
-                },
-            ]),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    crate::testing::required_anti_affinity(vec![crate::testing::affinity_term(&[(k, v)], key)])
 }
 
 fn affinity(k: &str, v: &str, key: &str) -> core::Affinity {
-    core::Affinity {
-        pod_affinity: Some(core::PodAffinity {
-            required_during_scheduling_ignored_during_execution: Some(vec![
-                core::PodAffinityTerm {
-                    label_selector: Some(label_selector(k, v)),
-                    topology_key: key.into(),
-                    ..Default::default()
-                },
-            ]),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    crate::testing::required_affinity(vec![crate::testing::affinity_term(&[(k, v)], key)])
 }
 
 fn spread(key: &str, max_skew: i32, when: &str) -> core::TopologySpreadConstraint {
@@ -322,13 +295,7 @@ fn spread(key: &str, max_skew: i32, when: &str) -> core::TopologySpreadConstrain
 #[test]
 fn filter_plugins_table() {
     let web = |name: &str, on: &str| pod("ns", name, on).label("app", "web").bare();
-    let three = || {
-        vec![
-            node("n1").label("zone", "a").build(),
-            node("n2").label("zone", "a").build(),
-            node("n3").label("zone", "b").build(),
-        ]
-    };
+    let three = || crate::testing::zoned_nodes(&[("n1", "a"), ("n2", "a"), ("n3", "b")]);
     // (name, nodes, candidate on n1, other pods, predicted ties)
     type Case = (
         &'static str,

@@ -24,8 +24,56 @@ pub(super) fn build(
     let ctx = |plugin: &str, e: String| {
         ConfigError::new(format!("profile {:?}: plugin {plugin:?}: {e}", p.name))
     };
-    let known = || registry.names().join(", ");
-    // pluginConfig: unique, registered names; every config's args are validated (as upstream).
+    let configs = plugin_configs(p, registry, &ctx)?;
+    let args_of = |name: &str| configs.iter().find(|(n, _)| *n == name).map(|(_, a)| *a);
+    let evictor = build_evictor(p, registry, &args_of, &ctx)?;
+    let mut profile = Profile {
+        name: p.name.clone(),
+        evictor,
+        deschedule: Vec::new(),
+        balance: Vec::new(),
+    };
+    let mut built = build_configured(&configs, registry, base, &ctx)?;
+    let mut wasm_enabled: Vec<&str> = Vec::new();
+    for (point, set) in [
+        (ExtensionPoint::Deschedule, &p.plugins.deschedule),
+        (ExtensionPoint::Balance, &p.plugins.balance),
+    ] {
+        let point_name = point.policy_name();
+        for name in &set.enabled {
+            // The WebAssembly hook: a plugin whose args carry `module`; the extension
+            // point it is enabled at decides the export called.
+            let plugin = if let Some(args) =
+                args_of(name).filter(|a| crate::wasm::is_wasm_plugin(a))
+                && !registry.contains(name)
+            {
+                if wasm_enabled.contains(&name.as_str()) {
+                    return Err(ctx(
+                        name,
+                        format!("enabled more than once under plugins.{point_name}"),
+                    ));
+                }
+                wasm_enabled.push(name);
+                crate::wasm::build(name, point, args, base).map_err(|e| ctx(name, e.to_string()))?
+            } else {
+                take_built(&mut built, registry, point, name, &ctx)?
+            };
+            match plugin {
+                Plugin::Deschedule(d) => profile.deschedule.push(d),
+                Plugin::Balance(b) => profile.balance.push(b),
+            }
+        }
+    }
+    Ok(profile)
+}
+
+/// The `pluginConfig` entries of `p` as (name, args): unique names, each registered or a
+/// WebAssembly plugin, never both (as upstream).
+fn plugin_configs<'a>(
+    p: &'a ProfileV1alpha2,
+    registry: &Registry,
+    ctx: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<Vec<(&'a str, &'a serde_json::Value)>, ConfigError> {
     let mut configs: Vec<(&str, &serde_json::Value)> = Vec::new();
     for c in &p.plugin_config {
         if configs.iter().any(|(n, _)| *n == c.name) {
@@ -48,28 +96,29 @@ pub(super) fn build(
                 &c.name,
                 format!(
                     "unknown plugin in pluginConfig (known plugins: {})",
-                    known()
+                    registry.names().join(", ")
                 ),
             ));
         }
         configs.push((c.name.as_str(), &c.args));
     }
-    let args_of = |name: &str| configs.iter().find(|(n, _)| *n == name).map(|(_, a)| *a);
-    let args_err = |plugin: &str, e: ArgsError| ctx(plugin, e.to_string());
+    Ok(configs)
+}
 
-    let evictor = build_evictor(p, registry, &args_of, &ctx)?;
-    let mut profile = Profile {
-        name: p.name.clone(),
-        evictor,
-        deschedule: Vec::new(),
-        balance: Vec::new(),
-    };
-    // Validate every pluginConfig's args, even for plugins that are not enabled.
+/// Builds the registered plugin of every `pluginConfig` entry, enabled or not, so that all their
+/// args are validated; a WebAssembly plugin's args are checked here, its module where it is
+/// enabled. A plugin must be named as it is registered.
+fn build_configured<'a>(
+    configs: &[(&'a str, &serde_json::Value)],
+    registry: &Registry,
+    base: Option<&std::path::Path>,
+    ctx: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<Vec<(&'a str, Option<Plugin>)>, ConfigError> {
+    let args_err = |plugin: &str, e: ArgsError| ctx(plugin, e.to_string());
     let mut built: Vec<(&str, Option<Plugin>)> = Vec::new();
-    for (name, args) in &configs {
+    for &(name, args) in configs {
         let Some(f) = registry.plugin(name) else {
             if !registry.contains(name) {
-                // A WebAssembly plugin: its args are checked here, its module where it is enabled.
                 crate::wasm::decode_config(args, base).map_err(|e| args_err(name, e))?;
             }
             continue;
@@ -79,7 +128,7 @@ pub(super) fn build(
             Plugin::Deschedule(d) => d.name(),
             Plugin::Balance(b) => b.name(),
         };
-        if own != *name {
+        if own != name {
             return Err(ctx(
                 name,
                 format!(
@@ -89,69 +138,50 @@ pub(super) fn build(
         }
         built.push((name, Some(plugin)));
     }
-    let mut wasm_enabled: Vec<&str> = Vec::new();
-    for (point, set) in [
-        (ExtensionPoint::Deschedule, &p.plugins.deschedule),
-        (ExtensionPoint::Balance, &p.plugins.balance),
-    ] {
-        let point_name = point.policy_name();
-        for name in &set.enabled {
-            // The WebAssembly hook: a plugin whose args carry `module`; the extension
-            // point it is enabled at decides the export called.
-            if let Some(args) = args_of(name).filter(|a| crate::wasm::is_wasm_plugin(a))
-                && !registry.contains(name)
-            {
-                if wasm_enabled.contains(&name.as_str()) {
-                    return Err(ctx(
-                        name,
-                        format!("enabled more than once under plugins.{point_name}"),
-                    ));
-                }
-                wasm_enabled.push(name);
-                match crate::wasm::build(name, point, args, base).map_err(|e| args_err(name, e))? {
-                    Plugin::Deschedule(d) => profile.deschedule.push(d),
-                    Plugin::Balance(b) => profile.balance.push(b),
-                }
-                continue;
-            }
-            let Some(factory) = registry.plugin(name) else {
-                let what = if registry.evictor(name).is_some() {
-                    format!(
-                        "is an evictor plugin; it cannot be enabled under plugins.{point_name} (enable it under plugins.filter or plugins.preevictionfilter)"
-                    )
-                } else {
-                    format!(
-                        "unknown plugin under plugins.{point_name}.enabled (known plugins: {})",
-                        known()
-                    )
-                };
-                return Err(ctx(name, what));
-            };
-            if factory.point != point {
-                return Err(ctx(
-                    name,
-                    format!(
-                        "is a {} plugin; it cannot be enabled under plugins.{point_name}",
-                        factory.point.policy_name()
-                    ),
-                ));
-            }
-            let Some(slot) = built.iter_mut().find(|(n, _)| n == name) else {
-                return Err(ctx(name, "unable to find the plugin's pluginConfig entry: every enabled plugin needs one (args may be omitted)".into()));
-            };
-            let Some(plugin) = slot.1.take() else {
-                return Err(ctx(
-                    name,
-                    format!("enabled more than once under plugins.{point_name}"),
-                ));
-            };
-            match plugin {
-                Plugin::Deschedule(d) => profile.deschedule.push(d),
-                Plugin::Balance(b) => profile.balance.push(b),
-            }
-        }
+    Ok(built)
+}
+
+/// The built plugin `name` enabled at `point`: registered for that point, configured, and
+/// enabled once.
+fn take_built(
+    built: &mut [(&str, Option<Plugin>)],
+    registry: &Registry,
+    point: ExtensionPoint,
+    name: &str,
+    ctx: &dyn Fn(&str, String) -> ConfigError,
+) -> Result<Plugin, ConfigError> {
+    let point_name = point.policy_name();
+    let Some(factory) = registry.plugin(name) else {
+        let what = if registry.evictor(name).is_some() {
+            format!(
+                "is an evictor plugin; it cannot be enabled under plugins.{point_name} (enable it under plugins.filter or plugins.preevictionfilter)"
+            )
+        } else {
+            format!(
+                "unknown plugin under plugins.{point_name}.enabled (known plugins: {})",
+                registry.names().join(", ")
+            )
+        };
+        return Err(ctx(name, what));
+    };
+    if factory.point != point {
+        return Err(ctx(
+            name,
+            format!(
+                "is a {} plugin; it cannot be enabled under plugins.{point_name}",
+                factory.point.policy_name()
+            ),
+        ));
     }
-    Ok(profile)
+    let Some(slot) = built.iter_mut().find(|(n, _)| *n == name) else {
+        return Err(ctx(name, "unable to find the plugin's pluginConfig entry: every enabled plugin needs one (args may be omitted)".into()));
+    };
+    slot.1.take().ok_or_else(|| {
+        ctx(
+            name,
+            format!("enabled more than once under plugins.{point_name}"),
+        )
+    })
 }
 
 /// The enabled names of an evictor extension point; none enabled means the DefaultEvictor (as

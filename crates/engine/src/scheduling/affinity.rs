@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, PodAffinityTerm};
+use k8s_openapi::api::core::v1::{
+    NodeSelectorRequirement, NodeSelectorTerm, PodAffinityTerm, PreferredSchedulingTerm,
+};
 
 use kube_core::{Selector, SelectorExt};
 
@@ -101,25 +103,20 @@ pub fn has_required_node_affinity(pod: &Pod) -> bool {
 
 /// Whether the pod has preferred node affinity terms.
 pub fn has_preferred_node_affinity(pod: &Pod) -> bool {
-    pod.affinity
+    preferred_node_terms(pod).is_some_and(|p| !p.is_empty())
+}
+
+/// The pod's preferred node affinity terms, if it declares them.
+fn preferred_node_terms(pod: &Pod) -> Option<&Vec<PreferredSchedulingTerm>> {
+    let node_affinity = pod.affinity.as_ref()?.node_affinity.as_ref()?;
+    node_affinity
+        .preferred_during_scheduling_ignored_during_execution
         .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|n| {
-            n.preferred_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
-        .is_some_and(|p| !p.is_empty())
 }
 
 /// Sum of the weights of the pod's preferred node affinity terms that `node` matches.
 pub fn preferred_node_affinity_score(pod: &Pod, node: &Node) -> i64 {
-    pod.affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|n| {
-            n.preferred_during_scheduling_ignored_during_execution
-                .as_ref()
-        })
+    preferred_node_terms(pod)
         .map(|terms| {
             terms
                 .iter()

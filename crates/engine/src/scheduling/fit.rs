@@ -207,27 +207,8 @@ mod tests {
     }
 
     fn anti_affinity(labels: &[(&str, &str)], key: &str) -> core::Affinity {
-        core::Affinity {
-            pod_anti_affinity: Some(core::PodAntiAffinity {
-                required_during_scheduling_ignored_during_execution: Some(vec![
-                    core::PodAffinityTerm {
-                        label_selector: Some(LabelSelector {
-                            match_labels: Some(
-                                labels
-                                    .iter()
-                                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                                    .collect(),
-                            ),
-                            ..Default::default()
-                        }),
-                        topology_key: key.into(),
-                        ..Default::default()
-                    },
-                ]),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
+        let term = crate::testing::affinity_term(labels, key);
+        crate::testing::required_anti_affinity(vec![term])
     }
 
     /// Target node `n2` (label `tier=web`, `gen=5`), the candidate `ns/p` on `n1`, plus `others`

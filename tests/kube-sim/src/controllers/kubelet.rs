@@ -357,27 +357,13 @@ fn set_pod_condition(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controllers::testing::{Sim, node, template};
+    use crate::controllers::testing::{Sim, node, pending_pod};
     use crate::controllers::util::{pod_is_ready, pod_is_terminating};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     fn bound_pod(name: &str, node: &str, image: &str) -> Pod {
-        let t = template("web", image, None);
-        let mut spec = t.spec.unwrap_or_default();
-        spec.node_name = Some(node.into());
-        Pod {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some("default".into()),
-                labels: t.metadata.and_then(|m| m.labels),
-                ..Default::default()
-            },
-            spec: Some(spec),
-            status: Some(PodStatus {
-                phase: Some("Pending".into()),
-                ..Default::default()
-            }),
-        }
+        let mut p = pending_pod(name, "web", image, None);
+        p.spec.get_or_insert_with(Default::default).node_name = Some(node.into());
+        p
     }
 
     fn sim(pods: Vec<Pod>) -> Sim {

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy, ReplicaSet};
 use k8s_openapi::api::core::v1::{
-    Container, Node, NodeCondition, NodeStatus, Pod, PodSpec, PodTemplateSpec, ResourceRequirements,
+    Container, Node, NodeCondition, NodeStatus, Pod, PodSpec, PodStatus, PodTemplateSpec,
+    ResourceRequirements,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -421,6 +422,24 @@ pub fn template(app: &str, image: &str, cpu: Option<&str>) -> PodTemplateSpec {
                 ..Default::default()
             }],
             termination_grace_period_seconds: Some(30),
+            ..Default::default()
+        }),
+    }
+}
+
+/// A Pending, unbound pod `name` in `default` made from [`template`].
+pub fn pending_pod(name: &str, app: &str, image: &str, cpu: Option<&str>) -> Pod {
+    let t = template(app, image, cpu);
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("default".into()),
+            labels: t.metadata.and_then(|m| m.labels),
+            ..Default::default()
+        },
+        spec: t.spec,
+        status: Some(PodStatus {
+            phase: Some("Pending".into()),
             ..Default::default()
         }),
     }

@@ -467,26 +467,7 @@ async fn patch_req(st: &SimState, r: &Req, t: &Target, sub: &str) -> ApiResult<R
                 check_kind(t.def, &obj)?;
                 set_namespace(&mut obj, t)?;
                 obj["metadata"]["name"] = json!(name);
-                check_namespace(st, t.def, &ns_of(t))?;
-                let warnings = admission::validate(
-                    st,
-                    &Attrs {
-                        def: t.def,
-                        subresource: "",
-                        operation: "CREATE",
-                        kind: kind_of(t.def),
-                        namespace: &ns_of(t),
-                        name,
-                        object: Some(&obj),
-                        old_object: None,
-                        dry_run: dry,
-                        options: json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}),
-                        user: &r.user,
-                    },
-                )
-                .await?;
-                let created = st.store.create(t.def, obj, dry, false)?;
-                return Ok(json_response(201, &created, &warnings));
+                return admit_and_create(st, r, t, obj, dry).await;
             }
             None => return Err(ApiError::not_found(t.def.group, t.def.resource, name)),
         };

@@ -10,7 +10,7 @@ use tokio::sync::broadcast::Receiver;
 
 use super::*;
 use crate::store::DeleteOpts;
-use crate::{Sim, SimHandle, SimOptions};
+use crate::{Sim, SimHandle};
 
 const NS: &str = "default";
 
@@ -25,20 +25,8 @@ fn node(name: &str) -> Value {
     })
 }
 
-fn replica_set(name: &str, replicas: u32) -> Value {
-    json!({
-        "apiVersion": "apps/v1", "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": NS, "uid": format!("rs-{name}")},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"terminationGracePeriodSeconds": 30,
-                         "containers": [{"name": "c", "image": format!("{name}:1")}]}
-            }
-        }
-    })
+fn replica_set(name: &str, replicas: usize) -> Value {
+    crate::fixtures::replica_set(NS, name, replicas, 30)
 }
 
 /// A Running, Ready pod of ReplicaSet `rs` on `node_name`.
@@ -65,6 +53,15 @@ fn new_pod(rs: &str, pod: &str, node_name: &str) -> Value {
     })
 }
 
+/// ReplicaSet `web` of 2 and its two Running pods, both on n1.
+fn web_with_two_pods_on_n1() -> Vec<Value> {
+    vec![
+        replica_set("web", 2),
+        rs_pod("web", "web-1", "n1"),
+        rs_pod("web", "web-2", "n1"),
+    ]
+}
+
 /// The sim with `objects`, plus Ready nodes n1 and n2 unless `objects` has its own.
 async fn start(objects: Vec<Value>) -> SimHandle {
     let given = |n: &str| {
@@ -78,13 +75,7 @@ async fn start(objects: Vec<Value>) -> SimHandle {
         .map(node)
         .collect();
     all.extend(objects);
-    Sim::start(SimOptions {
-        objects: all,
-        controllers: false,
-        ..Default::default()
-    })
-    .await
-    .expect("kube-sim starts")
+    Sim::start_static(all).await.expect("kube-sim starts")
 }
 
 /// A manager over the sim's store, subscribed before it reads it (as [`run`] does).
@@ -163,12 +154,7 @@ fn key(name: &str) -> Key {
 
 #[tokio::test]
 async fn a_sync_before_its_own_create_is_observed_does_not_create_again() {
-    let sim = start(vec![
-        replica_set("web", 2),
-        rs_pod("web", "web-1", "n1"),
-        rs_pod("web", "web-2", "n1"),
-    ])
-    .await;
+    let sim = start(web_with_two_pods_on_n1()).await;
     let (mut m, mut rx) = manager(&sim);
     for _ in 0..3 {
         step(&mut m, &mut rx);
@@ -239,12 +225,7 @@ async fn a_replica_set_read_ahead_of_the_index_waits_for_its_pods() {
 
 #[tokio::test]
 async fn unobserved_expectations_expire() {
-    let sim = start(vec![
-        replica_set("web", 2),
-        rs_pod("web", "web-1", "n1"),
-        rs_pod("web", "web-2", "n1"),
-    ])
-    .await;
+    let sim = start(web_with_two_pods_on_n1()).await;
     let (mut m, mut rx) = manager(&sim);
     step(&mut m, &mut rx);
     m.expectations.timeout = SignedDuration::from_millis(200);

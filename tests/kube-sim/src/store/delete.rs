@@ -50,11 +50,7 @@ impl Store {
         opts: &DeleteOpts,
     ) -> ApiResult<Value> {
         let mut inner = self.lock();
-        let gr = stored_gr(def);
-        let key = (ns.to_string(), name.to_string());
-        let Some(existing) = inner.objects.get(&gr, &key) else {
-            return Err(ApiError::not_found(def.group, def.resource, name));
-        };
+        let (gr, key, existing) = stored(&inner, def, ns, name)?;
         if let Some(e) = precondition_failure(def, &existing, opts) {
             return Err(e);
         }
@@ -118,14 +114,7 @@ impl Store {
                 return Ok(versions::present(def, new));
             }
             inner.rv = rv;
-            inner.objects.put(gr, key, &new);
-            self.push(
-                &mut inner,
-                gr,
-                EventType::Modified,
-                new.clone(),
-                Some(existing),
-            );
+            self.put_modified(&mut inner, gr, key, new.clone(), existing);
             return Ok(versions::present(def, new));
         }
         let mut gone = existing;
@@ -148,15 +137,7 @@ impl Store {
         // Deleting a namespace deletes its contents (the namespace controller, collapsed).
         if gr == ("", "namespaces") {
             let ns = key.1.clone();
-            let victims: Vec<(GrKey, (String, String), Value)> = inner
-                .objects
-                .in_namespace(&ns)
-                .into_iter()
-                .filter_map(|(g, k)| {
-                    let v = inner.objects.get(&g, &k)?;
-                    Some((g, k, v))
-                })
-                .collect();
+            let victims = inner.objects.get_all(inner.objects.in_namespace(&ns));
             self.push(inner, gr, EventType::Deleted, obj, None);
             for (g, k, v) in victims {
                 self.remove_locked(inner, g, k, v);
@@ -176,15 +157,7 @@ impl Store {
             if rounds > 10_000 {
                 break;
             }
-            let deps: Vec<(GrKey, (String, String), Value)> = inner
-                .objects
-                .dependents_of(&uid)
-                .into_iter()
-                .filter_map(|(g, k)| {
-                    let v = inner.objects.get(&g, &k)?;
-                    Some((g, k, v))
-                })
-                .collect();
+            let deps = inner.objects.get_all(inner.objects.dependents_of(&uid));
             for (g, k, v) in deps {
                 let bound_pod = g == ("", "pods")
                     && v.pointer("/spec/nodeName")
@@ -214,8 +187,7 @@ impl Store {
                         m.insert("deletionGracePeriodSeconds".into(), json!(grace));
                         m.insert("resourceVersion".into(), json!(inner.rv.to_string()));
                     }
-                    inner.objects.put(g, k, &new);
-                    self.push(inner, g, EventType::Modified, new, Some(v));
+                    self.put_modified(inner, g, k, new, v);
                 } else {
                     work.push(meta_str(&v, "uid").to_string());
                     self.remove_locked(inner, g, k, v);
@@ -233,11 +205,7 @@ impl Store {
         uid: Option<&str>,
     ) -> ApiResult<Value> {
         let mut inner = self.lock();
-        let gr = stored_gr(def);
-        let key = (ns.to_string(), name.to_string());
-        let Some(existing) = inner.objects.get(&gr, &key) else {
-            return Err(ApiError::not_found(def.group, def.resource, name));
-        };
+        let (gr, key, existing) = stored(&inner, def, ns, name)?;
         if let Some(uid) = uid
             && !uid.is_empty()
             && uid != meta_str(&existing, "uid")
@@ -252,4 +220,18 @@ impl Store {
         self.remove_locked(&mut inner, gr, key, existing.clone());
         Ok(versions::present(def, existing))
     }
+}
+
+/// The stored object `ns/name` of `def` with its storage keys; not found if absent.
+fn stored(
+    inner: &Inner,
+    def: &'static ResourceDef,
+    ns: &str,
+    name: &str,
+) -> ApiResult<(GrKey, super::objects::Key, Value)> {
+    let gr = stored_gr(def);
+    let key = (ns.to_string(), name.to_string());
+    let existing = inner.objects.get(&gr, &key);
+    let existing = existing.ok_or_else(|| ApiError::not_found(def.group, def.resource, name))?;
+    Ok((gr, key, existing))
 }

@@ -414,6 +414,19 @@ impl Store {
             .collect()
     }
 
+    /// Stores `new` in place of `old` and records the Modified event.
+    fn put_modified(
+        &self,
+        inner: &mut Inner,
+        gr: GrKey,
+        key: objects::Key,
+        new: Value,
+        old: Value,
+    ) {
+        inner.objects.put(gr, key, &new);
+        self.push(inner, gr, EventType::Modified, new, Some(old));
+    }
+
     fn push(
         &self,
         inner: &mut Inner,
@@ -671,14 +684,7 @@ impl Store {
                 Some(existing),
             );
         } else {
-            inner.objects.put(gr, key, &new);
-            self.push(
-                &mut inner,
-                gr,
-                EventType::Modified,
-                new.clone(),
-                Some(existing),
-            );
+            self.put_modified(&mut inner, gr, key, new.clone(), existing);
         }
         Ok(versions::present(def, new))
     }

@@ -56,6 +56,15 @@ impl Objects {
         self.by_gr.get(gr)?.get(key)
     }
 
+    /// The objects at `keys` that are still stored, with their keys.
+    pub fn get_all(&self, keys: Vec<(GrKey, Key)>) -> Vec<(GrKey, Key, Value)> {
+        let stored = |(gr, key): (GrKey, Key)| {
+            let object = self.get(&gr, &key)?;
+            Some((gr, key, object))
+        };
+        keys.into_iter().filter_map(stored).collect()
+    }
+
     /// An object, decoded.
     pub fn get(&self, gr: &GrKey, key: &Key) -> Option<Value> {
         self.raw(gr, key).map(|b| decode(b))

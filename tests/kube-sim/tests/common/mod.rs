@@ -1,7 +1,7 @@
 //! Shared helpers: start a sim, talk to it over HTTPS, run a fake webhook.
 #![allow(dead_code)]
 use kube_sim::tls::TestCa;
-use kube_sim::{Sim, SimHandle, SimOptions};
+use kube_sim::{Sim, SimHandle};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -9,13 +9,7 @@ use std::time::Duration;
 
 /// A sim with controllers off (tests set statuses by hand) and the given objects.
 pub async fn start(objects: Vec<Value>) -> SimHandle {
-    Sim::start(SimOptions {
-        objects,
-        controllers: false,
-        ..Default::default()
-    })
-    .await
-    .expect("sim starts")
+    Sim::start_static(objects).await.expect("sim starts")
 }
 
 /// A minimal HTTP client for the sim.

@@ -12,7 +12,7 @@ use crate::framework::EvictorPlugin;
 use crate::framework::args::ArgsError;
 use crate::scheduling::{fit, selector};
 use crate::snapshot::model::{PodPhase, Volume};
-use crate::snapshot::{NodeId, PodId, Snapshot};
+use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
 
 mod args;
 use args::DEFAULT_PROTECTIONS;
@@ -189,35 +189,10 @@ impl DefaultEvictor {
     /// The pod protections; `true` when `out` asks to stop.
     fn check_protections(&self, snapshot: &Snapshot, pod: PodId, out: &mut Rejections) -> bool {
         let p = snapshot.pod(pod);
-        if self.protects(Protection::SystemCriticalPods) {
-            if p.priority.is_some_and(|v| v >= SYSTEM_CRITICAL_PRIORITY) && out.reject(|| {
-                format!(
-                    "pod has system critical priority (priority {} >= {SYSTEM_CRITICAL_PRIORITY})",
-                    p.priority.unwrap_or_default()
-                )
-            }) {
-                return true;
-            }
-            if let Some(threshold) = self.priority_threshold(snapshot)
-                && p.priority.is_some_and(|v| v >= threshold)
-                && out.reject(|| {
-                    format!(
-                        "pod has higher priority than the priority threshold (priority {} >= priorityThreshold {threshold})",
-                        p.priority.unwrap_or_default()
-                    )
-                })
-            {
-                return true;
-            }
+        if self.protects(Protection::SystemCriticalPods) && self.check_priority(snapshot, p, out) {
+            return true;
         }
-        if self.protects(Protection::FailedBarePods) {
-            if p.owners.is_empty() && out.reject(|| "pod does not have any ownerRefs".into()) {
-                return true;
-            }
-        } else if p.owners.is_empty()
-            && p.phase != PodPhase::Failed
-            && out.reject(|| "pod does not have any ownerRefs and is not in failed phase".into())
-        {
+        if self.check_owners(p, out) {
             return true;
         }
         if self.protects(Protection::PodsWithLocalStorage)
@@ -245,61 +220,8 @@ impl DefaultEvictor {
         {
             return true;
         }
-        if self.protects(Protection::PodsWithPVC) {
-            let classes: Vec<&str> = self
-                .args
-                .pod_protections
-                .config
-                .as_ref()
-                .and_then(|c| c.pods_with_pvc.as_ref())
-                .map(|c| {
-                    c.protected_storage_classes
-                        .iter()
-                        .map(|s| s.name.as_str())
-                        .collect()
-                })
-                .unwrap_or_default();
-            let claims: Vec<&String> = p
-                .volumes
-                .iter()
-                .filter_map(|v| {
-                    if let Volume::Pvc(c) = v {
-                        Some(c)
-                    } else {
-                        None
-                    }
-                })
-                .collect();
-            if classes.is_empty() {
-                if !claims.is_empty() && out.reject(|| "pod with PVC is protected".into()) {
-                    return true;
-                }
-            } else {
-                for claim in claims {
-                    let key = crate::snapshot::ObjectKey::new(&p.namespace, claim);
-                    match snapshot
-                        .pvcs
-                        .get(&key)
-                        .and_then(|c| c.storage_class.as_deref())
-                        .filter(|s| !s.is_empty())
-                    {
-                        // As upstream: an unresolvable storage class protects the pod.
-                        None => {
-                            if out.reject(|| {
-                                format!("cannot resolve the storage class of PVC {claim}")
-                            }) {
-                                return true;
-                            }
-                        }
-                        Some(sc) if classes.contains(&sc) => {
-                            if out.reject(|| format!("pod using protected storage class {sc:?}")) {
-                                return true;
-                            }
-                        }
-                        Some(_) => {}
-                    }
-                }
-            }
+        if self.protects(Protection::PodsWithPVC) && self.check_claims(snapshot, p, out) {
+            return true;
         }
         if self.protects(Protection::PodsWithoutPDB)
             && !covered_by_pdb(snapshot, pod)
@@ -321,6 +243,112 @@ impl DefaultEvictor {
             return true;
         }
         false
+    }
+
+    /// `SystemCriticalPods`: system-critical priority, or priority at the threshold; `true` when
+    /// `out` asks to stop.
+    fn check_priority(&self, snapshot: &Snapshot, p: &Pod, out: &mut Rejections) -> bool {
+        if p.priority.is_some_and(|v| v >= SYSTEM_CRITICAL_PRIORITY)
+            && out.reject(|| {
+                format!(
+                    "pod has system critical priority (priority {} >= {SYSTEM_CRITICAL_PRIORITY})",
+                    p.priority.unwrap_or_default()
+                )
+            })
+        {
+            return true;
+        }
+        if let Some(threshold) = self.priority_threshold(snapshot)
+            && p.priority.is_some_and(|v| v >= threshold)
+            && out.reject(|| {
+                format!(
+                    "pod has higher priority than the priority threshold (priority {} >= priorityThreshold {threshold})",
+                    p.priority.unwrap_or_default()
+                )
+            })
+        {
+            return true;
+        }
+        false
+    }
+
+    /// Pods without owners: protected unless failed, or always with `FailedBarePods`; `true`
+    /// when `out` asks to stop.
+    fn check_owners(&self, p: &Pod, out: &mut Rejections) -> bool {
+        if self.protects(Protection::FailedBarePods) {
+            if p.owners.is_empty() && out.reject(|| "pod does not have any ownerRefs".into()) {
+                return true;
+            }
+        } else if p.owners.is_empty()
+            && p.phase != PodPhase::Failed
+            && out.reject(|| "pod does not have any ownerRefs and is not in failed phase".into())
+        {
+            return true;
+        }
+        false
+    }
+
+    /// `PodsWithPVC`: any claim, or with protected storage classes configured, a claim of one of
+    /// them or of a class that cannot be resolved; `true` when `out` asks to stop.
+    fn check_claims(&self, snapshot: &Snapshot, p: &Pod, out: &mut Rejections) -> bool {
+        let classes = self.protected_storage_classes();
+        let claims: Vec<&String> = p
+            .volumes
+            .iter()
+            .filter_map(|v| {
+                if let Volume::Pvc(c) = v {
+                    Some(c)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        if classes.is_empty() {
+            if !claims.is_empty() && out.reject(|| "pod with PVC is protected".into()) {
+                return true;
+            }
+        } else {
+            for claim in claims {
+                let key = crate::snapshot::ObjectKey::new(&p.namespace, claim);
+                match snapshot
+                    .pvcs
+                    .get(&key)
+                    .and_then(|c| c.storage_class.as_deref())
+                    .filter(|s| !s.is_empty())
+                {
+                    // As upstream: an unresolvable storage class protects the pod.
+                    None => {
+                        if out.reject(|| format!("cannot resolve the storage class of PVC {claim}"))
+                        {
+                            return true;
+                        }
+                    }
+                    Some(sc) if classes.contains(&sc) => {
+                        if out.reject(|| format!("pod using protected storage class {sc:?}")) {
+                            return true;
+                        }
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        false
+    }
+
+    /// The storage classes `PodsWithPVC` protects (none configured: every claim protects).
+    fn protected_storage_classes(&self) -> Vec<&str> {
+        self.args
+            .pod_protections
+            .config
+            .as_ref()
+            .and_then(|c| c.pods_with_pvc.as_ref())
+            .map(|c| {
+                c.protected_storage_classes
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The resolved priority threshold (a PriorityClass name is looked up in the snapshot; an

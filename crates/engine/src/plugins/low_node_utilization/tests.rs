@@ -215,6 +215,24 @@ fn unset_native_resources_count_as_100_percent() {
     assert_eq!(run(args, nodes, pods), ["default/a0", "default/a1"]);
 }
 
+/// Pods g0..g3 on n1, each asking one GPU (and `cpu` with no memory, when given).
+fn gpu_pods(cpu: Option<&str>) -> Vec<core::Pod> {
+    let gpu_pod = |i: usize| {
+        let p = pod("default", &format!("g{i}"), "n1");
+        let p = match cpu {
+            Some(cpu) => p.requests(cpu, "0"),
+            None => p,
+        };
+        p.request("nvidia.com/gpu", "1").build()
+    };
+    (0..4).map(gpu_pod).collect()
+}
+
+/// Low below 30 % of GPUs, high above 50 %.
+fn gpu_args() -> serde_json::Value {
+    json!({"thresholds": {"nvidia.com/gpu": 30}, "targetThresholds": {"nvidia.com/gpu": 50}})
+}
+
 #[test]
 fn extended_resources() {
     let nodes = vec![
@@ -223,20 +241,9 @@ fn extended_resources() {
         // No GPUs: 0 % for gpu, low on cpu too; contributes no gpu room.
         node("n3").build(),
     ];
-    let pods: Vec<core::Pod> = (0..4)
-        .map(|i| {
-            pod("default", &format!("g{i}"), "n1")
-                .requests("100m", "0")
-                .request("nvidia.com/gpu", "1")
-                .build()
-        })
-        .collect();
-    let args = json!({
-        "thresholds": {"nvidia.com/gpu": 30},
-        "targetThresholds": {"nvidia.com/gpu": 50}
-    });
     // n1 100 % gpu; target 2 of 4. Destinations n2 (room 2) and n3 (room 0).
-    assert_eq!(run(args, nodes, pods), ["default/g0", "default/g1"]);
+    let pods = gpu_pods(Some("100m"));
+    assert_eq!(run(gpu_args(), nodes, pods), ["default/g0", "default/g1"]);
 }
 
 #[test]
@@ -245,18 +252,7 @@ fn extended_resource_without_room_stops_at_once() {
         node("n1").resource("nvidia.com/gpu", "4").build(),
         node("n2").build(),
     ];
-    let pods: Vec<core::Pod> = (0..4)
-        .map(|i| {
-            pod("default", &format!("g{i}"), "n1")
-                .request("nvidia.com/gpu", "1")
-                .build()
-        })
-        .collect();
-    let args = json!({
-        "thresholds": {"nvidia.com/gpu": 30},
-        "targetThresholds": {"nvidia.com/gpu": 50}
-    });
-    assert!(run(args, nodes, pods).is_empty());
+    assert!(run(gpu_args(), nodes, gpu_pods(None)).is_empty());
 }
 
 #[test]

@@ -130,28 +130,23 @@ impl Usage {
     /// threads (rows come back in node order).
     pub fn compute(snapshot: &Snapshot, nodes: &[NodeId], resources: Vec<Tracked>) -> Self {
         let r = resources.len();
-        let parts = parallel::map_chunks(
-            nodes,
-            |&n| snapshot.pods_on_node_upper_bound(n),
-            parallel::min_parallel_weight(),
-            |chunk| {
-                let mut used = vec![0i64; chunk.len() * r];
-                let mut capacity = Vec::with_capacity(chunk.len() * r);
-                for (i, &n) in chunk.iter().enumerate() {
-                    let row = &mut used[i * r..(i + 1) * r];
-                    let usage = snapshot.node_usage(n);
-                    for (slot, res) in row.iter_mut().zip(&resources) {
-                        *slot = match res {
-                            Tracked::Pods => usage.pods,
-                            _ => res.request(&usage.requested),
-                        };
-                    }
-                    let node = snapshot.node(n);
-                    capacity.extend(resources.iter().map(|res| res.capacity(node)));
+        let parts = parallel::map_node_chunks(snapshot, nodes, |chunk| {
+            let mut used = vec![0i64; chunk.len() * r];
+            let mut capacity = Vec::with_capacity(chunk.len() * r);
+            for (i, &n) in chunk.iter().enumerate() {
+                let row = &mut used[i * r..(i + 1) * r];
+                let usage = snapshot.node_usage(n);
+                for (slot, res) in row.iter_mut().zip(&resources) {
+                    *slot = match res {
+                        Tracked::Pods => usage.pods,
+                        _ => res.request(&usage.requested),
+                    };
                 }
-                (used, capacity)
-            },
-        );
+                let node = snapshot.node(n);
+                capacity.extend(resources.iter().map(|res| res.capacity(node)));
+            }
+            (used, capacity)
+        });
         let mut used = Vec::with_capacity(nodes.len() * r);
         let mut capacity = Vec::with_capacity(nodes.len() * r);
         for (u, c) in parts {
@@ -393,18 +388,16 @@ pub fn over_target_reason(
     destinations: usize,
     basis: &str,
 ) -> EvictionReason {
-    let node = &snapshot.node(u.nodes[i]).name;
-    let r = EvictionReason::new(
-        "NodeOverTarget",
+    let text = |node: &str, usage: &str| {
         format!(
-            "{node} over target: {} ({basis}); moving to {destinations} underutilized nodes",
-            usage_text(u, i, levels)
-        ),
-    )
-    .with("node", node.as_str())
-    .with("usageSource", basis)
-    .with("underutilizedNodes", destinations);
-    with_usage(r, u, i, levels)
+            "{node} over target: {usage} ({basis}); moving to {destinations} underutilized nodes"
+        )
+    };
+    let details = |r: EvictionReason| {
+        r.with("usageSource", basis)
+            .with("underutilizedNodes", destinations)
+    };
+    node_reason(snapshot, (u, i, levels), "NodeOverTarget", text, details)
 }
 
 /// HighNodeUtilization's reason for row `i`: underutilized, its pods go to `destinations` nodes.
@@ -415,17 +408,27 @@ pub fn underutilized_reason(
     levels: &Levels,
     destinations: usize,
 ) -> EvictionReason {
-    let node = &snapshot.node(u.nodes[i]).name;
-    let r = EvictionReason::new(
-        "NodeUnderutilized",
+    let text = |node: &str, usage: &str| {
         format!(
-            "{node} underutilized: {} (requests); moving its pods to {destinations} other nodes",
-            usage_text(u, i, levels)
-        ),
-    )
-    .with("node", node.as_str())
-    .with("destinationNodes", destinations);
-    with_usage(r, u, i, levels)
+            "{node} underutilized: {usage} (requests); moving its pods to {destinations} other nodes"
+        )
+    };
+    let details = |r: EvictionReason| r.with("destinationNodes", destinations);
+    node_reason(snapshot, (u, i, levels), "NodeUnderutilized", text, details)
+}
+
+/// The reason `code` for row `i` of `u`: `text` of the node's name and usage, then the node, the
+/// plugin's `details` and the usage per resource.
+fn node_reason(
+    snapshot: &Snapshot,
+    (u, i, levels): (&Usage, usize, &Levels),
+    code: &'static str,
+    text: impl FnOnce(&str, &str) -> String,
+    details: impl FnOnce(EvictionReason) -> EvictionReason,
+) -> EvictionReason {
+    let node = &snapshot.node(u.nodes[i]).name;
+    let reason = EvictionReason::new(code, text(node, &usage_text(u, i, levels)));
+    with_usage(details(reason.with("node", node.as_str())), u, i, levels)
 }
 
 /// What a node-usage plugin records for `plan`'s before/after table.

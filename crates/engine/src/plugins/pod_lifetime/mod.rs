@@ -175,20 +175,13 @@ impl PodLifeTime {
         let limited = h.total_remaining().is_some();
         let view = h.filter_view();
         let s = h.snapshot;
-        let mut pods: Vec<PodId> = parallel::map_chunks(
-            nodes,
-            |&n| s.pods_on_node_upper_bound(n),
-            parallel::min_parallel_weight(),
-            |chunk| {
-                chunk
-                    .iter()
-                    .flat_map(|&n| s.pods_on_node(n))
-                    .filter(|&p| {
-                        self.qualifies(&view, p) && (limited || view.pre_eviction_filter(p))
-                    })
-                    .collect::<Vec<PodId>>()
-            },
-        )
+        let mut pods: Vec<PodId> = parallel::map_node_chunks(s, nodes, |chunk| {
+            chunk
+                .iter()
+                .flat_map(|&n| s.pods_on_node(n))
+                .filter(|&p| self.qualifies(&view, p) && (limited || view.pre_eviction_filter(p)))
+                .collect::<Vec<PodId>>()
+        })
         .into_iter()
         .flatten()
         .collect();

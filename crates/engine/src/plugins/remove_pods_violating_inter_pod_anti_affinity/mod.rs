@@ -46,24 +46,19 @@ impl RemovePodsViolatingInterPodAntiAffinity {
     /// The pods are read on several threads; the lists are then put together in node order, as
     /// one sequential pass would.
     fn list<'s>(&self, s: &'s Snapshot, nodes: &[NodeId]) -> Listed<'s> {
-        let read: Vec<Vec<NodeListing<'s>>> = parallel::map_chunks(
-            nodes,
-            |&n| s.pods_on_node_upper_bound(n),
-            parallel::min_parallel_weight(),
-            |chunk| {
-                chunk
-                    .iter()
-                    .map(|&n| {
-                        let listed = s
-                            .active_pods_on_node(n)
-                            .filter(|&p| self.selects(s, p))
-                            .map(|p| (p, &*s.pod(p).namespace))
-                            .collect();
-                        (n, listed)
-                    })
-                    .collect()
-            },
-        );
+        let read: Vec<Vec<NodeListing<'s>>> = parallel::map_node_chunks(s, nodes, |chunk| {
+            chunk
+                .iter()
+                .map(|&n| {
+                    let listed = s
+                        .active_pods_on_node(n)
+                        .filter(|&p| self.selects(s, p))
+                        .map(|p| (p, &*s.pod(p).namespace))
+                        .collect();
+                    (n, listed)
+                })
+                .collect()
+        });
         let mut by_node: Vec<Vec<PodId>> = vec![Vec::new(); s.nodes.len()];
         let mut by_namespace: HashMap<&str, Vec<PodId>> = HashMap::default();
         for (n, listed) in read.into_iter().flatten() {

@@ -10,30 +10,14 @@ use serde_json::json;
 
 fn term(labels: &[(&str, &str)], key: &str, namespaces: &[&str]) -> core::PodAffinityTerm {
     core::PodAffinityTerm {
-        label_selector: Some(LabelSelector {
-            match_labels: Some(
-                labels
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            ),
-            ..Default::default()
-        }),
-        topology_key: key.into(),
         namespaces: (!namespaces.is_empty())
             .then(|| namespaces.iter().map(|n| n.to_string()).collect()),
-        ..Default::default()
+        ..crate::testing::affinity_term(labels, key)
     }
 }
 
 fn anti(terms: Vec<core::PodAffinityTerm>) -> core::Affinity {
-    core::Affinity {
-        pod_anti_affinity: Some(core::PodAntiAffinity {
-            required_during_scheduling_ignored_during_execution: Some(terms),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    crate::testing::required_anti_affinity(terms)
 }
 
 fn preferred_only() -> core::Affinity {
@@ -52,6 +36,12 @@ fn preferred_only() -> core::Affinity {
 }
 
 const HOST: &str = "kubernetes.io/hostname";
+
+/// Pod `ns/a` on n1 that refuses `app=db` pods in its `key` domain (of `namespaces`, else its own).
+fn a_apart_from_db(key: &str, namespaces: &[&str]) -> PodBuilder {
+    let term = term(&[("app", "db")], key, namespaces);
+    pod("ns", "a", "n1").affinity(anti(vec![term]))
+}
 
 /// A pod `ns/name` on `node` labelled `app=db` that refuses other `app=db` pods on its host.
 fn db(ns: &str, name: &str, node: &str) -> PodBuilder {
@@ -75,11 +65,7 @@ fn run(
 }
 
 fn nodes2() -> Vec<core::Node> {
-    vec![
-        node("n1").label("zone", "a").build(),
-        node("n2").label("zone", "a").build(),
-        node("n3").label("zone", "b").build(),
-    ]
+    crate::testing::zoned_nodes(&[("n1", "a"), ("n2", "a"), ("n3", "b")])
 }
 
 /// name, plugin args, DefaultEvictor args, pods, evicted pods in order.
@@ -147,10 +133,7 @@ fn evictions_table() {
             none.clone(),
             none.clone(),
             vec![
-                pod("ns", "a", "n1")
-                    .label("app", "db")
-                    .affinity(anti(vec![term(&[("app", "db")], "zone", &[])]))
-                    .build(),
+                a_apart_from_db("zone", &[]).label("app", "db").build(),
                 pod("ns", "b", "n2").label("app", "db").build(),
             ],
             vec!["ns/a"],
@@ -160,10 +143,7 @@ fn evictions_table() {
             none.clone(),
             none.clone(),
             vec![
-                pod("ns", "a", "n1")
-                    .label("app", "db")
-                    .affinity(anti(vec![term(&[("app", "db")], "zone", &[])]))
-                    .build(),
+                a_apart_from_db("zone", &[]).label("app", "db").build(),
                 pod("ns", "b", "n3").label("app", "db").build(),
             ],
             vec![],
@@ -173,9 +153,7 @@ fn evictions_table() {
             none.clone(),
             none.clone(),
             vec![
-                pod("ns", "a", "n1")
-                    .affinity(anti(vec![term(&[("app", "db")], "rack", &[])]))
-                    .build(),
+                a_apart_from_db("rack", &[]).build(),
                 pod("ns", "b", "n1").label("app", "db").build(),
             ],
             vec!["ns/a"],
@@ -195,9 +173,7 @@ fn evictions_table() {
             none.clone(),
             none.clone(),
             vec![
-                pod("ns", "a", "n1")
-                    .affinity(anti(vec![term(&[("app", "db")], HOST, &["other"])]))
-                    .build(),
+                a_apart_from_db(HOST, &["other"]).build(),
                 pod("other", "b", "n1").label("app", "db").build(),
             ],
             vec!["ns/a"],
@@ -243,9 +219,7 @@ fn evictions_table() {
             json!({"namespaces": {"exclude": ["other"]}}),
             none.clone(),
             vec![
-                pod("ns", "a", "n1")
-                    .affinity(anti(vec![term(&[("app", "db")], HOST, &["other"])]))
-                    .build(),
+                a_apart_from_db(HOST, &["other"]).build(),
                 pod("other", "b", "n1").label("app", "db").build(),
             ],
             vec![],

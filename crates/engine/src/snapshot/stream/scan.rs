@@ -27,7 +27,7 @@ const LANES: usize = 64;
 /// Masks (bit `i` = byte `i`) of the bytes that matter inside an item: quotes, backslashes and
 /// braces. Brackets need no tracking there: in valid JSON an object's braces balance on their own,
 /// and an item that is not valid JSON fails when it is converted.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 struct Masks {
     quote: u64,
     backslash: u64,
@@ -57,12 +57,7 @@ impl Masks {
         use std::arch::x86_64::{
             __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
         };
-        let mut m = Masks {
-            quote: 0,
-            backslash: 0,
-            open: 0,
-            close: 0,
-        };
+        let mut m = Masks::default();
         for (k, part) in chunk.chunks_exact(16).enumerate() {
             // SAFETY: `part` is 16 bytes long; the unaligned load has no alignment requirement.
             let v = unsafe { _mm_loadu_si128(part.as_ptr().cast::<__m128i>()) };
@@ -92,12 +87,7 @@ impl Masks {
         };
         // The high bits of the eight bytes, gathered into the low eight bits.
         let pack = |hi: u64| -> u64 { ((hi >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56 };
-        let mut m = Masks {
-            quote: 0,
-            backslash: 0,
-            open: 0,
-            close: 0,
-        };
+        let mut m = Masks::default();
         for (k, word) in chunk.chunks_exact(8).enumerate() {
             let mut bytes = [0u8; 8];
             bytes.copy_from_slice(word);

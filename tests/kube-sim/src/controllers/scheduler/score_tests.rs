@@ -13,8 +13,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use super::config::{self, ResourceWeight, ScoringStrategy, StrategyKind};
 use super::score::*;
 use super::{NodeInfo, Resources, reconcile};
-use crate::controllers::Action;
 use crate::controllers::testing::{Sim, node};
+use crate::controllers::{Action, ClusterState};
 
 fn res(cpu: i128, mem: i128) -> Resources {
     [("cpu".to_string(), cpu), ("memory".to_string(), mem)].into()
@@ -45,21 +45,27 @@ fn strategy(kind: StrategyKind, weights: (i64, i64)) -> ScoringStrategy {
     }
 }
 
+/// The scores `kind` gives a pod asking 3000 / 5000 on kube-scheduler's example nodes: 4000 /
+/// 10000 and 6000 / 10000 with equal weights, then 10000 / 20000 with 3000 cpu in use and memory
+/// weighted 2.
+fn kube_scheduler_examples(kind: StrategyKind) -> [i64; 3] {
+    let n = node("n", "1", "1Gi");
+    let (s, w) = (strategy(kind.clone(), (1, 1)), strategy(kind, (1, 2)));
+    let pod = res(3000, 5000);
+    [
+        fit_score(&s, &info(&n, (4000, 10000), (0, 0)), &pod),
+        fit_score(&s, &info(&n, (6000, 10000), (0, 0)), &pod),
+        fit_score(&w, &info(&n, (10000, 20000), (3000, 0)), &pod),
+    ]
+}
+
 #[test]
 fn least_allocated_matches_kube_scheduler_examples() {
-    let n = node("n", "1", "1Gi");
-    let s = strategy(StrategyKind::LeastAllocated, (1, 1));
-    let pod = res(3000, 5000);
     // "nothing scheduled, resources requested, differently sized nodes": cpu (4000-3000)*100/4000
     // = 25, memory (10000-5000)*100/10000 = 50 → 37; the 6000-cpu node: 50, 50 → 50.
-    assert_eq!(fit_score(&s, &info(&n, (4000, 10000), (0, 0)), &pod), 37);
-    assert_eq!(fit_score(&s, &info(&n, (6000, 10000), (0, 0)), &pod), 50);
     // Weighted (cpu 1, memory 2): cpu 40, memory 75 → (40 + 150) / 3 = 63.
-    let w = strategy(StrategyKind::LeastAllocated, (1, 2));
-    assert_eq!(
-        fit_score(&w, &info(&n, (10000, 20000), (3000, 0)), &pod),
-        63
-    );
+    let scores = kube_scheduler_examples(StrategyKind::LeastAllocated);
+    assert_eq!(scores, [37, 50, 63]);
     // Requests above capacity score 0 for that resource.
     assert_eq!(least_requested(5000, 4000), 0);
     assert_eq!(least_requested(0, 0), 0);
@@ -67,18 +73,10 @@ fn least_allocated_matches_kube_scheduler_examples() {
 
 #[test]
 fn most_allocated_matches_kube_scheduler_examples() {
-    let n = node("n", "1", "1Gi");
-    let s = strategy(StrategyKind::MostAllocated, (1, 1));
-    let pod = res(3000, 5000);
     // cpu 3000*100/4000 = 75, memory 5000*100/10000 = 50 → 62; the 6000-cpu node: 50, 50 → 50.
-    assert_eq!(fit_score(&s, &info(&n, (4000, 10000), (0, 0)), &pod), 62);
-    assert_eq!(fit_score(&s, &info(&n, (6000, 10000), (0, 0)), &pod), 50);
     // Weighted (cpu 1, memory 2): cpu 60, memory 25 → (60 + 50) / 3 = 36.
-    let w = strategy(StrategyKind::MostAllocated, (1, 2));
-    assert_eq!(
-        fit_score(&w, &info(&n, (10000, 20000), (3000, 0)), &pod),
-        36
-    );
+    let scores = kube_scheduler_examples(StrategyKind::MostAllocated);
+    assert_eq!(scores, [62, 50, 36]);
     // Overcommitted: requests above capacity count as full (100), not 0.
     assert_eq!(most_requested(5000, 4000), 100);
 }
@@ -414,6 +412,17 @@ fn the_profile_decides_the_node_and_unknown_scheduler_names_stay_pending() {
     );
 }
 
+/// The nodes one reconcile of `st` under scheduler configuration `cfg` binds pods to.
+fn bound_with(cfg: &str, st: &mut ClusterState) -> Vec<String> {
+    let parsed = config::parse(cfg).unwrap_or_else(|e| panic!("{e}"));
+    st.config.scheduler = Some(Arc::new(parsed));
+    let node = |a: Action| match a {
+        Action::Update(v) => v["spec"]["nodeName"].as_str().map(str::to_string),
+        _ => None,
+    };
+    reconcile(st).into_iter().filter_map(node).collect()
+}
+
 #[test]
 fn a_prefer_no_schedule_taint_outweighs_a_small_resource_difference() {
     let cfg = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n";
@@ -424,30 +433,12 @@ fn a_prefer_no_schedule_taint_outweighs_a_small_resource_difference() {
         running_on(pending("busy", "200m", None), "n2"),
         pending("new", "100m", None),
     ];
-    st.config.scheduler = Some(Arc::new(
-        config::parse(cfg).unwrap_or_else(|e| panic!("{e}")),
-    ));
-    let bound: Vec<String> = reconcile(&st)
-        .into_iter()
-        .filter_map(|a| match a {
-            Action::Update(v) => v["spec"]["nodeName"].as_str().map(str::to_string),
-            _ => None,
-        })
-        .collect();
+    let bound = bound_with(cfg, &mut st);
     assert_eq!(bound, ["n2"]);
     // Without TaintToleration the free share wins.
     let off = format!(
         "{cfg}profiles:\n  - plugins:\n      score:\n        disabled: [{{name: TaintToleration}}]\n"
     );
-    st.config.scheduler = Some(Arc::new(
-        config::parse(&off).unwrap_or_else(|e| panic!("{e}")),
-    ));
-    let bound: Vec<String> = reconcile(&st)
-        .into_iter()
-        .filter_map(|a| match a {
-            Action::Update(v) => v["spec"]["nodeName"].as_str().map(str::to_string),
-            _ => None,
-        })
-        .collect();
+    let bound = bound_with(&off, &mut st);
     assert_eq!(bound, ["n1"]);
 }

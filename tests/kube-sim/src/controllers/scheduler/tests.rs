@@ -1,29 +1,16 @@
 //! Scheduler filter, scoring and binding tests.
 use super::*;
-use crate::controllers::testing::{Sim, node, template};
+use crate::controllers::testing::{Sim, node, pending_pod};
 use k8s_openapi::api::core::v1::{
     Affinity, Container, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm,
-    PodAffinity, PodAffinityTerm, PodAntiAffinity, PodSpec, PodStatus, ResourceRequirements, Taint,
+    PodAffinity, PodAffinityTerm, PodAntiAffinity, PodSpec, ResourceRequirements, Taint,
     Toleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 fn pod(name: &str, app: &str, cpu: Option<&str>) -> Pod {
-    let t = template(app, "nginx", cpu);
-    Pod {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("default".into()),
-            labels: t.metadata.and_then(|m| m.labels),
-            ..Default::default()
-        },
-        spec: t.spec,
-        status: Some(PodStatus {
-            phase: Some("Pending".into()),
-            ..Default::default()
-        }),
-    }
+    pending_pod(name, app, "nginx", cpu)
 }
 
 fn on(mut p: Pod, node: &str) -> Pod {
