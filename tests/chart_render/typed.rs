@@ -115,6 +115,11 @@ pub(crate) fn check_all_typed(r: &Rendered) -> Rbac {
             ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration") => {
                 drop(strict::<ValidatingWebhookConfiguration>(obj))
             }
+            ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration") => {
+                drop(strict::<
+                    k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration,
+                >(obj))
+            }
             ("rbac.authorization.k8s.io/v1", "ClusterRole") => rbac.cluster_roles.push(strict(obj)),
             ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
                 rbac.cluster_role_bindings.push(strict(obj))
@@ -173,7 +178,10 @@ pub(crate) fn check_all_typed(r: &Rendered) -> Rbac {
         let ns = obj["metadata"]["namespace"].as_str();
         let cluster_scoped = matches!(
             kind,
-            "ClusterRole" | "ClusterRoleBinding" | "ValidatingWebhookConfiguration"
+            "ClusterRole"
+                | "ClusterRoleBinding"
+                | "ValidatingWebhookConfiguration"
+                | "MutatingWebhookConfiguration"
         );
         if cluster_scoped {
             assert!(ns.is_none(), "{kind} is cluster-scoped but has a namespace");
