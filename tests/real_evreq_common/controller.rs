@@ -490,3 +490,103 @@ async fn evict_imperatively(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn responder(name: &str, priority: i32, state: &str) -> TargetResponder {
+        TargetResponder {
+            name: name.into(),
+            priority,
+            state: state.into(),
+        }
+    }
+
+    fn status_for(targets: &[TargetResponder]) -> EvictionStatus {
+        EvictionStatus {
+            responders: Some(
+                targets
+                    .iter()
+                    .map(|t| ResponderStatus {
+                        name: t.name.clone(),
+                        ..Default::default()
+                    })
+                    .collect(),
+            ),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn responders_sort_by_priority_then_top_domain_label_then_key() {
+        let mut l = vec![
+            responder(IMPERATIVE, 100, "Inactive"),
+            responder("b.example.org/x", 9000, "Inactive"),
+            responder("a.example.com/y", 9000, "Inactive"),
+            responder("a.example.com/x", 9000, "Inactive"),
+            responder("z.io/x", 10000, "Inactive"),
+        ];
+        sort_responders(&mut l);
+        let names: Vec<_> = l.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "z.io/x",
+                "a.example.com/x",
+                "a.example.com/y",
+                "b.example.org/x",
+                IMPERATIVE
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missed_heartbeat_interrupts_and_activates_the_next_one_and_the_last_fails() {
+        let mut targets = vec![
+            responder("kube-descheduler.io/guard", 9000, "Active"),
+            responder(IMPERATIVE, 100, "Inactive"),
+        ];
+        let mut status = status_for(&targets);
+        hand_on(&mut status, &mut targets, 0, false);
+        assert_eq!(targets[0].state, "Interrupted");
+        assert_eq!(targets[1].state, "Active");
+        let next = &status.responders.as_ref().expect("responders")[1];
+        assert!(next.start_time.is_some(), "the next one is started");
+        assert!(status.conditions.is_none());
+        hand_on(&mut status, &mut targets, 1, true);
+        assert_eq!(targets[1].state, "Completed");
+        let failed = &status.conditions.as_ref().expect("a condition")[0];
+        assert_eq!(
+            (failed.type_.as_str(), failed.reason.as_str()),
+            ("Failed", "NoFurtherResponder")
+        );
+    }
+
+    #[test]
+    fn a_withdrawal_cancels_the_active_responder_and_a_gone_pod_evicts() {
+        let mut targets = vec![
+            responder("a.io/x", 9000, "Active"),
+            responder(IMPERATIVE, 100, "Inactive"),
+        ];
+        let mut status = status_for(&targets);
+        finish(&mut status, &mut targets, Some(0), None, false);
+        assert_eq!(targets[0].state, "Canceled");
+        assert_eq!(
+            targets[1].state, "Inactive",
+            "Inactive responders never run"
+        );
+        assert_eq!(
+            status.conditions.as_ref().expect("condition")[0].reason,
+            "CanceledDueToNoRequesters"
+        );
+        let mut targets = vec![responder("a.io/x", 9000, "Active")];
+        let mut status = status_for(&targets);
+        finish(&mut status, &mut targets, Some(0), Some("PodDeleted"), true);
+        assert_eq!(targets[0].state, "Completed");
+        assert_eq!(
+            status.conditions.as_ref().expect("condition")[0].type_,
+            "TargetEvicted"
+        );
+    }
+}
