@@ -410,3 +410,130 @@ fn denial_reason(verdict: &Verdict) -> &'static str {
         _ => "denied",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use futures::future::BoxFuture;
+
+    use super::*;
+    use crate::rate::{RateLimits, parse_rate};
+    use crate::restart::Restarter;
+    use crate::source::MemorySource;
+    use crate::testing::{web_deployment, web_pod, web_replica_set};
+
+    /// Records restart requests and says each was made.
+    #[derive(Default)]
+    struct Recording(Mutex<Vec<RestartRequest>>);
+
+    impl Restarter for Recording {
+        fn restart(&self, req: RestartRequest) -> BoxFuture<'_, RestartOutcome> {
+            if let Ok(mut seen) = self.0.lock() {
+                seen.push(req);
+            }
+            Box::pin(std::future::ready(RestartOutcome::Restarted {
+                at: Timestamp::UNIX_EPOCH,
+            }))
+        }
+    }
+
+    fn state(restarter: Arc<Recording>, namespace_burst: u32) -> GuardState {
+        let mut source = MemorySource::new();
+        let pod = web_pod();
+        source.pods.insert("shop/web-7d9f-abcde".into(), pod);
+        source
+            .replica_sets
+            .insert("shop/web-7d9f".into(), Arc::new(web_replica_set(1)));
+        source
+            .deployments
+            .insert("shop/web".into(), Arc::new(web_deployment(1)));
+        let rate = parse_rate("1/1h").expect("a rate");
+        let limits = RateLimits {
+            rate,
+            burst: 100,
+            namespace_rate: rate,
+            namespace_burst,
+        };
+        GuardState::new(Arc::new(source), restarter, crate::GuardConfig::default())
+            .with_rate_limits(limits)
+    }
+
+    fn eviction() -> EvictionRequest {
+        EvictionRequest {
+            namespace: "shop".into(),
+            name: "web-7d9f-abcde".into(),
+            uid_precondition: Some("pod-uid".into()),
+            dry_run: false,
+        }
+    }
+
+    fn caller(path: EvictionPath) -> Caller {
+        Caller {
+            requested_by: "evictionrequest:acme.io/drainer".into(),
+            audit: RequestAudit::default(),
+            path,
+        }
+    }
+
+    fn metrics_text(state: &GuardState) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &state.registry).expect("encodes");
+        out
+    }
+
+    #[tokio::test]
+    async fn an_eviction_request_restarts_like_a_review_counted_under_its_path() {
+        let restarter = Arc::new(Recording::default());
+        let state = state(restarter.clone(), 25);
+        let answer = state
+            .answer(&eviction(), &caller(EvictionPath::EvictionRequest))
+            .await;
+        assert_eq!(answer.kind, AnswerKind::Restarting, "{answer:?}");
+        assert_eq!(answer.deployment.as_deref(), Some("shop/web"));
+        assert!(
+            crate::is_deflection_message(&answer.message),
+            "{}",
+            answer.message
+        );
+        let seen = restarter.0.lock().expect("lock").clone();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].deployment, "web");
+        assert_eq!(seen[0].requested_by, "evictionrequest:acme.io/drainer");
+        let text = metrics_text(&state);
+        assert!(
+            text.contains(
+                r#"kube_descheduler_guard_answers_total{path="evictionRequest",outcome="restarting"} 1"#
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("kube_descheduler_guard_deflections_total 1"),
+            "{text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn both_paths_share_the_namespaces_token_bucket() {
+        let restarter = Arc::new(Recording::default());
+        let state = state(restarter.clone(), 1);
+        let first = state
+            .answer(&eviction(), &caller(EvictionPath::Webhook))
+            .await;
+        assert_eq!(first.kind, AnswerKind::Restarting);
+        let second = state
+            .answer(&eviction(), &caller(EvictionPath::EvictionRequest))
+            .await;
+        assert_eq!(second.kind, AnswerKind::Retry, "{second:?}");
+        assert_eq!(restarter.0.lock().expect("lock").len(), 1, "one restart");
+        let text = metrics_text(&state);
+        assert!(
+            text.contains(
+                r#"kube_descheduler_guard_answers_total{path="webhook",outcome="restarting"} 1"#
+            ) && text.contains(
+                r#"kube_descheduler_guard_answers_total{path="evictionRequest",outcome="retry"} 1"#
+            ),
+            "{text}"
+        );
+    }
+}
