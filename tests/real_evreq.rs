@@ -12,7 +12,7 @@
 mod real_common;
 mod real_evreq_common;
 
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use real_common::Cluster;
@@ -37,6 +37,39 @@ fn with_guard<T>(c: &Cluster, f: impl FnOnce(&mut Guard) -> T) -> T {
         g
     });
     f(g)
+}
+
+/// One scenario: the shared cluster, one scenario at a time, the guard's `/metrics` before it,
+/// and its namespace (deleted when the scenario ends).
+struct Scene {
+    c: &'static Cluster,
+    ns: &'static str,
+    before: String,
+    _serial: MutexGuard<'static, ()>,
+}
+
+impl Scene {
+    /// `None` when the cluster has no EvictionRequest API (the reason is printed).
+    fn start(ns: &'static str, labels: &[(&str, &str)]) -> Option<Scene> {
+        let c = cluster()?;
+        let serial = serial();
+        let before = with_guard(c, |g| g.metrics());
+        namespace(c, ns, labels);
+        Some(Scene {
+            c,
+            ns,
+            before,
+            _serial: serial,
+        })
+    }
+}
+
+impl Drop for Scene {
+    fn drop(&mut self) {
+        let _ = self
+            .c
+            .kubectl(&["delete", "namespace", self.ns, "--wait=false"]);
+    }
 }
 
 fn responders(priority: i32) -> Value {
@@ -107,11 +140,10 @@ fn pod_gone(c: &Cluster, ns: &str, app: &str, old_uid: &str) -> bool {
 /// rollout restart → the old pod goes once the new one is Ready, never a moment at zero Ready.
 #[test]
 fn an_eviction_request_rolls_a_single_replica_deployment_without_a_moment_at_zero_ready() {
-    let Some(c) = cluster() else { return };
-    let _s = serial();
-    let before = with_guard(c, |g| g.metrics());
-    let ns = "evreq-roll";
-    namespace(c, ns, &[]);
+    let Some(scene) = Scene::start("evreq-roll", &[]) else {
+        return;
+    };
+    let (c, ns) = (scene.c, scene.ns);
     apply_json(c, &[deployment(ns, "web", 1, responders(9000), json!({}))]);
     let old = one_ready_pod(c, ns, "web");
     let sampler = Sampler::start(c, ns, "web");
@@ -160,21 +192,19 @@ fn an_eviction_request_rolls_a_single_replica_deployment_without_a_moment_at_zer
     );
     assert_counted(
         c,
-        &before,
+        &scene.before,
         r#"kube_descheduler_guard_answers_total{path="evictionRequest",outcome="restarting"}"#,
     );
-    let _ = c.kubectl(&["delete", "namespace", ns, "--wait=false"]);
 }
 
 /// Scenario 2: `kubectl drain` on the same cluster still goes through the webhook (a deflection
 /// counted under `path="webhook"`), and the drain completes.
 #[test]
 fn kubectl_drain_still_goes_through_the_webhook() {
-    let Some(c) = cluster() else { return };
-    let _s = serial();
-    let before = with_guard(c, |g| g.metrics());
-    let ns = "evreq-drain";
-    namespace(c, ns, &[]);
+    let Some(scene) = Scene::start("evreq-drain", &[]) else {
+        return;
+    };
+    let (c, ns) = (scene.c, scene.ns);
     apply_json(c, &[deployment(ns, "api", 1, Value::Null, json!({}))]);
     let old = one_ready_pod(c, ns, "api");
     let node = old["spec"]["nodeName"]
@@ -201,21 +231,19 @@ fn kubectl_drain_still_goes_through_the_webhook() {
     assert!(pod_gone(c, ns, "api", &uid(&old)));
     assert_counted(
         c,
-        &before,
+        &scene.before,
         r#"kube_descheduler_guard_answers_total{path="webhook",outcome="restarting"}"#,
     );
-    let _ = c.kubectl(&["delete", "namespace", ns, "--wait=false"]);
 }
 
 /// Scenario 3: a higher-priority responder that never answers holds the Eviction; every
 /// requester withdraws; the Eviction is canceled and the guard never runs: nothing restarted.
 #[test]
 fn a_withdrawal_before_the_guards_turn_restarts_nothing() {
-    let Some(c) = cluster() else { return };
-    let _s = serial();
-    with_guard(c, |_| ());
-    let ns = "evreq-withdraw";
-    namespace(c, ns, &[]);
+    let Some(scene) = Scene::start("evreq-withdraw", &[]) else {
+        return;
+    };
+    let (c, ns) = (scene.c, scene.ns);
     let both = json!([{"name": "silent.example.com/holder", "priority": 20000}, {"name": GUARD, "priority": 9000}]);
     apply_json(c, &[deployment(ns, "db", 1, both, json!({}))]);
     let pod = one_ready_pod(c, ns, "db");
@@ -266,7 +294,6 @@ fn a_withdrawal_before_the_guards_turn_restarts_nothing() {
         "restarted after a withdrawal"
     );
     assert!(!pod_gone(c, ns, "db", &uid(&pod)), "the pod went");
-    let _ = c.kubectl(&["delete", "namespace", ns, "--wait=false"]);
 }
 
 /// Scenario 4: the guard is killed after starting the rollout (minReadySeconds keeps it
@@ -274,11 +301,10 @@ fn a_withdrawal_before_the_guards_turn_restarts_nothing() {
 /// restarts nothing again and reports completion once the old pod is gone.
 #[test]
 fn a_guard_killed_mid_rollout_is_taken_over_without_a_second_restart() {
-    let Some(c) = cluster() else { return };
-    let _s = serial();
-    with_guard(c, |_| ());
-    let ns = "evreq-kill";
-    namespace(c, ns, &[]);
+    let Some(scene) = Scene::start("evreq-kill", &[]) else {
+        return;
+    };
+    let (c, ns) = (scene.c, scene.ns);
     apply_json(
         c,
         &[deployment(
@@ -334,18 +360,16 @@ fn a_guard_killed_mid_rollout_is_taken_over_without_a_second_restart() {
         !logs.contains("restarted Deployment"),
         "the second replica restarted:\n{logs}"
     );
-    let _ = c.kubectl(&["delete", "namespace", ns, "--wait=false"]);
 }
 
 /// Scenario 5: the mutating webhook gives pods of a single-replica Deployment the responder
 /// (below the managing controller's 10000) and leaves a two-replica Deployment's pods alone.
 #[test]
 fn the_mutating_webhook_gives_single_replica_deployments_pods_the_responder() {
-    let Some(c) = cluster() else { return };
-    let _s = serial();
-    with_guard(c, |_| ());
-    let ns = "evreq-mutate";
-    namespace(c, ns, &[("evreq-mutate", "on")]);
+    let Some(scene) = Scene::start("evreq-mutate", &[("evreq-mutate", "on")]) else {
+        return;
+    };
+    let (c, ns) = (scene.c, scene.ns);
     apply_json(
         c,
         &[
@@ -365,7 +389,6 @@ fn the_mutating_webhook_gives_single_replica_deployments_pods_the_responder() {
     for p in pods(c, ns, "two") {
         assert!(p["spec"]["evictionResponders"].is_null(), "{p:#}");
     }
-    let _ = c.kubectl(&["delete", "namespace", ns, "--wait=false"]);
 }
 
 /// The control for scenario 1: a Deployment opted out of the guard has only the imperative
@@ -373,11 +396,10 @@ fn the_mutating_webhook_gives_single_replica_deployments_pods_the_responder() {
 /// scenario 1's zero is a measurement, not a sampler that cannot see).
 #[test]
 fn without_the_guard_the_imperative_evictor_leaves_a_stretch_at_zero_ready() {
-    let Some(c) = cluster() else { return };
-    let _s = serial();
-    with_guard(c, |_| ());
-    let ns = "evreq-bare";
-    namespace(c, ns, &[]);
+    let Some(scene) = Scene::start("evreq-bare", &[]) else {
+        return;
+    };
+    let (c, ns) = (scene.c, scene.ns);
     let mut d = deployment(ns, "bare", 1, responders(9000), json!({}));
     d["metadata"]["annotations"] = json!({"kube-descheduler.io/eviction-guard": "disabled"});
     apply_json(c, &[d]);
@@ -420,7 +442,6 @@ fn without_the_guard_the_imperative_evictor_leaves_a_stretch_at_zero_ready() {
             .is_some_and(|m| m.contains("passing the eviction on")),
         "{mine}"
     );
-    let _ = c.kubectl(&["delete", "namespace", ns, "--wait=false"]);
 }
 
 /// The heartbeat deadline, for real: a higher-priority responder that never reports (as a dead
@@ -431,11 +452,10 @@ fn without_the_guard_the_imperative_evictor_leaves_a_stretch_at_zero_ready() {
 #[test]
 #[ignore = "waits for the API's 20-minute heartbeat deadline"]
 fn a_silent_responder_is_interrupted_at_the_heartbeat_deadline_and_the_guard_takes_over() {
-    let Some(c) = cluster() else { return };
-    let _s = serial();
-    with_guard(c, |_| ());
-    let ns = "evreq-deadline";
-    namespace(c, ns, &[]);
+    let Some(scene) = Scene::start("evreq-deadline", &[]) else {
+        return;
+    };
+    let (c, ns) = (scene.c, scene.ns);
     let both = json!([{"name": "silent.example.com/holder", "priority": 20000}, {"name": GUARD, "priority": 9000}]);
     apply_json(c, &[deployment(ns, "slow", 1, both, json!({}))]);
     let old = one_ready_pod(c, ns, "slow");
@@ -482,5 +502,4 @@ fn a_silent_responder_is_interrupted_at_the_heartbeat_deadline_and_the_guard_tak
     assert_eq!(state_of(&e, GUARD), "Completed", "{e:#}");
     assert!(restarted_at(c, ns, "slow").is_some(), "no rollout restart");
     assert_eq!(replica_sets(c, ns, "slow"), 2, "one rollout");
-    let _ = c.kubectl(&["delete", "namespace", ns, "--wait=false"]);
 }
