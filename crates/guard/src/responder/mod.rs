@@ -446,3 +446,6 @@ fn done(message: String) -> Report {
         complete: true,
     }
 }
+
+#[cfg(test)]
+mod tests;
