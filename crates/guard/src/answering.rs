@@ -413,41 +413,14 @@ fn denial_reason(verdict: &Verdict) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
-    use futures::future::BoxFuture;
+    use std::sync::Arc;
 
     use super::*;
     use crate::rate::{RateLimits, parse_rate};
-    use crate::restart::Restarter;
-    use crate::source::MemorySource;
-    use crate::testing::{web_deployment, web_pod, web_replica_set};
+    use crate::testing::{RecordingRestarter, single_replica_source};
 
-    /// Records restart requests and says each was made.
-    #[derive(Default)]
-    struct Recording(Mutex<Vec<RestartRequest>>);
-
-    impl Restarter for Recording {
-        fn restart(&self, req: RestartRequest) -> BoxFuture<'_, RestartOutcome> {
-            if let Ok(mut seen) = self.0.lock() {
-                seen.push(req);
-            }
-            Box::pin(std::future::ready(RestartOutcome::Restarted {
-                at: Timestamp::UNIX_EPOCH,
-            }))
-        }
-    }
-
-    fn state(restarter: Arc<Recording>, namespace_burst: u32) -> GuardState {
-        let mut source = MemorySource::new();
-        let pod = web_pod();
-        source.pods.insert("shop/web-7d9f-abcde".into(), pod);
-        source
-            .replica_sets
-            .insert("shop/web-7d9f".into(), Arc::new(web_replica_set(1)));
-        source
-            .deployments
-            .insert("shop/web".into(), Arc::new(web_deployment(1)));
+    fn state(restarter: Arc<RecordingRestarter>, namespace_burst: u32) -> GuardState {
+        let source = single_replica_source();
         let rate = parse_rate("1/1h").expect("a rate");
         let limits = RateLimits {
             rate,
@@ -484,7 +457,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_eviction_request_restarts_like_a_review_counted_under_its_path() {
-        let restarter = Arc::new(Recording::default());
+        let restarter = Arc::new(RecordingRestarter::default());
         let state = state(restarter.clone(), 25);
         let answer = state
             .answer(&eviction(), &caller(EvictionPath::EvictionRequest))
@@ -515,7 +488,7 @@ mod tests {
 
     #[tokio::test]
     async fn both_paths_share_the_namespaces_token_bucket() {
-        let restarter = Arc::new(Recording::default());
+        let restarter = Arc::new(RecordingRestarter::default());
         let state = state(restarter.clone(), 1);
         let first = state
             .answer(&eviction(), &caller(EvictionPath::Webhook))
@@ -525,7 +498,7 @@ mod tests {
             .answer(&eviction(), &caller(EvictionPath::EvictionRequest))
             .await;
         assert_eq!(second.kind, AnswerKind::Retry, "{second:?}");
-        assert_eq!(restarter.0.lock().expect("lock").len(), 1, "one restart");
+        assert_eq!(restarter.count(), 1, "one restart");
         let text = metrics_text(&state);
         assert!(
             text.contains(

@@ -10,14 +10,11 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
-use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::*;
 use crate::rate::{RateLimits, parse_rate};
-use crate::restart::{RestartOutcome, RestartRequest, Restarter};
-use crate::source::MemorySource;
-use crate::testing::{web_deployment, web_pod, web_replica_set};
+use crate::testing::{RecordingRestarter, single_replica_source};
 
 const POD: &str = "web-7d9f-abcde";
 
@@ -26,20 +23,6 @@ struct Fake {
     pod_present: Mutex<bool>,
     statuses: Mutex<Vec<Value>>,
     events: Mutex<Vec<Value>>,
-}
-
-#[derive(Default)]
-struct Recording(Mutex<Vec<RestartRequest>>);
-
-impl Restarter for Recording {
-    fn restart(&self, req: RestartRequest) -> BoxFuture<'_, RestartOutcome> {
-        if let Ok(mut seen) = self.0.lock() {
-            seen.push(req);
-        }
-        Box::pin(std::future::ready(RestartOutcome::Restarted {
-            at: Timestamp::UNIX_EPOCH,
-        }))
-    }
 }
 
 async fn get_pod(State(f): State<Arc<Fake>>) -> Response {
@@ -91,20 +74,13 @@ async fn fake_api(fake: Arc<Fake>) -> Client {
 async fn responder(
     namespace_burst: u32,
     trusted: &[&str],
-) -> (Responder, Arc<Fake>, Arc<Recording>) {
+) -> (Responder, Arc<Fake>, Arc<RecordingRestarter>) {
     let fake = Arc::new(Fake::default());
     *fake.pod_present.lock().expect("lock") = true;
     let client = fake_api(fake.clone()).await;
-    let mut source = MemorySource::new();
-    source.pods.insert(format!("shop/{POD}"), web_pod());
-    source
-        .replica_sets
-        .insert("shop/web-7d9f".into(), Arc::new(web_replica_set(1)));
-    source
-        .deployments
-        .insert("shop/web".into(), Arc::new(web_deployment(1)));
+    let source = single_replica_source();
     let rate = parse_rate("1/1h").expect("rate");
-    let restarter = Arc::new(Recording::default());
+    let restarter = Arc::new(RecordingRestarter::default());
     let state = GuardState::new(
         Arc::new(source),
         restarter.clone(),
@@ -164,7 +140,7 @@ async fn look(r: &mut Responder, e: &Eviction) {
 async fn a_rollout_is_started_followed_with_heartbeats_and_completed_once_the_pod_is_gone() {
     let (mut r, fake, restarter) = responder(25, &[]).await;
     look(&mut r, &eviction("Active", "Eviction")).await;
-    assert_eq!(restarter.0.lock().expect("lock").len(), 1);
+    assert_eq!(restarter.count(), 1);
     let first = ours(&fake.statuses.lock().expect("lock")[0]);
     assert!(
         first["heartbeatTime"].is_string() && first["completionTime"].is_null(),
@@ -179,11 +155,7 @@ async fn a_rollout_is_started_followed_with_heartbeats_and_completed_once_the_po
     // The pod goes: completion, and no second restart.
     *fake.pod_present.lock().expect("lock") = false;
     look(&mut r, &eviction("Active", "Eviction")).await;
-    assert_eq!(
-        restarter.0.lock().expect("lock").len(),
-        1,
-        "restarted twice"
-    );
+    assert_eq!(restarter.count(), 1, "restarted twice");
     let statuses = fake.statuses.lock().expect("lock").clone();
     let last = ours(statuses.last().expect("a status"));
     assert!(last["completionTime"].is_string(), "{last}");
@@ -199,7 +171,7 @@ async fn a_rollout_is_started_followed_with_heartbeats_and_completed_once_the_po
 async fn a_withdrawal_before_the_rollout_restarts_nothing_and_is_reported() {
     let (mut r, fake, restarter) = responder(25, &[]).await;
     look(&mut r, &eviction("Active", "Withdrawn")).await;
-    assert!(restarter.0.lock().expect("lock").is_empty());
+    assert!(restarter.count() == 0);
     let s = ours(&fake.statuses.lock().expect("lock")[0]);
     assert!(s["completionTime"].is_string(), "{s}");
     assert!(
@@ -230,7 +202,7 @@ async fn an_empty_bucket_waits_and_a_cancellation_then_restarts_nothing() {
         ));
     }
     look(&mut r, &e).await;
-    assert!(restarter.0.lock().expect("lock").is_empty());
+    assert!(restarter.count() == 0);
     let s = ours(&fake.statuses.lock().expect("lock")[0]);
     assert!(
         s["completionTime"].is_null() && s["heartbeatTime"].is_string(),
@@ -238,7 +210,7 @@ async fn an_empty_bucket_waits_and_a_cancellation_then_restarts_nothing() {
     );
     // Every requester withdrew; the controller canceled our turn.
     look(&mut r, &eviction("Canceled", "Withdrawn")).await;
-    assert!(restarter.0.lock().expect("lock").is_empty());
+    assert!(restarter.count() == 0);
     let events = fake.events.lock().expect("lock").clone();
     assert_eq!(events.len(), 1, "{events:?}");
     assert!(
@@ -253,7 +225,7 @@ async fn an_empty_bucket_waits_and_a_cancellation_then_restarts_nothing() {
 async fn untrusted_requesters_are_passed_on_without_a_write() {
     let (mut r, fake, restarter) = responder(25, &["trusted.io/drainer"]).await;
     look(&mut r, &eviction("Active", "Eviction")).await;
-    assert!(restarter.0.lock().expect("lock").is_empty());
+    assert!(restarter.count() == 0);
     let s = ours(&fake.statuses.lock().expect("lock")[0]);
     assert!(s["completionTime"].is_string(), "{s}");
     assert!(
