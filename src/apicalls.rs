@@ -78,6 +78,9 @@ pub enum Needed {
     /// `source: Prometheus`) and its `metricsProviders` Prometheus entry names a token Secret
     /// (`prometheus.authToken.secretReference`).
     PrometheusTokenSecret,
+    /// Only when the guard responds to Evictions of the EvictionRequest API
+    /// (`webhook --eviction-responder`).
+    EvictionResponder,
 }
 
 /// One Kubernetes API call as RBAC sees it.
@@ -508,6 +511,42 @@ const GUARD_AND_CERTS_CALLS: &[ApiCall] = &[
         "events",
         AllNamespaces,
         "series count of a repeated event",
+    ),
+    when(
+        call(
+            Guard,
+            "list",
+            "lifecycle.k8s.io",
+            "evictions",
+            AllNamespaces,
+            "EvictionRequest responder: watch cache of Evictions",
+        ),
+        Needed::EvictionResponder,
+    ),
+    when(
+        call(
+            Guard,
+            "watch",
+            "lifecycle.k8s.io",
+            "evictions",
+            AllNamespaces,
+            "EvictionRequest responder: watch cache of Evictions",
+        ),
+        Needed::EvictionResponder,
+    ),
+    when(
+        sub(
+            call(
+                Guard,
+                "update",
+                "lifecycle.k8s.io",
+                "evictions",
+                AllNamespaces,
+                "EvictionRequest responder: its ResponderStatus (progress, heartbeat, completion)",
+            ),
+            "status",
+        ),
+        Needed::EvictionResponder,
     ),
     // ---- Certs hook Job (`certs --secret-name … --webhook-configuration …`) -----------------
     named(

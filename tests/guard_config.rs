@@ -89,10 +89,12 @@ fn rbac_covers_the_guard_api_calls() {
             has("apiGroups", group) && has("resources", resource) && has("verbs", verb)
         })
     };
-    // Every call src/apicalls.rs lists for the guard (the chart's RBAC test checks the same list).
-    let calls: Vec<_> =
-        kube_descheduler::apicalls::calls_of(kube_descheduler::apicalls::Component::Guard)
-            .collect();
+    // Every call src/apicalls.rs lists for the guard (the chart's RBAC test checks the same list),
+    // but the EvictionRequest responder's, which its overlay adds (below).
+    use kube_descheduler::apicalls::{Component, Needed, calls_of};
+    let calls: Vec<_> = calls_of(Component::Guard)
+        .filter(|c| c.needed != Needed::EvictionResponder)
+        .collect();
     assert!(
         calls
             .iter()
@@ -112,4 +114,44 @@ fn rbac_covers_the_guard_api_calls() {
         !allows("", "pods", "delete"),
         "the guard never deletes pods"
     );
+}
+
+#[test]
+fn the_eviction_responder_overlay_grants_the_responders_calls() {
+    use kube_descheduler::apicalls::{Component, Needed, calls_of};
+    let dir = format!(
+        "{}/webhook-config/overlays/eviction-responder",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(format!("{dir}/rbac-patch.yaml")).unwrap();
+    let ops: Vec<Value> = serde_saphyr::from_str(&text).unwrap();
+    let rules: Vec<&Value> = ops.iter().map(|op| &op["value"]).collect();
+    let responder: Vec<_> = calls_of(Component::Guard)
+        .filter(|c| c.needed == Needed::EvictionResponder)
+        .collect();
+    assert!(!responder.is_empty());
+    for c in &responder {
+        let has =
+            |r: &Value, k: &str, v: &str| r[k].as_array().is_some_and(|a| a.iter().any(|x| x == v));
+        assert!(
+            rules.iter().any(|r| has(r, "apiGroups", c.group)
+                && has(r, "resources", &c.rbac_resource())
+                && has(r, "verbs", c.verb)),
+            "missing {} {}/{}",
+            c.verb,
+            c.group,
+            c.rbac_resource()
+        );
+    }
+    // Nothing more than those calls.
+    let granted: usize = rules
+        .iter()
+        .map(|r| {
+            r["verbs"].as_array().map_or(0, Vec::len)
+                * r["resources"].as_array().map_or(0, Vec::len)
+        })
+        .sum();
+    assert_eq!(granted, responder.len(), "{rules:?}");
+    let kustomization = std::fs::read_to_string(format!("{dir}/kustomization.yaml")).unwrap();
+    assert!(kustomization.contains("value: --eviction-responder"));
 }

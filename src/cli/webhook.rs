@@ -13,14 +13,18 @@ use super::serve_limits::ServeLimitFlags;
 use crate::serving::client_auth::ClientAuth;
 use crate::serving::limits::ServeLimits;
 use crate::serving::tls::{TlsFiles, load_files_with_reload, serve_https_with};
+use axum_server::tls_rustls::RustlsConfig;
 use kube_descheduler_engine::duration::parse_go_duration as parse_duration;
 use kube_descheduler_engine::error::ConfigError;
 use kube_descheduler_guard::cache::KubeSource;
 use kube_descheduler_guard::decision::GuardConfig;
 use kube_descheduler_guard::metrics::GuardMetrics;
+use kube_descheduler_guard::mutate::{PodMutation, mutate_router};
 use kube_descheduler_guard::rate::{Rate, RateLimits, parse_rate};
+use kube_descheduler_guard::responder::{Responder, ResponderConfig};
 use kube_descheduler_guard::restart::RestartActor;
 use kube_descheduler_guard::server::{GuardState, probe_router, router_with_body_limit};
+use tokio::task::JoinHandle;
 
 /// Flags of `webhook`.
 #[derive(Debug, Clone, clap::Args)]
@@ -82,6 +86,26 @@ pub struct WebhookArgs {
     /// How often the surge reconciler looks for surges to restore.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub surge_reconcile_interval: Duration,
+    /// Also take part in the EvictionRequest API (lifecycle.k8s.io/v1alpha1, alpha in Kubernetes
+    /// 1.37): respond to Evictions whose target responders include `kube-descheduler.io/guard`
+    /// when it is their turn, with the same decision as the webhook (docs/eviction-request.md).
+    #[arg(long)]
+    pub eviction_responder: bool,
+    /// With --eviction-responder: how often to report progress while a rollout runs (the API
+    /// asks for no more than one heartbeat per 20 s and hands the Eviction on after 20 min
+    /// without one).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub eviction_responder_heartbeat: Duration,
+    /// With --eviction-responder: the requester names (`spec.requester` of EvictionRequests)
+    /// whose Evictions may restart or surge Deployments; comma-separated. Empty: every requester
+    /// the API server lets create EvictionRequests. Others are passed on to the next responder.
+    #[arg(long, value_delimiter = ',')]
+    pub eviction_responder_requesters: Vec<String>,
+    /// Priority the pod mutation (`POST /mutate/pod`) gives the guard's responder in
+    /// `spec.evictionResponders` (0-100000; 0-999 are reserved for *.k8s.io responders; 10000 is
+    /// the pod's managing controller's).
+    #[arg(long, default_value_t = kube_descheduler_guard::mutate::DEFAULT_PRIORITY)]
+    pub eviction_responder_priority: i32,
     /// How often to check the certificate files for changes.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub cert_reload_interval: Duration,
@@ -123,11 +147,37 @@ pub fn run(args: WebhookArgs) -> anyhow::Result<()> {
         .into());
     }
     rate_limits(&args).validate().map_err(ConfigError::new)?;
+    validate_responder(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
     runtime.block_on(serve(args, limits))
+}
+
+fn validate_responder(args: &WebhookArgs) -> Result<(), ConfigError> {
+    if args.eviction_responder_heartbeat < Duration::from_secs(20)
+        || args.eviction_responder_heartbeat >= Duration::from_secs(20 * 60)
+    {
+        return Err(ConfigError::new(
+            "--eviction-responder-heartbeat must be at least 20s (the API's lower bound) and under 20m (its deadline)",
+        ));
+    }
+    if !(1000..=100_000).contains(&args.eviction_responder_priority) {
+        return Err(ConfigError::new(
+            "--eviction-responder-priority must be within 1000-100000 (0-999 are reserved for *.k8s.io responders)",
+        ));
+    }
+    if args
+        .eviction_responder_requesters
+        .iter()
+        .any(|n| n.trim().is_empty())
+    {
+        return Err(ConfigError::new(
+            "--eviction-responder-requesters has an empty name",
+        ));
+    }
+    Ok(())
 }
 
 fn rate_limits(args: &WebhookArgs) -> RateLimits {
@@ -139,6 +189,8 @@ fn rate_limits(args: &WebhookArgs) -> RateLimits {
     }
 }
 
+type Reloading = (RustlsConfig, JoinHandle<()>);
+
 async fn serve(args: WebhookArgs, limits: ServeLimits) -> anyhow::Result<()> {
     let client_auth = args.client_ca_file.clone().map(|ca_file| ClientAuth {
         ca_file,
@@ -148,35 +200,100 @@ async fn serve(args: WebhookArgs, limits: ServeLimits) -> anyhow::Result<()> {
             .map(|n| n.trim().to_owned())
             .collect(),
     });
+    let (tls, probe_tls) = load_tls(&args, &client_auth).await?;
+    let client = crate::cluster::client::connect(args.kubeconfig.as_ref()).await?;
+    let state = guard_state(&args, client.clone(), client_auth.as_ref())?;
+    if args.eviction_responder {
+        let config = ResponderConfig {
+            heartbeat: args.eviction_responder_heartbeat,
+            deadline: args.deflect_deadline,
+            trusted_requesters: args
+                .eviction_responder_requesters
+                .iter()
+                .map(|n| n.trim().to_owned())
+                .collect(),
+            ..ResponderConfig::default()
+        };
+        let responder = Responder::new(state.clone(), client.clone(), config, &args.instance_name);
+        tokio::spawn(responder.run());
+    }
+    let probe = match probe_tls {
+        Some((probe_tls, reloader)) => {
+            let addr = SocketAddr::new(args.bind_address, args.probe_port);
+            let server = serve_https_with(probe_router(state.clone()), addr, probe_tls, &limits)
+                .await
+                .with_context(|| format!("listening on {addr} (--probe-port)"))?;
+            Some((server, reloader))
+        }
+        None => None,
+    };
+    let addr = SocketAddr::new(args.bind_address, args.port);
+    let mutation = PodMutation::new(client, args.eviction_responder_priority);
+    let app = router_with_body_limit(state.clone(), limits.max_body_bytes)
+        .merge(mutate_router(Arc::new(mutation), limits.max_body_bytes));
+    let server = serve_https_with(app, addr, tls.0, &limits)
+        .await
+        .with_context(|| format!("listening on {addr}"))?;
+    let probe_addr = probe.as_ref().map(|(s, _)| s.addr.to_string());
+    let config = state.config;
+    tracing::info!(addr = %server.addr, probe_addr = probe_addr.as_deref().unwrap_or(""), client_auth = client_auth.is_some(), ?limits, rates = ?rate_limits(&args), deadline = ?config.deflect_deadline, health_guard = config.health_guard, pdb_surge = config.pdb_surge, eviction_responder = args.eviction_responder, "eviction guard serving");
+    shutdown_signal().await;
+    tracing::info!("shutting down");
+    if let Some((probe, _)) = probe {
+        // Probes keep answering until the review port has drained.
+        let review = server.shutdown(Duration::from_secs(10));
+        let (review, _) = tokio::join!(review, probe.shutdown(Duration::from_secs(10)));
+        review.context("serving")?;
+        return Ok(());
+    }
+    server
+        .shutdown(Duration::from_secs(10))
+        .await
+        .context("serving")?;
+    Ok(())
+}
+
+/// The review port's TLS (asking for client certificates when `client_auth` is set) and, with
+/// client authentication, the probe port's (the same certificate, no client certificate).
+async fn load_tls(
+    args: &WebhookArgs,
+    client_auth: &Option<ClientAuth>,
+) -> anyhow::Result<(Reloading, Option<Reloading>)> {
     let review_files = TlsFiles {
         cert: args.tls_cert_file.clone(),
         key: args.tls_private_key_file.clone(),
         client_auth: client_auth.clone(),
     };
-    let (tls, _reloader) = load_files_with_reload(review_files, args.cert_reload_interval)
+    let review = load_files_with_reload(review_files, args.cert_reload_interval)
         .await
         .map_err(|e| ConfigError::new(e.to_string()))?;
-    // The probe port (only with client authentication) serves the same certificate, without
-    // asking for a client certificate.
-    let probe_tls = match &client_auth {
+    let probe = match client_auth {
         Some(_) => {
             let files = TlsFiles {
                 cert: args.tls_cert_file.clone(),
                 key: args.tls_private_key_file.clone(),
                 client_auth: None,
             };
-            let (tls, reloader) = load_files_with_reload(files, args.cert_reload_interval)
+            let probe = load_files_with_reload(files, args.cert_reload_interval)
                 .await
                 .map_err(|e| ConfigError::new(e.to_string()))?;
-            Some((tls, reloader))
+            Some(probe)
         }
         None => None,
     };
-    let client = crate::cluster::client::connect(args.kubeconfig.as_ref()).await?;
+    Ok((review, probe))
+}
+
+/// The guard's state: metrics, watch caches, the restart actor and its surge reconciler.
+fn guard_state(
+    args: &WebhookArgs,
+    client: kube::Client,
+    client_auth: Option<&ClientAuth>,
+) -> anyhow::Result<Arc<GuardState>> {
     let mut registry = Registry::default();
     let metrics = GuardMetrics::register(&mut registry);
     metrics.set_client_auth(client_auth.is_some());
-    match &client_auth {
+    match client_auth {
         Some(auth) => tracing::info!(
             client_ca = %auth.ca_file.display(),
             allowed_names = ?auth.allowed_names,
@@ -209,42 +326,10 @@ async fn serve(args: WebhookArgs, limits: ServeLimits) -> anyhow::Result<()> {
         args.deflect_deadline,
         args.surge_reconcile_interval,
     ));
-    let rates = rate_limits(&args);
-    let state = Arc::new(
+    Ok(Arc::new(
         GuardState::with_registry(source, restarter, config, metrics, registry)
-            .with_rate_limits(rates),
-    );
-    let probe = match probe_tls {
-        Some((probe_tls, _reloader)) => {
-            let addr = SocketAddr::new(args.bind_address, args.probe_port);
-            let server = serve_https_with(probe_router(state.clone()), addr, probe_tls, &limits)
-                .await
-                .with_context(|| format!("listening on {addr} (--probe-port)"))?;
-            Some((server, _reloader))
-        }
-        None => None,
-    };
-    let addr = SocketAddr::new(args.bind_address, args.port);
-    let app = router_with_body_limit(state, limits.max_body_bytes);
-    let server = serve_https_with(app, addr, tls, &limits)
-        .await
-        .with_context(|| format!("listening on {addr}"))?;
-    let probe_addr = probe.as_ref().map(|(s, _)| s.addr.to_string());
-    tracing::info!(addr = %server.addr, probe_addr = probe_addr.as_deref().unwrap_or(""), client_auth = client_auth.is_some(), ?limits, ?rates, deadline = ?config.deflect_deadline, health_guard = config.health_guard, pdb_surge = config.pdb_surge, "eviction guard serving");
-    shutdown_signal().await;
-    tracing::info!("shutting down");
-    if let Some((probe, _)) = probe {
-        // Probes keep answering until the review port has drained.
-        let review = server.shutdown(Duration::from_secs(10));
-        let (review, _) = tokio::join!(review, probe.shutdown(Duration::from_secs(10)));
-        review.context("serving")?;
-        return Ok(());
-    }
-    server
-        .shutdown(Duration::from_secs(10))
-        .await
-        .context("serving")?;
-    Ok(())
+            .with_rate_limits(rate_limits(args)),
+    ))
 }
 
 /// Publishes the watch caches' sizes and sync state as metrics, every 2 s.
@@ -277,5 +362,39 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: WebhookArgs,
+    }
+
+    fn args(extra: &[&str]) -> WebhookArgs {
+        let mut all = vec!["webhook", "--tls-cert-file=c", "--tls-private-key-file=k"];
+        all.extend(extra);
+        Cli::try_parse_from(all).expect("flags parse").args
+    }
+
+    #[test]
+    fn responder_flags_are_checked_against_the_apis_bounds() {
+        assert!(validate_responder(&args(&["--eviction-responder"])).is_ok());
+        let too_often = validate_responder(&args(&["--eviction-responder-heartbeat=10s"]));
+        assert!(too_often.is_err_and(|e| e.to_string().contains("at least 20s")));
+        let past_deadline = validate_responder(&args(&["--eviction-responder-heartbeat=20m"]));
+        assert!(past_deadline.is_err());
+        let reserved = validate_responder(&args(&["--eviction-responder-priority=999"]));
+        assert!(reserved.is_err_and(|e| e.to_string().contains("reserved")));
+        let empty = validate_responder(&args(&["--eviction-responder-requesters=a.io/x,"]));
+        assert!(empty.is_err_and(|e| e.to_string().contains("empty name")));
+        let a = args(&["--eviction-responder-requesters=a.io/x,b.io/y"]);
+        assert_eq!(a.eviction_responder_requesters, vec!["a.io/x", "b.io/y"]);
+        assert_eq!(a.eviction_responder_priority, 9000);
     }
 }

@@ -169,6 +169,8 @@ pub(crate) struct Install {
     pub(crate) kubernetes_metrics: bool,
     /// (namespace, name) of the Prometheus token Secret the rendered policy makes the engine read.
     pub(crate) prometheus_token: Option<(String, String)>,
+    /// The guard runs with `--eviction-responder`.
+    pub(crate) eviction_responder: bool,
 }
 
 /// What the engine measures with the chart's policy, by the engine's own loader (so the chart's
@@ -201,6 +203,10 @@ pub(crate) fn install_facts(r: &Rendered) -> Install {
         .pod_with_container("descheduler")
         .map(|_| r.args("descheduler"))
         .unwrap_or_default();
+    let guard_args = r
+        .pod_with_container("webhook")
+        .map(|_| r.args("webhook"))
+        .unwrap_or_default();
     let certs_args = r
         .pod_with_container("certs")
         .map(|_| r.args("certs"))
@@ -232,6 +238,9 @@ pub(crate) fn install_facts(r: &Rendered) -> Install {
         lease_name: flag_value(&engine_args, "--leader-elect-resource-name"),
         certs_secret: flag_value(&certs_args, "--secret-name"),
         webhook_configuration: flag_value(&certs_args, "--webhook-configuration"),
+        eviction_responder: guard_args
+            .iter()
+            .any(|a| a == "--eviction-responder" || a == "--eviction-responder=true"),
     }
 }
 
@@ -242,6 +251,7 @@ pub(crate) fn needed(call: &ApiCall, i: &Install) -> bool {
         Needed::AuthenticatedServing => i.authenticated_serving,
         Needed::KubernetesMetrics => i.kubernetes_metrics,
         Needed::PrometheusTokenSecret => i.prometheus_token.is_some(),
+        Needed::EvictionResponder => i.eviction_responder,
     }
 }
 

@@ -115,6 +115,11 @@ pub(crate) fn check_all_typed(r: &Rendered) -> Rbac {
             ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration") => {
                 drop(strict::<ValidatingWebhookConfiguration>(obj))
             }
+            ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration") => {
+                drop(strict::<
+                    k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration,
+                >(obj))
+            }
             ("rbac.authorization.k8s.io/v1", "ClusterRole") => rbac.cluster_roles.push(strict(obj)),
             ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
                 rbac.cluster_role_bindings.push(strict(obj))
@@ -139,52 +144,63 @@ pub(crate) fn check_all_typed(r: &Rendered) -> Rbac {
             ("cert-manager.io/v1", "Issuer") => {
                 check_custom(obj, "cert-manager.io/v1", &["selfSigned", "ca"], &[])
             }
-            ("monitoring.coreos.com/v1", "ServiceMonitor") => {
-                check_custom(
-                    obj,
-                    "monitoring.coreos.com/v1",
-                    &["namespaceSelector", "selector", "endpoints", "jobLabel"],
-                    &["selector", "endpoints"],
-                );
-                for ep in obj["spec"]["endpoints"].as_array().unwrap() {
-                    for k in ep.as_object().unwrap().keys() {
-                        assert!(
-                            [
-                                "port",
-                                "path",
-                                "scheme",
-                                "honorLabels",
-                                "interval",
-                                "scrapeTimeout",
-                                "bearerTokenFile",
-                                "tlsConfig",
-                                "metricRelabelings",
-                                "relabelings"
-                            ]
-                            .contains(&k.as_str()),
-                            "ServiceMonitor endpoint: unknown field `{k}`"
-                        );
-                    }
-                }
-            }
+            ("monitoring.coreos.com/v1", "ServiceMonitor") => check_service_monitor(obj),
             _ => panic!("unexpected object {api} {kind} {}", obj["metadata"]["name"]),
         }
-        // Namespaced objects land in the release namespace unless they must not.
-        let ns = obj["metadata"]["namespace"].as_str();
-        let cluster_scoped = matches!(
-            kind,
-            "ClusterRole" | "ClusterRoleBinding" | "ValidatingWebhookConfiguration"
-        );
-        if cluster_scoped {
-            assert!(ns.is_none(), "{kind} is cluster-scoped but has a namespace");
-        } else if !matches!(kind, "Role" | "RoleBinding" | "ServiceMonitor") {
-            assert_eq!(
-                ns,
-                Some(r.release_namespace.as_str()),
-                "{kind} {} namespace",
-                obj["metadata"]["name"]
+        check_namespace(r, obj, kind);
+    }
+    rbac
+}
+
+/// A ServiceMonitor's spec and endpoints carry only the fields the chart is meant to render.
+fn check_service_monitor(obj: &Value) {
+    check_custom(
+        obj,
+        "monitoring.coreos.com/v1",
+        &["namespaceSelector", "selector", "endpoints", "jobLabel"],
+        &["selector", "endpoints"],
+    );
+    for ep in obj["spec"]["endpoints"].as_array().unwrap() {
+        for k in ep.as_object().unwrap().keys() {
+            assert!(
+                [
+                    "port",
+                    "path",
+                    "scheme",
+                    "honorLabels",
+                    "interval",
+                    "scrapeTimeout",
+                    "bearerTokenFile",
+                    "tlsConfig",
+                    "metricRelabelings",
+                    "relabelings"
+                ]
+                .contains(&k.as_str()),
+                "ServiceMonitor endpoint: unknown field `{k}`"
             );
         }
     }
-    rbac
+}
+
+/// Namespaced objects land in the release namespace unless they must not; cluster-scoped
+/// ones have none.
+fn check_namespace(r: &Rendered, obj: &Value, kind: &str) {
+    let ns = obj["metadata"]["namespace"].as_str();
+    let cluster_scoped = matches!(
+        kind,
+        "ClusterRole"
+            | "ClusterRoleBinding"
+            | "ValidatingWebhookConfiguration"
+            | "MutatingWebhookConfiguration"
+    );
+    if cluster_scoped {
+        assert!(ns.is_none(), "{kind} is cluster-scoped but has a namespace");
+    } else if !matches!(kind, "Role" | "RoleBinding" | "ServiceMonitor") {
+        assert_eq!(
+            ns,
+            Some(r.release_namespace.as_str()),
+            "{kind} {} namespace",
+            obj["metadata"]["name"]
+        );
+    }
 }

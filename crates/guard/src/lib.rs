@@ -23,14 +23,17 @@
 //! 7. Everything else, and whenever the guard cannot tell: allow.
 
 pub mod answer;
+pub mod answering;
 pub mod cache;
 pub mod decision;
 pub mod in_flight;
 pub mod metrics;
+pub mod mutate;
 pub mod peer;
 pub mod pod_cache;
 pub mod rate;
 pub mod replicas;
+pub mod responder;
 pub mod restart;
 pub mod review;
 pub mod server;

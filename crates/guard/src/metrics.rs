@@ -30,6 +30,16 @@ pub struct ResourceLabel {
     pub resource: String,
 }
 
+/// The `path` and `outcome` labels of an answer.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AnswerLabels {
+    /// `webhook` (an AdmissionReview of `pods/eviction`) or `evictionRequest` (an `Eviction`
+    /// the guard responds to).
+    pub path: String,
+    /// `allow`, `restarting`, `surging`, `retry` or `refused`.
+    pub outcome: String,
+}
+
 /// Counters and histograms of the guard.
 #[derive(Debug)]
 pub struct GuardMetrics {
@@ -45,6 +55,8 @@ pub struct GuardMetrics {
     cache_objects: Family<ResourceLabel, Gauge>,
     cache_synced: Family<ResourceLabel, Gauge>,
     client_auth_enabled: Gauge,
+    answers: Family<AnswerLabels, Counter>,
+    responder_events: Family<ReasonLabel, Counter>,
 }
 
 impl Default for GuardMetrics {
@@ -62,6 +74,8 @@ impl Default for GuardMetrics {
             cache_objects: Family::default(),
             cache_synced: Family::default(),
             client_auth_enabled: Gauge::default(),
+            answers: Family::default(),
+            responder_events: Family::default(),
         }
     }
 }
@@ -127,7 +141,36 @@ impl GuardMetrics {
             "1 when every review connection must present a client certificate from --client-ca-file; 0 when reviews are not authenticated (anyone who can reach the port can send one)",
             m.client_auth_enabled.clone(),
         );
+        r.register(
+            "answers",
+            "Evictions answered, by the path they came (webhook, evictionRequest) and outcome (allow, restarting, surging, retry, refused)",
+            m.answers.clone(),
+        );
+        r.register(
+            "responder_events",
+            "What the EvictionRequest responder did with Evictions, by reason (started, completed, passed_on, canceled, withdrawn_too_late, status_error)",
+            m.responder_events.clone(),
+        );
         m
+    }
+
+    /// Counts an answer to an eviction, by the path it came and its outcome.
+    pub fn answer(&self, path: &str, outcome: &str) {
+        self.answers
+            .get_or_create(&AnswerLabels {
+                path: path.to_owned(),
+                outcome: outcome.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Counts a step of the EvictionRequest responder.
+    pub fn responder_event(&self, reason: &str) {
+        self.responder_events
+            .get_or_create(&ReasonLabel {
+                reason: reason.to_owned(),
+            })
+            .inc();
     }
 
     /// Counts a pod lookup (`cache`, `api`, `recheck`).

@@ -15,16 +15,15 @@ use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionReview};
 use prometheus_client::registry::Registry;
 
-use super::decision::{AllowReason, EvictionRequest, GuardConfig, Verdict, decide};
+use super::decision::{EvictionRequest, GuardConfig, Verdict, decide};
 use super::in_flight::EvictionLog;
 use super::metrics::GuardMetrics;
 use super::rate::{RateLimits, RestartBudget};
 use super::review::{ParsedReview, allow, deny_429, parse_review};
 use super::source::{FactSource, Gathered, PodLookup, SourceError, gather_for};
+use crate::answering::{AnswerKind, Caller, EvictionPath};
 use crate::peer::Peer;
-use crate::restart::{
-    RequestAudit, RestartOutcome, RestartRequest, Restarter, SurgeOutcome, SurgeRequest,
-};
+use crate::restart::{RequestAudit, Restarter};
 
 /// Default largest AdmissionReview body accepted (an object and its old version, with headroom);
 /// `--max-request-body-bytes` changes it.
@@ -127,7 +126,7 @@ impl GuardState {
     }
 
     /// Marks the gathered pods of the Deployment whose eviction was asked for recently.
-    fn mark_evicting(&self, gathered: &mut Gathered, now: Timestamp) {
+    pub(crate) fn mark_evicting(&self, gathered: &mut Gathered, now: Timestamp) {
         let Some(ns) = gathered.pod.as_ref().map(|p| p.namespace.clone()) else {
             return;
         };
@@ -137,7 +136,12 @@ impl GuardState {
     }
 
     /// Decides on gathered facts (with this replica's first refusal of the pod).
-    fn decide(&self, eviction: &EvictionRequest, gathered: &Gathered, now: Timestamp) -> Verdict {
+    pub(crate) fn decide(
+        &self,
+        eviction: &EvictionRequest,
+        gathered: &Gathered,
+        now: Timestamp,
+    ) -> Verdict {
         let uid = gathered.pod.as_ref().map_or("", |p| p.uid.as_str());
         let first = self.denials.first(uid);
         let mut scratch = Vec::new();
@@ -156,7 +160,7 @@ impl GuardState {
     }
 
     /// Gathers facts before `deadline`; `Err(None)` when the time ran out.
-    async fn gather_by(
+    pub(crate) async fn gather_by(
         &self,
         eviction: &EvictionRequest,
         lookup: PodLookup,
@@ -176,36 +180,6 @@ impl GuardState {
             Ok(Ok(g)) => Ok(g),
             Ok(Err(e)) => Err(Some(e)),
             Err(_) => Err(None),
-        }
-    }
-
-    /// The answer when the facts could not be read: allow (never block a drain because we
-    /// cannot see), with a warning.
-    fn cannot_check(
-        &self,
-        request: &AdmissionRequest<DynamicObject>,
-        pod_key: &str,
-        error: Option<SourceError>,
-    ) -> AdmissionReview<DynamicObject> {
-        self.metrics.allow(AllowReason::Unknown.as_str());
-        match error {
-            Some(e) => {
-                tracing::warn!(pod = %pod_key, error = %e, "cannot decide; allowing the eviction");
-                self.metrics.error("lookup");
-                let warning =
-                    format!("eviction guard could not check pod {pod_key} ({e}); allowing");
-                allow(request, vec![warning])
-            }
-            None => {
-                tracing::warn!(pod = %pod_key, "reading the facts took longer than {GATHER_BUDGET:?}; allowing the eviction");
-                self.metrics.error("lookup_timeout");
-                allow(
-                    request,
-                    vec![format!(
-                        "eviction guard could not check pod {pod_key} in time; allowing"
-                    )],
-                )
-            }
         }
     }
 
@@ -232,258 +206,20 @@ impl GuardState {
         eviction: &EvictionRequest,
         peer: &Peer,
     ) -> AdmissionReview<DynamicObject> {
-        let pod_key = format!("{}/{}", eviction.namespace, eviction.name);
-        if !eviction.dry_run {
-            self.evictions
-                .note(&eviction.namespace, &eviction.name, (self.clock)());
-        }
-        let now = (self.clock)();
-        let (gathered, verdict) = match self.verdict_for(eviction, now).await {
-            Ok(decided) => decided,
-            Err(e) => return self.cannot_check(request, &pod_key, e),
+        let caller = Caller {
+            requested_by: request
+                .user_info
+                .username
+                .clone()
+                .unwrap_or_else(|| "unknown".into()),
+            audit: audit_of(request, peer),
+            path: EvictionPath::Webhook,
         };
-        let asked = Asked {
-            request,
-            eviction,
-            peer,
-            pod_uid: gathered
-                .pod
-                .as_ref()
-                .map(|p| p.uid.clone())
-                .unwrap_or_default(),
-            pod_key,
-        };
-        tracing::debug!(pod = %asked.pod_key, outcome = verdict.outcome(), "eviction reviewed");
-        let forget = self.config.deflect_deadline * 2;
-        match verdict {
-            Verdict::Allow { reason, warnings } => {
-                self.metrics.allow(reason.as_str());
-                allow(request, warnings)
-            }
-            Verdict::Deflect {
-                deployment,
-                message,
-            } => {
-                self.denials.note(&asked.pod_uid, now, forget);
-                let others_ready = gathered.census().is_some_and(|c| c.other_ready > 0);
-                self.deflect(&asked, &deployment, &message, others_ready)
-                    .await
-            }
-            Verdict::DenyInFlight { message, .. } => {
-                self.metrics.deny("in_flight");
-                deny_429(request, &message)
-            }
-            Verdict::Surge {
-                deployment,
-                budget,
-                from,
-                to,
-                message,
-            } => {
-                self.denials.note(&asked.pod_uid, now, forget);
-                let surge = (budget, from, to);
-                self.surge(&asked, &deployment, surge, &message).await
-            }
-            // Plain refusals: remembered for the deadline, counted under their reason, 429.
-            Verdict::DenySurging { ref message, .. }
-            | Verdict::DenyHpa { ref message, .. }
-            | Verdict::DenyPdb { ref message, .. }
-            | Verdict::DenyUnhealthy { ref message, .. } => {
-                self.denials.note(&asked.pod_uid, now, forget);
-                self.metrics.deny(denial_reason(&verdict));
-                deny_429(request, message)
-            }
+        let answer = self.answer(eviction, &caller).await;
+        match answer.kind {
+            AnswerKind::Allow => allow(request, answer.warnings),
+            _ => deny_429(request, &answer.message),
         }
-    }
-
-    /// The facts and the verdict on them. An allow may come from the watch cache; anything else
-    /// is decided again on a fresh read of the pod.
-    async fn verdict_for(
-        &self,
-        eviction: &EvictionRequest,
-        now: Timestamp,
-    ) -> Result<(Gathered, Verdict), Option<SourceError>> {
-        let deadline = tokio::time::Instant::now() + GATHER_BUDGET;
-        let mut gathered = self
-            .gather_by(eviction, PodLookup::PreferCache, deadline)
-            .await?;
-        self.metrics.pod_read(if gathered.pod_from_cache {
-            "cache"
-        } else {
-            "api"
-        });
-        self.mark_evicting(&mut gathered, now);
-        let mut verdict = self.decide(eviction, &gathered, now);
-        if gathered.pod_from_cache && !matches!(verdict, Verdict::Allow { .. }) {
-            self.metrics.pod_read("recheck");
-            gathered = self.gather_by(eviction, PodLookup::Fresh, deadline).await?;
-            self.mark_evicting(&mut gathered, now);
-            verdict = self.decide(eviction, &gathered, now);
-        }
-        Ok((gathered, verdict))
-    }
-
-    /// Takes a token from the namespace's budget for a write to `deployment` (`namespace/name`):
-    /// its namespace and name, or the 429 answer when the budget is empty.
-    fn take_token<'d>(
-        &self,
-        asked: &'d Asked<'_>,
-        deployment: &'d str,
-        write: &GuardedWrite,
-    ) -> Result<(&'d str, &'d str), Box<AdmissionReview<DynamicObject>>> {
-        let (namespace, name) = deployment
-            .split_once('/')
-            .unwrap_or((&asked.eviction.namespace, deployment));
-        let Err(empty) = self.budget.try_take(namespace) else {
-            return Ok((namespace, name));
-        };
-        self.metrics.deny(write.metric);
-        let msg = self
-            .budget
-            .exhausted_message(write.what, &asked.pod_key, &empty);
-        tracing::warn!(pod = %asked.pod_key, deployment = %deployment, audit = %asked.audit(), "{} budget empty; refusing without {}", write.what, write.action);
-        Err(Box::new(deny_429(asked.request, &msg)))
-    }
-
-    /// Rule A: take a token, start the rolling restart of `deployment` and refuse the eviction
-    /// with the deflection message (another 429 when the budget is empty or the restart failed).
-    async fn deflect(
-        &self,
-        asked: &Asked<'_>,
-        deployment: &str,
-        message: &str,
-        others_ready: bool,
-    ) -> AdmissionReview<DynamicObject> {
-        let (request, pod_key) = (asked.request, &asked.pod_key);
-        let (namespace, name) = match self.take_token(asked, deployment, &RESTART) {
-            Ok(target) => target,
-            Err(refused) => return *refused,
-        };
-        let outcome = self
-            .restarter
-            .restart(RestartRequest {
-                namespace: namespace.to_owned(),
-                deployment: name.to_owned(),
-                pod: asked.eviction.name.clone(),
-                pod_uid: asked.pod_uid.clone(),
-                requested_by: asked.requested_by(),
-                audit: asked.audit(),
-            })
-            .await;
-        if matches!(outcome, RestartOutcome::InFlight { .. }) {
-            // Nothing was patched: the restart someone else started is rolling.
-            self.budget.refund(namespace);
-        }
-        match outcome {
-            RestartOutcome::Restarted { .. } | RestartOutcome::InFlight { .. } => {
-                self.metrics.deflect();
-                self.metrics.deny("deflected");
-                self.metrics.rule_action(if others_ready {
-                    "ready_replicas_leaving"
-                } else {
-                    "last_ready_replica"
-                });
-                deny_429(request, message)
-            }
-            RestartOutcome::Failed { error } => {
-                self.metrics.deny("restart_failed");
-                let msg = format!(
-                    "Cannot evict pod {pod_key} yet: the kube-descheduler eviction guard could not start a rolling restart of Deployment {deployment} ({error}). Retry the eviction."
-                );
-                deny_429(request, &msg)
-            }
-        }
-    }
-
-    /// Rule B: take a token, raise `deployment`'s replicas (`surge`: the budget, from, to) and
-    /// refuse the eviction (another 429 when the budget is empty or the surge failed).
-    async fn surge(
-        &self,
-        asked: &Asked<'_>,
-        deployment: &str,
-        (budget, from, to): (String, i32, i32),
-        message: &str,
-    ) -> AdmissionReview<DynamicObject> {
-        let (request, pod_key) = (asked.request, &asked.pod_key);
-        let (namespace, name) = match self.take_token(asked, deployment, &SURGE) {
-            Ok(target) => target,
-            Err(refused) => return *refused,
-        };
-        let outcome = self
-            .restarter
-            .surge(SurgeRequest {
-                namespace: namespace.to_owned(),
-                deployment: name.to_owned(),
-                from,
-                to,
-                budget,
-                pod: asked.eviction.name.clone(),
-                pod_uid: asked.pod_uid.clone(),
-                requested_by: asked.requested_by(),
-                audit: asked.audit(),
-            })
-            .await;
-        if matches!(outcome, SurgeOutcome::InFlight) {
-            self.budget.refund(namespace);
-        }
-        match outcome {
-            SurgeOutcome::Surged { .. } | SurgeOutcome::InFlight => {
-                self.metrics.deny("pdb_surge");
-                deny_429(request, message)
-            }
-            SurgeOutcome::Failed { error } => {
-                self.metrics.deny("pdb_surge_failed");
-                let msg = format!(
-                    "Cannot evict pod {pod_key} yet: a PodDisruptionBudget allows no disruption and the kube-descheduler eviction guard could not raise the replicas of Deployment {deployment} ({error}). Retry the eviction."
-                );
-                deny_429(request, &msg)
-            }
-        }
-    }
-}
-
-/// A Deployment write the guard's token buckets limit.
-struct GuardedWrite {
-    /// In the refusal's text.
-    what: &'static str,
-    /// The `reason` of the denial metric.
-    metric: &'static str,
-    /// In the log line.
-    action: &'static str,
-}
-
-const RESTART: GuardedWrite = GuardedWrite {
-    what: "rolling restarts",
-    metric: "restart_rate_limited",
-    action: "restarting",
-};
-
-const SURGE: GuardedWrite = GuardedWrite {
-    what: "replica surges",
-    metric: "surge_rate_limited",
-    action: "surging",
-};
-
-/// One eviction review being answered: who asked, and which pod.
-struct Asked<'a> {
-    request: &'a AdmissionRequest<DynamicObject>,
-    eviction: &'a EvictionRequest,
-    peer: &'a Peer,
-    pod_key: String,
-    pod_uid: String,
-}
-
-impl Asked<'_> {
-    fn requested_by(&self) -> String {
-        self.request
-            .user_info
-            .username
-            .clone()
-            .unwrap_or_else(|| "unknown".into())
-    }
-
-    fn audit(&self) -> RequestAudit {
-        audit_of(self.request, self.peer)
     }
 }
 
@@ -495,17 +231,6 @@ fn audit_of(request: &AdmissionRequest<DynamicObject>, peer: &Peer) -> RequestAu
         review_uid: request.uid.clone(),
         peer_addr: peer.addr.map(|a| a.to_string()).unwrap_or_default(),
         peer_subject: peer.subject.clone(),
-    }
-}
-
-/// The `reason` label of a plain refusal's denial metric.
-fn denial_reason(verdict: &Verdict) -> &'static str {
-    match verdict {
-        Verdict::DenySurging { .. } => "pdb_surging",
-        Verdict::DenyHpa { .. } => "pdb_surge_hpa",
-        Verdict::DenyPdb { .. } => "pdb",
-        Verdict::DenyUnhealthy { .. } => "unhealthy",
-        _ => "denied",
     }
 }
 

@@ -79,3 +79,44 @@ pub fn web_deployment(replicas: i32) -> DeploymentFacts {
         surge: None,
     }
 }
+
+/// A restarter that records every request and reports each restart as made.
+#[derive(Debug, Default)]
+pub struct RecordingRestarter(pub std::sync::Mutex<Vec<crate::restart::RestartRequest>>);
+
+impl RecordingRestarter {
+    /// How many restarts were asked for.
+    pub fn count(&self) -> usize {
+        self.0.lock().map_or(0, |seen| seen.len())
+    }
+}
+
+impl crate::restart::Restarter for RecordingRestarter {
+    fn restart(
+        &self,
+        req: crate::restart::RestartRequest,
+    ) -> futures::future::BoxFuture<'_, crate::restart::RestartOutcome> {
+        if let Ok(mut seen) = self.0.lock() {
+            seen.push(req);
+        }
+        Box::pin(std::future::ready(
+            crate::restart::RestartOutcome::Restarted {
+                at: jiff::Timestamp::UNIX_EPOCH,
+            },
+        ))
+    }
+}
+
+/// A synced in-memory source holding the single-replica Deployment `shop/web`, its ReplicaSet
+/// and its pod `shop/web-7d9f-abcde`.
+pub fn single_replica_source() -> crate::source::MemorySource {
+    let mut source = crate::source::MemorySource::new();
+    source.pods.insert("shop/web-7d9f-abcde".into(), web_pod());
+    source
+        .replica_sets
+        .insert("shop/web-7d9f".into(), Arc::new(web_replica_set(1)));
+    source
+        .deployments
+        .insert("shop/web".into(), Arc::new(web_deployment(1)));
+    source
+}
