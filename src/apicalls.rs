@@ -81,6 +81,9 @@ pub enum Needed {
     /// Only when the guard responds to Evictions of the EvictionRequest API
     /// (`webhook --eviction-responder`).
     EvictionResponder,
+    /// Only when `run` asks for evictions through the EvictionRequest API
+    /// (`run --eviction-api EvictionRequest`).
+    EvictionRequester,
 }
 
 /// One Kubernetes API call as RBAC sees it.
@@ -217,6 +220,50 @@ const ENGINE_CALLS: &[ApiCall] = &[
             "evict a pod (policy/v1 Eviction, v1beta1 fallback)",
         ),
         "eviction",
+    ),
+    when(
+        call(
+            Engine,
+            "list",
+            "lifecycle.k8s.io",
+            "evictionrequests",
+            AllNamespaces,
+            "EvictionRequest requester: its outstanding requests (at start and before each cycle)",
+        ),
+        Needed::EvictionRequester,
+    ),
+    when(
+        call(
+            Engine,
+            "create",
+            "lifecycle.k8s.io",
+            "evictionrequests",
+            AllNamespaces,
+            "EvictionRequest requester: one request per pod it evicts",
+        ),
+        Needed::EvictionRequester,
+    ),
+    when(
+        call(
+            Engine,
+            "get",
+            "lifecycle.k8s.io",
+            "evictionrequests",
+            AllNamespaces,
+            "EvictionRequest requester: the existing request of the same name",
+        ),
+        Needed::EvictionRequester,
+    ),
+    when(
+        call(
+            Engine,
+            "patch",
+            "lifecycle.k8s.io",
+            "evictionrequests",
+            AllNamespaces,
+            "EvictionRequest requester: intent Withdrawn, or Eviction again",
+        ),
+        Needed::EvictionRequester,
     ),
     call(
         Engine,

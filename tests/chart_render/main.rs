@@ -27,6 +27,7 @@ const PIN: &str = "helm-python-sdk==0.2.2";
 const NS: &str = "kube-descheduler";
 
 mod eviction_limits;
+mod eviction_requester;
 mod eviction_responder;
 mod hardening;
 mod helm;

@@ -171,6 +171,8 @@ pub(crate) struct Install {
     pub(crate) prometheus_token: Option<(String, String)>,
     /// The guard runs with `--eviction-responder`.
     pub(crate) eviction_responder: bool,
+    /// `run` asks for evictions with `--eviction-api=EvictionRequest`.
+    pub(crate) eviction_requester: bool,
 }
 
 /// What the engine measures with the chart's policy, by the engine's own loader (so the chart's
@@ -241,6 +243,8 @@ pub(crate) fn install_facts(r: &Rendered) -> Install {
         eviction_responder: guard_args
             .iter()
             .any(|a| a == "--eviction-responder" || a == "--eviction-responder=true"),
+        eviction_requester: flag_value(&engine_args, "--eviction-api").as_deref()
+            == Some("EvictionRequest"),
     }
 }
 
@@ -252,6 +256,7 @@ pub(crate) fn needed(call: &ApiCall, i: &Install) -> bool {
         Needed::KubernetesMetrics => i.kubernetes_metrics,
         Needed::PrometheusTokenSecret => i.prometheus_token.is_some(),
         Needed::EvictionResponder => i.eviction_responder,
+        Needed::EvictionRequester => i.eviction_requester,
     }
 }
 

@@ -105,6 +105,11 @@ app.kubernetes.io/component: eviction-guard
 {{- if and .Values.metrics.enabled (not $disabled) -}}true{{- end -}}
 {{- end -}}
 
+{{/* "true" when `run` asks for evictions through the EvictionRequest API (cmdOptions eviction-api). */}}
+{{- define "kube-descheduler.requestsEvictions" -}}
+{{- if eq (toString (get .Values.cmdOptions "eviction-api")) "EvictionRequest" -}}true{{- end -}}
+{{- end -}}
+
 {{/* "true" when the secure port authenticates callers (TokenReview + SubjectAccessReview). */}}
 {{- define "kube-descheduler.authenticatedServing" -}}
 {{- if or .Values.trigger.enabled (include "kube-descheduler.metricsServed" .) -}}true{{- end -}}
