@@ -2,7 +2,7 @@
 //! cycle each, with the same policy (`benches/all-plugins-policy.yaml`: all ten plugins,
 //! upstream's v1alpha2 format) against the same synthetic cluster served by kube-sim (in this
 //! process, controllers off), at 1,000 / 30,000 and 5,000 / 150,000 nodes / pods. Prints each
-//! binary's wall time (start to exit), peak RSS (`ru_maxrss` from `wait4`) and evictions, and
+//! binary's wall time (start to exit), peak RSS (VmHWM, polled) and evictions, and
 //! upstream's multiples of ours. Run: `cargo bench --bench upstream_side_by_side`.
 //!
 //! Upstream is built once from the Go module proxy, in a Go module of its own made at bench time
@@ -43,25 +43,34 @@ fn load_average() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Waits for `pid` with `wait4`, polling so the wait is bounded; returns its peak RSS in KiB
-/// (`ru_maxrss`). Kills it after `timeout`.
-fn wait_rusage(child: &mut std::process::Child, timeout: Duration) -> Result<u64, String> {
-    let pid = child.id() as libc::pid_t;
+/// The peak RSS (VmHWM) of `pid` so far, in KiB.
+fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Waits for the child, polling its VmHWM (every 20 ms) so the wait is bounded; returns its peak
+/// RSS in KiB. Kills it after `timeout`. (`ru_maxrss` from `wait4` would not do: a child spawned
+/// with `CLONE_VM` carries this process's peak — kube-sim and its cluster — across its exec.)
+fn wait_peak(child: &mut std::process::Child, timeout: Duration) -> Result<u64, String> {
+    let pid = child.id();
     let started = Instant::now();
+    let mut peak = 0;
     loop {
-        let mut status = 0;
-        // SAFETY: rusage is plain integers, for which all zeros is a valid value.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: `status` and `usage` are valid and writable; wait4 only writes them.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-                return Err(format!("exited with status {status:#x}"));
-            }
-            return Ok(usage.ru_maxrss as u64);
+        if let Some(k) = vm_hwm_kib(pid) {
+            peak = peak.max(k);
         }
-        if r < 0 {
-            return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(peak),
+            Ok(Some(status)) => return Err(format!("exited with {status}")),
+            Ok(None) => {}
+            Err(e) => return Err(format!("waiting: {e}")),
         }
         if started.elapsed() > timeout {
             let _ = child.kill();
@@ -120,7 +129,7 @@ fn measure(
         })
     })
     .collect();
-    let peak = wait_rusage(&mut child, timeout);
+    let peak = wait_peak(&mut child, timeout);
     let wall = started.elapsed().as_secs_f64();
     for r in readers {
         let _ = r.join();
