@@ -6,11 +6,12 @@
 FROM rust:1-bookworm AS build
 WORKDIR /src
 COPY . .
+# The `dist` profile: the release build, stripped (Cargo.toml).
 # Cache the registry and target dir between builds (BuildKit); copy the binary out of the cache.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked --bin kube-descheduler \
- && install -m 0755 target/release/kube-descheduler /kube-descheduler
+    cargo build --profile dist --locked --bin kube-descheduler \
+ && install -m 0755 target/dist/kube-descheduler /kube-descheduler
 
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /kube-descheduler /kube-descheduler

@@ -1,14 +1,71 @@
 //! Benchmark: `kube-descheduler plan` with all ten plugins on synthetic clusters of
 //! 500/15,000, 1,000/30,000 and 5,000/150,000 nodes/pods. Reports wall time (load, cycle, total)
 //! of the whole `plan` process (start to exit, JSON output written) and peak RSS of the real binary,
-//! best of three runs. Run: `cargo bench --bench plan_scale`.
-//! Set `PLAN_SCALE_SIZES=500x15000` to choose sizes and `PLAN_SCALE_POLICY=FILE` for another policy.
+//! best of three runs, then the growth from the first size to each other: time and memory per pod.
+//! Run: `cargo bench --bench plan_scale`.
+//!
+//! Knobs: `PLAN_SCALE_SIZES=5000x155000,20000x620000,100000x1000000` chooses sizes (the growth
+//! series of docs/performance.md), `PLAN_SCALE_RUNS=N` the runs per size (best kept),
+//! `PLAN_SCALE_POLICY=FILE` another policy, `PLAN_SCALE_DROP_FILES=1` deletes each generated
+//! cluster file once its size is measured (a 100,000-node file is about 1 GB). Cluster files are
+//! streamed by the generator to `target/bench-data/`, named by their parameters, and reused.
 //! A last run per size adds `--explain` for the first planned pod and reports what it cost.
 
-use std::path::PathBuf;
+#[path = "plan_scale/growth.rs"]
+mod growth;
+
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kube_descheduler::synth::{Shape, write_cluster};
+use growth::{Measured, growth_table, load_average};
+use kube_descheduler::synth::{Shape, cached_cluster_file};
+
+fn fail(msg: String) -> ! {
+    eprintln!("plan_scale: {msg}");
+    std::process::exit(1);
+}
+
+/// One `plan` run: its stats line (`--stats`) and process wall time.
+fn plan_once(
+    policy: &Path,
+    file: &Path,
+    explain: Option<&str>,
+) -> (serde_json::Value, f64, Vec<u8>) {
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
+        .args([
+            "plan",
+            "--stats",
+            "-o",
+            "json",
+            "--now",
+            "2026-02-01T00:00:00Z",
+            "--policy",
+        ])
+        .arg(policy)
+        .arg("--snapshot")
+        .arg(file)
+        .args(explain.iter().flat_map(|p| ["--explain", p]))
+        .output();
+    let wall = started.elapsed().as_secs_f64();
+    let out = match out {
+        Ok(o) if o.status.success() => o,
+        Ok(o) => fail(format!(
+            "plan failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        )),
+        Err(e) => fail(format!("cannot run plan: {e}")),
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let Some(stats) = stderr
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    else {
+        fail(format!("no stats line in: {stderr}"));
+    };
+    (stats, wall, out.stdout)
+}
 
 fn main() {
     let sizes: Vec<(usize, usize)> = std::env::var("PLAN_SCALE_SIZES")
@@ -17,119 +74,82 @@ fn main() {
         .filter_map(|s| s.split_once('x'))
         .filter_map(|(n, p)| Some((n.trim().parse().ok()?, p.trim().parse().ok()?)))
         .collect();
+    let runs: usize = std::env::var("PLAN_SCALE_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3)
+        .max(1);
+    let drop_files = std::env::var_os("PLAN_SCALE_DROP_FILES").is_some();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = root.join("target").join("bench-data");
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        eprintln!("cannot create {}: {e}", dir.display());
-        std::process::exit(1);
-    }
     let policy = std::env::var("PLAN_SCALE_POLICY")
         .map(PathBuf::from)
         .unwrap_or_else(|_| root.join("benches").join("all-plugins-policy.yaml"));
     println!(
-        "| nodes | pods | snapshot | load s | cycle s | load + cycle s | process wall s | peak RSS MiB | eviction attempts | --explain 1 pod: explain s / wall s |"
+        "| nodes | pods | snapshot | load s | cycle s | load + cycle s | process wall s | peak RSS MiB | eviction attempts | --explain 1 pod: explain s / wall s | load avg (1 min) |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut measured: Vec<Measured> = Vec::new();
     for (nodes, pods) in sizes {
-        let file = dir.join(format!("cluster-{nodes}-{pods}.json"));
-        if !file.exists() {
-            let mut out = std::io::BufWriter::new(match std::fs::File::create(&file) {
-                Ok(f) => f,
-                Err(e) => {
-                    eprintln!("cannot write {}: {e}", file.display());
-                    std::process::exit(1);
-                }
-            });
-            if let Err(e) = write_cluster(
-                Shape {
-                    nodes,
-                    pods,
-                    seed: 42,
-                },
-                &mut out,
-            ) {
-                eprintln!("generating {}: {e}", file.display());
-                std::process::exit(1);
-            }
+        let shape = Shape {
+            nodes,
+            pods,
+            seed: 42,
+        };
+        let generating = std::time::Instant::now();
+        let file = cached_cluster_file(&dir, shape).unwrap_or_else(|e| fail(e.to_string()));
+        let generated = generating.elapsed().as_secs_f64();
+        if generated > 1.0 {
+            eprintln!("generated {} in {generated:.1} s", file.display());
         }
         let size_mib = std::fs::metadata(&file)
             .map(|m| m.len() as f64 / 1048576.0)
             .unwrap_or(0.0);
+        let load_before = load_average();
         let mut best: Option<(serde_json::Value, f64)> = None;
         let mut explain: Option<String> = None;
-        let mut explained: Option<(serde_json::Value, f64)> = None;
-        for run in 0..4 {
-            if run == 3 && explain.is_none() {
-                break;
-            }
-            let started = std::time::Instant::now();
-            let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
-                .args([
-                    "plan",
-                    "--stats",
-                    "-o",
-                    "json",
-                    "--now",
-                    "2026-02-01T00:00:00Z",
-                    "--policy",
-                ])
-                .arg(&policy)
-                .arg("--snapshot")
-                .arg(&file)
-                .args(
-                    explain
-                        .iter()
-                        .filter(|_| run == 3)
-                        .flat_map(|p| ["--explain", p]),
-                )
-                .output();
-            let wall = started.elapsed().as_secs_f64();
-            let out = match out {
-                Ok(o) if o.status.success() => o,
-                Ok(o) => {
-                    eprintln!("plan failed: {}", String::from_utf8_lossy(&o.stderr));
-                    std::process::exit(1);
-                }
-                Err(e) => {
-                    eprintln!("cannot run plan: {e}");
-                    std::process::exit(1);
-                }
-            };
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let Some(stats) = stderr
-                .lines()
-                .rev()
-                .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            else {
-                eprintln!("no stats line in: {stderr}");
-                std::process::exit(1);
-            };
-            if run == 3 {
-                explained = Some((stats, wall));
-                continue;
-            }
+        for _ in 0..runs {
+            let (stats, wall, plan) = plan_once(&policy, &file, None);
             if explain.is_none() {
-                explain = first_pod(&out.stdout);
+                explain = first_pod(&plan);
             }
             if best.as_ref().is_none_or(|(_, w)| wall < *w) {
                 best = Some((stats, wall));
             }
         }
+        let explained = explain
+            .as_deref()
+            .map(|pod| plan_once(&policy, &file, Some(pod)));
+        let load_after = load_average();
+        if drop_files && let Err(e) = std::fs::remove_file(&file) {
+            eprintln!("cannot delete {}: {e}", file.display());
+        }
         let Some((s, wall)) = best else { continue };
-        let explain_cost = explained.map_or("-".to_string(), |(e, w)| {
+        let explain_cost = explained.map_or("-".to_string(), |(e, w, _)| {
             format!(
                 "{:.4} / {w:.3}",
                 e["explainSeconds"].as_f64().unwrap_or(0.0)
             )
         });
+        let peak_mib = s["peakRssKiB"].as_f64().unwrap_or(0.0) / 1024.0;
+        let pods_loaded = s["pods"].as_u64().map_or(pods, |p| p as usize);
         println!(
-            "| {nodes} | {pods} | {size_mib:.0} MiB | {:.3} | {:.3} | {:.3} | {wall:.3} | {:.0} | {} | {explain_cost} |",
+            "| {nodes} | {pods_loaded} | {size_mib:.0} MiB | {:.3} | {:.3} | {:.3} | {wall:.3} | {peak_mib:.0} | {} | {explain_cost} | {load_before:.2} → {load_after:.2} |",
             s["loadSeconds"].as_f64().unwrap_or(0.0),
             s["cycleSeconds"].as_f64().unwrap_or(0.0),
             s["totalSeconds"].as_f64().unwrap_or(0.0),
-            s["peakRssKiB"].as_f64().unwrap_or(0.0) / 1024.0,
             s["evictions"]
         );
+        measured.push(Measured {
+            nodes,
+            pods: pods_loaded,
+            wall,
+            peak_mib,
+            load: (load_before + load_after) / 2.0,
+        });
+    }
+    if measured.len() > 1 {
+        println!("\n{}", growth_table(&measured));
     }
 }
 

@@ -78,10 +78,8 @@ pub fn write_cluster(shape: Shape, out: &mut impl Write) -> std::io::Result<()> 
         out,
     )?;
     // Nodes: capacity varies; 3% tainted for a dedicated pool, 1% cordoned, 1% NotReady.
-    let mut node_cpu = Vec::with_capacity(shape.nodes);
     for i in 0..shape.nodes {
         let cpu = [16u64, 32, 64][rng.below(3) as usize];
-        node_cpu.push(cpu);
         let mut spec = json!({});
         if rng.chance(3) {
             spec["taints"] = json!([{"key":"dedicated","value":"batch","effect":"NoSchedule"}]);
@@ -209,6 +207,45 @@ pub fn write_cluster(shape: Shape, out: &mut impl Write) -> std::io::Result<()> 
     }
     out.write_all(b"]}\n")?;
     Ok(())
+}
+
+/// Bumped whenever [`write_cluster`] writes something else for the same [`Shape`], so that files
+/// cached by [`cached_cluster_file`] under an older generator are written again.
+pub const GENERATOR_VERSION: u32 = 1;
+
+/// The cluster of `shape` as a file in `dir`, named by its parameters
+/// (`cluster-NODES-PODS-sSEED-gVERSION.json`) and written only when no such file exists. The
+/// cluster is streamed to the file item by item (never held in memory) and written under a
+/// temporary name first, so an interrupted write leaves no file that looks complete.
+pub fn cached_cluster_file(
+    dir: &std::path::Path,
+    shape: Shape,
+) -> std::io::Result<std::path::PathBuf> {
+    let name = format!(
+        "cluster-{}-{}-s{}-g{GENERATOR_VERSION}.json",
+        shape.nodes, shape.pods, shape.seed
+    );
+    let file = dir.join(name);
+    if file.exists() {
+        return Ok(file);
+    }
+    std::fs::create_dir_all(dir)?;
+    let tmp = file.with_extension(format!("partial-{}", std::process::id()));
+    let written = (|| {
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+        write_cluster(shape, &mut out)?;
+        out.into_inner().map_err(|e| e.into_error())?.sync_all()
+    })();
+    match written.and_then(|()| std::fs::rename(&tmp, &file)) {
+        Ok(()) => Ok(file),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(std::io::Error::new(
+                e.kind(),
+                format!("writing {}: {e}", file.display()),
+            ))
+        }
+    }
 }
 
 /// A Node as kube-apiserver serves it from a real cluster, with `images` images (two names
@@ -345,5 +382,31 @@ mod tests {
         );
         assert!(snap.pods.iter().any(|p| p.affinity.is_some()));
         assert!(!snap.deployments.is_empty() && !snap.replica_sets.is_empty());
+    }
+
+    #[test]
+    fn cached_file_is_written_once_by_its_parameters() {
+        let dir = tempfile::tempdir().unwrap();
+        let shape = Shape {
+            nodes: 6,
+            pods: 50,
+            seed: 3,
+        };
+        let file = cached_cluster_file(dir.path(), shape).unwrap();
+        assert_eq!(
+            file.file_name().and_then(|n| n.to_str()),
+            Some(format!("cluster-6-50-s3-g{GENERATOR_VERSION}.json").as_str())
+        );
+        let mut expected = Vec::new();
+        write_cluster(shape, &mut expected).unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), expected);
+        // A cached file is reused as it is, not written again.
+        std::fs::write(&file, b"kept").unwrap();
+        assert_eq!(cached_cluster_file(dir.path(), shape).unwrap(), file);
+        assert_eq!(std::fs::read(&file).unwrap(), b"kept");
+        let other = cached_cluster_file(dir.path(), Shape { seed: 4, ..shape }).unwrap();
+        assert_ne!(other, file);
+        let names = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(names, 2, "no temporary file is left");
     }
 }

@@ -88,6 +88,10 @@ struct Feasibility<'a> {
     nodes: &'a [NodeId],
     signatures: Vec<(PodId, Vec<NodeId>)>,
     by_hash: HashMap<u64, Vec<usize>>,
+    /// Per set of signatures (sorted): how many distinct nodes their feasible nodes cover.
+    targets: FxMap<Vec<usize>, usize>,
+    /// Scratch space for counting a union: per node, the last count that marked it.
+    mark: Vec<u32>,
 }
 
 impl<'a> Feasibility<'a> {
@@ -97,7 +101,39 @@ impl<'a> Feasibility<'a> {
             nodes,
             signatures: Vec::new(),
             by_hash: HashMap::new(),
+            targets: FxMap::default(),
+            mark: Vec::new(),
         }
+    }
+
+    /// How many distinct nodes are feasible for some of the signatures `sigs` (those with at
+    /// least two feasible nodes). Groups share few sets of signatures, so each set's count is
+    /// made once: a count per group would cost the number of nodes for every group.
+    fn targets(&mut self, mut sigs: Vec<usize>) -> usize {
+        sigs.sort_unstable();
+        sigs.dedup();
+        if let Some(&t) = self.targets.get(&sigs) {
+            return t;
+        }
+        if self.mark.is_empty() {
+            self.mark = vec![u32::MAX; self.snapshot.nodes.len()];
+        }
+        let epoch = self.targets.len() as u32;
+        let mut count = 0usize;
+        for &s in &sigs {
+            let feasible = &self.signatures[s].1;
+            if feasible.len() < 2 {
+                continue;
+            }
+            for &n in feasible {
+                if self.mark[n as usize] != epoch {
+                    self.mark[n as usize] = epoch;
+                    count += 1;
+                }
+            }
+        }
+        self.targets.insert(sigs, count);
+        count
     }
 
     fn same_signature(a: &Pod, b: &Pod) -> bool {
@@ -215,9 +251,8 @@ impl RemoveDuplicates {
         drop(candidates);
 
         let mut feasibility = Feasibility::new(snapshot, nodes);
-        let mut mark = vec![u32::MAX; snapshot.nodes.len()];
-        for (gi, group) in groups.iter().enumerate() {
-            if let Stop::Plugin = evict_group(h, &mut feasibility, &mut mark, gi, group) {
+        for group in &groups {
+            if let Stop::Plugin = evict_group(h, &mut feasibility, group) {
                 return;
             }
         }
@@ -415,7 +450,6 @@ fn balance_lazily(
     let mut passes: Vec<u8> = vec![0; candidates.len()];
     let mut last_node: FxMap<u32, u32> = FxMap::default();
     let mut feasibility = Feasibility::new(snapshot, nodes);
-    let mut mark = vec![u32::MAX; snapshot.nodes.len()];
     for gi in 0..groups.len() {
         if !groups[gi].hot {
             continue;
@@ -445,21 +479,14 @@ fn balance_lazily(
                 _ => group.duplicates.push((node, vec![c.pod])),
             }
         }
-        if let Stop::Plugin = evict_group(h, &mut feasibility, &mut mark, gi, &groups[gi]) {
+        if let Stop::Plugin = evict_group(h, &mut feasibility, &groups[gi]) {
             return;
         }
     }
 }
 
-/// Evicts the duplicates of group `gi` above its per-node bound (`mark` is scratch space, one
-/// slot per node).
-fn evict_group(
-    h: &mut Handle<'_>,
-    feasibility: &mut Feasibility<'_>,
-    mark: &mut [u32],
-    gi: usize,
-    group: &Group,
-) -> Stop {
+/// Evicts the duplicates of `group` above its per-node bound.
+fn evict_group(h: &mut Handle<'_>, feasibility: &mut Feasibility<'_>, group: &Group) -> Stop {
     let snapshot = h.snapshot;
     if group.duplicates.is_empty() {
         return Stop::Next;
@@ -475,19 +502,7 @@ fn evict_group(
             }
         }
     }
-    let mut targets = 0usize;
-    for &s in &sigs {
-        let feasible = &feasibility.signatures[s].1;
-        if feasible.len() < 2 {
-            continue;
-        }
-        for &n in feasible {
-            if mark[n as usize] != gi as u32 {
-                mark[n as usize] = gi as u32;
-                targets += 1;
-            }
-        }
-    }
+    let targets = feasibility.targets(sigs);
     if targets < 2 {
         tracing::debug!(
             plugin = NAME,

@@ -42,41 +42,7 @@ pub(super) fn explain(
             ));
             continue;
         };
-        // Domains in the plugin's node order: values of included nodes, then of nodes with
-        // counted pods (a pod on an excluded node still creates its domain, as the plugin does).
-        let mut counts: Vec<(&str, usize)> = Vec::new();
-        let mut index: HashMap<&str, usize> = HashMap::default();
-        let filters = tsc.filters_nodes();
-        for &n in nodes {
-            let node = s.node(n);
-            if let Some(v) = node.labels.get(key)
-                && (!filters || tsc.includes(node))
-                && !index.contains_key(v.as_str())
-            {
-                index.insert(v.as_str(), counts.len());
-                counts.push((v.as_str(), 0));
-            }
-        }
-        for &n in nodes {
-            let Some(v) = s.node(n).labels.get(key) else {
-                continue;
-            };
-            for o in s.active_pods_on_node(n) {
-                let other = s.pod(o);
-                if other.namespace != p.namespace
-                    || other.is_terminating()
-                    || !plugin.filter.matches(other)
-                    || !tsc.counts(other)
-                {
-                    continue;
-                }
-                let i = *index.entry(v.as_str()).or_insert_with(|| {
-                    counts.push((v.as_str(), 0));
-                    counts.len() - 1
-                });
-                counts[i].1 += 1;
-            }
-        }
+        let (counts, index) = domain_counts(plugin, s, pod, &tsc, key, nodes);
         let here = index.get(own.as_str()).map_or(0, |&i| counts[i].1);
         let Some(&(min_value, min)) = counts
             .iter()
@@ -99,6 +65,57 @@ pub(super) fn explain(
     }
     parts.join("; ")
 }
+
+/// Per domain of `key`, the pods `tsc` counts, in the plugin's node order: values of included
+/// nodes, then of nodes with counted pods (a pod on an excluded node still creates its domain, as
+/// the plugin does); and each value's position in that list.
+fn domain_counts<'s>(
+    plugin: &RemovePodsViolatingTopologySpreadConstraint,
+    s: &'s Snapshot,
+    pod: PodId,
+    tsc: &Constraint<'_>,
+    key: &str,
+    nodes: &[NodeId],
+) -> DomainCounts<'s> {
+    let p = s.pod(pod);
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::default();
+    let filters = tsc.filters_nodes();
+    for &n in nodes {
+        let node = s.node(n);
+        if let Some(v) = node.labels.get(key)
+            && (!filters || tsc.includes(node))
+            && !index.contains_key(v.as_str())
+        {
+            index.insert(v.as_str(), counts.len());
+            counts.push((v.as_str(), 0));
+        }
+    }
+    for &n in nodes {
+        let Some(v) = s.node(n).labels.get(key) else {
+            continue;
+        };
+        for o in s.active_pods_on_node(n) {
+            let other = s.pod(o);
+            if other.namespace != p.namespace
+                || other.is_terminating()
+                || !plugin.filter.matches(other)
+                || !tsc.counts(other)
+            {
+                continue;
+            }
+            let i = *index.entry(v.as_str()).or_insert_with(|| {
+                counts.push((v.as_str(), 0));
+                counts.len() - 1
+            });
+            counts[i].1 += 1;
+        }
+    }
+    (counts, index)
+}
+
+/// Pods counted per domain value, and each value's position among them.
+type DomainCounts<'s> = (Vec<(&'s str, usize)>, HashMap<&'s str, usize>);
 
 #[cfg(test)]
 mod tests {

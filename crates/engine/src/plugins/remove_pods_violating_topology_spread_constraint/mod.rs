@@ -287,47 +287,8 @@ impl<'s> Run<'s, '_> {
     fn balance(&mut self, c: &Constraint<'s>, mut domains: Vec<Domain<'s>>, sum: usize) {
         let s = self.s;
         let ideal = sum as f64 / domains.len() as f64;
-        // Within a domain the pods evicted first go last: pods with a nodeSelector or node
-        // affinity first, then by priority ascending (no priority first), as upstream sorts.
-        for d in &mut domains {
-            d.pods.sort_by(|&a, &b| {
-                let (pa, pb) = (s.pod(a), s.pod(b));
-                has_selector_or_affinity(pb)
-                    .cmp(&has_selector_or_affinity(pa))
-                    .then_with(|| pa.priority.cmp(&pb.priority))
-            });
-        }
-        domains.sort_by(|a, b| a.pods.len().cmp(&b.pods.len()).then(a.value.cmp(b.value)));
-        // Nodes (in the plugin's node order) of the domains below the average that pass the
-        // constraint's inclusion policies. Without policies that can exclude a node, these are the
-        // topology key's cached node groups: no scan of every node per constraint.
-        let below: Vec<NodeId> = if c.filters_nodes() {
-            let mut by_value: HashMap<&str, Vec<NodeId>> = HashMap::default();
-            for &n in self.nodes {
-                let node = s.node(n);
-                if c.includes(node)
-                    && let Some(v) = node.labels.get(c.topology_key)
-                {
-                    by_value.entry(v.as_str()).or_default().push(n);
-                }
-            }
-            domains
-                .iter()
-                .filter(|d| (d.pods.len() as f64) < ideal)
-                .flat_map(|d| by_value.get(d.value).into_iter().flatten().copied())
-                .collect()
-        } else {
-            let (index, pos) = self.key_groups(c.topology_key);
-            domains
-                .iter()
-                .filter(|d| (d.pods.len() as f64) < ideal)
-                .flat_map(|d| {
-                    pos.get(d.value)
-                        .into_iter()
-                        .flat_map(|&i| index[i].1.iter().copied())
-                })
-                .collect()
-        };
+        sort_for_balance(s, &mut domains);
+        let below = self.nodes_below(c, &domains, ideal);
         let mut fits_cache: HashMap<PodId, bool> = HashMap::default();
         let mut fits = |p: PodId| {
             *fits_cache
@@ -374,6 +335,60 @@ impl<'s> Run<'s, '_> {
             domains[i].pods.extend(moving);
         }
     }
+
+    /// Nodes (in the plugin's node order) of the domains below the average (`ideal`) that pass
+    /// the constraint's inclusion policies. Without policies that can exclude a node, these are
+    /// the topology key's cached node groups: no scan of every node per constraint.
+    fn nodes_below(
+        &mut self,
+        c: &Constraint<'s>,
+        domains: &[Domain<'s>],
+        ideal: f64,
+    ) -> Vec<NodeId> {
+        let s = self.s;
+        if c.filters_nodes() {
+            let mut by_value: HashMap<&str, Vec<NodeId>> = HashMap::default();
+            for &n in self.nodes {
+                let node = s.node(n);
+                if c.includes(node)
+                    && let Some(v) = node.labels.get(c.topology_key)
+                {
+                    by_value.entry(v.as_str()).or_default().push(n);
+                }
+            }
+            domains
+                .iter()
+                .filter(|d| (d.pods.len() as f64) < ideal)
+                .flat_map(|d| by_value.get(d.value).into_iter().flatten().copied())
+                .collect()
+        } else {
+            let (index, pos) = self.key_groups(c.topology_key);
+            domains
+                .iter()
+                .filter(|d| (d.pods.len() as f64) < ideal)
+                .flat_map(|d| {
+                    pos.get(d.value)
+                        .into_iter()
+                        .flat_map(|&i| index[i].1.iter().copied())
+                })
+                .collect()
+        }
+    }
+}
+
+/// Orders `domains` for balancing: by pod count (then value), and within a domain the pods
+/// evicted first last: pods with a nodeSelector or node affinity first, then by priority
+/// ascending (no priority first), as upstream sorts.
+fn sort_for_balance(s: &Snapshot, domains: &mut [Domain<'_>]) {
+    for d in domains.iter_mut() {
+        d.pods.sort_by(|&a, &b| {
+            let (pa, pb) = (s.pod(a), s.pod(b));
+            has_selector_or_affinity(pb)
+                .cmp(&has_selector_or_affinity(pa))
+                .then_with(|| pa.priority.cmp(&pb.priority))
+        });
+    }
+    domains.sort_by(|a, b| a.pods.len().cmp(&b.pods.len()).then(a.value.cmp(b.value)));
 }
 
 /// Why pods leave domain `hi` for domain `lo`: the skew before and after `moves` pods move.
@@ -472,63 +487,14 @@ impl RemovePodsViolatingTopologySpreadConstraint {
             chosen_set: HashSet::default(),
         };
         for (_, pods) in namespaces {
-            // De-duplicated by deep equality, in first-seen order (hash buckets, then `==`).
-            let mut buckets: HashMap<u64, Vec<usize>> = HashMap::default();
-            let mut constraints: Vec<Constraint<'_>> = Vec::new();
-            // Pods that share every part a constraint is made from (pods of one owner) declare
-            // equal constraints: only the first of them is looked at.
-            let mut seen: HashSet<ConstraintParts> = HashSet::default();
-            for p in s.prefetched(pods) {
-                let pod = s.pod(p);
-                if pod.topology_spread_constraints.is_empty() || !seen.insert(constraint_parts(pod))
-                {
-                    continue;
-                }
-                for c in pod.topology_spread_constraints.iter() {
-                    if !self.constraints.contains(&c.when_unsatisfiable) {
-                        continue;
-                    }
-                    // Equal constraints have equal selectors, which are compiled (and found
-                    // valid or not) once, for the first.
-                    let tsc = Constraint::unselected(c, pod);
-                    let mut hasher = rustc_hash::FxHasher::default();
-                    tsc.hash(&mut hasher);
-                    let bucket = buckets.entry(hasher.finish()).or_default();
-                    if bucket.iter().any(|&i| constraints[i] == tsc) {
-                        continue;
-                    }
-                    let Some(tsc) = tsc.selected(c) else {
-                        continue;
-                    };
-                    bucket.push(constraints.len());
-                    constraints.push(tsc);
-                }
-            }
+            let constraints = self.distinct_constraints(s, pods);
             // Pods by label pair, so a constraint with matchLabels only scans pods that can match.
-            // Only the label keys some constraint's matchLabels names are indexed. (A pair no pod
-            // has narrows to no pod, as a scan would find: the selector requires the pair.)
             let indexed = constraints.len() > 1;
-            let mut by_label: HashMap<(&str, &str), Vec<PodId>> = HashMap::default();
-            if indexed {
-                let mut keys: Vec<&str> = constraints
-                    .iter()
-                    .filter_map(|c| c.label_selector.and_then(|ls| ls.match_labels.as_ref()))
-                    .flat_map(|ml| ml.keys().map(String::as_str))
-                    .collect();
-                keys.sort_unstable();
-                keys.dedup();
-                for p in s.prefetched(pods) {
-                    let labels = &s.pod(p).labels;
-                    for &key in &keys {
-                        if let Some((k, v)) = labels.get_key_value(key) {
-                            by_label
-                                .entry((k.as_str(), v.as_str()))
-                                .or_default()
-                                .push(p);
-                        }
-                    }
-                }
-            }
+            let by_label = if indexed {
+                pods_by_label(s, pods, &constraints)
+            } else {
+                HashMap::default()
+            };
             for c in &constraints {
                 let narrowed = c
                     .label_selector
@@ -548,6 +514,74 @@ impl RemovePodsViolatingTopologySpreadConstraint {
         }
         run.chosen
     }
+}
+
+impl RemovePodsViolatingTopologySpreadConstraint {
+    /// The constraints of `pods` that the plugin balances (whenUnsatisfiable in `constraints`,
+    /// a valid selector), de-duplicated by deep equality, in first-seen order.
+    fn distinct_constraints<'s>(&self, s: &'s Snapshot, pods: &[PodId]) -> Vec<Constraint<'s>> {
+        // Hash buckets, then `==`.
+        let mut buckets: HashMap<u64, Vec<usize>> = HashMap::default();
+        let mut constraints: Vec<Constraint<'_>> = Vec::new();
+        // Pods that share every part a constraint is made from (pods of one owner) declare
+        // equal constraints: only the first of them is looked at.
+        let mut seen: HashSet<ConstraintParts> = HashSet::default();
+        for p in s.prefetched(pods) {
+            let pod = s.pod(p);
+            if pod.topology_spread_constraints.is_empty() || !seen.insert(constraint_parts(pod)) {
+                continue;
+            }
+            for c in pod.topology_spread_constraints.iter() {
+                if !self.constraints.contains(&c.when_unsatisfiable) {
+                    continue;
+                }
+                // Equal constraints have equal selectors, which are compiled (and found valid or
+                // not) once, for the first.
+                let tsc = Constraint::unselected(c, pod);
+                let mut hasher = rustc_hash::FxHasher::default();
+                tsc.hash(&mut hasher);
+                let bucket = buckets.entry(hasher.finish()).or_default();
+                if bucket.iter().any(|&i| constraints[i] == tsc) {
+                    continue;
+                }
+                let Some(tsc) = tsc.selected(c) else {
+                    continue;
+                };
+                bucket.push(constraints.len());
+                constraints.push(tsc);
+            }
+        }
+        constraints
+    }
+}
+
+/// `pods` by label pair, for the label keys some constraint's matchLabels names. (A pair no pod
+/// has narrows to no pod, as a scan would find: the selector requires the pair.)
+fn pods_by_label<'s>(
+    s: &'s Snapshot,
+    pods: &[PodId],
+    constraints: &[Constraint<'_>],
+) -> HashMap<(&'s str, &'s str), Vec<PodId>> {
+    let mut keys: Vec<&str> = constraints
+        .iter()
+        .filter_map(|c| c.label_selector.and_then(|ls| ls.match_labels.as_ref()))
+        .flat_map(|ml| ml.keys().map(String::as_str))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let mut by_label: HashMap<(&str, &str), Vec<PodId>> = HashMap::default();
+    for p in s.prefetched(pods) {
+        let labels = &s.pod(p).labels;
+        for &key in &keys {
+            if let Some((k, v)) = labels.get_key_value(key) {
+                by_label
+                    .entry((k.as_str(), v.as_str()))
+                    .or_default()
+                    .push(p);
+            }
+        }
+    }
+    by_label
 }
 
 extension_point!(Balance for RemovePodsViolatingTopologySpreadConstraint, NAME);
