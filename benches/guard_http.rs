@@ -169,15 +169,7 @@ async fn fake_api() -> kube::Client {
             async move { ([("content-type", "application/json")], body) }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind fake api");
-    let addr = listener.local_addr().expect("fake api addr");
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    let config = kube::Config::new(format!("http://{addr}").parse().expect("url"));
-    kube::Client::try_from(config).expect("client")
+    kube_descheduler_guard::testing::fake_api_client(app).await
 }
 
 /// The fixture cluster as API objects (pod, ReplicaSet, Deployment, 5 PDBs) plus `extra` other

@@ -167,6 +167,36 @@ const fn sub(mut c: ApiCall, subresource: &'static str) -> ApiCall {
     c
 }
 
+/// A call of `run --eviction-api EvictionRequest` on `lifecycle.k8s.io` `evictionrequests`.
+const fn requester(verb: &'static str, why: &'static str) -> ApiCall {
+    when(
+        call(
+            Engine,
+            verb,
+            "lifecycle.k8s.io",
+            "evictionrequests",
+            AllNamespaces,
+            why,
+        ),
+        Needed::EvictionRequester,
+    )
+}
+
+/// A call of the guard's EvictionRequest responder on `lifecycle.k8s.io` `evictions`.
+const fn responder(verb: &'static str, why: &'static str) -> ApiCall {
+    when(
+        call(
+            Guard,
+            verb,
+            "lifecycle.k8s.io",
+            "evictions",
+            AllNamespaces,
+            why,
+        ),
+        Needed::EvictionResponder,
+    )
+}
+
 use Component::{CertsJob, Engine, Guard, PlanReader};
 use Scope::{AllNamespaces, Cluster, LeaseNamespace, OwnNamespace, PrometheusTokenNamespace};
 
@@ -221,49 +251,21 @@ const ENGINE_CALLS: &[ApiCall] = &[
         ),
         "eviction",
     ),
-    when(
-        call(
-            Engine,
-            "list",
-            "lifecycle.k8s.io",
-            "evictionrequests",
-            AllNamespaces,
-            "EvictionRequest requester: its outstanding requests (at start and before each cycle)",
-        ),
-        Needed::EvictionRequester,
+    requester(
+        "list",
+        "EvictionRequest requester: its outstanding requests (at start and before each cycle)",
     ),
-    when(
-        call(
-            Engine,
-            "create",
-            "lifecycle.k8s.io",
-            "evictionrequests",
-            AllNamespaces,
-            "EvictionRequest requester: one request per pod it evicts",
-        ),
-        Needed::EvictionRequester,
+    requester(
+        "create",
+        "EvictionRequest requester: one request per pod it evicts",
     ),
-    when(
-        call(
-            Engine,
-            "get",
-            "lifecycle.k8s.io",
-            "evictionrequests",
-            AllNamespaces,
-            "EvictionRequest requester: the existing request of the same name",
-        ),
-        Needed::EvictionRequester,
+    requester(
+        "get",
+        "EvictionRequest requester: the existing request of the same name",
     ),
-    when(
-        call(
-            Engine,
-            "patch",
-            "lifecycle.k8s.io",
-            "evictionrequests",
-            AllNamespaces,
-            "EvictionRequest requester: intent Withdrawn, or Eviction again",
-        ),
-        Needed::EvictionRequester,
+    requester(
+        "patch",
+        "EvictionRequest requester: intent Withdrawn, or Eviction again",
     ),
     call(
         Engine,
@@ -559,41 +561,20 @@ const GUARD_AND_CERTS_CALLS: &[ApiCall] = &[
         AllNamespaces,
         "series count of a repeated event",
     ),
-    when(
-        call(
-            Guard,
-            "list",
-            "lifecycle.k8s.io",
-            "evictions",
-            AllNamespaces,
-            "EvictionRequest responder: watch cache of Evictions",
-        ),
-        Needed::EvictionResponder,
+    responder(
+        "list",
+        "EvictionRequest responder: watch cache of Evictions",
     ),
-    when(
-        call(
-            Guard,
-            "watch",
-            "lifecycle.k8s.io",
-            "evictions",
-            AllNamespaces,
-            "EvictionRequest responder: watch cache of Evictions",
-        ),
-        Needed::EvictionResponder,
+    responder(
+        "watch",
+        "EvictionRequest responder: watch cache of Evictions",
     ),
-    when(
-        sub(
-            call(
-                Guard,
-                "update",
-                "lifecycle.k8s.io",
-                "evictions",
-                AllNamespaces,
-                "EvictionRequest responder: its ResponderStatus (progress, heartbeat, completion)",
-            ),
-            "status",
+    sub(
+        responder(
+            "update",
+            "EvictionRequest responder: its ResponderStatus (progress, heartbeat, completion)",
         ),
-        Needed::EvictionResponder,
+        "status",
     ),
     // ---- Certs hook Job (`certs --secret-name … --webhook-configuration …`) -----------------
     named(

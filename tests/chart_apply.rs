@@ -17,6 +17,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+mod chart_guard_common;
 mod kubectl_common;
 
 use kube_sim::SimHandle;
@@ -598,16 +599,11 @@ async fn the_certs_hook_job_args_work_around_a_kubectl_apply_of_the_chart() {
 async fn the_rendered_guard_probes_answer_without_a_client_certificate_and_reviews_need_one() {
     use kube_descheduler::cli::certs::{CertsArgs, generate, write_files};
     let dir = tempfile::tempdir().expect("tempdir");
-    let certs = generate(&CertsArgs {
-        service: "kube-descheduler-webhook".into(),
-        namespace: "kube-descheduler".into(),
-        out_dir: dir.path().to_owned(),
-        dns_names: vec![],
-        ips: vec!["127.0.0.1".parse().expect("ip")],
-        valid_days: 1,
-        ca_cert_file: None,
-        ca_key_file: None,
-    })
+    let certs = generate(&CertsArgs::loopback(
+        "kube-descheduler-webhook",
+        "kube-descheduler",
+        dir.path(),
+    ))
     .expect("certificates");
     write_files(dir.path(), &certs).expect("write certificates");
     // Any CA does for the client side: the probe needs no certificate, the review port refuses
@@ -633,34 +629,18 @@ async fn the_rendered_guard_probes_answer_without_a_client_certificate_and_revie
         .find(|p| p["name"] == probe_port_name)
         .and_then(|p| p["containerPort"].as_u64())
         .expect("the probe's port is declared");
-    let args: Vec<String> = container["args"]
-        .as_array()
-        .expect("args")
-        .iter()
-        .map(|a| a.as_str().expect("string arg").to_owned())
-        .map(|a| {
-            a.replace("/certs/", &format!("{}/", dir.path().display()))
-                .replace("/client-ca/ca.crt", &client_ca.display().to_string())
-        })
-        .collect();
+    let rendered = &container["args"];
+    let probe_flag = format!("--probe-port={probe_port}");
     assert!(
-        args.iter()
-            .any(|a| a == &format!("--probe-port={probe_port}")),
-        "the probe port {probe_port} is not the one the guard serves probes on: {args:?}"
+        rendered
+            .as_array()
+            .expect("args")
+            .iter()
+            .any(|a| a.as_str() == Some(probe_flag.as_str())),
+        "the probe port {probe_port} is not the one the guard serves probes on: {rendered}"
     );
     // Ports chosen by the OS, on loopback.
-    let args: Vec<String> = args
-        .into_iter()
-        .map(|a| {
-            if a.starts_with("--port=") {
-                "--port=0".to_owned()
-            } else if a.starts_with("--probe-port=") {
-                "--probe-port=0".to_owned()
-            } else {
-                a
-            }
-        })
-        .collect();
+    let args = chart_guard_common::local_guard_args(container, dir.path(), &client_ca);
     let sim = kubectl_common::frozen_sim().await;
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
         .args(&args)

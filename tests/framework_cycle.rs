@@ -6,11 +6,17 @@ mod plugins_common;
 use std::sync::{Arc, Mutex};
 
 use kube_descheduler::evictor::{EvictOutcome, EvictionBackend, EvictionRequest};
-use kube_descheduler::framework::cycle::{CycleConfig, Profile, run_cycle};
+use kube_descheduler::framework::cycle::{CycleConfig, CycleReport, Profile, run_cycle};
 use kube_descheduler::framework::{BalancePlugin, DeschedulePlugin, Handle};
 use kube_descheduler::plugins::default_evictor::DefaultEvictor;
 use kube_descheduler::snapshot::{NodeId, PodId, Snapshot};
 use kube_descheduler::testing::*;
+
+/// One cycle at [`now`] that plans its evictions (nothing is sent anywhere).
+fn plan_cycle(profiles: &[Profile], cfg: &CycleConfig, snap: &mut Snapshot) -> CycleReport {
+    let backend = Box::new(kube_descheduler::evictor::planner::PlanBackend::new());
+    run_cycle(profiles, cfg, snap, now(), backend).0
+}
 
 /// Evicts every pod that passes the filter, node by node, and logs what it saw.
 struct EvictAll {
@@ -85,13 +91,7 @@ fn deschedule_of_all_profiles_runs_before_balance_and_sees_earlier_evictions() {
         profile("p2", vec![plugin("D2", &seen)], vec![]),
     ];
     let mut snap = cluster();
-    let (report, _) = run_cycle(
-        &profiles,
-        &CycleConfig::default(),
-        &mut snap,
-        now(),
-        Box::new(kube_descheduler::evictor::planner::PlanBackend::new()),
-    );
+    let report = plan_cycle(&profiles, &CycleConfig::default(), &mut snap);
     let seen = seen.lock().unwrap().clone();
     // D2 (deschedule of profile p2) runs first and evicts everything; B1 then sees no pods at all.
     assert_eq!(seen, vec!["D2:p1", "D2:p2", "D2:p3", "D2:p4"]);
@@ -117,13 +117,7 @@ fn limits_are_shared_across_profiles_and_checked_total_node_namespace() {
             profile("y", vec![plugin("B", &seen)], vec![]),
         ];
         let mut snap = cluster();
-        let (report, _) = run_cycle(
-            &profiles,
-            &cfg,
-            &mut snap,
-            now(),
-            Box::new(kube_descheduler::evictor::planner::PlanBackend::new()),
-        );
+        let report = plan_cycle(&profiles, &cfg, &mut snap);
         evicted_names(&report.records)
     };
     assert_eq!(run(per_node_limit(1)), vec!["a/p1", "b/p3"]);
@@ -140,12 +134,10 @@ fn fewer_than_two_ready_nodes_skips_the_cycle() {
         vec![node("n1").build(), node("n2").not_ready().build()],
         vec![pod("a", "p1", "n1").build()],
     );
-    let (report, _) = run_cycle(
+    let report = plan_cycle(
         &[profile("x", vec![plugin("A", &seen)], vec![])],
         &CycleConfig::default(),
         &mut snap,
-        now(),
-        Box::new(kube_descheduler::evictor::planner::PlanBackend::new()),
     );
     assert!(report.records.is_empty());
     assert!(
@@ -164,12 +156,10 @@ fn fewer_than_two_ready_nodes_skips_the_cycle() {
         ),
         ..Default::default()
     };
-    let (report, _) = run_cycle(
+    let report = plan_cycle(
         &[profile("x", vec![plugin("A", &seen)], vec![])],
         &cfg,
         &mut snap,
-        now(),
-        Box::new(kube_descheduler::evictor::planner::PlanBackend::new()),
     );
     assert!(report.skipped.is_some());
 }
@@ -238,12 +228,10 @@ fn requested_pods_count_against_the_limits_once_and_may_be_chosen_again() {
             requested,
             ..total_limit(total)
         };
-        let (report, _) = run_cycle(
+        let report = plan_cycle(
             &[profile("x", vec![plugin("A", &seen)], vec![])],
             &cfg,
             &mut snap,
-            now(),
-            Box::new(kube_descheduler::evictor::planner::PlanBackend::new()),
         );
         (evicted_names(&report.records), report.limit_hits.len())
     };

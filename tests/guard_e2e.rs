@@ -263,31 +263,19 @@ async fn start_api() -> (Arc<Api>, Client) {
             post(post_event),
         )
         .with_state(api.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    let client =
-        Client::try_from(kube::Config::new(format!("http://{addr}").parse().unwrap())).unwrap();
+    let client = kube_descheduler_guard::testing::fake_api_client(app).await;
     (api, client)
 }
 
 fn eviction(dry_run: bool) -> Value {
-    json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {
-            "uid": "e2e-1",
-            "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "subResource": "eviction",
-            "name": "web-7d9f-abcde", "namespace": "shop", "operation": "CREATE",
-            "userInfo": {"username": "kubectl-drain"},
-            "object": {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "web-7d9f-abcde", "namespace": "shop"},
-                "deleteOptions": if dry_run { json!({"dryRun": ["All"]}) } else { json!({}) }},
-            "dryRun": false
-        }
-    })
+    kube_descheduler_guard::testing::eviction_review(
+        "e2e-1",
+        ("shop", "web-7d9f-abcde"),
+        json!({"username": "kubectl-drain"}),
+        json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "web-7d9f-abcde", "namespace": "shop"},
+            "deleteOptions": if dry_run { json!({"dryRun": ["All"]}) } else { json!({}) }}),
+        false,
+    )
 }
 
 async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
@@ -329,16 +317,11 @@ async fn drain_of_single_replica_deployment_restarts_once_and_then_waits() {
     ));
 
     let dir = tempfile::tempdir().unwrap();
-    let certs = generate(&CertsArgs {
-        service: "guard".into(),
-        namespace: "kube-descheduler".into(),
-        out_dir: dir.path().to_owned(),
-        dns_names: vec![],
-        ips: vec!["127.0.0.1".parse().unwrap()],
-        valid_days: 1,
-        ca_cert_file: None,
-        ca_key_file: None,
-    })
+    let certs = generate(&CertsArgs::loopback(
+        "guard",
+        "kube-descheduler",
+        dir.path(),
+    ))
     .unwrap();
     write_files(dir.path(), &certs).unwrap();
     let (tls, _t) = guard_common::load_dir(dir.path(), Duration::from_secs(60)).await;

@@ -110,6 +110,16 @@ fn pod_reads(metrics: &str, source: &str) -> u64 {
         .map_or(0, |v| v.trim().parse().unwrap())
 }
 
+/// Asserts the guard's pod reads so far: (from the cache, from the API).
+async fn assert_pod_reads(app: &axum::Router, (cache, api): (u64, u64)) {
+    let m = call(app, "GET", "/metrics", None).await;
+    assert_eq!(
+        (pod_reads(&m, "cache"), pod_reads(&m, "api")),
+        (cache, api),
+        "{m}"
+    );
+}
+
 async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     for _ in 0..200 {
         if f() {
@@ -162,12 +172,7 @@ async fn pod_cache_follows_the_cluster_and_serves_the_allow_path() {
 
     // Healthy 3-replica Deployment: allowed from the cache.
     assert!(allowed(&app, "web-5c6d7e8f-0").await);
-    let m = call(&app, "GET", "/metrics", None).await;
-    assert_eq!(
-        (pod_reads(&m, "cache"), pod_reads(&m, "api")),
-        (1, 0),
-        "{m}"
-    );
+    assert_pod_reads(&app, (1, 0)).await;
 
     // A pod created after the initial list reaches the cache through the watch.
     sim.apply(pod("web", "web-5c6d7e8f-new")).unwrap();
@@ -187,12 +192,7 @@ async fn pod_cache_follows_the_cluster_and_serves_the_allow_path() {
     })
     .await;
     assert!(allowed(&app, "web-5c6d7e8f-1").await);
-    let m = call(&app, "GET", "/metrics", None).await;
-    assert_eq!(
-        (pod_reads(&m, "cache"), pod_reads(&m, "api")),
-        (2, 1),
-        "{m}"
-    );
+    assert_pod_reads(&app, (2, 1)).await;
 
     // Single-replica Deployment: the cached pod leads to a deflection, confirmed by a fresh read.
     assert!(!allowed(&app, "solo-5c6d7e8f-0").await);

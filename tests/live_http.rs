@@ -119,6 +119,11 @@ async fn call(
     (code, String::from_utf8_lossy(&body).into_owned())
 }
 
+/// A POST of `uri` (a trigger of the cycle) as the admin.
+async fn trigger(app: &axum::Router, uri: &str) -> (StatusCode, String) {
+    call(app, "POST", uri, Some("admin-token")).await
+}
+
 /// The status of a GET of `uri`, with `token` as the bearer token.
 async fn status(app: &axum::Router, uri: &str, token: Option<&str>) -> StatusCode {
     call(app, "GET", uri, token).await.0
@@ -199,9 +204,9 @@ async fn trigger_runs_a_cycle_for_an_allowed_caller() {
     );
 
     let app = s.app.clone();
-    let first = tokio::spawn(async move { call(&app, "POST", path, Some("admin-token")).await });
+    let first = tokio::spawn(async move { trigger(&app, path).await });
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let (code, body) = call(&s.app, "POST", path, Some("admin-token")).await;
+    let (code, body) = trigger(&s.app, path).await;
     assert_eq!(code, StatusCode::TOO_MANY_REQUESTS, "{body}");
     let (code, body) = first.await.unwrap();
     assert_eq!(code, StatusCode::OK, "{body}");
@@ -219,13 +224,7 @@ async fn trigger_runs_a_cycle_for_an_allowed_caller() {
 async fn trigger_times_out_with_504_and_the_cycle_still_completes() {
     let s = setup(Duration::from_millis(2500), true).await;
     let before = s.done.load(Ordering::SeqCst);
-    let (code, body) = call(
-        &s.app,
-        "POST",
-        "/api/v1/descheduler/run?timeoutSeconds=1",
-        Some("admin-token"),
-    )
-    .await;
+    let (code, body) = trigger(&s.app, "/api/v1/descheduler/run?timeoutSeconds=1").await;
     assert_eq!(code, StatusCode::GATEWAY_TIMEOUT, "{body}");
     assert_eq!(s.done.load(Ordering::SeqCst), before, "still running");
     tokio::time::sleep(Duration::from_millis(2000)).await;
@@ -235,14 +234,9 @@ async fn trigger_times_out_with_504_and_the_cycle_still_completes() {
         "completed and accounted"
     );
     assert_eq!(
-        call(
-            &s.app,
-            "POST",
-            "/api/v1/descheduler/run?timeoutSeconds=zero",
-            Some("admin-token")
-        )
-        .await
-        .0,
+        trigger(&s.app, "/api/v1/descheduler/run?timeoutSeconds=zero")
+            .await
+            .0,
         StatusCode::BAD_REQUEST
     );
     s.shutdown.cancel();
@@ -253,13 +247,7 @@ async fn trigger_after_shutdown_is_503() {
     let s = setup(Duration::from_millis(10), true).await;
     s.shutdown.cancel();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let (code, body) = call(
-        &s.app,
-        "POST",
-        "/api/v1/descheduler/run",
-        Some("admin-token"),
-    )
-    .await;
+    let (code, body) = trigger(&s.app, "/api/v1/descheduler/run").await;
     assert_eq!(code, StatusCode::SERVICE_UNAVAILABLE, "{body}");
 }
 

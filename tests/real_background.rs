@@ -63,17 +63,8 @@ async fn review(State(seen): State<Reviews>, Json(body): Json<Value>) -> Json<Va
 /// Serves the webhook on 127.0.0.1 with a certificate for that address; registers it for
 /// CREATE `pods/eviction` in [`NS`] only. Returns the server and its reviews.
 async fn install_webhook(c: &Cluster, dir: &Path) -> (Serving, Reviews) {
-    let certs = generate(&CertsArgs {
-        service: "evacuation-webhook".into(),
-        namespace: NS.into(),
-        out_dir: dir.to_path_buf(),
-        dns_names: vec![],
-        ips: vec!["127.0.0.1".parse().expect("ip")],
-        valid_days: 1,
-        ca_cert_file: None,
-        ca_key_file: None,
-    })
-    .expect("certificates");
+    let certs =
+        generate(&CertsArgs::loopback("evacuation-webhook", NS, dir)).expect("certificates");
     write_files(dir, &certs).expect("write certificates");
     let seen: Reviews = Arc::default();
     let router = axum::Router::new()

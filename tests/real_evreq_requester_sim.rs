@@ -9,13 +9,9 @@ use run_sim_common::*;
 #[tokio::test]
 async fn without_the_api_run_fails_at_start_naming_the_flag_and_the_gate() {
     let sim = start_sim(cluster(replica_set_with_pods("web", 2, TAINTED))).await;
-    let mut d = start(
-        &sim,
-        "d",
-        &policy(""),
-        &["--eviction-api", "EvictionRequest"],
-    );
-    assert_eq!(d.wait_exit().await, 1, "{}", d.log_text());
+    let flags = ["--eviction-api", "EvictionRequest"];
+    let (d, code) = run_to_exit(&sim, "d", &policy(""), &flags).await;
+    assert_eq!(code, 1, "{}", d.log_text());
     let log = d.log_text();
     for word in [
         "--eviction-api",

@@ -11,6 +11,7 @@
 //! Needs python3 with `helm-python-sdk==0.2.2` and PyYAML, kubectl on PATH (and `kubectl.1.33`
 //! next to it), curl and openssl. Drains are serialized (one node at a time on the shared cluster).
 
+mod chart_guard_common;
 mod real_common;
 
 use std::io::{BufRead, BufReader};
@@ -20,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use real_common::{Cluster, Out, root, run_bounded, run_bounded_stdin, shared};
+use real_common::{Cluster, Out, root, run_bounded, run_bounded_stdin, shared, wait_until};
 use serde_json::{Value, json};
 
 const GUARD_NS: &str = "kube-descheduler";
@@ -100,17 +101,6 @@ fn find<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
         .iter()
         .find(|o| o["kind"] == kind && o["metadata"]["name"] == name)
         .unwrap_or_else(|| panic!("the chart renders no {kind} {name}"))
-}
-
-fn wait_until(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !check() {
-        assert!(
-            start.elapsed() < timeout,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    }
 }
 
 /// kubectl 1.33 (next to the kubectl on PATH) and the kubectl on PATH.
@@ -228,16 +218,11 @@ fn install_guard(c: &Cluster) -> Guard {
     .expect("kubeconfig");
 
     // Serving certificate for 127.0.0.1.
-    let certs = generate(&CertsArgs {
-        service: "kube-descheduler-webhook".into(),
-        namespace: GUARD_NS.into(),
-        out_dir: dir.clone(),
-        dns_names: vec![],
-        ips: vec!["127.0.0.1".parse().expect("ip")],
-        valid_days: 1,
-        ca_cert_file: None,
-        ca_key_file: None,
-    })
+    let certs = generate(&CertsArgs::loopback(
+        "kube-descheduler-webhook",
+        GUARD_NS,
+        &dir,
+    ))
     .expect("certificates");
     write_files(&dir, &certs).expect("write certificates");
     let ca_file = dir.join("serving-ca.crt");
@@ -246,24 +231,7 @@ fn install_guard(c: &Cluster) -> Guard {
     // The chart's container arguments, paths and ports adapted to a local process.
     let deployment = find(&objects, "Deployment", "kube-descheduler-webhook");
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
-    let mut args: Vec<String> = container["args"]
-        .as_array()
-        .expect("args")
-        .iter()
-        .map(|a| a.as_str().expect("string arg").to_owned())
-        .map(|a| {
-            let a = a
-                .replace("/certs/", &format!("{}/", dir.display()))
-                .replace("/client-ca/ca.crt", &client_ca_file.display().to_string());
-            if a.starts_with("--port=") {
-                "--port=0".to_owned()
-            } else if a.starts_with("--probe-port=") {
-                "--probe-port=0".to_owned()
-            } else {
-                a
-            }
-        })
-        .collect();
+    let mut args = chart_guard_common::local_guard_args(container, &dir, &client_ca_file);
     assert!(
         args.iter().any(|a| a.starts_with("--client-ca-file=")),
         "{args:?}"
@@ -281,12 +249,8 @@ fn install_guard(c: &Cluster) -> Guard {
     );
     args.push(format!("--kubeconfig={}", sa_kubeconfig.display()));
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
+    let mut child = real_common::binary_logging_to_pipe()
         .args(&args)
-        .env_remove("KUBECONFIG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("the guard starts");
     // Stopped when this test process ends, however it ends.
@@ -849,24 +813,14 @@ fn a_forged_review_restarts_nothing() {
     let pod = pods(c, ns, app).remove(0);
     let pod_name = pod["metadata"]["name"].as_str().expect("name").to_owned();
     let review = |dry_run: bool| {
-        json!({
-            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {
-                "uid": "00000000-0000-0000-0000-00000000f0f0",
-                "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "subResource": "eviction",
-                "requestKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
-                "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-                "requestSubResource": "eviction",
-                "name": pod_name, "namespace": ns, "operation": "CREATE",
-                "userInfo": {"username": "system:admin", "groups": ["system:masters"]},
-                "object": {"apiVersion": "policy/v1", "kind": "Eviction",
-                           "metadata": {"name": pod_name, "namespace": ns}},
-                "oldObject": null, "dryRun": dry_run,
-                "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
-            }
-        })
+        kube_descheduler_guard::testing::eviction_review(
+            "00000000-0000-0000-0000-00000000f0f0",
+            (ns, &pod_name),
+            json!({"username": "system:admin", "groups": ["system:masters"]}),
+            json!({"apiVersion": "policy/v1", "kind": "Eviction",
+                   "metadata": {"name": pod_name, "namespace": ns}}),
+            dry_run,
+        )
         .to_string()
     };
     let url = format!("https://{}/validate/eviction", g.addr);

@@ -410,21 +410,22 @@ fn condition_list(obj: &Value, with_reason: bool) -> Vec<String> {
     list
 }
 
+/// The `fields` of the object at `path`, and its conditions ([`condition_list`], with reasons
+/// when `reasons`).
+async fn fields_with_conditions(s: &Server, path: &str, fields: &[&str], reasons: bool) -> Value {
+    let object = s.get(path).await.body;
+    let mut picked = pick(&object, fields);
+    picked["conditions"] = json!(condition_list(&object, reasons));
+    picked
+}
+
 async fn defaults_probe(s: &Server, out: &mut Answers) {
     let (solo, _) = pod_of(s, NS, "solo").await;
-    let pod = s
-        .get(&format!("/api/v1/namespaces/{NS}/pods/{solo}"))
-        .await
-        .body;
-    let mut fields = pick(&pod, &POD_FIELDS);
-    fields["conditions"] = json!(condition_list(&pod, false));
+    let pod_path = format!("/api/v1/namespaces/{NS}/pods/{solo}");
+    let fields = fields_with_conditions(s, &pod_path, &POD_FIELDS, false).await;
     out.push(("pod created by the ReplicaSet controller", fields));
-    let dep = s
-        .get(&format!("/apis/apps/v1/namespaces/{NS}/deployments/solo"))
-        .await
-        .body;
-    let mut fields = pick(&dep, &DEPLOYMENT_FIELDS);
-    fields["conditions"] = json!(condition_list(&dep, true));
+    let dep_path = format!("/apis/apps/v1/namespaces/{NS}/deployments/solo");
+    let fields = fields_with_conditions(s, &dep_path, &DEPLOYMENT_FIELDS, true).await;
     out.push(("deployment", fields));
     let path = format!("/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/web");
     let pdb = s.get(&path).await.body;

@@ -182,7 +182,7 @@ mod tracker {
     use std::time::Duration;
 
     use kube_descheduler::live::background::{Assumed, BackgroundEvictions};
-    use kube_descheduler::serving::metrics::{EvictedLabels, Metrics};
+    use kube_descheduler::serving::metrics::Metrics;
     use kube_descheduler_engine::snapshot::Snapshot;
     use kube_descheduler_engine::testing::{node, pod, snapshot};
 
@@ -209,15 +209,7 @@ mod tracker {
     }
 
     fn count(m: &Metrics, result: &str) -> u64 {
-        m.pods_evicted
-            .get_or_create(&EvictedLabels {
-                result: result.into(),
-                strategy: "s".into(),
-                profile: "p".into(),
-                namespace: "ns".into(),
-                node: "n1".into(),
-            })
-            .get()
+        m.pods_evicted_total(result, ("p", "s"), ("ns", "n1"))
     }
 
     #[test]

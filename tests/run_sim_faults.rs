@@ -54,13 +54,9 @@ async fn failing_and_slow_initial_lists_are_retried() {
         times: Some(1),
         ..fault("list", "poddisruptionbudgets")
     });
-    let mut d = start(
-        &sim,
-        "lists",
-        &policy(""),
-        &["--descheduling-interval=0", "--secure-port=0"],
-    );
-    assert_eq!(d.wait_exit().await, 0, "log:\n{}", d.log_text());
+    let flags = ["--descheduling-interval=0", "--secure-port=0"];
+    let (d, code) = run_to_exit(&sim, "lists", &policy(""), &flags).await;
+    assert_eq!(code, 0, "log:\n{}", d.log_text());
     assert_evicted_once(&sim, &d, &["web-1", "web-2"]);
     sim.shutdown().await;
 }

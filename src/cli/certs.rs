@@ -56,6 +56,23 @@ pub struct CertsArgs {
     pub ca_key_file: Option<PathBuf>,
 }
 
+impl CertsArgs {
+    /// A new CA and a one-day serving certificate for `service.namespace` and 127.0.0.1, written
+    /// to `out_dir`: what a webhook serving on loopback (a test or a benchmark) needs.
+    pub fn loopback(service: &str, namespace: &str, out_dir: &Path) -> CertsArgs {
+        CertsArgs {
+            service: service.to_owned(),
+            namespace: namespace.to_owned(),
+            out_dir: out_dir.to_owned(),
+            dns_names: vec![],
+            ips: vec![IpAddr::from([127, 0, 0, 1])],
+            valid_days: 1,
+            ca_cert_file: None,
+            ca_key_file: None,
+        }
+    }
+}
+
 /// Flags of cluster mode (the Helm chart's hook Job).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ClusterArgs {

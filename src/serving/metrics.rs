@@ -153,6 +153,25 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// The value of `descheduler_pods_evicted_total{result}` for a pod in `namespace` on `node`,
+    /// evicted by plugin `strategy` of `profile`.
+    pub fn pods_evicted_total(
+        &self,
+        result: &str,
+        (profile, strategy): (&str, &str),
+        (namespace, node): (&str, &str),
+    ) -> u64 {
+        self.pods_evicted
+            .get_or_create(&EvictedLabels {
+                result: result.into(),
+                strategy: strategy.into(),
+                profile: profile.into(),
+                namespace: namespace.into(),
+                node: node.into(),
+            })
+            .get()
+    }
+
     /// Registers every metric in a fresh registry.
     pub fn new() -> Self {
         let mut registry = Registry::default();
@@ -387,15 +406,7 @@ pub(crate) mod tests {
 
     /// `descheduler_pods_evicted_total{result}` of pod ns/web on n1 evicted by profile p, plugin s.
     pub(crate) fn count(m: &Metrics, result: &str) -> u64 {
-        m.pods_evicted
-            .get_or_create(&EvictedLabels {
-                result: result.into(),
-                strategy: "s".into(),
-                profile: "p".into(),
-                namespace: "ns".into(),
-                node: "n1".into(),
-            })
-            .get()
+        m.pods_evicted_total(result, ("p", "s"), ("ns", "n1"))
     }
 
     #[test]

@@ -398,11 +398,14 @@ pub(crate) fn check_rbac(r: &Rendered, rbac: &Rbac) {
     }
     // Nobody else is bound to anything (no stray bindings to other accounts).
     let ours: Vec<Sa> = components.iter().filter_map(|(_, sa)| sa.clone()).collect();
+    let is_ours = |s: &k8s_openapi::api::rbac::v1::Subject| {
+        ours.iter()
+            .any(|sa| sa.name == s.name && Some(&sa.namespace) == s.namespace.as_ref())
+    };
     for b in &rbac.cluster_role_bindings {
         for s in b.subjects.iter().flatten() {
             assert!(
-                ours.iter()
-                    .any(|sa| sa.name == s.name && Some(&sa.namespace) == s.namespace.as_ref()),
+                is_ours(s),
                 "ClusterRoleBinding {:?} binds {s:?}, not one of our pods' ServiceAccounts",
                 b.metadata.name
             );
@@ -410,12 +413,7 @@ pub(crate) fn check_rbac(r: &Rendered, rbac: &Rbac) {
     }
     for b in &rbac.role_bindings {
         for s in b.subjects.iter().flatten() {
-            assert!(
-                ours.iter()
-                    .any(|sa| sa.name == s.name && Some(&sa.namespace) == s.namespace.as_ref()),
-                "RoleBinding {:?} binds {s:?}",
-                b.metadata.name
-            );
+            assert!(is_ours(s), "RoleBinding {:?} binds {s:?}", b.metadata.name);
         }
     }
 }

@@ -450,16 +450,7 @@ pub async fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bo
 
 /// A CA and serving certificate for the shipped Service name, written to `dir`.
 pub fn certs(dir: &Path) -> GeneratedCerts {
-    let args = CertsArgs {
-        service: WEBHOOK_SERVICE.into(),
-        namespace: WEBHOOK_NAMESPACE.into(),
-        out_dir: dir.to_owned(),
-        dns_names: vec![],
-        ips: vec!["127.0.0.1".parse().expect("ip")],
-        valid_days: 1,
-        ca_cert_file: None,
-        ca_key_file: None,
-    };
+    let args = CertsArgs::loopback(WEBHOOK_SERVICE, WEBHOOK_NAMESPACE, dir);
     let certs = generate(&args).expect("certificates");
     write_files(dir, &certs).expect("write certificates");
     certs

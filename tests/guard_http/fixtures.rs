@@ -73,15 +73,7 @@ pub(crate) fn assert_deflection(resp: &Value) {
         status.get("details").is_none(),
         "no details, so no retryAfterSeconds: {status}"
     );
-    assert!(
-        message.contains("Eviction triggered evacuation"),
-        "{message}"
-    );
-    assert!(message.contains("Deployment shop/web"), "{message}");
-    assert!(
-        message.contains("rolling restart is in progress"),
-        "{message}"
-    );
+    kube_descheduler_guard::testing::assert_restart_deflection(message, "shop/web");
 }
 
 /// Asserts that the review was allowed with a first warning containing `text`.

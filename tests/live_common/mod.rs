@@ -179,11 +179,7 @@ pub async fn start(api: Arc<FakeApi>) -> (kube::Client, SocketAddr) {
         )
         .fallback(axum::routing::get(list_or_watch))
         .with_state(api);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let addr = kube_descheduler_guard::testing::serve_on_loopback(app).await;
     let uri: http::Uri = format!("http://{addr}").parse().unwrap();
     let mut config = kube::Config::new(uri);
     // As `run` does: kube's default client retries 429/503/504 — never for evictions.

@@ -32,14 +32,7 @@ pub fn prometheus_binary() -> Option<PathBuf> {
 }
 
 async fn serve(router: axum::Router) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    addr
+    kube_descheduler_guard::testing::serve_on_loopback(router).await
 }
 
 /// An exporter of per-node usage ratios.

@@ -144,15 +144,21 @@ impl Cluster {
     }
 
     /// Waits (at most `timeout`) until `check` is true; panics naming `what` otherwise.
-    pub fn wait_for(&self, what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
-        let start = Instant::now();
-        while !check() {
-            assert!(
-                start.elapsed() < timeout,
-                "timed out after {timeout:?} waiting for {what}"
-            );
-            std::thread::sleep(Duration::from_millis(250));
-        }
+    pub fn wait_for(&self, what: &str, timeout: Duration, check: impl FnMut() -> bool) {
+        wait_until(what, timeout, check)
+    }
+}
+
+/// Waits (at most `timeout`, polling every 250 ms) until `check` is true; panics naming `what`
+/// otherwise.
+pub fn wait_until(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(
+            start.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
     }
 }
 
@@ -294,6 +300,17 @@ spec:
 "#,
         finalizers = finalizers.join(", ")
     )
+}
+
+/// `kube-descheduler` without the environment's `KUBECONFIG`, stdin and stdout closed, stderr
+/// piped (its log, for the caller to read).
+pub fn binary_logging_to_pipe() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"));
+    cmd.env_remove("KUBECONFIG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    cmd
 }
 
 /// `kube-descheduler run` with `kubeconfig` and `policy`, no HTTPS server, JSON logs.

@@ -503,6 +503,15 @@ mod tests {
         }
     }
 
+    /// `first` Active at priority 9000, then the imperative responder Inactive, and their status.
+    fn active_then_imperative(first: &str) -> (EvictionStatus, Vec<TargetResponder>) {
+        let targets = vec![
+            responder(first, 9000, "Active"),
+            responder(IMPERATIVE, 100, "Inactive"),
+        ];
+        (status_for(&targets), targets)
+    }
+
     fn status_for(targets: &[TargetResponder]) -> EvictionStatus {
         EvictionStatus {
             responders: Some(
@@ -543,11 +552,7 @@ mod tests {
 
     #[test]
     fn a_missed_heartbeat_interrupts_and_activates_the_next_one_and_the_last_fails() {
-        let mut targets = vec![
-            responder("kube-descheduler.io/guard", 9000, "Active"),
-            responder(IMPERATIVE, 100, "Inactive"),
-        ];
-        let mut status = status_for(&targets);
+        let (mut status, mut targets) = active_then_imperative("kube-descheduler.io/guard");
         hand_on(&mut status, &mut targets, 0, false);
         assert_eq!(targets[0].state, "Interrupted");
         assert_eq!(targets[1].state, "Active");
@@ -565,11 +570,7 @@ mod tests {
 
     #[test]
     fn a_withdrawal_cancels_the_active_responder_and_a_gone_pod_evicts() {
-        let mut targets = vec![
-            responder("a.io/x", 9000, "Active"),
-            responder(IMPERATIVE, 100, "Inactive"),
-        ];
-        let mut status = status_for(&targets);
+        let (mut status, mut targets) = active_then_imperative("a.io/x");
         finish(&mut status, &mut targets, Some(0), None, false);
         assert_eq!(targets[0].state, "Canceled");
         assert_eq!(

@@ -313,21 +313,16 @@ impl Guard {
         use kube_descheduler::cli::certs::{CertsArgs, generate, write_files};
         let dir = c.dir.join(format!("evreq-{instance}"));
         std::fs::create_dir_all(&dir).expect("guard dir");
-        let certs = generate(&CertsArgs {
-            service: "kube-descheduler-webhook".into(),
-            namespace: "kube-descheduler".into(),
-            out_dir: dir.clone(),
-            dns_names: vec![],
-            ips: vec!["127.0.0.1".parse().expect("ip")],
-            valid_days: 1,
-            ca_cert_file: None,
-            ca_key_file: None,
-        })
+        let certs = generate(&CertsArgs::loopback(
+            "kube-descheduler-webhook",
+            "kube-descheduler",
+            &dir,
+        ))
         .expect("certificates");
         write_files(&dir, &certs).expect("write certificates");
         let ca_file = dir.join("serving-ca.crt");
         std::fs::write(&ca_file, &certs.ca_cert_pem).expect("CA");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
+        let mut child = crate::real_common::binary_logging_to_pipe()
             .arg("webhook")
             .arg(format!("--tls-cert-file={}", dir.join("tls.crt").display()))
             .arg(format!(
@@ -342,10 +337,6 @@ impl Guard {
                 "--eviction-responder",
             ])
             .arg(format!("--instance-name={instance}"))
-            .env_remove("KUBECONFIG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
             .spawn()
             .expect("the guard starts");
         let logs = Arc::new(Mutex::new(Vec::new()));

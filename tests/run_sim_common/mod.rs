@@ -210,6 +210,19 @@ pub struct Descheduler {
     _dir: tempfile::TempDir,
 }
 
+/// [`start`] with the policy `policy_text`, then waits for the process to exit: it and its exit
+/// code.
+pub async fn run_to_exit(
+    sim: &SimHandle,
+    name: &str,
+    policy_text: &str,
+    args: &[&str],
+) -> (Descheduler, i32) {
+    let mut d = start(sim, name, policy_text, args);
+    let code = d.wait_exit().await;
+    (d, code)
+}
+
 /// Starts `kube-descheduler run` against `sim` with `policy_text` and extra flags; it serves on
 /// a free port of 127.0.0.1 unless `args` says `--secure-port`. `POD_NAME` = `name`.
 pub fn start(sim: &SimHandle, name: &str, policy_text: &str, args: &[&str]) -> Descheduler {

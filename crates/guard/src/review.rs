@@ -169,22 +169,13 @@ mod tests {
     use super::*;
 
     fn review(object: serde_json::Value, dry_run: bool) -> Vec<u8> {
-        serde_json::to_vec(&json!({
-            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {
-                "uid": "abc-123",
-                "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "subResource": "eviction",
-                "requestKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
-                "requestResource": {"group": "", "version": "v1", "resource": "pods"},
-                "requestSubResource": "eviction",
-                "name": "web-1", "namespace": "shop", "operation": "CREATE",
-                "userInfo": {"username": "admin"},
-                "object": object, "oldObject": null, "dryRun": dry_run,
-                "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
-            }
-        }))
+        serde_json::to_vec(&crate::testing::eviction_review(
+            "abc-123",
+            ("shop", "web-1"),
+            json!({"username": "admin"}),
+            object,
+            dry_run,
+        ))
         .unwrap()
     }
 

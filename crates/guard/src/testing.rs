@@ -120,3 +120,65 @@ pub fn single_replica_source() -> crate::source::MemorySource {
         .insert("shop/web".into(), Arc::new(web_deployment(1)));
     source
 }
+
+/// Serves `router` over plain HTTP on an OS-chosen loopback port, on the current Tokio runtime
+/// until it stops: its address.
+pub async fn serve_on_loopback(router: axum::Router) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let addr = listener.local_addr().expect("the bound address");
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    addr
+}
+
+/// A client of the fake API server `router`, served by [`serve_on_loopback`].
+pub async fn fake_api_client(router: axum::Router) -> kube::Client {
+    let addr = serve_on_loopback(router).await;
+    let url = format!("http://{addr}").parse().expect("a loopback URL");
+    kube::Client::try_from(kube::Config::new(url)).expect("a client")
+}
+
+/// The AdmissionReview the API server sends for a CREATE of `pods/eviction` of pod
+/// `namespace/name` (`object`: the Eviction; `user_info`: the requester).
+pub fn eviction_review(
+    uid: &str,
+    (namespace, name): (&str, &str),
+    user_info: serde_json::Value,
+    object: serde_json::Value,
+    dry_run: bool,
+) -> serde_json::Value {
+    let eviction_kind = serde_json::json!({"group": "policy", "version": "v1", "kind": "Eviction"});
+    let pods = serde_json::json!({"group": "", "version": "v1", "resource": "pods"});
+    serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": eviction_kind, "resource": pods, "subResource": "eviction",
+            "requestKind": eviction_kind, "requestResource": pods, "requestSubResource": "eviction",
+            "name": name, "namespace": namespace, "operation": "CREATE",
+            "userInfo": user_info,
+            "object": object, "oldObject": null, "dryRun": dry_run,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
+        }
+    })
+}
+
+/// Asserts that `message` is the deflection of an eviction for a rolling restart of Deployment
+/// `deployment` in progress.
+pub fn assert_restart_deflection(message: &str, deployment: &str) {
+    assert!(
+        message.contains("Eviction triggered evacuation"),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("Deployment {deployment}")),
+        "{message}"
+    );
+    assert!(
+        message.contains("rolling restart is in progress"),
+        "{message}"
+    );
+}

@@ -578,21 +578,14 @@ async fn run_kind(feed: Feed) {
                 state.expired(kind);
                 version = None;
             }
-            Err(Failure::NoWatchList(why)) if list_only => {
-                tracing::debug!(
-                    kind = kind.resource(),
-                    reason = %why,
-                    "the API server does not serve streaming lists (WatchList); listing in pages"
-                );
-                watch_list = false;
-                version = None;
-            }
             Err(Failure::NoWatchList(why)) => {
-                tracing::info!(
-                    kind = kind.resource(),
-                    reason = %why,
-                    "the API server does not serve streaming lists (WatchList); listing in pages"
-                );
+                let text =
+                    "the API server does not serve streaming lists (WatchList); listing in pages";
+                if list_only {
+                    tracing::debug!(kind = kind.resource(), reason = %why, "{text}");
+                } else {
+                    tracing::info!(kind = kind.resource(), reason = %why, "{text}");
+                }
                 watch_list = false;
                 version = None;
             }

@@ -112,15 +112,7 @@ fn single_replica_default_strategy_is_deflected_with_the_phrase() {
         panic!("expected Deflect, got {v:?}")
     };
     assert_eq!(deployment, "shop/web");
-    assert!(
-        message.contains("Eviction triggered evacuation"),
-        "{message}"
-    );
-    assert!(message.contains("Deployment shop/web"), "{message}");
-    assert!(
-        message.contains("rolling restart is in progress"),
-        "{message}"
-    );
+    crate::testing::assert_restart_deflection(message, "shop/web");
     assert!(is_deflection_message(message));
     assert_eq!(v.outcome(), "deflected");
 }

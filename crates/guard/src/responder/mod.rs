@@ -31,7 +31,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use k8s_openapi::api::lifecycle::v1alpha1::Eviction;
 use kube::api::{Api, PostParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
@@ -102,12 +102,8 @@ impl Responder {
         config: ResponderConfig,
         instance: &str,
     ) -> Self {
-        let reporter = Reporter {
-            controller: "kube-descheduler-guard".into(),
-            instance: Some(instance.to_owned()),
-        };
         Responder {
-            recorder: Recorder::new(client.clone(), reporter),
+            recorder: crate::restart::guard_recorder(client.clone(), instance),
             state,
             client,
             config,

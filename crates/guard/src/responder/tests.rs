@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::rate::{RateLimits, parse_rate};
-use crate::testing::{RecordingRestarter, single_replica_source};
+use crate::testing::{RecordingRestarter, fake_api_client, single_replica_source};
 
 const POD: &str = "web-7d9f-abcde";
 
@@ -60,15 +60,7 @@ async fn fake_api(fake: Arc<Fake>) -> Client {
             post(post_event),
         )
         .with_state(fake);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    let url = format!("http://{addr}").parse().expect("url");
-    Client::try_from(kube::Config::new(url)).expect("client")
+    fake_api_client(app).await
 }
 
 async fn responder(
@@ -123,6 +115,19 @@ fn ours(status: &Value) -> Value {
     status["status"]["responders"][0].clone()
 }
 
+/// Our entry in the first status written to the fake API.
+fn first_status(fake: &Fake) -> Value {
+    ours(&fake.statuses.lock().expect("lock")[0])
+}
+
+/// Asserts that `status`'s message contains `part`.
+fn assert_message_has(status: &Value, part: &str) {
+    assert!(
+        status["message"].as_str().is_some_and(|m| m.contains(part)),
+        "{status}"
+    );
+}
+
 async fn look(r: &mut Responder, e: &Eviction) {
     let uid = e.uid().unwrap_or_default();
     match turn_of(e, RESPONDER_NAME) {
@@ -141,17 +146,12 @@ async fn a_rollout_is_started_followed_with_heartbeats_and_completed_once_the_po
     let (mut r, fake, restarter) = responder(25, &[]).await;
     look(&mut r, &eviction("Active", "Eviction")).await;
     assert_eq!(restarter.count(), 1);
-    let first = ours(&fake.statuses.lock().expect("lock")[0]);
+    let first = first_status(&fake);
     assert!(
         first["heartbeatTime"].is_string() && first["completionTime"].is_null(),
         "{first}"
     );
-    assert!(
-        first["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("Rolling restart of Deployment shop/web")),
-        "{first}"
-    );
+    assert_message_has(&first, "Rolling restart of Deployment shop/web");
     // The pod goes: completion, and no second restart.
     *fake.pod_present.lock().expect("lock") = false;
     look(&mut r, &eviction("Active", "Eviction")).await;
@@ -159,12 +159,7 @@ async fn a_rollout_is_started_followed_with_heartbeats_and_completed_once_the_po
     let statuses = fake.statuses.lock().expect("lock").clone();
     let last = ours(statuses.last().expect("a status"));
     assert!(last["completionTime"].is_string(), "{last}");
-    assert!(
-        last["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("is gone")),
-        "{last}"
-    );
+    assert_message_has(&last, "is gone");
 }
 
 #[tokio::test]
@@ -172,14 +167,9 @@ async fn a_withdrawal_before_the_rollout_restarts_nothing_and_is_reported() {
     let (mut r, fake, restarter) = responder(25, &[]).await;
     look(&mut r, &eviction("Active", "Withdrawn")).await;
     assert!(restarter.count() == 0);
-    let s = ours(&fake.statuses.lock().expect("lock")[0]);
+    let s = first_status(&fake);
     assert!(s["completionTime"].is_string(), "{s}");
-    assert!(
-        s["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("nothing was restarted")),
-        "{s}"
-    );
+    assert_message_has(&s, "nothing was restarted");
     let events = fake.events.lock().expect("lock").clone();
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0]["reason"], "EvictionWithdrawn");
@@ -203,7 +193,7 @@ async fn an_empty_bucket_waits_and_a_cancellation_then_restarts_nothing() {
     }
     look(&mut r, &e).await;
     assert!(restarter.count() == 0);
-    let s = ours(&fake.statuses.lock().expect("lock")[0]);
+    let s = first_status(&fake);
     assert!(
         s["completionTime"].is_null() && s["heartbeatTime"].is_string(),
         "{s}"
@@ -226,12 +216,7 @@ async fn untrusted_requesters_are_passed_on_without_a_write() {
     let (mut r, fake, restarter) = responder(25, &["trusted.io/drainer"]).await;
     look(&mut r, &eviction("Active", "Eviction")).await;
     assert!(restarter.count() == 0);
-    let s = ours(&fake.statuses.lock().expect("lock")[0]);
+    let s = first_status(&fake);
     assert!(s["completionTime"].is_string(), "{s}");
-    assert!(
-        s["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("passing the eviction on")),
-        "{s}"
-    );
+    assert_message_has(&s, "passing the eviction on");
 }

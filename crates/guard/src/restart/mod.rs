@@ -159,6 +159,16 @@ pub trait Restarter: Send + Sync + 'static {
     }
 }
 
+/// The Event recorder of the guard instance `instance` (reporting controller
+/// `kube-descheduler-guard`).
+pub(crate) fn guard_recorder(client: Client, instance: &str) -> Recorder {
+    let reporter = Reporter {
+        controller: "kube-descheduler-guard".into(),
+        instance: Some(instance.to_owned()),
+    };
+    Recorder::new(client, reporter)
+}
+
 /// The real restart actor, talking to the API server.
 pub struct RestartActor {
     client: Client,
@@ -178,12 +188,8 @@ impl RestartActor {
         metrics: Arc<dyn RestartMetrics>,
     ) -> Self {
         let instance = instance.into();
-        let reporter = Reporter {
-            controller: "kube-descheduler-guard".into(),
-            instance: Some(instance.clone()),
-        };
         RestartActor {
-            recorder: Recorder::new(client.clone(), reporter),
+            recorder: guard_recorder(client.clone(), &instance),
             client,
             instance,
             timeout: DEFAULT_TIMEOUT,

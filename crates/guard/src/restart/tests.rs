@@ -97,13 +97,7 @@ async fn start(fake: Arc<Fake>) -> Client {
             post(post_event),
         )
         .with_state(fake);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    let config = kube::Config::new(format!("http://{addr}").parse().unwrap());
-    Client::try_from(config).unwrap()
+    crate::testing::fake_api_client(app).await
 }
 
 fn request(pod: &str) -> RestartRequest {
