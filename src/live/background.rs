@@ -137,7 +137,7 @@ impl BackgroundEvictions {
     /// the API server has them): one deleted or withdrawn by someone else is no longer tracked (a
     /// plugin choosing the pod again asks anew), one the tracker did not know is tracked
     /// (uncounted).
-    pub fn sync_requests(&self, outstanding: &[super::evreq::Outstanding]) {
+    pub fn sync_requests(&self, outstanding: &[Outstanding]) {
         let known: std::collections::HashSet<&str> =
             outstanding.iter().map(|o| o.uid.as_str()).collect();
         self.lock()
@@ -307,6 +307,33 @@ fn count_end(metrics: Option<&Metrics>, item: &Item, result: &str) {
         .inc();
 }
 
+/// An outstanding request of ours found at start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outstanding {
+    /// The pod's UID.
+    pub uid: String,
+    /// The pod's namespace.
+    pub namespace: String,
+    /// The pod's name.
+    pub pod: String,
+    /// The request's name.
+    pub name: String,
+}
+
+impl Outstanding {
+    /// The tracker's record of it (node, profile and strategy unknown).
+    pub fn as_assumed(&self) -> Assumed<'_> {
+        Assumed {
+            uid: &self.uid,
+            namespace: &self.namespace,
+            name: &self.pod,
+            node: "",
+            profile: "",
+            strategy: "",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,7 +377,7 @@ mod tests {
     fn syncing_drops_requests_the_server_lost_and_adds_those_it_has() {
         let t = BackgroundEvictions::default();
         requested(&t);
-        let other = super::super::evreq::Outstanding {
+        let other = super::Outstanding {
             uid: "uid-ns-api".into(),
             namespace: "ns".into(),
             pod: "api".into(),

@@ -129,7 +129,13 @@ impl LiveCycle {
         if let Mode::Live(cfg) = &self.mode
             && !stop.is_cancelled()
         {
-            super::evreq::withdraw_unwanted(cfg, &snapshot, &in_flight.requested, &report, &rt);
+            super::request_upkeep::withdraw_unwanted(
+                cfg,
+                &snapshot,
+                &in_flight.requested,
+                &report,
+                &rt,
+            );
         }
         (report, snapshot_time)
     }
@@ -143,7 +149,7 @@ impl LiveCycle {
             return InFlight::default();
         };
         if cfg.eviction_api == super::evreq::EvictionApi::EvictionRequest {
-            super::evreq::resync(cfg, rt);
+            super::request_upkeep::resync(cfg, rt);
         }
         let in_flight = tracker.apply_all(snapshot, self.metrics.as_deref());
         if !in_flight.marked.is_empty() {

@@ -16,10 +16,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 
+pub use super::background::Outstanding;
 use super::events::PodRef;
-use kube_descheduler_engine::evictor::EvictOutcome;
-use kube_descheduler_engine::framework::cycle::CycleReport;
-use kube_descheduler_engine::snapshot::{PodId, Snapshot};
 
 /// `spec.requester` of our requests.
 pub const REQUESTER: &str = "kube-descheduler.io/descheduler";
@@ -159,33 +157,6 @@ pub async fn set_intent(
     }
 }
 
-/// An outstanding request of ours found at start.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outstanding {
-    /// The pod's UID.
-    pub uid: String,
-    /// The pod's namespace.
-    pub namespace: String,
-    /// The pod's name.
-    pub pod: String,
-    /// The request's name.
-    pub name: String,
-}
-
-impl Outstanding {
-    /// The tracker's record of it (node, profile and strategy unknown).
-    pub fn as_assumed(&self) -> super::background::Assumed<'_> {
-        super::background::Assumed {
-            uid: &self.uid,
-            namespace: &self.namespace,
-            name: &self.pod,
-            node: "",
-            profile: "",
-            strategy: "",
-        }
-    }
-}
-
 /// Checks that the server serves EvictionRequests and returns our requests with intent
 /// `Eviction` (they count against the limits until withdrawn or their pod is gone).
 pub async fn start(client: &Client) -> anyhow::Result<Vec<Outstanding>> {
@@ -202,28 +173,6 @@ pub async fn list_outstanding(client: &Client) -> Result<Vec<Outstanding>, kube:
         .list(&ListParams::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}")))
         .await?;
     Ok(list.items.into_iter().filter_map(outstanding).collect())
-}
-
-/// Before a cycle: brings the tracker's requests in line with the API server's (a request someone
-/// else deleted or withdrew is asked for anew when a plugin chooses the pod again). A failed list
-/// keeps the tracker as it is.
-pub fn resync(cfg: &super::evictor::ApiEvictorConfig, rt: &tokio::runtime::Handle) {
-    let Some(tracker) = cfg.background.as_deref() else {
-        return;
-    };
-    let listed = rt.block_on(async {
-        cfg.limiter.acquire().await;
-        tokio::time::timeout(cfg.call_timeout, list_outstanding(&cfg.client)).await
-    });
-    match listed {
-        Ok(Ok(outstanding)) => tracker.sync_requests(&outstanding),
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "listing our EvictionRequests failed; the tracker keeps the requests it knows")
-        }
-        Err(_) => tracing::warn!(
-            "listing our EvictionRequests timed out; the tracker keeps the requests it knows"
-        ),
-    }
 }
 
 /// `req` as an outstanding request of ours (None: not ours, or withdrawn).
@@ -260,65 +209,6 @@ async fn check_served(client: &Client) -> anyhow::Result<()> {
         Err(e) => Err(anyhow::anyhow!(
             "--eviction-api EvictionRequest: discovery of {GROUP_VERSION} failed: {e}"
         )),
-    }
-}
-
-/// After a cycle that ran every plugin to the end: withdraws our requests (`requested`, the pods
-/// that had one when the cycle began) for the pods no plugin chose again. Not after a cycle in
-/// which a limit refused an eviction: a plugin stops at a limit, so it may not have reached every
-/// pod it still wants. A failed withdrawal is logged and tried again next cycle.
-pub fn withdraw_unwanted(
-    cfg: &super::evictor::ApiEvictorConfig,
-    snapshot: &Snapshot,
-    requested: &[PodId],
-    report: &CycleReport,
-    rt: &tokio::runtime::Handle,
-) {
-    let Some(tracker) = cfg.background.as_deref() else {
-        return;
-    };
-    if requested.is_empty() {
-        return;
-    }
-    if report.skipped.is_some()
-        || !report.plugin_failures.is_empty()
-        || !report.limit_hits.is_empty()
-    {
-        tracing::debug!(
-            "the cycle was skipped, a plugin failed or a limit stopped one; no EvictionRequest withdrawn"
-        );
-        return;
-    }
-    let wanted: std::collections::HashSet<PodId> = report
-        .records
-        .iter()
-        .filter(|r| matches!(r.outcome, EvictOutcome::Requested { .. }))
-        .map(|r| r.pod)
-        .collect();
-    for &id in requested.iter().filter(|id| !wanted.contains(id)) {
-        let pod = snapshot.pod(id);
-        let Some(name) = tracker.request_of(&pod.uid) else {
-            continue;
-        };
-        let key = format!("{}/{}", pod.namespace, pod.name);
-        let done = rt.block_on(async {
-            cfg.limiter.acquire().await;
-            tokio::time::timeout(
-                cfg.call_timeout,
-                set_intent(&cfg.client, &pod.namespace, &name, INTENT_WITHDRAWN),
-            )
-            .await
-            .unwrap_or_else(|_| Err(format!("withdrawing EvictionRequest {name:?}: no answer")))
-        });
-        match done {
-            Ok(()) => {
-                tracker.forget(&pod.uid);
-                tracing::info!(pod = %key, request = %name, "Eviction request withdrawn: no plugin chose the pod this cycle");
-            }
-            Err(error) => {
-                tracing::warn!(pod = %key, request = %name, %error, "withdrawing the eviction request failed; trying again next cycle");
-            }
-        }
     }
 }
 

@@ -33,6 +33,7 @@ pub mod http;
 pub mod otel;
 pub mod ratelimit;
 pub mod recent;
+pub mod request_upkeep;
 pub mod returns;
 pub mod run;
 pub mod server;

@@ -8,8 +8,8 @@ use jiff::Timestamp;
 
 use crate::decision::{AllowReason, EvictionRequest, Verdict};
 use crate::restart::{RequestAudit, RestartOutcome, RestartRequest, SurgeOutcome, SurgeRequest};
-use crate::server::{GATHER_BUDGET, GuardState};
 use crate::source::{Gathered, PodLookup, SourceError};
+use crate::state::{GATHER_BUDGET, GuardState};
 
 /// The way an eviction reached the guard (the `path` label of
 /// `kube_descheduler_guard_answers_total`).

@@ -38,6 +38,7 @@ pub mod restart;
 pub mod review;
 pub mod server;
 pub mod source;
+pub mod state;
 pub mod surge_reconciler;
 pub mod testing;
 

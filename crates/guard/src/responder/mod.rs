@@ -39,7 +39,7 @@ use kube::{Client, ResourceExt};
 use crate::answering::{Answer, AnswerKind, Caller, EvictionPath};
 use crate::decision::EvictionRequest;
 use crate::restart::RequestAudit;
-use crate::server::GuardState;
+use crate::state::GuardState;
 use turn::{PodTarget, Report, Turn, last_heartbeat, turn_of, with_report};
 
 /// The guard's responder name in a pod's `spec.evictionResponders`.
