@@ -89,19 +89,7 @@ fn spawn(bin: &Path, args: &[String]) -> (Child, mpsc::Receiver<CycleLine>) {
         .spawn()
         .unwrap_or_else(|e| fail(format!("cannot start {}: {e}", bin.display())));
     let (tx, rx) = mpsc::channel();
-    for out in [
-        child
-            .stdout
-            .take()
-            .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>),
-    ]
-    .into_iter()
-    .flatten()
-    {
+    for out in bench_common::child_outputs(&mut child).into_iter() {
         let tx = tx.clone();
         let mut raw = raw_log();
         std::thread::spawn(move || {

@@ -98,37 +98,27 @@ fn measure(
         .unwrap_or_else(|e| fail(format!("cannot start {}: {e}", bin.display())));
     let found: Arc<Mutex<Option<u64>>> = Arc::default();
     let tail: Arc<Mutex<Vec<String>>> = Arc::default();
-    let readers: Vec<_> = [
-        child
-            .stdout
-            .take()
-            .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>),
-        child
-            .stderr
-            .take()
-            .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|out| {
-        let (found, tail) = (found.clone(), tail.clone());
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if let Some(n) = evictions(&line)
-                    && let Ok(mut f) = found.lock()
-                {
-                    *f = Some(n);
-                }
-                if let Ok(mut t) = tail.lock() {
-                    if t.len() == 20 {
-                        t.remove(0);
+    let readers: Vec<_> = bench_common::child_outputs(&mut child)
+        .into_iter()
+        .map(|out| {
+            let (found, tail) = (found.clone(), tail.clone());
+            std::thread::spawn(move || {
+                for line in BufReader::new(out).lines().map_while(Result::ok) {
+                    if let Some(n) = evictions(&line)
+                        && let Ok(mut f) = found.lock()
+                    {
+                        *f = Some(n);
                     }
-                    t.push(line);
+                    if let Ok(mut t) = tail.lock() {
+                        if t.len() == 20 {
+                            t.remove(0);
+                        }
+                        t.push(line);
+                    }
                 }
-            }
+            })
         })
-    })
-    .collect();
+        .collect();
     let peak = wait_peak(&mut child, timeout);
     let wall = started.elapsed().as_secs_f64();
     for r in readers {

@@ -38,3 +38,16 @@ pub fn list_items(json: Vec<u8>) -> Result<Vec<serde_json::Value>, String> {
         _ => Err("the synthetic cluster has no items".into()),
     }
 }
+
+/// The child's piped stdout and stderr (those it has), each to be read on its own thread.
+pub fn child_outputs(child: &mut std::process::Child) -> Vec<Box<dyn std::io::Read + Send>> {
+    let out = child
+        .stdout
+        .take()
+        .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>);
+    let err = child
+        .stderr
+        .take()
+        .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>);
+    out.into_iter().chain(err).collect()
+}
