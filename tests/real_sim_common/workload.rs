@@ -72,6 +72,18 @@ pub async fn set_up(s: &super::Server) {
             .await;
         assert_eq!(r.status, 201, "{}: deployment {name}: {}", s.name, r.body);
     }
+    for (ns, name, replicas, _) in deployments {
+        s.wait_for(
+            &format!("{replicas} available replicas of {ns}/{name}"),
+            &format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}"),
+            WAIT,
+            |d| d.pointer("/status/availableReplicas") == Some(&json!(replicas)),
+        )
+        .await;
+    }
+    // The budgets come after the pods are Ready: both duo budgets select the same pod, and the
+    // disruption controller enqueues only one of them (chosen arbitrarily) on a pod's events, so
+    // the other's status is computed only when the budget itself is added.
     let pdbs = [
         pdb("web", "web", json!({"minAvailable": 2})),
         pdb("duo-a", "duo", json!({"maxUnavailable": 1})),
@@ -86,15 +98,6 @@ pub async fn set_up(s: &super::Server) {
             )
             .await;
         assert_eq!(r.status, 201, "{}: pdb: {}", s.name, r.body);
-    }
-    for (ns, name, replicas, _) in deployments {
-        s.wait_for(
-            &format!("{replicas} available replicas of {ns}/{name}"),
-            &format!("/apis/apps/v1/namespaces/{ns}/deployments/{name}"),
-            WAIT,
-            |d| d.pointer("/status/availableReplicas") == Some(&json!(replicas)),
-        )
-        .await;
     }
     // A pod no node can take stays Pending under a budget that allows nothing.
     let pending = json!({"apiVersion": "v1", "kind": "Pod",
