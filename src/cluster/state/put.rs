@@ -111,14 +111,17 @@ fn insert_pods(
 /// Inserts every other kind of `parts` (nodes and pods are taken out), pushing each key to
 /// `keys`.
 fn insert_other(g: &mut Inner, parts: Parts, keys: &mut Vec<String>) {
+    // The key, after a copy of it is pushed to `keys`.
+    let mut kept = |key: String| {
+        keys.push(key.clone());
+        key
+    };
     for (name, labels) in parts.namespaces {
-        keys.push(name.clone());
         let pdb_surge = parts.namespace_pdb_surge.get(&name).copied();
-        g.namespaces.insert(name, (labels, pdb_surge));
+        g.namespaces.insert(kept(name), (labels, pdb_surge));
     }
     for (name, value) in parts.priority_classes {
-        keys.push(name.clone());
-        g.priority_classes.insert(name, value);
+        g.priority_classes.insert(kept(name), value);
     }
     let meta_key = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
         kinds::key(
@@ -127,39 +130,28 @@ fn insert_other(g: &mut Inner, parts: Parts, keys: &mut Vec<String>) {
         )
     };
     for p in parts.pdbs {
-        let key = meta_key(&p.metadata);
-        keys.push(key.clone());
-        g.pdbs.insert(key, p);
+        g.pdbs.insert(kept(meta_key(&p.metadata)), p);
     }
     for (k, info) in parts.pvcs {
-        let key = kinds::key(&k.namespace, &k.name);
-        keys.push(key.clone());
-        g.pvcs.insert(key, (k, info));
+        g.pvcs
+            .insert(kept(kinds::key(&k.namespace, &k.name)), (k, info));
     }
     for rs in parts.replica_sets {
-        let key = kinds::key(&rs.namespace, &rs.name);
-        keys.push(key.clone());
-        g.replica_sets.insert(key, rs);
+        g.replica_sets
+            .insert(kept(kinds::key(&rs.namespace, &rs.name)), rs);
     }
     for d in parts.deployments {
-        let key = kinds::key(&d.namespace, &d.name);
-        keys.push(key.clone());
-        g.deployments.insert(key, d);
+        g.deployments
+            .insert(kept(kinds::key(&d.namespace, &d.name)), d);
     }
     for s in parts.stateful_sets {
-        let key = meta_key(&s.metadata);
-        keys.push(key.clone());
-        g.stateful_sets.insert(key, s);
+        g.stateful_sets.insert(kept(meta_key(&s.metadata)), s);
     }
     for j in parts.jobs {
-        let key = meta_key(&j.metadata);
-        keys.push(key.clone());
-        g.jobs.insert(key, j);
+        g.jobs.insert(kept(meta_key(&j.metadata)), j);
     }
     for h in parts.hpas {
-        let key = kinds::key(&h.namespace, &h.name);
-        keys.push(key.clone());
-        g.hpas.insert(key, h);
+        g.hpas.insert(kept(kinds::key(&h.namespace, &h.name)), h);
     }
     for w in parts.warnings {
         tracing::debug!(warning = %w, "cluster state");
