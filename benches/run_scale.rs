@@ -346,8 +346,16 @@ fn start_sim(rt: &tokio::runtime::Runtime, objects: Vec<Value>, kubeconfig: &Pat
 
 /// `run`'s arguments: dry-run, JSON logs, no secure port, every `interval`.
 fn run_args(kubeconfig: &Path, policy: &Path, interval: &str) -> Vec<String> {
+    let mut args = vec!["run".to_string()];
+    args.extend(dry_run_flags(kubeconfig, policy, interval));
+    args.extend(["--logging-format".to_string(), "json".to_string()]);
+    args
+}
+
+/// The flags `run` and upstream's descheduler share: the cluster, the policy, dry-run, every
+/// `interval`, no secure port.
+fn dry_run_flags(kubeconfig: &Path, policy: &Path, interval: &str) -> Vec<String> {
     [
-        "run",
         "--kubeconfig",
         &kubeconfig.to_string_lossy(),
         "--policy-config-file",
@@ -357,8 +365,6 @@ fn run_args(kubeconfig: &Path, policy: &Path, interval: &str) -> Vec<String> {
         interval,
         "--secure-port",
         "0",
-        "--logging-format",
-        "json",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -465,17 +471,7 @@ fn print_once_table(runs: &[OnceRun]) {
 fn run_upstream(up: &str, kubeconfig: &Path, policy: &Path) {
     let started = Instant::now();
     let mut c = Command::new(up)
-        .args([
-            "--kubeconfig",
-            &kubeconfig.to_string_lossy(),
-            "--policy-config-file",
-            &policy.to_string_lossy(),
-            "--dry-run",
-            "--descheduling-interval",
-            "0",
-            "--secure-port",
-            "0",
-        ])
+        .args(dry_run_flags(kubeconfig, policy, "0"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
