@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 
 use kube::api::ListParams;
 use kube_descheduler::cluster::kinds::Kind;
-use kube_descheduler::synth::{Shape, write_cluster};
 use kube_sim::{Sim, SimOptions};
 use serde_json::Value;
 
@@ -95,20 +94,7 @@ fn main() {
 }
 
 async fn run(nodes: usize, pods: usize, runs: usize) {
-    let mut json = Vec::new();
-    write_cluster(
-        Shape {
-            nodes,
-            pods,
-            seed: 7,
-        },
-        &mut json,
-    )
-    .unwrap_or_else(|e| fail(format!("{e}")));
-    let objects = match bench_common::list_items(json) {
-        Ok(objects) => objects,
-        Err(e) => fail(e),
-    };
+    let objects = bench_common::synth_objects(nodes, pods, 7).unwrap_or_else(|e| fail(e));
     let dir = tempfile::tempdir().unwrap_or_else(|e| fail(format!("temp dir: {e}")));
     let kubeconfig = dir.path().join("kubeconfig");
     let sim = Sim::start(SimOptions {
@@ -121,70 +107,87 @@ async fn run(nodes: usize, pods: usize, runs: usize) {
     .unwrap_or_else(|e| fail(format!("kube-sim: {e}")));
     let served = sim.list("v1", "Pod", None).len();
     println!("kube-sim {nodes} nodes / {served} pods, controllers off");
-
-    let config = kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml())
-        .unwrap_or_else(|e| fail(format!("kubeconfig: {e}")));
-    let config = kube::Config::from_custom_kubeconfig(config, &Default::default())
-        .await
-        .unwrap_or_else(|e| fail(format!("kubeconfig: {e}")));
-    let client = kube_descheduler::cluster::client::client(config)
-        .unwrap_or_else(|e| fail(format!("client: {e}")));
+    let client = bare_client(&sim.kubeconfig_yaml()).await;
 
     let mut failed = false;
     for round in 1..=runs {
         let (list_s, bytes) = bare_list(&client).await;
-        let started = Instant::now();
-        let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args([
-                "plan",
-                "-o",
-                "json",
-                "--now",
-                "2026-01-10T00:00:00Z",
-                "--stats",
-            ])
-            .arg(format!("--kubeconfig={}", kubeconfig.display()))
-            .env_remove("KUBECONFIG")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
-            .unwrap_or_else(|e| fail(format!("plan: {e}")));
-        let wall = started.elapsed().as_secs_f64();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        if !out.status.success() {
-            fail(format!("plan exited {:?}: {stderr}", out.status.code()));
-        }
-        let stats: Value = stderr
-            .lines()
-            .rev()
-            .find_map(|l| serde_json::from_str(l).ok())
-            .unwrap_or_else(|| fail(format!("no --stats line: {stderr}")));
-        let rss_mib = stats["peakRssKiB"].as_f64().unwrap_or(0.0) * 1024.0 / MIB;
-        let read_s = stats["loadSeconds"].as_f64().unwrap_or(0.0);
+        let (wall, stats) = plan_stats(&kubeconfig);
         let planned_pods = stats["pods"].as_u64().unwrap_or(0);
         if planned_pods as usize != served {
             fail(format!(
                 "plan saw {planned_pods} pods, kube-sim serves {served}"
             ));
         }
-        let wall_ok = wall <= list_s + 1.0;
-        let rss_ok = rss_mib <= 300.0;
-        failed |= !(wall_ok && rss_ok);
-        println!(
-            "run {round}: bare list {list_s:.2} s ({:.0} MiB); plan --kubeconfig wall {wall:.2} s \
-             (read {read_s:.2} s, cycle {:.2} s) [{}: ≤ list + 1 s], peak RSS {rss_mib:.0} MiB \
-             [{}: ≤ 300 MiB], {} evictions",
-            bytes as f64 / MIB,
-            stats["cycleSeconds"].as_f64().unwrap_or(0.0),
-            if wall_ok { "ok" } else { "MISSED" },
-            if rss_ok { "ok" } else { "MISSED" },
-            stats["evictions"],
-        );
+        failed |= !report_run(round, (list_s, bytes), wall, &stats);
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     std::mem::forget(sim);
     if failed {
         std::process::exit(1);
     }
+}
+
+/// A client of kube-sim as `plan --kubeconfig` builds it.
+async fn bare_client(kubeconfig_yaml: &str) -> kube::Client {
+    let config = kube::config::Kubeconfig::from_yaml(kubeconfig_yaml)
+        .unwrap_or_else(|e| fail(format!("kubeconfig: {e}")));
+    let config = kube::Config::from_custom_kubeconfig(config, &Default::default())
+        .await
+        .unwrap_or_else(|e| fail(format!("kubeconfig: {e}")));
+    kube_descheduler::cluster::client::client(config)
+        .unwrap_or_else(|e| fail(format!("client: {e}")))
+}
+
+/// Runs `plan --kubeconfig -o json --stats`: its wall time (spawn to exit) and the `--stats` line
+/// it printed.
+fn plan_stats(kubeconfig: &std::path::Path) -> (f64, Value) {
+    let started = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "plan",
+            "-o",
+            "json",
+            "--now",
+            "2026-01-10T00:00:00Z",
+            "--stats",
+        ])
+        .arg(format!("--kubeconfig={}", kubeconfig.display()))
+        .env_remove("KUBECONFIG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap_or_else(|e| fail(format!("plan: {e}")));
+    let wall = started.elapsed().as_secs_f64();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        fail(format!("plan exited {:?}: {stderr}", out.status.code()));
+    }
+    let stats = stderr
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| fail(format!("no --stats line: {stderr}")));
+    (wall, stats)
+}
+
+/// Prints one run's line against the targets (wall ≤ list + 1 s, peak RSS ≤ 300 MiB); whether
+/// both were met. `(list_s, bytes)`: the bare list's seconds and bytes.
+fn report_run(round: usize, (list_s, bytes): (f64, usize), wall: f64, stats: &Value) -> bool {
+    let rss_mib = stats["peakRssKiB"].as_f64().unwrap_or(0.0) * 1024.0 / MIB;
+    let read_s = stats["loadSeconds"].as_f64().unwrap_or(0.0);
+    let wall_ok = wall <= list_s + 1.0;
+    let rss_ok = rss_mib <= 300.0;
+    println!(
+        "run {round}: bare list {list_s:.2} s ({:.0} MiB); plan --kubeconfig wall {wall:.2} s \
+         (read {read_s:.2} s, cycle {:.2} s) [{}: ≤ list + 1 s], peak RSS {rss_mib:.0} MiB \
+         [{}: ≤ 300 MiB], {} evictions",
+        bytes as f64 / MIB,
+        stats["cycleSeconds"].as_f64().unwrap_or(0.0),
+        if wall_ok { "ok" } else { "MISSED" },
+        if rss_ok { "ok" } else { "MISSED" },
+        stats["evictions"],
+    );
+    wall_ok && rss_ok
 }

@@ -210,6 +210,69 @@ fn main() {
 }
 
 async fn run(nodes: usize, pods: usize, evict: u64, qps: u64, timeout: Duration) {
+    let cluster = start_cluster(nodes, pods, timeout).await;
+    let (webhook, _certs) = guarded(&cluster, &[]).await;
+
+    let seen = Arc::new(Mutex::new(Observed::default()));
+    let watcher = observe(&cluster.sim, seen.clone());
+
+    let policy_path = write_policy(&cluster, evict);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| fail(format!("free port: {e}")));
+    let started = Instant::now();
+    let (mut child, rx) = spawn_run(&cluster, &policy_path, qps, port, started);
+    let cycle = wait_for_cycle(&mut child, &rx, started, timeout);
+    let metrics = scrape_metrics(port).await;
+    let _ = child.kill();
+    let _ = child.wait();
+    let metric_total = evicted_total(&metrics);
+
+    let replaced = wait_settled(&cluster.sim, pods, timeout, "replacements").await;
+    // The replacements are Ready: nothing the cycle caused is still in the change stream.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    watcher.abort();
+    let deflections = webhook
+        .metric("kube_descheduler_guard_deflections_total")
+        .await;
+    let events = descheduled_events(&cluster.sim);
+    let s = seen
+        .lock()
+        .unwrap_or_else(|_| fail("observer poisoned".into()));
+    let (at, cycle_s, logged) = cycle;
+    println!(
+        "\n| nodes | pods | evicted (metric) | evicted (kube-sim) | deflected | cycle s | \
+         evictions/s | replaced and Ready after s |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| {nodes} | {pods} | {metric_total} | {} | {deflections} | {cycle_s:.1} | {:.1} | {:.1} |",
+        s.evicted.len(),
+        metric_total / cycle_s.max(0.001),
+        replaced.as_secs_f64()
+    );
+    println!(
+        "(cycle ended {at:.1} s after spawn, run logged {logged} evictions, qps {qps}; \
+         loaded machine)"
+    );
+    let problems = problems(
+        &s,
+        &events,
+        Evictions {
+            metric_total,
+            deflections,
+            limit: evict,
+        },
+    );
+    if !problems.is_empty() {
+        fail(problems.join("; "));
+    }
+    println!("all checks passed");
+}
+
+/// kube-sim (controllers on) serving the scale cluster, settled (every pod Ready).
+async fn start_cluster(nodes: usize, pods: usize, timeout: Duration) -> Cluster {
     let mut json = Vec::new();
     cluster::write_cluster(nodes, pods, &mut json).unwrap_or_else(|e| fail(format!("{e}")));
     let objects = match bench_common::list_items(json) {
@@ -238,11 +301,11 @@ async fn run(nodes: usize, pods: usize, evict: u64, qps: u64, timeout: Duration)
          (loaded machine)",
         loading.elapsed().as_secs_f64().max(settled.as_secs_f64())
     );
-    let (webhook, _certs) = guarded(&cluster, &[]).await;
+    cluster
+}
 
-    let seen = Arc::new(Mutex::new(Observed::default()));
-    let watcher = observe(&cluster.sim, seen.clone());
-
+/// Writes the PodLifeTime policy that evicts at most `evict` pods; its path.
+fn write_policy(cluster: &Cluster, evict: u64) -> std::path::PathBuf {
     let policy = format!(
         "apiVersion: descheduler/v1alpha2
 kind: DeschedulerPolicy
@@ -262,17 +325,24 @@ profiles:
     );
     let policy_path = cluster.dir.path().join("policy.yaml");
     std::fs::write(&policy_path, policy).unwrap_or_else(|e| fail(format!("policy: {e}")));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| fail(format!("free port: {e}")));
-    let started = Instant::now();
+    policy_path
+}
+
+/// Starts `kube-descheduler run` (hourly cycles, JSON logs, metrics on `port`); its cycle lines
+/// arrive on the channel, timed from `started`.
+fn spawn_run(
+    cluster: &Cluster,
+    policy_path: &std::path::Path,
+    qps: u64,
+    port: u16,
+    started: Instant,
+) -> (std::process::Child, std::sync::mpsc::Receiver<Cycle>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
         .arg("run")
         .arg("--kubeconfig")
         .arg(cluster.kubeconfig())
         .arg("--policy-config-file")
-        .arg(&policy_path)
+        .arg(policy_path)
         .args(["--descheduling-interval", "1h", "--logging-format", "json"])
         .args(["--client-connection-qps", &qps.to_string()])
         .args(["--client-connection-burst", &qps.to_string()])
@@ -304,9 +374,19 @@ profiles:
             }
         });
     }
-    let cycle = loop {
+    (child, rx)
+}
+
+/// Waits (bounded by `timeout` from `started`) for the child's first cycle line.
+fn wait_for_cycle(
+    child: &mut std::process::Child,
+    rx: &std::sync::mpsc::Receiver<Cycle>,
+    started: Instant,
+    timeout: Duration,
+) -> Cycle {
+    loop {
         match rx.recv_timeout(Duration::from_millis(500)) {
-            Ok(c) => break c,
+            Ok(c) => return c,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                 if let Ok(Some(status)) = child.try_wait() {
                     fail(format!(
@@ -320,8 +400,12 @@ profiles:
             }
             Err(e) => fail(format!("run's log: {e}")),
         }
-    };
-    let metrics = reqwest::Client::builder()
+    }
+}
+
+/// The child's `/metrics` (empty when the body cannot be read).
+async fn scrape_metrics(port: u16) -> String {
+    reqwest::Client::builder()
         .danger_accept_invalid_certs(true)
         .build()
         .unwrap_or_else(|e| fail(format!("client: {e}")))
@@ -331,43 +415,33 @@ profiles:
         .unwrap_or_else(|e| fail(format!("metrics: {e}")))
         .text()
         .await
-        .unwrap_or_default();
-    let _ = child.kill();
-    let _ = child.wait();
-    let metric_total = evicted_total(&metrics);
+        .unwrap_or_default()
+}
 
-    let replaced = wait_settled(&cluster.sim, pods, timeout, "replacements").await;
-    // The replacements are Ready: nothing the cycle caused is still in the change stream.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    watcher.abort();
-    let deflections = webhook
-        .metric("kube_descheduler_guard_deflections_total")
-        .await;
-    let events = descheduled_events(&cluster.sim);
+/// The evictions as `run` and the guard counted them.
+struct Evictions {
+    /// `descheduler_pods_evicted_total{result="success"}`.
+    metric_total: f64,
+    /// The guard's deflections.
+    deflections: f64,
+    /// `maxNoOfPodsToEvictTotal`.
+    limit: u64,
+}
+
+/// What the checks found wrong: the change stream lagged, the metric disagrees with kube-sim, the
+/// count is out of bounds, a single-replica Deployment went to 0 Ready, a pod was evicted twice,
+/// or the `Descheduled` Events do not match the evictions (`events`: per pod uid).
+fn problems(s: &Observed, events: &HashMap<String, u64>, counted: Evictions) -> Vec<String> {
+    let Evictions {
+        metric_total,
+        deflections,
+        limit: evict,
+    } = counted;
     let twice: Vec<&String> = events
         .iter()
         .filter(|(_, n)| **n > 1)
         .map(|(u, _)| u)
         .collect();
-    let s = seen
-        .lock()
-        .unwrap_or_else(|_| fail("observer poisoned".into()));
-    let (at, cycle_s, logged) = cycle;
-    println!(
-        "\n| nodes | pods | evicted (metric) | evicted (kube-sim) | deflected | cycle s | \
-         evictions/s | replaced and Ready after s |"
-    );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
-    println!(
-        "| {nodes} | {pods} | {metric_total} | {} | {deflections} | {cycle_s:.1} | {:.1} | {:.1} |",
-        s.evicted.len(),
-        metric_total / cycle_s.max(0.001),
-        replaced.as_secs_f64()
-    );
-    println!(
-        "(cycle ended {at:.1} s after spawn, run logged {logged} evictions, qps {qps}; \
-         loaded machine)"
-    );
     let mut problems = Vec::new();
     if s.lagged > 0 {
         problems.push(format!("the change stream lagged by {} events", s.lagged));
@@ -407,8 +481,5 @@ profiles:
             s.evicted.len()
         ));
     }
-    if !problems.is_empty() {
-        fail(problems.join("; "));
-    }
-    println!("all checks passed");
+    problems
 }

@@ -26,11 +26,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+#[path = "run_scale/lists.rs"]
+mod lists;
 #[path = "run_scale/state.rs"]
 mod state;
 
-use kube_descheduler::synth::{Shape, write_cluster};
 use kube_sim::{Sim, SimHandle, SimOptions};
+use lists::{bare_client, initial_list_seconds, streaming_list_seconds};
 use serde_json::Value;
 
 /// Numbers to compare with (same cluster and policy, same machine): an earlier build of `run`
@@ -199,126 +201,6 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
-/// How long kube-sim takes to serve the initial list to a bare client (one that only reads the
-/// responses: no conversion, no state).
-struct InitialList {
-    /// Nodes, then pods, paginated (pages of 500), each page parsed to find its continue token —
-    /// the figure earlier versions of this bench printed.
-    nodes_pods_paged: f64,
-    /// Everything `run` lists before its first cycle (all 11 kinds, concurrently, as `run`
-    /// does), paginated (pages of 500; only each page's metadata is decoded).
-    all_kinds_paged: f64,
-    /// The same as streaming lists (`sendInitialEvents=true`, read up to each kind's
-    /// end-of-initial-events bookmark).
-    all_kinds_streaming: f64,
-}
-
-async fn bare_client(sim: &SimHandle) -> kube::Client {
-    let config = kube::Config::from_custom_kubeconfig(
-        kube::config::Kubeconfig::from_yaml(&sim.kubeconfig_yaml())
-            .unwrap_or_else(|e| fail(format!("kubeconfig: {e}"))),
-        &Default::default(),
-    )
-    .await
-    .unwrap_or_else(|e| fail(format!("kubeconfig: {e}")));
-    kube::Client::try_from(config).unwrap_or_else(|e| fail(format!("client: {e}")))
-}
-
-/// Lists `path` in pages of 500; `full` parses each page whole (the old baseline), otherwise
-/// only its metadata.
-async fn list_paged(client: &kube::Client, path: &str, full: bool) {
-    #[derive(serde::Deserialize)]
-    struct Meta {
-        #[serde(default)]
-        metadata: Value,
-    }
-    let mut cont: Option<String> = None;
-    loop {
-        let mut lp = kube::api::ListParams::default().limit(500);
-        if let Some(c) = &cont {
-            lp = lp.continue_token(c);
-        }
-        let req = kube::core::Request::new(path)
-            .list(&lp)
-            .unwrap_or_else(|e| fail(format!("request: {e}")));
-        let text = client
-            .request_text(req)
-            .await
-            .unwrap_or_else(|e| fail(format!("list {path}: {e}")));
-        let meta = if full {
-            let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-            v["metadata"].clone()
-        } else {
-            serde_json::from_str::<Meta>(&text).map_or(Value::Null, |m| m.metadata)
-        };
-        cont = meta["continue"]
-            .as_str()
-            .filter(|c| !c.is_empty())
-            .map(str::to_string);
-        if cont.is_none() {
-            break;
-        }
-    }
-}
-
-/// Reads a streaming list of `path` up to its end-of-initial-events bookmark.
-async fn list_streaming(client: &kube::Client, path: &str) {
-    use futures::{AsyncBufReadExt, StreamExt};
-    let wp = kube::api::WatchParams::streaming_lists().timeout(600);
-    let req = kube::core::Request::new(path)
-        .watch(&wp, "")
-        .unwrap_or_else(|e| fail(format!("request: {e}")));
-    let body = client
-        .request_stream(req)
-        .await
-        .unwrap_or_else(|e| fail(format!("streaming list {path}: {e}")));
-    let mut lines = body.lines();
-    while let Some(line) = lines.next().await {
-        let line = line.unwrap_or_else(|e| fail(format!("streaming list {path}: {e}")));
-        if line.contains("\"BOOKMARK\"") && line.contains("initial-events-end") {
-            return;
-        }
-    }
-    fail(format!(
-        "streaming list {path} ended before its initial events did"
-    ));
-}
-
-/// Everything `run` lists, as streaming lists read concurrently by a bare client.
-async fn streaming_list_seconds(client: &kube::Client) -> f64 {
-    use kube_descheduler::cluster::kinds::Kind;
-    let started = Instant::now();
-    futures::future::join_all(Kind::ALL.iter().map(|k| {
-        let client = client.clone();
-        tokio::spawn(async move { list_streaming(&client, k.path()).await })
-    }))
-    .await;
-    started.elapsed().as_secs_f64()
-}
-
-async fn initial_list_seconds(sim: &SimHandle) -> InitialList {
-    use kube_descheduler::cluster::kinds::Kind;
-    let client = bare_client(sim).await;
-    let started = Instant::now();
-    for path in ["/api/v1/nodes", "/api/v1/pods"] {
-        list_paged(&client, path, true).await;
-    }
-    let nodes_pods_paged = started.elapsed().as_secs_f64();
-    let started = Instant::now();
-    futures::future::join_all(Kind::ALL.iter().map(|k| {
-        let client = client.clone();
-        tokio::spawn(async move { list_paged(&client, k.path(), false).await })
-    }))
-    .await;
-    let all_kinds_paged = started.elapsed().as_secs_f64();
-    let all_kinds_streaming = streaming_list_seconds(&client).await;
-    InitialList {
-        nodes_pods_paged,
-        all_kinds_paged,
-        all_kinds_streaming,
-    }
-}
-
 /// Changes `count` pods: a third flip their Ready condition, a third are deleted, a third are
 /// new (copies of existing pods under new names).
 fn drive(sim: &SimHandle, pods: &mut Vec<Value>, count: usize, round: &mut u64) {
@@ -379,31 +261,8 @@ fn main() {
     let dir = root.join("target").join("bench-data");
     let _ = std::fs::create_dir_all(&dir);
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_kube-descheduler"));
-
-    // The run_scale policy: all ten plugins, 5 evictions per node, 2,000 in total.
-    let policy_text = std::fs::read_to_string(root.join("benches/all-plugins-policy.yaml"))
-        .unwrap_or_else(|e| fail(format!("policy: {e}")))
-        .replace(
-            "maxNoOfPodsToEvictPerNode: 10",
-            "maxNoOfPodsToEvictPerNode: 5\nmaxNoOfPodsToEvictTotal: 2000",
-        );
-    let policy = dir.join("run-scale-policy.yaml");
-    std::fs::write(&policy, policy_text).unwrap_or_else(|e| fail(format!("policy: {e}")));
-
-    let mut json = Vec::new();
-    write_cluster(
-        Shape {
-            nodes,
-            pods: pod_count,
-            seed: 42,
-        },
-        &mut json,
-    )
-    .unwrap_or_else(|e| fail(format!("synth: {e}")));
-    let objects = match bench_common::list_items(json) {
-        Ok(objects) => objects,
-        Err(e) => fail(e),
-    };
+    let policy = write_policy(&root, &dir);
+    let objects = bench_common::synth_objects(nodes, pod_count, 42).unwrap_or_else(|e| fail(e));
     if std::env::var_os("RUN_SCALE_STATE").is_some() {
         state::run(objects, cycles);
         return;
@@ -421,15 +280,7 @@ fn main() {
         .unwrap_or_else(|e| fail(format!("runtime: {e}")));
     let loading = Instant::now();
     let kubeconfig = dir.join("run-scale-kubeconfig.yaml");
-    let sim = rt
-        .block_on(Sim::start(SimOptions {
-            objects,
-            controllers: false,
-            kubeconfig_path: Some(kubeconfig.clone()),
-            watch_history: 1_000_000,
-            ..Default::default()
-        }))
-        .unwrap_or_else(|e| fail(format!("kube-sim: {e}")));
+    let sim = start_sim(&rt, objects, &kubeconfig);
     println!(
         "kube-sim serving {nodes} nodes / {pods_total} pods (controllers off), loaded in {:.1} s",
         loading.elapsed().as_secs_f64()
@@ -442,35 +293,103 @@ fn main() {
     );
     // The bar for the first cycle: the fastest way kube-sim serves everything `run` lists.
     let list_s = lists.all_kinds_paged.min(lists.all_kinds_streaming);
+    let args = |interval: &str| run_args(&kubeconfig, &policy, interval);
 
-    let common = |interval: &str| -> Vec<String> {
-        [
-            "run",
-            "--kubeconfig",
-            &kubeconfig.to_string_lossy(),
-            "--policy-config-file",
-            &policy.to_string_lossy(),
-            "--dry-run",
-            "--descheduling-interval",
-            interval,
-            "--secure-port",
-            "0",
-            "--logging-format",
-            "json",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
-    };
+    // 1. Once.
+    let builds = once_builds(&bin);
+    let runs = once_runs(&rt, &sim, &builds, list_s, &args("0"));
+    print_once_table(&runs);
+    if let Ok(up) = std::env::var("UPSTREAM_DESCHEDULER") {
+        run_upstream(&up, &kubeconfig, &policy);
+    }
+    let this_build: Vec<&OnceRun> = runs.iter().filter(|r| r.label == "this build").collect();
+    for (label, _) in builds.iter().skip(1) {
+        print_compared(&runs, label);
+    }
+    if cycles == 0 {
+        rt.block_on(sim.shutdown());
+        return;
+    }
 
-    // 1. Once (`RUN_SCALE_ONCE_RUNS` times; with `RUN_SCALE_COMPARE_BIN`, alternately with
-    // that build: an A/B of a change on a machine whose speed drifts). Each run after the first
-    // is held to a bar measured just before it.
-    let once_runs: usize = bench_common::env_number("RUN_SCALE_ONCE_RUNS", 1).max(1);
+    // 2. Steady state.
+    let per_second = (pods_total / 100).max(1);
+    let (seen, hwm) = steady_state(&sim, &bin, &args("1s"), &mut pods, cycles);
+    let steady = print_steady(&seen, cycles, per_second, hwm);
+    print_targets(&this_build, cycles, steady);
+    rt.block_on(sim.shutdown());
+}
+
+/// The run_scale policy: all ten plugins, 5 evictions per node, 2,000 in total; its path.
+fn write_policy(root: &Path, dir: &Path) -> PathBuf {
+    let policy_text = std::fs::read_to_string(root.join("benches/all-plugins-policy.yaml"))
+        .unwrap_or_else(|e| fail(format!("policy: {e}")))
+        .replace(
+            "maxNoOfPodsToEvictPerNode: 10",
+            "maxNoOfPodsToEvictPerNode: 5\nmaxNoOfPodsToEvictTotal: 2000",
+        );
+    let policy = dir.join("run-scale-policy.yaml");
+    std::fs::write(&policy, policy_text).unwrap_or_else(|e| fail(format!("policy: {e}")));
+    policy
+}
+
+/// kube-sim serving `objects` (controllers off), its kubeconfig written to `kubeconfig`.
+fn start_sim(rt: &tokio::runtime::Runtime, objects: Vec<Value>, kubeconfig: &Path) -> SimHandle {
+    rt.block_on(Sim::start(SimOptions {
+        objects,
+        controllers: false,
+        kubeconfig_path: Some(kubeconfig.to_path_buf()),
+        watch_history: 1_000_000,
+        ..Default::default()
+    }))
+    .unwrap_or_else(|e| fail(format!("kube-sim: {e}")))
+}
+
+/// `run`'s arguments: dry-run, JSON logs, no secure port, every `interval`.
+fn run_args(kubeconfig: &Path, policy: &Path, interval: &str) -> Vec<String> {
+    let mut args = vec!["run".to_string()];
+    args.extend(dry_run_flags(kubeconfig, policy, interval));
+    args.extend(["--logging-format".to_string(), "json".to_string()]);
+    args
+}
+
+/// The flags `run` and upstream's descheduler share: the cluster, the policy, dry-run, every
+/// `interval`, no secure port.
+fn dry_run_flags(kubeconfig: &Path, policy: &Path, interval: &str) -> Vec<String> {
+    [
+        "--kubeconfig",
+        &kubeconfig.to_string_lossy(),
+        "--policy-config-file",
+        &policy.to_string_lossy(),
+        "--dry-run",
+        "--descheduling-interval",
+        interval,
+        "--secure-port",
+        "0",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// The builds the once runs alternate: this one and, with `RUN_SCALE_COMPARE_BIN`, that build
+/// (an A/B of a change on a machine whose speed drifts).
+fn once_builds(bin: &Path) -> Vec<(&'static str, PathBuf)> {
     let compare = std::env::var_os("RUN_SCALE_COMPARE_BIN").map(PathBuf::from);
-    let builds: Vec<(&str, PathBuf)> = std::iter::once(("this build", bin.clone()))
+    std::iter::once(("this build", bin.to_path_buf()))
         .chain(compare.map(|c| ("compared build", c)))
-        .collect();
+        .collect()
+}
+
+/// The once runs (`RUN_SCALE_ONCE_RUNS` rounds of every build). Each run after the first is
+/// held to a bar measured just before it (`list_s`: the first run's list time).
+fn once_runs(
+    rt: &tokio::runtime::Runtime,
+    sim: &SimHandle,
+    builds: &[(&'static str, PathBuf)],
+    list_s: f64,
+    args: &[String],
+) -> Vec<OnceRun> {
+    let once_runs: usize = bench_common::env_number("RUN_SCALE_ONCE_RUNS", 1).max(1);
     // `RUN_SCALE_ONCE_PAUSE=secs`: a pause before each run after the first (on a VM whose
     // balloon reports free pages to the host, memory left free that long is no longer backed, as
     // before the first run).
@@ -481,19 +400,19 @@ fn main() {
         .map(Duration::from_secs_f64);
     let mut runs: Vec<OnceRun> = Vec::new();
     for round in 0..once_runs {
-        for (label, build) in &builds {
+        for (label, build) in builds {
             if let (Some(p), false) = (pause, runs.is_empty()) {
                 std::thread::sleep(p);
             }
             let list_s = if runs.is_empty() {
                 list_s
             } else {
-                let client = rt.block_on(bare_client(&sim));
+                let client = rt.block_on(bare_client(sim));
                 list_s.min(rt.block_on(streaming_list_seconds(&client)))
             };
             let cpu_before = ChildCpu::now();
             let started = Instant::now();
-            let (mut child, rx) = spawn(build, &common("0"));
+            let (mut child, rx) = spawn(build, args);
             let (wall, peak) = wait_polling(&mut child, started);
             runs.push(OnceRun {
                 label,
@@ -506,12 +425,17 @@ fn main() {
             });
         }
     }
+    runs
+}
+
+/// The once runs as a table, with the numbers to compare with.
+fn print_once_table(runs: &[OnceRun]) {
     println!("\n## once, dry-run\n");
     println!(
         "| program | wall s | first cycle done s (bar) | snapshot s | cycle s | peak RSS MiB | evicted | CPU user / kernel s |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    for r in &runs {
+    for r in runs {
         let name = if runs.len() > 1 {
             format!("kube-descheduler run, {} #{}", r.label, r.round + 1)
         } else {
@@ -541,54 +465,49 @@ fn main() {
     }
     println!("| {TODAY_RUN} |");
     println!("| {UPSTREAM_V036} |");
-    if let Ok(up) = std::env::var("UPSTREAM_DESCHEDULER") {
-        let started = Instant::now();
-        let mut c = Command::new(&up)
-            .args([
-                "--kubeconfig",
-                &kubeconfig.to_string_lossy(),
-                "--policy-config-file",
-                &policy.to_string_lossy(),
-                "--dry-run",
-                "--descheduling-interval",
-                "0",
-                "--secure-port",
-                "0",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| fail(format!("cannot start {up}: {e}")));
-        let (wall, peak) = wait_polling(&mut c, started);
-        println!(
-            "| upstream ({up}) | {:.2} | | | | {:.0} | |",
-            wall.as_secs_f64(),
-            mib(peak)
-        );
-    }
-    let this_build: Vec<&OnceRun> = runs.iter().filter(|r| r.label == "this build").collect();
-    let first_met = this_build.iter().filter(|r| r.first_ok()).count();
-    let peak = this_build.iter().map(|r| r.peak).max().unwrap_or(0);
-    let peak_ok = mib(peak) <= 300.0;
-    for (label, _) in builds.iter().skip(1) {
-        let theirs = runs.iter().filter(|r| r.label == *label);
-        let met = theirs.clone().filter(|r| r.first_ok()).count();
-        println!(
-            "\n{label}: first cycle done ≤ its bar in {met} of {} runs; peak RSS {:.0} MiB",
-            theirs.clone().count(),
-            mib(theirs.map(|r| r.peak).max().unwrap_or(0))
-        );
-    }
-    if cycles == 0 {
-        rt.block_on(sim.shutdown());
-        return;
-    }
+}
 
-    // 2. Steady state.
+/// Runs upstream's descheduler (`UPSTREAM_DESCHEDULER`) once the same way; prints its row.
+fn run_upstream(up: &str, kubeconfig: &Path, policy: &Path) {
     let started = Instant::now();
-    let (mut child, rx) = spawn(&bin, &common("1s"));
+    let mut c = Command::new(up)
+        .args(dry_run_flags(kubeconfig, policy, "0"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| fail(format!("cannot start {up}: {e}")));
+    let (wall, peak) = wait_polling(&mut c, started);
+    println!(
+        "| upstream ({up}) | {:.2} | | | | {:.0} | |",
+        wall.as_secs_f64(),
+        mib(peak)
+    );
+}
+
+/// How the compared build `label` did: first cycles within their bar, peak RSS.
+fn print_compared(runs: &[OnceRun], label: &str) {
+    let theirs = runs.iter().filter(|r| r.label == label);
+    let met = theirs.clone().filter(|r| r.first_ok()).count();
+    println!(
+        "\n{label}: first cycle done ≤ its bar in {met} of {} runs; peak RSS {:.0} MiB",
+        theirs.clone().count(),
+        mib(theirs.map(|r| r.peak).max().unwrap_or(0))
+    );
+}
+
+/// `run` every second while the driver changes 1 % of the pods per second, until `cycles`
+/// cycles are logged: each cycle with the RSS after it, and the peak RSS (KiB).
+fn steady_state(
+    sim: &SimHandle,
+    bin: &Path,
+    args: &[String],
+    pods: &mut Vec<Value>,
+    cycles: usize,
+) -> (Vec<(CycleLine, u64)>, u64) {
+    let started = Instant::now();
+    let (mut child, rx) = spawn(bin, args);
     let pid = child.id();
-    let per_second = (pods_total / 100).max(1);
+    let per_second = (pods.len() / 100).max(1);
     let mut round = 0u64;
     let mut seen: Vec<(CycleLine, u64)> = Vec::new();
     let mut next_drive = Instant::now();
@@ -602,7 +521,7 @@ fn main() {
         }
         // The driver starts with the first cycle (the cluster state has synced by then).
         if !seen.is_empty() && Instant::now() >= next_drive {
-            drive(&sim, &mut pods, per_second / 10, &mut round);
+            drive(sim, pods, per_second / 10, &mut round);
             next_drive += Duration::from_millis(100);
         }
         if let Ok(c) = rx.recv_timeout(Duration::from_millis(10)) {
@@ -624,6 +543,18 @@ fn main() {
     let hwm = proc_kib(pid, "VmHWM:").unwrap_or(0);
     let _ = child.kill();
     let _ = child.wait();
+    (seen, hwm)
+}
+
+/// The steady state's figures: cycle time p99 and the RSS drift from cycle 1 to the last (%).
+#[derive(Clone, Copy)]
+struct Steady {
+    p99: f64,
+    drift: f64,
+}
+
+/// The steady state's cycles as a table and its summary line (`hwm`: peak RSS, KiB).
+fn print_steady(seen: &[(CycleLine, u64)], cycles: usize, per_second: usize, hwm: u64) -> Steady {
     let mut times: Vec<f64> = seen
         .iter()
         .map(|(c, _)| c.cycle_seconds + c.snapshot_seconds)
@@ -655,6 +586,15 @@ fn main() {
         "\ncycle (snapshot + engine) p50 {p50:.3} s, p99 {p99:.3} s; RSS after cycle 1 {rss1:.0} MiB, after cycle {cycles} {rss_last:.0} MiB ({drift:+.1} %); peak {:.0} MiB",
         mib(hwm)
     );
+    Steady { p99, drift }
+}
+
+/// The targets, each met or MISSED: this build's once peak RSS and first cycles, the steady
+/// state's p99 and RSS drift.
+fn print_targets(this_build: &[&OnceRun], cycles: usize, Steady { p99, drift }: Steady) {
+    let first_met = this_build.iter().filter(|r| r.first_ok()).count();
+    let peak = this_build.iter().map(|r| r.peak).max().unwrap_or(0);
+    let peak_ok = mib(peak) <= 300.0;
     let mark = |ok: bool| if ok { "met" } else { "MISSED" };
     println!("\n## targets\n");
     println!(
@@ -687,5 +627,4 @@ fn main() {
         "- RSS after cycle {cycles} within 5 % of after cycle 1: {drift:+.1} % — {}",
         mark(drift.abs() <= 5.0)
     );
-    rt.block_on(sim.shutdown());
 }

@@ -51,3 +51,18 @@ pub fn child_outputs(child: &mut std::process::Child) -> Vec<Box<dyn std::io::Re
         .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>);
     out.into_iter().chain(err).collect()
 }
+
+/// The objects of the synthetic cluster of `kube_descheduler::synth` (`nodes`, `pods`, `seed`).
+pub fn synth_objects(
+    nodes: usize,
+    pods: usize,
+    seed: u64,
+) -> Result<Vec<serde_json::Value>, String> {
+    let mut json = Vec::new();
+    kube_descheduler::synth::write_cluster(
+        kube_descheduler::synth::Shape { nodes, pods, seed },
+        &mut json,
+    )
+    .map_err(|e| format!("synth: {e}"))?;
+    list_items(json)
+}

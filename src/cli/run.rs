@@ -187,52 +187,20 @@ pub struct Resolved {
     pub upstream: ResolvedUpstream,
 }
 
+/// A duration flag that must be greater than zero.
+fn positive_duration_flag(name: &str, value: &str) -> Result<Duration, ConfigError> {
+    let d = duration_flag(name, value)?;
+    if d.is_zero() {
+        return Err(ConfigError::new(format!("--{name} must be greater than 0")));
+    }
+    Ok(d)
+}
+
 /// Validates the flags (configuration errors exit with code 2).
 pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
     let interval = duration_flag("descheduling-interval", &a.descheduling_interval)?;
     let leader = if a.leader_elect {
-        if interval.is_zero() {
-            return Err(ConfigError::new(
-                "leaderElection must be used with deschedulingInterval: --leader-elect needs --descheduling-interval > 0",
-            ));
-        }
-        if a.leader_elect_resource_lock != "leases" {
-            return Err(ConfigError::new(format!(
-                "--leader-elect-resource-lock: only \"leases\" is supported, got {:?}",
-                a.leader_elect_resource_lock
-            )));
-        }
-        let lease_duration = duration_flag(
-            "leader-elect-lease-duration",
-            &a.leader_elect_lease_duration,
-        )?;
-        let renew_deadline = duration_flag(
-            "leader-elect-renew-deadline",
-            &a.leader_elect_renew_deadline,
-        )?;
-        let retry_period =
-            duration_flag("leader-elect-retry-period", &a.leader_elect_retry_period)?;
-        if lease_duration <= renew_deadline {
-            return Err(ConfigError::new(
-                "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline",
-            ));
-        }
-        if renew_deadline.as_secs_f64() <= retry_period.as_secs_f64() * 1.2 {
-            return Err(ConfigError::new(
-                "--leader-elect-renew-deadline must be greater than 1.2 × --leader-elect-retry-period",
-            ));
-        }
-        if retry_period.is_zero() {
-            return Err(ConfigError::new("--leader-elect-retry-period must be > 0"));
-        }
-        Some(LeaderConfig {
-            identity: identity(),
-            lease_duration,
-            renew_deadline,
-            retry_period,
-            name: a.leader_elect_resource_name.clone(),
-            namespace: a.leader_elect_resource_namespace.clone(),
-        })
+        Some(leader_config(a, interval)?)
     } else {
         None
     };
@@ -241,34 +209,10 @@ pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
             "--enable-trigger-api needs the secure port (--secure-port > 0)",
         ));
     }
-    if !a.client_connection_qps.is_finite() || a.client_connection_qps < 0.0 {
-        return Err(ConfigError::new("--client-connection-qps must be >= 0"));
-    }
-    if a.client_connection_burst < 0 {
-        return Err(ConfigError::new("--client-connection-burst must be >= 0"));
-    }
-    let qps = if a.client_connection_qps == 0.0 {
-        DEFAULT_QPS
-    } else {
-        a.client_connection_qps
-    };
-    let burst = if a.client_connection_burst == 0 {
-        DEFAULT_BURST
-    } else {
-        a.client_connection_burst
-    };
-    let cert_reload_interval = duration_flag("cert-reload-interval", &a.cert_reload_interval)?;
-    if cert_reload_interval.is_zero() {
-        return Err(ConfigError::new(
-            "--cert-reload-interval must be greater than 0",
-        ));
-    }
-    let cache_sync_timeout = duration_flag("cache-sync-timeout", &a.cache_sync_timeout)?;
-    if cache_sync_timeout.is_zero() {
-        return Err(ConfigError::new(
-            "--cache-sync-timeout must be greater than 0",
-        ));
-    }
+    let (qps, burst) = client_rate(a)?;
+    let cert_reload_interval =
+        positive_duration_flag("cert-reload-interval", &a.cert_reload_interval)?;
+    let cache_sync_timeout = positive_duration_flag("cache-sync-timeout", &a.cache_sync_timeout)?;
     let debounce = duration_flag("cycle-on-events-debounce", &a.cycle_on_events_debounce)?;
     let cycle_on_events = a.cycle_on_events.then_some(debounce);
     let metrics_max_age = duration_flag("metrics-max-age", &a.metrics_max_age)?;
@@ -301,6 +245,73 @@ pub fn resolve(a: &RunArgs) -> Result<Resolved, ConfigError> {
         placement_return_window,
         upstream,
     })
+}
+
+/// The `--leader-elect*` flags checked against each other and the `interval`.
+fn leader_config(a: &RunArgs, interval: Duration) -> Result<LeaderConfig, ConfigError> {
+    if interval.is_zero() {
+        return Err(ConfigError::new(
+            "leaderElection must be used with deschedulingInterval: --leader-elect needs --descheduling-interval > 0",
+        ));
+    }
+    if a.leader_elect_resource_lock != "leases" {
+        return Err(ConfigError::new(format!(
+            "--leader-elect-resource-lock: only \"leases\" is supported, got {:?}",
+            a.leader_elect_resource_lock
+        )));
+    }
+    let lease_duration = duration_flag(
+        "leader-elect-lease-duration",
+        &a.leader_elect_lease_duration,
+    )?;
+    let renew_deadline = duration_flag(
+        "leader-elect-renew-deadline",
+        &a.leader_elect_renew_deadline,
+    )?;
+    let retry_period = duration_flag("leader-elect-retry-period", &a.leader_elect_retry_period)?;
+    if lease_duration <= renew_deadline {
+        return Err(ConfigError::new(
+            "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline",
+        ));
+    }
+    if renew_deadline.as_secs_f64() <= retry_period.as_secs_f64() * 1.2 {
+        return Err(ConfigError::new(
+            "--leader-elect-renew-deadline must be greater than 1.2 × --leader-elect-retry-period",
+        ));
+    }
+    if retry_period.is_zero() {
+        return Err(ConfigError::new("--leader-elect-retry-period must be > 0"));
+    }
+    Ok(LeaderConfig {
+        identity: identity(),
+        lease_duration,
+        renew_deadline,
+        retry_period,
+        name: a.leader_elect_resource_name.clone(),
+        namespace: a.leader_elect_resource_namespace.clone(),
+    })
+}
+
+/// The API client's rate limit: `--client-connection-qps` and `--client-connection-burst`, each
+/// with its default when zero.
+fn client_rate(a: &RunArgs) -> Result<(f32, i32), ConfigError> {
+    if !a.client_connection_qps.is_finite() || a.client_connection_qps < 0.0 {
+        return Err(ConfigError::new("--client-connection-qps must be >= 0"));
+    }
+    if a.client_connection_burst < 0 {
+        return Err(ConfigError::new("--client-connection-burst must be >= 0"));
+    }
+    let qps = if a.client_connection_qps == 0.0 {
+        DEFAULT_QPS
+    } else {
+        a.client_connection_qps
+    };
+    let burst = if a.client_connection_burst == 0 {
+        DEFAULT_BURST
+    } else {
+        a.client_connection_burst
+    };
+    Ok((qps, burst))
 }
 
 /// client-go style identity: `<hostname>_<random>`.

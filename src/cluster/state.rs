@@ -34,6 +34,7 @@ use kube_descheduler_engine::snapshot::{
     Node, NodeId, ObjectKey, Parts, PvcInfo, SharedParts, Snapshot, SnapshotBuilder,
 };
 use kube_descheduler_engine::workload::{DeploymentFacts, ReplicaSetFacts};
+use put::put;
 
 /// Objects of one kind by key, with their list in key order kept for snapshots to share
 /// (rebuilt on the first snapshot after a change: a list of pointers, no object is copied).
@@ -574,133 +575,6 @@ impl ClusterState {
     }
 }
 
-/// Puts converted objects into the state (and records why those that could not be converted
-/// were not). Node transitions are pushed to `changes`.
-fn put(g: &mut Inner, c: kinds::Converted, changes: Option<&mut Vec<NodeChange>>) {
-    let kind = c.kind;
-    for (key, e) in c.failed {
-        tracing::warn!(kind = kind.resource(), object = %key, error = %e, "object left out of the cluster state");
-        if let Some(Some(seen)) = g.relisting.get_mut(&kind) {
-            seen.insert(key.clone());
-        }
-        g.rejected.insert(
-            (kind.index(), key.clone()),
-            format!("{} {key}: {e}", kind.resource()),
-        );
-    }
-    for key in &c.autoscaler_keys {
-        // An autoscaler whose target changed to something other than a Deployment converts
-        // to nothing: the old target must not stay.
-        g.hpas.remove(key);
-    }
-    let want_keys = g.wants_keys(kind);
-    for key in insert(g, c.parts, &c.own_grace, changes, want_keys) {
-        if let Some(Some(seen)) = g.relisting.get_mut(&kind) {
-            seen.insert(key.clone());
-        }
-        g.rejected.remove(&(kind.index(), key));
-    }
-}
-
-/// Inserts converted parts (`own_grace`: for each pod, whether it sets its own grace period);
-/// returns their keys (the pods' only with `pod_keys`). Node transitions are pushed to
-/// `changes`.
-fn insert(
-    g: &mut Inner,
-    parts: Parts,
-    own_grace: &[bool],
-    mut changes: Option<&mut Vec<NodeChange>>,
-    pod_keys: bool,
-) -> Vec<String> {
-    let mut keys = Vec::new();
-    for n in parts.nodes {
-        if let Some(c) = changes.as_deref_mut()
-            && let Some(change) = NodeChange::between(g.nodes.get(&n.name), &n)
-        {
-            c.push(change);
-        }
-        keys.push(n.name.clone());
-        g.insert_node(n);
-    }
-    if !parts.pods.is_empty() {
-        // While the node ids are current, appended pods take theirs at once (no renumbering
-        // pass over every pod before the first snapshot).
-        let Inner {
-            node_view,
-            pods,
-            renumber,
-            ..
-        } = &mut *g;
-        let ids = node_view.as_ref().filter(|_| !*renumber).map(|v| &v.ids);
-        for (i, pod) in parts.pods.into_iter().enumerate() {
-            if pod_keys {
-                keys.push(kinds::key(&pod.namespace, &pod.name));
-            }
-            let own_grace = own_grace.get(i).copied().unwrap_or(false);
-            if pods.upsert(pod, own_grace, ids) {
-                *renumber = true;
-            }
-        }
-    }
-    if g.pods.many_pending() {
-        g.settle_pods();
-    }
-    for (name, labels) in parts.namespaces {
-        keys.push(name.clone());
-        let pdb_surge = parts.namespace_pdb_surge.get(&name).copied();
-        g.namespaces.insert(name, (labels, pdb_surge));
-    }
-    for (name, value) in parts.priority_classes {
-        keys.push(name.clone());
-        g.priority_classes.insert(name, value);
-    }
-    let meta_key = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
-        kinds::key(
-            m.namespace.as_deref().unwrap_or(""),
-            m.name.as_deref().unwrap_or(""),
-        )
-    };
-    for p in parts.pdbs {
-        let key = meta_key(&p.metadata);
-        keys.push(key.clone());
-        g.pdbs.insert(key, p);
-    }
-    for (k, info) in parts.pvcs {
-        let key = kinds::key(&k.namespace, &k.name);
-        keys.push(key.clone());
-        g.pvcs.insert(key, (k, info));
-    }
-    for rs in parts.replica_sets {
-        let key = kinds::key(&rs.namespace, &rs.name);
-        keys.push(key.clone());
-        g.replica_sets.insert(key, rs);
-    }
-    for d in parts.deployments {
-        let key = kinds::key(&d.namespace, &d.name);
-        keys.push(key.clone());
-        g.deployments.insert(key, d);
-    }
-    for s in parts.stateful_sets {
-        let key = meta_key(&s.metadata);
-        keys.push(key.clone());
-        g.stateful_sets.insert(key, s);
-    }
-    for j in parts.jobs {
-        let key = meta_key(&j.metadata);
-        keys.push(key.clone());
-        g.jobs.insert(key, j);
-    }
-    for h in parts.hpas {
-        let key = kinds::key(&h.namespace, &h.name);
-        keys.push(key.clone());
-        g.hpas.insert(key, h);
-    }
-    for w in parts.warnings {
-        tracing::debug!(warning = %w, "cluster state");
-    }
-    keys
-}
-
 /// The one line `run` (and `plan --kubeconfig`) exits with when the cluster state did not sync in
 /// time: the server, the timeout and the `flag` that set it, the kinds still missing, and the last
 /// error seen (on one line even when the error spans several).
@@ -723,6 +597,8 @@ pub fn sync_failure(
         kinds.join(", ")
     )
 }
+
+mod put;
 
 #[cfg(test)]
 #[path = "state_tests.rs"]

@@ -141,17 +141,8 @@ pub async fn run_loop_with_events<E: CycleExec>(
     let mut leading = leading;
     let mut last = None;
     'outer: loop {
-        // Wait for leadership; triggers meanwhile are refused.
-        while !*leading.borrow_and_update() {
-            tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => break 'outer,
-                Some(reply) = queue.rx.recv() => {
-                    lock(&queue.state).queued = false;
-                    let _ = reply.send(Err(TriggerError::NotLeader));
-                }
-                r = leading.changed() => if r.is_err() { break 'outer },
-            }
+        if !wait_for_leadership(&mut queue, &mut leading, &shutdown).await {
+            break;
         }
         if cfg.interval.is_zero() {
             if last.is_none() {
@@ -161,11 +152,7 @@ pub async fn run_loop_with_events<E: CycleExec>(
                 break;
             }
         }
-        let mut ticker = (!cfg.interval.is_zero()).then(|| {
-            let mut t = tokio::time::interval_at(Instant::now(), cfg.interval);
-            t.set_missed_tick_behavior(MissedTickBehavior::Delay);
-            t
-        });
+        let mut ticker = interval_ticker(cfg.interval);
         loop {
             let tick = async {
                 match ticker.as_mut() {
@@ -195,13 +182,8 @@ pub async fn run_loop_with_events<E: CycleExec>(
                 }
                 Some(change) = next_change(&mut changes) => {
                     tracing::info!(change = change.as_str(), debounce_seconds = cfg.event_debounce.as_secs_f64(), "node change; a cycle follows");
-                    let until = Instant::now() + cfg.event_debounce;
-                    loop {
-                        tokio::select! {
-                            _ = shutdown.cancelled() => break 'outer,
-                            _ = tokio::time::sleep_until(until) => break,
-                            Some(_) = next_change(&mut changes) => {}
-                        }
+                    if !absorb_changes(&mut changes, cfg.event_debounce, &shutdown).await {
+                        break 'outer;
                     }
                     if !*leading.borrow() {
                         continue 'outer;
@@ -214,12 +196,63 @@ pub async fn run_loop_with_events<E: CycleExec>(
             }
         }
     }
-    // Refuse anything still queued and anything that arrives from now on.
+    close_queue(&mut queue);
+    last
+}
+
+/// Waits until this replica leads, refusing the triggers that arrive meanwhile. `false`: stop
+/// (shutdown, or the leadership channel closed).
+async fn wait_for_leadership(
+    queue: &mut TriggerQueue,
+    leading: &mut watch::Receiver<bool>,
+    shutdown: &CancellationToken,
+) -> bool {
+    while !*leading.borrow_and_update() {
+        tokio::select! {
+            biased;
+            _ = shutdown.cancelled() => return false,
+            Some(reply) = queue.rx.recv() => {
+                lock(&queue.state).queued = false;
+                let _ = reply.send(Err(TriggerError::NotLeader));
+            }
+            r = leading.changed() => if r.is_err() { return false },
+        }
+    }
+    true
+}
+
+/// The interval timer (non-sliding: a late tick delays the next ones); `None` without an
+/// interval.
+fn interval_ticker(interval: Duration) -> Option<tokio::time::Interval> {
+    (!interval.is_zero()).then(|| {
+        let mut t = tokio::time::interval_at(Instant::now(), interval);
+        t.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        t
+    })
+}
+
+/// Absorbs the node changes that arrive within `debounce`. `false`: shutdown came first.
+async fn absorb_changes(
+    changes: &mut Option<mpsc::Receiver<NodeChange>>,
+    debounce: Duration,
+    shutdown: &CancellationToken,
+) -> bool {
+    let until = Instant::now() + debounce;
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return false,
+            _ = tokio::time::sleep_until(until) => return true,
+            Some(_) = next_change(changes) => {}
+        }
+    }
+}
+
+/// Refuses anything still queued and anything that arrives from now on.
+fn close_queue(queue: &mut TriggerQueue) {
     lock(&queue.state).closed = true;
     queue.rx.close();
     while let Ok(reply) = queue.rx.try_recv() {
         let _ = reply.send(Err(TriggerError::ShuttingDown));
     }
     lock(&queue.state).queued = false;
-    last
 }

@@ -21,7 +21,7 @@ use super::ratelimit::RateLimiter;
 use super::recent::RecentEvictions;
 use super::returns::{Return, ReturnDetector};
 use super::server::{TlsSource, serve_https_with};
-use crate::cluster::state::ClusterState;
+use crate::cluster::state::{ClusterState, NodeChange};
 use crate::cluster::watch::{self as lister, WatchConfig};
 use crate::leader::{self, Elector, KubeLeaseApi, LeaderConfig};
 use crate::serving::health::Readiness;
@@ -126,49 +126,79 @@ pub async fn run(
 
     let serving = start_serving(&opts, &metrics, &trigger, authz, &ready).await?;
 
-    let (changes_tx, changes_rx) = match opts.cycle_on_events {
-        Some(_) => {
-            let (tx, rx) = tokio::sync::mpsc::channel(1);
-            (Some(tx), Some(rx))
-        }
-        None => (None, None),
-    };
+    let (changes_tx, changes_rx) = node_change_channel(opts.cycle_on_events);
     let state = Arc::new(ClusterState::new(changes_tx));
     let limiter = Arc::new(RateLimiter::new(opts.qps, opts.burst));
     let returns = start_return_detector(&opts, &client, &state, &limiter, &metrics);
     let _watch_tasks = lister::start(&client, state.clone(), opts.watch);
     let one_shot = opts.interval.is_zero() && !opts.trigger;
-    match wait_until_synced(&opts, &state, one_shot, &shutdown).await {
-        Ok(true) => {
-            tokio::spawn(follow_sync(
-                state.in_sync_rx(),
-                ready.clone(),
-                metrics.clone(),
-            ));
-        }
-        Ok(false) => {
-            stop_serving(serving).await;
-            return Ok(());
-        }
-        Err(e) => {
-            stop_serving(serving).await;
-            return Err(e);
-        }
+    let synced = wait_until_synced(&opts, &state, one_shot, &shutdown).await;
+    if !matches!(synced, Ok(true)) {
+        stop_serving(serving).await;
+        return synced.map(|_| ());
     }
+    tokio::spawn(follow_sync(
+        state.in_sync_rx(),
+        ready.clone(),
+        metrics.clone(),
+    ));
 
-    let elector_stop = CancellationToken::new();
-    let (leading_tx, leading_rx) = watch::channel(opts.leader.is_none());
-    let elector_task = start_leader_election(&opts, &client, &leading_tx, &elector_stop);
+    let (election, leading_rx) = Election::start(&opts, &client);
     follow_leadership(&metrics, &leading_rx);
 
     let mode = eviction_mode(&opts, &client, limiter, &state, outstanding);
     let usage = start_usage(&opts, &client, &shutdown).await;
-    let snap_state = state.clone();
-    let mut policy = opts.policy;
+    let cfg = LoopConfig {
+        interval: opts.interval,
+        trigger_enabled: opts.trigger,
+        event_debounce: opts.cycle_on_events.unwrap_or_default(),
+    };
+    let exec = live_cycle(opts.policy, &state, mode, usage, metrics, returns);
+    run_loop_with_events(&exec, cfg, queue, leading_rx, shutdown, changes_rx).await;
+
+    // The loop is done (the eviction in flight finished): release the Lease, stop serving.
+    election.release().await;
+    stop_serving(serving).await;
+    if one_shot {
+        // The process exits next and the OS takes the memory back at once; freeing the cluster
+        // state object by object (150,000 pods: a tenth of a second of one core) only delays
+        // the exit.
+        std::mem::forget(state);
+    }
+    Ok(())
+}
+
+/// The channel node changes reach the cycle loop on, with `--cycle-on-events` (it holds one
+/// change: while a cycle runs, at most one more is queued).
+fn node_change_channel(
+    cycle_on_events: Option<Duration>,
+) -> (
+    Option<tokio::sync::mpsc::Sender<NodeChange>>,
+    Option<tokio::sync::mpsc::Receiver<NodeChange>>,
+) {
+    match cycle_on_events {
+        Some(_) => {
+            let (tx, rx) = tokio::sync::mpsc::channel(1);
+            (Some(tx), Some(rx))
+        }
+        None => (None, None),
+    }
+}
+
+/// The cycle `run` repeats: `policy` over snapshots of `state`, evicting by `mode`.
+fn live_cycle(
+    mut policy: Policy,
+    state: &Arc<ClusterState>,
+    mode: Mode,
+    usage: Option<Arc<crate::usage::collector::Collector>>,
+    metrics: Option<Arc<Metrics>>,
+    returns: Option<Arc<ReturnDetector>>,
+) -> LiveCycle {
     // `workloadEvictionWindow` counts the evictions of every cycle this process runs (in memory;
     // a restart starts an empty window).
     policy.cycle.scaled.window = policy.cycle.scaled.window.take().map(|w| w.with_history());
-    let exec = LiveCycle {
+    let snap_state = state.clone();
+    LiveCycle {
         usage,
         policy: Arc::new(policy),
         snapshot: Arc::new(move || snap_state.snapshot()),
@@ -178,28 +208,41 @@ pub async fn run(
             Some(r) => RecentEvictions::default().with_returns(r),
             None => RecentEvictions::default(),
         }),
-    };
-    let cfg = LoopConfig {
-        interval: opts.interval,
-        trigger_enabled: opts.trigger,
-        event_debounce: opts.cycle_on_events.unwrap_or_default(),
-    };
-    run_loop_with_events(&exec, cfg, queue, leading_rx, shutdown, changes_rx).await;
+    }
+}
 
-    // The loop is done (the eviction in flight finished): release the Lease, stop serving.
-    elector_stop.cancel();
-    if let Some(t) = elector_task {
-        let _ = t.await;
+/// Leader election as `run` holds it: the task (with `--leader-elect`) and the sender that tells
+/// the cycle loop whether this replica leads (always, without election).
+struct Election {
+    stop: CancellationToken,
+    task: Option<tokio::task::JoinHandle<()>>,
+    leading: watch::Sender<bool>,
+}
+
+impl Election {
+    /// Starts leader election with `--leader-elect`; the receiver follows who leads.
+    fn start(opts: &LiveOptions, client: &Client) -> (Self, watch::Receiver<bool>) {
+        let stop = CancellationToken::new();
+        let (leading, leading_rx) = watch::channel(opts.leader.is_none());
+        let task = start_leader_election(opts, client, &leading, &stop);
+        (
+            Election {
+                stop,
+                task,
+                leading,
+            },
+            leading_rx,
+        )
     }
-    drop(leading_tx);
-    stop_serving(serving).await;
-    if one_shot {
-        // The process exits next and the OS takes the memory back at once; freeing the cluster
-        // state object by object (150,000 pods: a tenth of a second of one core) only delays
-        // the exit.
-        std::mem::forget(state);
+
+    /// Stops leader election, releasing the Lease.
+    async fn release(self) {
+        self.stop.cancel();
+        if let Some(t) = self.task {
+            let _ = t.await;
+        }
+        drop(self.leading);
     }
-    Ok(())
 }
 
 /// Waits until every kind is listed: `Ok(false)` when `shutdown` comes first, an error naming

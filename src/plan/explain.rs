@@ -274,15 +274,7 @@ pub fn finish(
                 return answer;
             }
             let (ns, name) = answer.pod.split_once('/').unwrap_or_default();
-            let same = |a_ns: &str, a_name: &str| a_ns == ns && a_name == name;
-            let mine: Vec<&super::PlannedEviction> = plan
-                .evictions
-                .iter()
-                .filter(|e| same(&e.namespace, &e.name))
-                .collect();
-            let moved_by = mine
-                .iter()
-                .find(|e| e.outcome == "evicted" || e.outcome == "deflected");
+            let records = PodRecords::of(plan, limit_hits, ns, name);
             for ((pr, expl), own) in policy.profiles.iter().zip(&mut answer.profiles).zip(&own) {
                 let names = pr
                     .deschedule
@@ -290,79 +282,7 @@ pub fn finish(
                     .map(|p| p.name())
                     .chain(pr.balance.iter().map(|p| p.name()));
                 for (plugin, own) in names.zip(own) {
-                    let attempt = mine
-                        .iter()
-                        .find(|e| &*e.profile == pr.name.as_str() && &*e.plugin == plugin);
-                    let hit = limit_hits.iter().find(|h| {
-                        same(&h.namespace, &h.name)
-                            && &*h.profile == pr.name.as_str()
-                            && &*h.plugin == plugin
-                    });
-                    let refused = plan.placement_refusals.iter().find(|r| {
-                        same(&r.namespace, &r.name) && r.profile == pr.name && r.plugin == plugin
-                    });
-                    let (verdict, detail) = if let Some(e) = attempt {
-                        let mut d = format!("selected: {} → {}", e.reason.text, e.outcome);
-                        if let Some(m) = &e.message {
-                            let _ = write!(d, " ({m})");
-                        }
-                        if let Some(p) = &e.placement {
-                            let _ = write!(d, " [placement {}]", p.summary());
-                            if let Some(r) = &p.refusal {
-                                let _ = write!(
-                                    d,
-                                    "; placement: Enforce would refuse it ({}): {}",
-                                    r.code.as_str(),
-                                    r.message
-                                );
-                            }
-                        }
-                        ("selected", d)
-                    } else if let Some(r) = refused {
-                        (
-                            "placement",
-                            format!(
-                                "selected ({}), but refused by placement: Enforce ({}): {}",
-                                r.reason, r.code, r.message
-                            ),
-                        )
-                    } else if let Some(h) = hit {
-                        ("limit", format!("selected, but not attempted: {}", h.limit))
-                    } else if let Some(e) = moved_by {
-                        (
-                            "moved-earlier",
-                            format!(
-                                "not considered: already moved by {} ({})",
-                                e.plugin, e.profile
-                            ),
-                        )
-                    } else if !expl.filter.is_empty() {
-                        (
-                            "filtered",
-                            format!(
-                                "not considered: {}: {}",
-                                expl.evictor,
-                                expl.filter.join("; ")
-                            ),
-                        )
-                    } else if let Some(pre) = &expl.pre_eviction_filter {
-                        (
-                            "filtered",
-                            format!(
-                                "would not be evicted: {} PreEvictionFilter: {pre}",
-                                expl.evictor
-                            ),
-                        )
-                    } else {
-                        (
-                            "not-selected",
-                            match own {
-                                Some(why) => format!("not selected: {why}"),
-                                None => "not selected (the plugin gives no per-pod explanation)"
-                                    .to_string(),
-                            },
-                        )
-                    };
+                    let (verdict, detail) = records.verdict(pr.name.as_str(), plugin, expl, own);
                     expl.plugins.push(PluginVerdict {
                         plugin: plugin.to_string(),
                         verdict,
@@ -373,6 +293,142 @@ pub fn finish(
             answer
         })
         .collect()
+}
+
+/// What the plan recorded about one pod: its eviction attempts, the one that moved it, and the
+/// limit hits and placement refusals that name it.
+struct PodRecords<'a> {
+    ns: &'a str,
+    name: &'a str,
+    attempts: Vec<&'a super::PlannedEviction>,
+    moved_by: Option<&'a super::PlannedEviction>,
+    limit_hits: &'a [LimitHit],
+    placement_refusals: &'a [super::refusals::PlacementRefusal],
+}
+
+impl<'a> PodRecords<'a> {
+    /// The records of pod `ns/name` in `plan`.
+    fn of(plan: &'a Plan, limit_hits: &'a [LimitHit], ns: &'a str, name: &'a str) -> Self {
+        let attempts: Vec<&super::PlannedEviction> = plan
+            .evictions
+            .iter()
+            .filter(|e| *e.namespace == *ns && e.name == name)
+            .collect();
+        let moved_by = attempts
+            .iter()
+            .find(|e| e.outcome == "evicted" || e.outcome == "deflected")
+            .copied();
+        PodRecords {
+            ns,
+            name,
+            attempts,
+            moved_by,
+            limit_hits,
+            placement_refusals: &plan.placement_refusals,
+        }
+    }
+
+    /// Whether `a_ns/a_name` is this pod.
+    fn same(&self, a_ns: &str, a_name: &str) -> bool {
+        a_ns == self.ns && a_name == self.name
+    }
+
+    /// What `plugin` of `profile` made of the pod, in the order of precedence: an attempt, a
+    /// placement refusal, a limit hit, an earlier move, the evictor's filters, then the plugin's
+    /// own explanation (`own`).
+    fn verdict(
+        &self,
+        profile: &str,
+        plugin: &str,
+        expl: &ProfileExplanation,
+        own: &Option<String>,
+    ) -> (&'static str, String) {
+        let attempt = self
+            .attempts
+            .iter()
+            .find(|e| &*e.profile == profile && &*e.plugin == plugin);
+        let hit = self.limit_hits.iter().find(|h| {
+            self.same(&h.namespace, &h.name) && &*h.profile == profile && &*h.plugin == plugin
+        });
+        let refused = self.placement_refusals.iter().find(|r| {
+            self.same(&r.namespace, &r.name) && r.profile == profile && r.plugin == plugin
+        });
+        if let Some(e) = attempt {
+            ("selected", selected_detail(e))
+        } else if let Some(r) = refused {
+            (
+                "placement",
+                format!(
+                    "selected ({}), but refused by placement: Enforce ({}): {}",
+                    r.reason, r.code, r.message
+                ),
+            )
+        } else if let Some(h) = hit {
+            ("limit", format!("selected, but not attempted: {}", h.limit))
+        } else if let Some(e) = self.moved_by {
+            (
+                "moved-earlier",
+                format!(
+                    "not considered: already moved by {} ({})",
+                    e.plugin, e.profile
+                ),
+            )
+        } else {
+            unselected_verdict(expl, own)
+        }
+    }
+}
+
+/// The detail of an attempted eviction: the reason, the outcome, the guard's message and the
+/// predicted placement.
+fn selected_detail(e: &super::PlannedEviction) -> String {
+    let mut d = format!("selected: {} → {}", e.reason.text, e.outcome);
+    if let Some(m) = &e.message {
+        let _ = write!(d, " ({m})");
+    }
+    if let Some(p) = &e.placement {
+        let _ = write!(d, " [placement {}]", p.summary());
+        if let Some(r) = &p.refusal {
+            let _ = write!(
+                d,
+                "; placement: Enforce would refuse it ({}): {}",
+                r.code.as_str(),
+                r.message
+            );
+        }
+    }
+    d
+}
+
+/// Why a pod the plugin never selected stayed: the evictor's Filter, its PreEvictionFilter, or
+/// the plugin's own explanation (`own`).
+fn unselected_verdict(expl: &ProfileExplanation, own: &Option<String>) -> (&'static str, String) {
+    if !expl.filter.is_empty() {
+        (
+            "filtered",
+            format!(
+                "not considered: {}: {}",
+                expl.evictor,
+                expl.filter.join("; ")
+            ),
+        )
+    } else if let Some(pre) = &expl.pre_eviction_filter {
+        (
+            "filtered",
+            format!(
+                "would not be evicted: {} PreEvictionFilter: {pre}",
+                expl.evictor
+            ),
+        )
+    } else {
+        (
+            "not-selected",
+            match own {
+                Some(why) => format!("not selected: {why}"),
+                None => "not selected (the plugin gives no per-pod explanation)".to_string(),
+            },
+        )
+    }
 }
 
 /// The answers as text.

@@ -14,8 +14,8 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use kube_descheduler_engine::evictor::planner::{PlanBackend, VerdictFn};
-use kube_descheduler_engine::evictor::{EvictOutcome, EvictionReason};
-use kube_descheduler_engine::framework::cycle::run_cycle;
+use kube_descheduler_engine::evictor::{EvictOutcome, EvictionReason, EvictionRecord};
+use kube_descheduler_engine::framework::cycle::{CycleReport, run_cycle};
 use std::sync::Arc;
 
 use kube_descheduler_engine::policy::Policy;
@@ -207,24 +207,9 @@ pub fn make_plan(
         ready_nodes: report.nodes,
         pods: snapshot.pods.len(),
         skipped: report.skipped.clone(),
-        warnings: snapshot
-            .inconsistencies
-            .iter()
-            .map(|i| format!("snapshot: {i}"))
-            .chain(snapshot.warnings.iter().cloned())
-            .chain(policy.warnings.iter().cloned())
-            .chain(report.plugin_failures.iter().map(|f| {
-                format!(
-                    "profile {:?}: plugin {} failed for this cycle and evicted nothing more: {}",
-                    f.profile, f.plugin, f.error
-                )
-            }))
-            .collect(),
+        warnings: plan_warnings(policy, snapshot, &report),
         ..Default::default()
     };
-    // Counted in hash maps (a lookup per eviction), sorted once at the end.
-    let mut by_plugin: rustc_hash::FxHashMap<String, usize> = Default::default();
-    let mut by_node: rustc_hash::FxHashMap<String, usize> = Default::default();
     let moved: rustc_hash::FxHashSet<kube_descheduler_engine::snapshot::PodId> = report
         .records
         .iter()
@@ -232,52 +217,7 @@ pub fn make_plan(
         .map(|r| r.pod)
         .collect();
     let node_usage = nodes::usage_tables(snapshot, &report.usage_reports, &moved);
-    let evictions = report
-        .records
-        .into_iter()
-        .map(|r| {
-            match &r.outcome {
-                EvictOutcome::Evicted | EvictOutcome::Requested { .. } => summary.evicted += 1,
-                EvictOutcome::Deflected { .. } | EvictOutcome::Background { .. } => {
-                    summary.deflected += 1
-                }
-                EvictOutcome::Denied { .. } | EvictOutcome::BackedOff { .. } => summary.denied += 1,
-                EvictOutcome::Failed { .. } | EvictOutcome::NotAttempted { .. } => {
-                    summary.errors += 1
-                }
-            }
-            if r.outcome.moves_pod() {
-                count(&mut by_plugin, &r.plugin);
-                count(&mut by_node, &r.node);
-            }
-            let outcome = r.outcome.as_str();
-            let placement = r.placement.clone();
-            let message = match r.outcome {
-                EvictOutcome::Evicted => None,
-                EvictOutcome::Deflected { message } | EvictOutcome::Background { message } => {
-                    Some(message)
-                }
-                EvictOutcome::Denied { reason }
-                | EvictOutcome::BackedOff { reason }
-                | EvictOutcome::NotAttempted { reason } => Some(reason),
-                EvictOutcome::Failed { error } => Some(error),
-                EvictOutcome::Requested { name, .. } => Some(name),
-            };
-            PlannedEviction {
-                namespace: r.namespace,
-                name: r.name,
-                node: r.node,
-                profile: r.profile,
-                plugin: r.plugin,
-                reason: r.reason,
-                outcome,
-                message,
-                placement,
-            }
-        })
-        .collect();
-    summary.by_plugin = by_plugin.into_iter().collect();
-    summary.by_node = by_node.into_iter().collect();
+    let evictions = tally_evictions(report.records, &mut summary);
     let measured_usage = measured::node_usage(
         snapshot,
         &kube_descheduler_engine::framework::cycle::ready_nodes(
@@ -301,6 +241,85 @@ pub fn make_plan(
         limit_hits: report.limit_hits,
         placement_refusals: refusals::from_placement_hits(&report.placement_refusals),
         eviction_api: None,
+    }
+}
+
+/// The summary's warnings: snapshot inconsistencies, loader and policy warnings, then each plugin
+/// that failed during the cycle.
+fn plan_warnings(policy: &Policy, snapshot: &Snapshot, report: &CycleReport) -> Vec<String> {
+    snapshot
+        .inconsistencies
+        .iter()
+        .map(|i| format!("snapshot: {i}"))
+        .chain(snapshot.warnings.iter().cloned())
+        .chain(policy.warnings.iter().cloned())
+        .chain(report.plugin_failures.iter().map(|f| {
+            format!(
+                "profile {:?}: plugin {} failed for this cycle and evicted nothing more: {}",
+                f.profile, f.plugin, f.error
+            )
+        }))
+        .collect()
+}
+
+/// Turns the cycle's records into planned evictions (in order), counting each outcome and the pods
+/// moved per plugin and per node into `summary`.
+fn tally_evictions(
+    records: Vec<EvictionRecord>,
+    summary: &mut PlanSummary,
+) -> Vec<PlannedEviction> {
+    // Counted in hash maps (a lookup per eviction), sorted once at the end.
+    let mut by_plugin: rustc_hash::FxHashMap<String, usize> = Default::default();
+    let mut by_node: rustc_hash::FxHashMap<String, usize> = Default::default();
+    let evictions = records
+        .into_iter()
+        .map(|r| {
+            count_outcome(summary, &r.outcome);
+            if r.outcome.moves_pod() {
+                count(&mut by_plugin, &r.plugin);
+                count(&mut by_node, &r.node);
+            }
+            planned_eviction(r)
+        })
+        .collect();
+    summary.by_plugin = by_plugin.into_iter().collect();
+    summary.by_node = by_node.into_iter().collect();
+    evictions
+}
+
+/// Adds one to the summary's count for `outcome` (evicted, deflected, denied or errors).
+fn count_outcome(summary: &mut PlanSummary, outcome: &EvictOutcome) {
+    match outcome {
+        EvictOutcome::Evicted | EvictOutcome::Requested { .. } => summary.evicted += 1,
+        EvictOutcome::Deflected { .. } | EvictOutcome::Background { .. } => summary.deflected += 1,
+        EvictOutcome::Denied { .. } | EvictOutcome::BackedOff { .. } => summary.denied += 1,
+        EvictOutcome::Failed { .. } | EvictOutcome::NotAttempted { .. } => summary.errors += 1,
+    }
+}
+
+/// One record as a planned eviction; its `message` is the guard's message, the refusal's reason,
+/// the error or the EvictionRequest's name, by outcome.
+fn planned_eviction(r: EvictionRecord) -> PlannedEviction {
+    let outcome = r.outcome.as_str();
+    let message = match r.outcome {
+        EvictOutcome::Evicted => None,
+        EvictOutcome::Deflected { message } | EvictOutcome::Background { message } => Some(message),
+        EvictOutcome::Denied { reason }
+        | EvictOutcome::BackedOff { reason }
+        | EvictOutcome::NotAttempted { reason } => Some(reason),
+        EvictOutcome::Failed { error } => Some(error),
+        EvictOutcome::Requested { name, .. } => Some(name),
+    };
+    PlannedEviction {
+        namespace: r.namespace,
+        name: r.name,
+        node: r.node,
+        profile: r.profile,
+        plugin: r.plugin,
+        reason: r.reason,
+        outcome,
+        message,
+        placement: r.placement,
     }
 }
 

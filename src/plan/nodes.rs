@@ -96,82 +96,23 @@ pub fn usage_tables(
     reports.iter().map(|r| table(snapshot, r, moved)).collect()
 }
 
+/// One plugin run's table: a row per node it classified, the interesting rows first.
 fn table(
     snapshot: &Snapshot,
     report: &NodeUsageReport,
     moved: &FxHashSet<PodId>,
 ) -> NodeUsageTable {
     let res = &report.resources;
-    // The cycle marked the moved pods evicted: `pods_on_node` no longer lists them.
-    let mut moved_by_node: rustc_hash::FxHashMap<NodeId, Vec<PodId>> = Default::default();
-    for &p in moved {
-        if let Some(n) = snapshot.pod(p).node {
-            moved_by_node.entry(n).or_default().push(p);
-        }
-    }
+    let moved_by_node = moved_by_node(snapshot, moved);
     let mut rows: Vec<(NodeUsageRow, f64)> = report
         .nodes
         .iter()
         .map(|&n| {
-            let sum = |pods: &mut dyn Iterator<Item = PodId>, into: &mut [i64]| {
-                for p in pods {
-                    let pod = snapshot.pod(p);
-                    if occupies(pod) {
-                        for (slot, name) in into.iter_mut().zip(res) {
-                            *slot = slot.saturating_add(request(pod, name));
-                        }
-                    }
-                }
-            };
-            let mut after = vec![0i64; res.len()];
-            sum(&mut snapshot.pods_on_node(n), &mut after);
             let gone = moved_by_node.get(&n).map_or(&[][..], Vec::as_slice);
-            let mut before = after.clone();
-            sum(&mut gone.iter().copied(), &mut before);
-            let moved_pods = gone.len();
-            let caps: Vec<Option<i64>> = res.iter().map(|r| capacity(snapshot, n, r)).collect();
-            let at = |used: &[i64]| {
-                let pct: Vec<Option<f64>> = used
-                    .iter()
-                    .zip(&caps)
-                    .map(|(&u, &c)| percent(u, c))
-                    .collect();
-                UsageAt {
-                    class: NodeClass::of(&pct, &report.low, &report.high),
-                    percent: res.iter().cloned().zip(pct).collect(),
-                }
-            };
-            let before = at(&before);
-            let peak = before
-                .percent
-                .values()
-                .flatten()
-                .fold(0.0f64, |a, &b| a.max(b));
-            (
-                NodeUsageRow {
-                    node: snapshot.node(n).name.clone(),
-                    moved_pods,
-                    after: at(&after),
-                    before,
-                },
-                peak,
-            )
+            node_row(snapshot, report, n, gone)
         })
         .collect();
-    rows.sort_by(|(a, pa), (b, pb)| {
-        let changed = |r: &NodeUsageRow| r.before.class != r.after.class;
-        let rank = |c: NodeClass| match c {
-            NodeClass::Over => 0,
-            NodeClass::Under => 1,
-            NodeClass::Appropriate => 2,
-        };
-        changed(b)
-            .cmp(&changed(a))
-            .then(rank(a.before.class).cmp(&rank(b.before.class)))
-            .then(b.moved_pods.cmp(&a.moved_pods))
-            .then(pb.total_cmp(pa))
-            .then(a.node.cmp(&b.node))
-    });
+    sort_rows(&mut rows);
     let levels = |l: &[Option<f64>]| -> BTreeMap<String, f64> {
         res.iter()
             .zip(l)
@@ -186,4 +127,96 @@ fn table(
         high: levels(&report.high),
         nodes: rows.into_iter().map(|(r, _)| r).collect(),
     }
+}
+
+/// The moved pods per node. The cycle marked them evicted: `pods_on_node` no longer lists them.
+fn moved_by_node(
+    snapshot: &Snapshot,
+    moved: &FxHashSet<PodId>,
+) -> rustc_hash::FxHashMap<NodeId, Vec<PodId>> {
+    let mut by_node: rustc_hash::FxHashMap<NodeId, Vec<PodId>> = Default::default();
+    for &p in moved {
+        if let Some(n) = snapshot.pod(p).node {
+            by_node.entry(n).or_default().push(p);
+        }
+    }
+    by_node
+}
+
+/// Adds the requests of the occupying `pods` to `into` (one slot per resource of `res`).
+fn add_requests(
+    snapshot: &Snapshot,
+    res: &[String],
+    pods: impl Iterator<Item = PodId>,
+    into: &mut [i64],
+) {
+    for p in pods {
+        let pod = snapshot.pod(p);
+        if occupies(pod) {
+            for (slot, name) in into.iter_mut().zip(res) {
+                *slot = slot.saturating_add(request(pod, name));
+            }
+        }
+    }
+}
+
+/// Node `n`'s row (before: with the `gone` pods, after: without them) and its peak percentage
+/// before the plan.
+fn node_row(
+    snapshot: &Snapshot,
+    report: &NodeUsageReport,
+    n: NodeId,
+    gone: &[PodId],
+) -> (NodeUsageRow, f64) {
+    let res = &report.resources;
+    let mut after = vec![0i64; res.len()];
+    add_requests(snapshot, res, snapshot.pods_on_node(n), &mut after);
+    let mut before = after.clone();
+    add_requests(snapshot, res, gone.iter().copied(), &mut before);
+    let caps: Vec<Option<i64>> = res.iter().map(|r| capacity(snapshot, n, r)).collect();
+    let at = |used: &[i64]| {
+        let pct: Vec<Option<f64>> = used
+            .iter()
+            .zip(&caps)
+            .map(|(&u, &c)| percent(u, c))
+            .collect();
+        UsageAt {
+            class: NodeClass::of(&pct, &report.low, &report.high),
+            percent: res.iter().cloned().zip(pct).collect(),
+        }
+    };
+    let before = at(&before);
+    let peak = before
+        .percent
+        .values()
+        .flatten()
+        .fold(0.0f64, |a, &b| a.max(b));
+    (
+        NodeUsageRow {
+            node: snapshot.node(n).name.clone(),
+            moved_pods: gone.len(),
+            after: at(&after),
+            before,
+        },
+        peak,
+    )
+}
+
+/// Orders the rows: class changed first, then over, under, appropriate, then by moved pods, peak
+/// usage (higher first) and name.
+fn sort_rows(rows: &mut [(NodeUsageRow, f64)]) {
+    rows.sort_by(|(a, pa), (b, pb)| {
+        let changed = |r: &NodeUsageRow| r.before.class != r.after.class;
+        let rank = |c: NodeClass| match c {
+            NodeClass::Over => 0,
+            NodeClass::Under => 1,
+            NodeClass::Appropriate => 2,
+        };
+        changed(b)
+            .cmp(&changed(a))
+            .then(rank(a.before.class).cmp(&rank(b.before.class)))
+            .then(b.moved_pods.cmp(&a.moved_pods))
+            .then(pb.total_cmp(pa))
+            .then(a.node.cmp(&b.node))
+    });
 }

@@ -1,5 +1,6 @@
 //! Rendering a [`Plan`] for people (a table) or programs (one JSON object).
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::Plan;
@@ -131,6 +132,8 @@ pub fn usage_table(t: &super::nodes::NodeUsageTable, limit: usize) -> String {
     out
 }
 
+/// The text plan's main section: the evictions, the totals, the measured usage and the pods moved
+/// per plugin and per node.
 fn evictions_table(plan: &Plan) -> String {
     let s = &plan.summary;
     let mut out = String::new();
@@ -140,29 +143,7 @@ fn evictions_table(plan: &Plan) -> String {
     if plan.evictions.is_empty() {
         let _ = writeln!(out, "No pods would be evicted.");
     } else {
-        let rows: Vec<Vec<String>> = plan
-            .evictions
-            .iter()
-            .map(|e| {
-                vec![
-                    format!("{}/{}", e.namespace, e.name),
-                    e.node.to_string(),
-                    e.profile.to_string(),
-                    e.plugin.to_string(),
-                    e.outcome.to_string(),
-                    {
-                        let text = match &e.message {
-                            Some(m) => format!("{} ({m})", e.reason.text),
-                            None => e.reason.text.clone(),
-                        };
-                        match &e.placement {
-                            Some(p) => format!("{text} [placement {}]", p.summary()),
-                            None => text,
-                        }
-                    },
-                ]
-            })
-            .collect();
+        let rows: Vec<Vec<String>> = plan.evictions.iter().map(eviction_row).collect();
         out.push_str(&table_of(
             &["POD", "NODE", "PROFILE", "PLUGIN", "OUTCOME", "REASON"],
             &rows,
@@ -174,23 +155,7 @@ fn evictions_table(plan: &Plan) -> String {
         s.evicted, s.deflected, s.denied, s.errors, s.ready_nodes, s.nodes, s.pods
     );
     if !plan.measured_usage.is_empty() {
-        let rows: Vec<Vec<String>> = plan
-            .measured_usage
-            .iter()
-            .map(|u| {
-                let usage = match (&u.error, u.utilization, u.cpu_milli, u.memory_bytes) {
-                    (Some(e), ..) => format!("none: {e}"),
-                    (None, Some(v), ..) => format!("{:.1} %", v * 100.0),
-                    (None, None, Some(c), Some(m)) => format!("cpu {c}m, memory {m}"),
-                    _ => "-".into(),
-                };
-                let source = match &u.query {
-                    Some(q) => format!("{} ({q})", u.source),
-                    None => u.source.to_string(),
-                };
-                vec![u.node.clone(), source, usage]
-            })
-            .collect();
+        let rows: Vec<Vec<String>> = plan.measured_usage.iter().map(measured_row).collect();
         let _ = write!(
             out,
             "\n{}",
@@ -198,20 +163,59 @@ fn evictions_table(plan: &Plan) -> String {
         );
     }
     if !s.by_plugin.is_empty() {
-        let rows: Vec<Vec<String>> = s
-            .by_plugin
-            .iter()
-            .map(|(k, v)| vec![k.clone(), v.to_string()])
-            .collect();
-        let _ = write!(out, "\n{}", table_of(&["PLUGIN", "PODS MOVED"], &rows));
-        let rows: Vec<Vec<String>> = s
-            .by_node
-            .iter()
-            .map(|(k, v)| vec![k.clone(), v.to_string()])
-            .collect();
-        let _ = write!(out, "\n{}", table_of(&["NODE", "PODS MOVED"], &rows));
+        let counts = |m: &BTreeMap<String, usize>| -> Vec<Vec<String>> {
+            m.iter()
+                .map(|(k, v)| vec![k.clone(), v.to_string()])
+                .collect()
+        };
+        let _ = write!(
+            out,
+            "\n{}",
+            table_of(&["PLUGIN", "PODS MOVED"], &counts(&s.by_plugin))
+        );
+        let _ = write!(
+            out,
+            "\n{}",
+            table_of(&["NODE", "PODS MOVED"], &counts(&s.by_node))
+        );
     }
     out
+}
+
+/// One eviction's row: pod, node, profile, plugin, outcome and the reason with the guard's
+/// message and the predicted placement.
+fn eviction_row(e: &super::PlannedEviction) -> Vec<String> {
+    let text = match &e.message {
+        Some(m) => format!("{} ({m})", e.reason.text),
+        None => e.reason.text.clone(),
+    };
+    let reason = match &e.placement {
+        Some(p) => format!("{text} [placement {}]", p.summary()),
+        None => text,
+    };
+    vec![
+        format!("{}/{}", e.namespace, e.name),
+        e.node.to_string(),
+        e.profile.to_string(),
+        e.plugin.to_string(),
+        e.outcome.to_string(),
+        reason,
+    ]
+}
+
+/// One node's measured usage row: node, usage source (with its query) and the usage.
+fn measured_row(u: &super::measured::NodeUsageReport) -> Vec<String> {
+    let usage = match (&u.error, u.utilization, u.cpu_milli, u.memory_bytes) {
+        (Some(e), ..) => format!("none: {e}"),
+        (None, Some(v), ..) => format!("{:.1} %", v * 100.0),
+        (None, None, Some(c), Some(m)) => format!("cpu {c}m, memory {m}"),
+        _ => "-".into(),
+    };
+    let source = match &u.query {
+        Some(q) => format!("{} ({q})", u.source),
+        None => u.source.to_string(),
+    };
+    vec![u.node.clone(), source, usage]
 }
 
 /// The refusals as a table section (empty without refusals).

@@ -174,28 +174,47 @@ impl Metrics {
 
     /// Registers every metric in a fresh registry.
     pub fn new() -> Self {
-        let mut registry = Registry::default();
-        let pods_evicted = Family::<EvictedLabels, Counter>::default();
-        registry.register(
+        let mut m = Metrics {
+            registry: Registry::default(),
+            pods_evicted: Family::default(),
+            loop_duration: loop_histogram(),
+            strategy_duration: Family::new_with_constructor(strategy_histogram),
+            deflected: Counter::default(),
+            skipped: Counter::default(),
+            cycles: Family::default(),
+            plugin_failures: Family::default(),
+            leader: Gauge::default(),
+            caches_synced: Gauge::default(),
+            dry_run: Gauge::default(),
+            placement_returns: Family::default(),
+            placement_refusals: Family::default(),
+        };
+        // Registration order is the exposition's order: upstream's metrics first.
+        m.register_upstream();
+        m.register_own();
+        m
+    }
+
+    /// Registers upstream's metrics (`descheduler_*`, names, help texts and labels kept) and sets
+    /// `descheduler_build_info`.
+    fn register_upstream(&mut self) {
+        self.registry.register(
             "descheduler_pods_evicted",
             "Number of total evicted pods, by the result, by the strategy, by the namespace, by the node name. 'error' result means a pod could not be evicted",
-            pods_evicted.clone(),
+            self.pods_evicted.clone(),
         );
-        let loop_duration = loop_histogram();
-        registry.register(
+        self.registry.register(
             "descheduler_loop_duration_seconds",
             "Time taken to complete a full descheduling cycle",
-            loop_duration.clone(),
+            self.loop_duration.clone(),
         );
-        let strategy_duration: HistogramFamily<StrategyLabels> =
-            Family::new_with_constructor(strategy_histogram);
-        registry.register(
+        self.registry.register(
             "descheduler_strategy_duration_seconds",
             "Time taken to complete Each strategy of the descheduling operation",
-            strategy_duration.clone(),
+            self.strategy_duration.clone(),
         );
         let build = Family::<BuildLabels, Gauge>::default();
-        registry.register(
+        self.registry.register(
             "descheduler_build_info",
             "Build info about descheduler, including Go version, Descheduler version, Git SHA, Git branch",
             build.clone(),
@@ -211,75 +230,55 @@ impl Metrics {
                 GitSha1: option_env!("GIT_SHA").unwrap_or("").into(),
             })
             .set(1);
-        let deflected = Counter::default();
-        registry.register(
+    }
+
+    /// Registers our metrics (`kube_descheduler_*`).
+    fn register_own(&mut self) {
+        self.registry.register(
             "kube_descheduler_evictions_deflected",
             "Evictions the eviction guard turned into a rolling restart (the pod moves without downtime)",
-            deflected.clone(),
+            self.deflected.clone(),
         );
-        let skipped = Counter::default();
-        registry.register(
+        self.registry.register(
             "kube_descheduler_evictions_skipped",
             "Evictions refused with 429 (PodDisruptionBudget or the guard's health rule); not retried",
-            skipped.clone(),
+            self.skipped.clone(),
         );
-        let cycles = Family::<CycleLabels, Counter>::default();
-        registry.register(
+        self.registry.register(
             "kube_descheduler_cycles",
             "Descheduling cycles, by status and what started them",
-            cycles.clone(),
+            self.cycles.clone(),
         );
-        let leader = Gauge::default();
-        registry.register(
+        self.registry.register(
             "kube_descheduler_leader",
             "1 while this replica may evict (holds the lease, or leader election is off)",
-            leader.clone(),
+            self.leader.clone(),
         );
-        let plugin_failures = Family::<StrategyLabels, Counter>::default();
-        registry.register(
+        self.registry.register(
             "kube_descheduler_plugin_failures",
             "Plugin runs that failed for a cycle and evicted nothing more (e.g. a metrics source without usable data, a plugin that panicked), by strategy and profile",
-            plugin_failures.clone(),
+            self.plugin_failures.clone(),
         );
-        let caches_synced = Gauge::default();
-        registry.register(
+        self.registry.register(
             "kube_descheduler_caches_synced",
             "1 once every watch cache has completed its initial list",
-            caches_synced.clone(),
+            self.caches_synced.clone(),
         );
-        let dry_run = Gauge::default();
-        registry.register(
+        self.registry.register(
             "kube_descheduler_dry_run",
             "1 when running with --dry-run (no eviction calls)",
-            dry_run.clone(),
+            self.dry_run.clone(),
         );
-        let placement_returns = Family::<PlacementLabels, Counter>::default();
-        registry.register(
+        self.registry.register(
             "kube_descheduler_placement_returns",
             "Evicted pods whose replacement (a new pod of the same owner) was scheduled back onto the node they were evicted from, by the eviction's profile and strategy and the namespace",
-            placement_returns.clone(),
+            self.placement_returns.clone(),
         );
-        let placement_refusals = Family::<PlacementRefusalLabels, Counter>::default();
-        registry.register(
+        self.registry.register(
             "kube_descheduler_placement_refusals",
             "Evictions the DefaultEvictor's placement: Enforce refused (the replacement would come back, fit nowhere or land on a node being emptied), by profile, strategy and refusal code",
-            placement_refusals.clone(),
+            self.placement_refusals.clone(),
         );
-        Metrics {
-            registry,
-            placement_returns,
-            placement_refusals,
-            pods_evicted,
-            loop_duration,
-            strategy_duration,
-            deflected,
-            skipped,
-            cycles,
-            plugin_failures,
-            leader,
-            caches_synced,
-            dry_run,
-        }
     }
 
     /// The `result` label value for an outcome (None: not counted, e.g. an aborted attempt).

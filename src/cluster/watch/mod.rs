@@ -357,12 +357,11 @@ async fn watch_into(
         kind,
         ref state,
         ref cfg,
-        ref protocols,
-        list_only,
+        ..
     } = feed;
     let mut listing = version.is_none();
     let started = Instant::now();
-    let body = match open_watch(client, kind, cfg, version.as_deref()).await? {
+    let mut body = match open_watch(client, kind, cfg, version.as_deref()).await? {
         Ok(body) => body,
         Err(end) => return Ok(end),
     };
@@ -373,25 +372,8 @@ async fn watch_into(
         state.watch_established(kind);
     }
     let mut items = 0usize;
-    let mut body = body;
     loop {
-        let next = if listing {
-            // A server that ignores `sendInitialEvents` never sends the end marker.
-            match tokio::time::timeout(cfg.watch_list_silence, batch.read_line(&mut body, true))
-                .await
-            {
-                Ok(n) => n,
-                Err(_) => {
-                    return Err(Failure::NoWatchList(format!(
-                        "no end of the initial events after {items} objects and {:.0} s of silence",
-                        cfg.watch_list_silence.as_secs_f64()
-                    )));
-                }
-            }
-        } else {
-            batch.read_line(&mut body, false).await
-        };
-        let line = match next.map_err(|e| Failure::Other(format!("watch stream: {e}")))? {
+        let line = match next_line(batch, &mut body, cfg, listing, items).await? {
             Line::End => break,
             Line::Blank => continue,
             Line::Added => {
@@ -417,44 +399,9 @@ async fn watch_into(
             continue;
         }
         batch.finish(kind, state).await;
-        match ev.type_ {
-            "ADDED" | "MODIFIED" => state.upsert(kind, [raw]),
-            "DELETED" => match kinds::key_of_json(raw) {
-                Ok(key) => state.remove(kind, &key),
-                Err(e) => {
-                    tracing::warn!(kind = kind.resource(), error = %e, "DELETED event without a name; ignored")
-                }
-            },
-            "BOOKMARK" if listing => {
-                let v = initial_events_end(raw)?;
-                protocols.set(kind, ListProtocol::WatchList);
-                state.end_list(kind);
-                tracing::debug!(
-                    kind = kind.resource(),
-                    items,
-                    seconds = started.elapsed().as_secs_f64(),
-                    "streaming list done"
-                );
-                listing = false;
-                *version = Some(v);
-                if list_only {
-                    // The list is complete; the rest of the stream would be the watch.
-                    return Ok(WatchEnd::Closed);
-                }
-                continue;
-            }
-            "BOOKMARK" => {}
-            "ERROR" => return error_event(raw, listing),
-            other => {
-                tracing::debug!(
-                    kind = kind.resource(),
-                    event = other,
-                    "unknown watch event type; ignored"
-                )
-            }
-        }
-        if !listing && let Some(v) = version_of(raw) {
-            *version = Some(v);
+        let seen = Seen { items, started };
+        if let Some(end) = apply_event(feed, &ev, &mut listing, version, seen)? {
+            return Ok(end);
         }
     }
     if listing {
@@ -463,6 +410,97 @@ async fn watch_into(
         )));
     }
     Ok(WatchEnd::Closed)
+}
+
+/// Reads the next line of the stream. While listing, a silence longer than
+/// `watch_list_silence` fails: a server that ignores `sendInitialEvents` never sends the end
+/// marker (`items`: the objects listed so far, for the message).
+async fn next_line<R: futures::AsyncBufRead + Unpin>(
+    batch: &mut Batch,
+    body: &mut R,
+    cfg: &WatchConfig,
+    listing: bool,
+    items: usize,
+) -> Result<Line, Failure> {
+    let next = if listing {
+        match tokio::time::timeout(cfg.watch_list_silence, batch.read_line(body, true)).await {
+            Ok(n) => n,
+            Err(_) => {
+                return Err(Failure::NoWatchList(format!(
+                    "no end of the initial events after {items} objects and {:.0} s of silence",
+                    cfg.watch_list_silence.as_secs_f64()
+                )));
+            }
+        }
+    } else {
+        batch.read_line(body, false).await
+    };
+    next.map_err(|e| Failure::Other(format!("watch stream: {e}")))
+}
+
+/// How far a streaming list has come: objects listed and when it started (for its log line).
+#[derive(Clone, Copy)]
+struct Seen {
+    items: usize,
+    started: Instant,
+}
+
+/// Applies one event other than a listed ADDED to the state and advances `version`. The
+/// bookmark that ends the initial events ends `listing`. `Some(end)`: the watch ends here (an
+/// ERROR event, or the list is complete and the feed lists only).
+fn apply_event(
+    feed: &Feed,
+    ev: &Event<'_>,
+    listing: &mut bool,
+    version: &mut Option<String>,
+    seen: Seen,
+) -> Result<Option<WatchEnd>, Failure> {
+    let Feed {
+        kind,
+        state,
+        protocols,
+        list_only,
+        ..
+    } = feed;
+    let kind = *kind;
+    let raw = ev.object.get();
+    match ev.type_ {
+        "ADDED" | "MODIFIED" => state.upsert(kind, [raw]),
+        "DELETED" => match kinds::key_of_json(raw) {
+            Ok(key) => state.remove(kind, &key),
+            Err(e) => {
+                tracing::warn!(kind = kind.resource(), error = %e, "DELETED event without a name; ignored")
+            }
+        },
+        "BOOKMARK" if *listing => {
+            let v = initial_events_end(raw)?;
+            protocols.set(kind, ListProtocol::WatchList);
+            state.end_list(kind);
+            tracing::debug!(
+                kind = kind.resource(),
+                items = seen.items,
+                seconds = seen.started.elapsed().as_secs_f64(),
+                "streaming list done"
+            );
+            *listing = false;
+            *version = Some(v);
+            // With `list_only` the list is complete; the rest of the stream would be the watch.
+            return Ok(list_only.then_some(WatchEnd::Closed));
+        }
+        "BOOKMARK" => {}
+        "ERROR" => return error_event(raw, *listing).map(Some),
+        other => {
+            tracing::debug!(
+                kind = kind.resource(),
+                event = other,
+                "unknown watch event type; ignored"
+            )
+        }
+    }
+    if !*listing && let Some(v) = version_of(raw) {
+        *version = Some(v);
+    }
+    Ok(None)
 }
 
 /// Opens the watch of `kind`: a streaming list when there is no `version` yet, else a watch from
