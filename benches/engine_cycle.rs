@@ -19,12 +19,12 @@
 mod bench_common;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use kube_descheduler::evictor::planner::PlanBackend;
 use kube_descheduler::framework::cycle::run_cycle;
-use kube_descheduler::synth::{Shape, write_cluster};
+use kube_descheduler::policy::Policy;
 
 /// The binary's allocator (see `src/main.rs`), so the cycle allocates as `run` does.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -41,34 +41,50 @@ fn main() {
     let runs: usize = bench_common::env_number("ENGINE_CYCLE_RUNS", 15).max(1);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = root.join("target").join("bench-data");
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        fail(format!("cannot create {}: {e}", dir.display()));
+    let file = bench_common::cluster_file(nodes, pods).unwrap_or_else(|e| fail(e));
+    let limits_mode = std::env::var("ENGINE_CYCLE_LIMITS").unwrap_or_default();
+    let scaled = limits_mode == "1" || limits_mode == "loose";
+    let policy_text = base_policy(&root, &limits_mode);
+    if scaled {
+        println!("with every percentage and per-workload limit ({limits_mode})");
     }
-    let file = dir.join(format!("cluster-{nodes}-{pods}.json"));
-    if !file.exists() {
-        let mut out = match std::fs::File::create(&file) {
-            Ok(f) => std::io::BufWriter::new(f),
-            Err(e) => fail(format!("cannot write {}: {e}", file.display())),
-        };
-        let shape = Shape {
-            nodes,
-            pods,
-            seed: 42,
-        };
-        if let Err(e) = write_cluster(shape, &mut out) {
-            fail(format!("generating {}: {e}", file.display()));
+    // `ENGINE_CYCLE_PLACEMENT=Report` (or a list, `Off,Report,Enforce`) sets the DefaultEvictor's
+    // `placement` in both profiles (docs/placement.md).
+    let modes: Vec<String> = std::env::var("ENGINE_CYCLE_PLACEMENT")
+        .ok()
+        .filter(|m| !m.trim().is_empty())
+        .map(|m| m.split(',').map(|s| s.trim().to_string()).collect())
+        .unwrap_or_else(|| vec!["Off".to_string()]);
+    let mut policies: Vec<Policy> = modes
+        .iter()
+        .map(|mode| mode_policy(&policy_text, mode, &dir, scaled))
+        .collect();
+    let mut snapshot = kube_descheduler::snapshot::load::load_file(&file)
+        .unwrap_or_else(|e| fail(format!("{}: {e}", file.display())));
+    let now: jiff::Timestamp = "2026-02-01T00:00:00Z"
+        .parse()
+        .unwrap_or_else(|e| fail(format!("now: {e}")));
+
+    let mut stats: Vec<ModeStats> = modes.iter().map(|_| ModeStats::default()).collect();
+    for _ in 0..runs {
+        for (policy, st) in policies.iter_mut().zip(&mut stats) {
+            st.measure_cycle(policy, &mut snapshot, now);
         }
     }
-    // The run_scale policy: all ten plugins with the run_scale limits (5 per node, 2,000 in total).
+    println!("{nodes} nodes, {pods} pods, {runs} cycles per placement mode");
+    print_table(&modes, &mut stats);
+}
+
+/// The run_scale policy: all ten plugins with the run_scale limits (5 per node, 2,000 in
+/// total), with the percentage and per-workload limits `ENGINE_CYCLE_LIMITS` asks for.
+fn base_policy(root: &Path, limits_mode: &str) -> String {
     let policy_text = std::fs::read_to_string(root.join("benches/all-plugins-policy.yaml"))
         .unwrap_or_else(|e| fail(format!("policy: {e}")))
         .replace(
             "maxNoOfPodsToEvictPerNode: 10",
             "maxNoOfPodsToEvictPerNode: 5\nmaxNoOfPodsToEvictTotal: 2000",
         );
-    let limits_mode = std::env::var("ENGINE_CYCLE_LIMITS").unwrap_or_default();
-    let scaled = limits_mode == "1" || limits_mode == "loose";
-    let policy_text = match limits_mode.as_str() {
+    match limits_mode {
         // Every limit is checked, and the new ones refuse pods the plugins then look past.
         "1" => policy_text.replace(
             "maxNoOfPodsToEvictPerNode: 5\n",
@@ -80,94 +96,44 @@ fn main() {
             "maxNoOfPodsToEvictPerNode: 5\nmaxNoOfPodsToEvictPerNamespace: \"100%\"\nmaxNoOfPodsToEvictPerWorkload: \"100%\"\nmaxUnavailablePerWorkload: \"100%\"\nworkloadEvictionWindow: {duration: 1h, maxEvictions: \"100%\"}\n",
         ),
         _ => policy_text,
-    };
-    if scaled {
-        println!("with every percentage and per-workload limit ({limits_mode})");
     }
-    // `ENGINE_CYCLE_PLACEMENT=Report` (or a list, `Off,Report,Enforce`) sets the DefaultEvictor's
-    // `placement` in both profiles (docs/placement.md).
-    let modes: Vec<String> = std::env::var("ENGINE_CYCLE_PLACEMENT")
-        .ok()
-        .filter(|m| !m.trim().is_empty())
-        .map(|m| m.split(',').map(|s| s.trim().to_string()).collect())
-        .unwrap_or_else(|| vec!["Off".to_string()]);
-    let mut policies = Vec::with_capacity(modes.len());
-    for mode in &modes {
-        let text = policy_text
-            .replace(
-                "nodeFit: true",
-                &format!("nodeFit: true\n          placement: \"{mode}\""),
-            )
-            .replace(
-                "      - name: \"DefaultEvictor\"\n      - name: \"HighNodeUtilization\"",
-                &format!(
-                    "      - name: \"DefaultEvictor\"\n        args:\n          placement: \"{mode}\"\n      - name: \"HighNodeUtilization\""
-                ),
-            );
-        let written = dir.join(format!("engine-cycle-{mode}-policy.yaml"));
-        if let Err(e) = std::fs::write(&written, &text) {
-            fail(format!("cannot write {}: {e}", written.display()));
-        }
-        let mut policy = kube_descheduler::policy::load_str(&text)
-            .unwrap_or_else(|e| fail(format!("policy ({mode}): {}", e.0)));
-        if scaled {
-            // As `run` installs it; emptied before each repeated cycle below.
-            policy.cycle.scaled.window =
-                policy.cycle.scaled.window.take().map(|w| w.with_history());
-        }
-        policies.push(policy);
-    }
-    let mut snapshot = kube_descheduler::snapshot::load::load_file(&file)
-        .unwrap_or_else(|e| fail(format!("{}: {e}", file.display())));
-    let now: jiff::Timestamp = "2026-02-01T00:00:00Z"
-        .parse()
-        .unwrap_or_else(|e| fail(format!("now: {e}")));
+}
 
-    let mut stats: Vec<ModeStats> = modes.iter().map(|_| ModeStats::default()).collect();
-    for _ in 0..runs {
-        for (policy, st) in policies.iter_mut().zip(&mut stats) {
-            snapshot.reset_evictions();
-            if let Some(w) = &mut policy.cycle.scaled.window {
-                // Each repeated cycle starts with an empty window, as the first cycle of `run`.
-                *w = w.clone().with_history();
-            }
-            let started = Instant::now();
-            let verdict = kube_descheduler::guard::answer::api_and_guard_verdict(
-                &snapshot,
-                now,
-                kube_descheduler::guard::GuardConfig::default(),
-            );
-            let (report, _) = run_cycle(
-                &policy.profiles,
-                &policy.cycle,
-                &mut snapshot,
-                now,
-                Box::new(PlanBackend::with_verdict(verdict)),
-            );
-            st.cycles.push(started.elapsed());
-            let n = report.records.len();
-            if st.attempts.is_some_and(|a| a != n) {
-                fail(format!(
-                    "a repeated cycle made {n} attempts, the first {:?}",
-                    st.attempts
-                ));
-            }
-            st.attempts = Some(n);
-            st.refusals = report.placement_refusals.len();
-            st.limit_refusals = report.limit_hits.len();
-            for (i, t) in report.timings.iter().enumerate() {
-                st.plugins
-                    .entry((i, format!("{}/{}", t.profile, t.plugin)))
-                    .or_default()
-                    .push(t.duration);
-            }
-        }
+/// The policy with the DefaultEvictor's `placement` set to `mode` in both profiles, written to
+/// `dir/engine-cycle-<mode>-policy.yaml` and loaded (with the `run` window's history when the
+/// limits are `scaled`).
+fn mode_policy(policy_text: &str, mode: &str, dir: &Path, scaled: bool) -> Policy {
+    let text = policy_text
+        .replace(
+            "nodeFit: true",
+            &format!("nodeFit: true\n          placement: \"{mode}\""),
+        )
+        .replace(
+            "      - name: \"DefaultEvictor\"\n      - name: \"HighNodeUtilization\"",
+            &format!(
+                "      - name: \"DefaultEvictor\"\n        args:\n          placement: \"{mode}\"\n      - name: \"HighNodeUtilization\""
+            ),
+        );
+    let written = dir.join(format!("engine-cycle-{mode}-policy.yaml"));
+    if let Err(e) = std::fs::write(&written, &text) {
+        fail(format!("cannot write {}: {e}", written.display()));
     }
+    let mut policy = kube_descheduler::policy::load_str(&text)
+        .unwrap_or_else(|e| fail(format!("policy ({mode}): {}", e.0)));
+    if scaled {
+        // As `run` installs it; emptied before each repeated cycle.
+        policy.cycle.scaled.window = policy.cycle.scaled.window.take().map(|w| w.with_history());
+    }
+    policy
+}
+
+/// Prints each plugin's and the whole cycle's median and fastest time per mode, then each
+/// mode's attempts and refusals.
+fn print_table(modes: &[String], stats: &mut [ModeStats]) {
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    println!("{nodes} nodes, {pods} pods, {runs} cycles per placement mode");
     let mut header = "| stage |".to_string();
     let mut rule = "|---|".to_string();
-    for m in &modes {
+    for m in modes {
         header.push_str(&format!(" {m} median ms | {m} fastest ms |"));
         rule.push_str("---:|---:|");
     }
@@ -178,7 +144,7 @@ fn main() {
         .unwrap_or_default();
     for key in names {
         let mut row = format!("| {} |", key.1);
-        for st in &mut stats {
+        for st in stats.iter_mut() {
             let times = st.plugins.entry(key.clone()).or_default();
             let fastest = times.iter().min().copied().unwrap_or_default();
             row.push_str(&format!(
@@ -190,7 +156,7 @@ fn main() {
         println!("{row}");
     }
     let mut row = "| cycle (guard setup + plugins) |".to_string();
-    for st in &mut stats {
+    for st in stats.iter_mut() {
         let fastest = st.cycles.iter().min().copied().unwrap_or_default();
         row.push_str(&format!(
             " {:.1} | {:.1} |",
@@ -199,7 +165,7 @@ fn main() {
         ));
     }
     println!("{row}");
-    for (m, st) in modes.iter().zip(&stats) {
+    for (m, st) in modes.iter().zip(stats.iter()) {
         println!(
             "{m}: {} eviction attempts, {} placement refusals and {} limit refusals per cycle",
             st.attempts.unwrap_or(0),
@@ -217,4 +183,51 @@ struct ModeStats {
     attempts: Option<usize>,
     refusals: usize,
     limit_refusals: usize,
+}
+
+impl ModeStats {
+    /// Runs one cycle of `policy` on `snapshot` (its evictions and window forgotten first) and
+    /// notes its times and counts; a repeated cycle that attempts a different number fails.
+    fn measure_cycle(
+        &mut self,
+        policy: &mut Policy,
+        snapshot: &mut kube_descheduler::snapshot::Snapshot,
+        now: jiff::Timestamp,
+    ) {
+        snapshot.reset_evictions();
+        if let Some(w) = &mut policy.cycle.scaled.window {
+            // Each repeated cycle starts with an empty window, as the first cycle of `run`.
+            *w = w.clone().with_history();
+        }
+        let started = Instant::now();
+        let verdict = kube_descheduler::guard::answer::api_and_guard_verdict(
+            snapshot,
+            now,
+            kube_descheduler::guard::GuardConfig::default(),
+        );
+        let (report, _) = run_cycle(
+            &policy.profiles,
+            &policy.cycle,
+            snapshot,
+            now,
+            Box::new(PlanBackend::with_verdict(verdict)),
+        );
+        self.cycles.push(started.elapsed());
+        let n = report.records.len();
+        if self.attempts.is_some_and(|a| a != n) {
+            fail(format!(
+                "a repeated cycle made {n} attempts, the first {:?}",
+                self.attempts
+            ));
+        }
+        self.attempts = Some(n);
+        self.refusals = report.placement_refusals.len();
+        self.limit_refusals = report.limit_hits.len();
+        for (i, t) in report.timings.iter().enumerate() {
+            self.plugins
+                .entry((i, format!("{}/{}", t.profile, t.plugin)))
+                .or_default()
+                .push(t.duration);
+        }
+    }
 }

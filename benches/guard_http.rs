@@ -36,7 +36,7 @@ use kube_descheduler::guard::server::{GuardState, router};
 use kube_descheduler::guard::source::{FactSource, MemorySource, SourceError};
 use kube_descheduler::guard::testing::{web_deployment, web_replica_set};
 use kube_descheduler::restart::{RestartOutcome, RestartRequest, Restarter};
-use kube_descheduler::serving::tls::{load_with_reload, serve_https};
+use kube_descheduler::serving::tls::{HttpsServer, load_with_reload, serve_https};
 use serde_json::json;
 
 struct NoRestart;
@@ -257,6 +257,9 @@ struct Report {
     pod_reads: String,
 }
 
+/// Serves the guard on `source` over HTTPS (certificates in `dir`, trusted through `ca`), sends
+/// 500 warm-up reviews, then `count` reviews at `rate` per second, each on its own task; reports
+/// the server-side and client-side latencies.
 async fn run(
     source: Arc<dyn FactSource>,
     rate: u64,
@@ -264,37 +267,8 @@ async fn run(
     dir: &std::path::Path,
     ca: &str,
 ) -> Report {
-    let (tls, _task) = load_with_reload(
-        dir.join("tls.crt"),
-        dir.join("tls.key"),
-        Duration::from_secs(3600),
-    )
-    .await
-    .expect("tls");
-    let state = Arc::new(GuardState::new(
-        source,
-        Arc::new(NoRestart),
-        GuardConfig::default(),
-    ));
-    let registry = state.registry.clone();
     let samples: Arc<Mutex<Vec<Duration>>> = Arc::new(Mutex::new(Vec::with_capacity(count + 1000)));
-    let sink = samples.clone();
-    let app = router(state).layer(axum::middleware::from_fn(
-        move |req: Request, next: Next| {
-            let sink = sink.clone();
-            async move {
-                let started = Instant::now();
-                let resp = next.run(req).await;
-                if let Ok(mut s) = sink.lock() {
-                    s.push(started.elapsed());
-                }
-                resp
-            }
-        },
-    ));
-    let server = serve_https(app, "127.0.0.1:0".parse().expect("addr"), tls)
-        .await
-        .expect("serve");
+    let (server, registry) = timed_guard(source, dir, samples.clone()).await;
     let host = "guard.kube-descheduler.svc";
     let client = reqwest::Client::builder()
         .use_rustls_tls()
@@ -319,6 +293,82 @@ async fn run(
         s.clear();
     }
 
+    let load = paced_load(&client, &url, &bodies, rate, count).await;
+    let _ = server.shutdown(Duration::from_secs(1)).await;
+    let server = samples.lock().map(|s| s.clone()).unwrap_or_default();
+    let mut text = String::new();
+    let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
+    let pod_reads = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("kube_descheduler_guard_pod_reads_total"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Report {
+        server,
+        client: load.samples,
+        errors: load.errors,
+        elapsed: load.elapsed,
+        pod_reads,
+    }
+}
+
+/// The guard's router on `source`, served over HTTPS on a free local port with the
+/// certificates in `dir`; each request's time in the server goes to `samples`. Also the
+/// guard's metrics registry.
+async fn timed_guard(
+    source: Arc<dyn FactSource>,
+    dir: &std::path::Path,
+    samples: Arc<Mutex<Vec<Duration>>>,
+) -> (HttpsServer, Arc<prometheus_client::registry::Registry>) {
+    let (tls, _task) = load_with_reload(
+        dir.join("tls.crt"),
+        dir.join("tls.key"),
+        Duration::from_secs(3600),
+    )
+    .await
+    .expect("tls");
+    let state = Arc::new(GuardState::new(
+        source,
+        Arc::new(NoRestart),
+        GuardConfig::default(),
+    ));
+    let registry = state.registry.clone();
+    let app = router(state).layer(axum::middleware::from_fn(
+        move |req: Request, next: Next| {
+            let sink = samples.clone();
+            async move {
+                let started = Instant::now();
+                let resp = next.run(req).await;
+                if let Ok(mut s) = sink.lock() {
+                    s.push(started.elapsed());
+                }
+                resp
+            }
+        },
+    ));
+    let server = serve_https(app, "127.0.0.1:0".parse().expect("addr"), tls)
+        .await
+        .expect("serve");
+    (server, registry)
+}
+
+/// What the client saw of a paced load.
+struct Load {
+    /// Latencies of the successful requests.
+    samples: Vec<Duration>,
+    errors: usize,
+    elapsed: Duration,
+}
+
+/// Posts `count` of `bodies` (round robin) to `url`, one every 1/`rate` s on its own task
+/// (late ticks burst to catch up), and waits for all.
+async fn paced_load(
+    client: &reqwest::Client,
+    url: &str,
+    bodies: &[Vec<u8>],
+    rate: u64,
+    count: usize,
+) -> Load {
     let client_samples: Arc<Mutex<Vec<Duration>>> = Arc::new(Mutex::new(Vec::with_capacity(count)));
     let errors = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let period = Duration::from_nanos(1_000_000_000 / rate.max(1));
@@ -330,7 +380,7 @@ async fn run(
         ticker.tick().await;
         let (client, url, body) = (
             client.clone(),
-            url.clone(),
+            url.to_string(),
             bodies[i % bodies.len()].clone(),
         );
         let (cs, errors) = (client_samples.clone(), errors.clone());
@@ -359,22 +409,11 @@ async fn run(
         let _ = t.await;
     }
     let elapsed = started.elapsed();
-    let _ = server.shutdown(Duration::from_secs(1)).await;
-    let server = samples.lock().map(|s| s.clone()).unwrap_or_default();
-    let client = client_samples.lock().map(|s| s.clone()).unwrap_or_default();
-    let mut text = String::new();
-    let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
-    let pod_reads = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("kube_descheduler_guard_pod_reads_total"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    Report {
-        server,
-        client,
+    let samples = client_samples.lock().map(|s| s.clone()).unwrap_or_default();
+    Load {
+        samples,
         errors: errors.load(std::sync::atomic::Ordering::Relaxed),
         elapsed,
-        pod_reads,
     }
 }
 

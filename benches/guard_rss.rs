@@ -15,12 +15,11 @@ mod guard_common;
 
 mod bench_common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kube_descheduler::cli::certs::{CertsArgs, generate, write_files};
-use kube_descheduler::synth::{Shape, write_cluster};
 use serde_json::{Value, json};
 
 const HOST: &str = "guard.kube-descheduler.svc";
@@ -28,38 +27,6 @@ const HOST: &str = "guard.kube-descheduler.svc";
 fn fail(msg: impl std::fmt::Display) -> ! {
     eprintln!("guard_rss: {msg}");
     std::process::exit(1)
-}
-
-fn snapshot_file(nodes: usize, pods: usize) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("target")
-        .join("bench-data");
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        fail(format!("cannot create {}: {e}", dir.display()));
-    }
-    let file = dir.join(format!("cluster-{nodes}-{pods}.json"));
-    if !file.exists() {
-        let tmp = file.with_extension("json.tmp");
-        let f = std::fs::File::create(&tmp)
-            .unwrap_or_else(|e| fail(format!("cannot write {}: {e}", tmp.display())));
-        let mut out = std::io::BufWriter::new(f);
-        let shape = Shape {
-            nodes,
-            pods,
-            seed: 42,
-        };
-        if let Err(e) = write_cluster(shape, &mut out).and_then(|()| {
-            use std::io::Write;
-            out.flush()
-        }) {
-            fail(format!("generating {}: {e}", tmp.display()));
-        }
-        drop(out);
-        if let Err(e) = std::fs::rename(&tmp, &file) {
-            fail(format!("renaming {}: {e}", tmp.display()));
-        }
-    }
-    file
 }
 
 /// `VmHWM` and `VmRSS` of a process, in KiB.
@@ -131,11 +98,14 @@ fn metric(text: &str, line_prefix: &str) -> Option<f64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// A pod to review: namespace, name and uid.
+type Target = (String, String, String);
+
 fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (nodes, pods) = bench_common::size_from_env("GUARD_RSS_SIZE");
     let reviews: usize = bench_common::env_number("GUARD_RSS_REVIEWS", 2000);
-    let file = snapshot_file(nodes, pods);
+    let file = bench_common::cluster_file(nodes, pods).unwrap_or_else(|e| fail(e));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -143,32 +113,9 @@ fn main() {
         .unwrap_or_else(|e| fail(format!("runtime: {e}")));
     runtime.block_on(async move {
         let t = Instant::now();
-        let text = std::fs::read_to_string(&file)
-            .unwrap_or_else(|e| fail(format!("reading {}: {e}", file.display())));
-        let objects = kube_sim::snapshot::parse(&text).unwrap_or_else(|e| fail(e));
-        drop(text);
-        let sim = kube_sim::Sim::start(kube_sim::SimOptions {
-            controllers: false,
-            objects,
-            ..Default::default()
-        })
-        .await
-        .unwrap_or_else(|e| fail(format!("kube-sim: {e}")));
+        let sim = start_sim(&file).await;
         let sim_load = t.elapsed();
-        let all_pods = sim.list("v1", "Pod", None);
-        let step = (all_pods.len() / reviews.max(1)).max(1);
-        let targets: Vec<(String, String, String)> = all_pods
-            .iter()
-            .step_by(step)
-            .take(reviews)
-            .map(|p| {
-                let m = &p["metadata"];
-                let s = |k: &str| m[k].as_str().unwrap_or_default().to_string();
-                (s("namespace"), s("name"), s("uid"))
-            })
-            .collect();
-        let pod_count = all_pods.len();
-        drop(all_pods);
+        let (targets, pod_count) = review_targets(&sim, reviews);
 
         let dir = tempfile::tempdir().unwrap_or_else(|e| fail(format!("tempdir: {e}")));
         let certs = generate(&CertsArgs {
@@ -178,85 +125,22 @@ fn main() {
         .unwrap_or_else(|e| fail(format!("certs: {e}")));
         write_files(dir.path(), &certs).unwrap_or_else(|e| fail(format!("certs: {e}")));
         let port = free_port();
-        let client = reqwest::Client::builder()
-            .use_rustls_tls()
-            .tls_built_in_root_certs(false)
-            .add_root_certificate(
-                reqwest::Certificate::from_pem(certs.ca_cert_pem.as_bytes())
-                    .unwrap_or_else(|e| fail(format!("ca: {e}"))),
-            )
-            .resolve(HOST, ([127, 0, 0, 1], port).into())
-            .timeout(Duration::from_secs(10))
-            .build()
-            .unwrap_or_else(|e| fail(format!("client: {e}")));
-        let url = |path: &str| format!("https://{HOST}:{port}{path}");
+        let guard = Guard {
+            client: https_client(&certs.ca_cert_pem, port),
+            port,
+        };
 
         let started = Instant::now();
         let mut webhook = start_webhook(dir.path(), sim.kubeconfig_path(), port);
         let pid = webhook.child.id();
-        let mut ready_after = None;
-        let synced_after = loop {
-            if let Ok(Some(status)) = webhook.child.try_wait() {
-                let log = std::fs::read_to_string(dir.path().join("webhook.log")).unwrap_or_default();
-                fail(format!("webhook exited with {status}:\n{log}"));
-            }
-            if started.elapsed() > Duration::from_secs(600) {
-                fail("caches did not sync within 10 minutes");
-            }
-            if ready_after.is_none()
-                && client
-                    .get(url("/readyz"))
-                    .send()
-                    .await
-                    .is_ok_and(|r| r.status().is_success())
-            {
-                ready_after = Some(started.elapsed());
-            }
-            let metrics = match client.get(url("/metrics")).send().await {
-                Ok(r) => r.text().await.unwrap_or_default(),
-                Err(_) => String::new(),
-            };
-            let synced = ["pods", "deployments", "replicasets", "poddisruptionbudgets"]
-                .iter()
-                .all(|r| {
-                    metric(
-                        &metrics,
-                        &format!("kube_descheduler_guard_cache_synced{{resource=\"{r}\"}}"),
-                    ) == Some(1.0)
-                });
-            let cached = metric(
-                &metrics,
-                "kube_descheduler_guard_cache_objects{resource=\"pods\"}",
-            );
-            if synced && ready_after.is_some() && cached == Some(pod_count as f64) {
-                break started.elapsed();
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        };
+        let (ready_after, synced_after) =
+            wait_for_sync(&guard, &mut webhook, dir.path(), pod_count, started).await;
         let (hwm_synced, rss_synced) = memory_kib(pid);
 
         let t = Instant::now();
-        let mut allowed = 0usize;
-        let mut denied = 0usize;
-        for (i, (ns, name, uid)) in targets.iter().enumerate() {
-            let resp = client
-                .post(url("/validate/eviction"))
-                .header("content-type", "application/json")
-                .body(serde_json::to_vec(&review(ns, name, uid, i)).unwrap_or_default())
-                .send()
-                .await;
-            let v: Value = match resp {
-                Ok(r) => r.json().await.unwrap_or(Value::Null),
-                Err(e) => fail(format!("review: {e}")),
-            };
-            match v["response"]["allowed"].as_bool() {
-                Some(true) => allowed += 1,
-                Some(false) => denied += 1,
-                None => fail(format!("bad review response: {v}")),
-            }
-        }
+        let (allowed, denied) = send_reviews(&guard, &targets).await;
         let review_time = t.elapsed();
-        let metrics = match client.get(url("/metrics")).send().await {
+        let metrics = match guard.client.get(guard.url("/metrics")).send().await {
             Ok(r) => r.text().await.unwrap_or_default(),
             Err(e) => fail(format!("metrics: {e}")),
         };
@@ -272,29 +156,173 @@ fn main() {
             "| pods cached | ready (readyz) | all caches synced | peak RSS at sync | RSS at sync | reviews | allowed / refused | pod lookups | peak RSS (VmHWM) | RSS after reviews |"
         );
         println!("|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|");
-        let reads: Vec<String> = ["cache", "api", "recheck"]
-            .iter()
-            .map(|s| {
-                let n = metric(
-                    &metrics,
-                    &format!("kube_descheduler_guard_pod_reads_total{{source=\"{s}\"}}"),
-                )
-                .unwrap_or(0.0);
-                format!("{s} {n}")
-            })
-            .collect();
         println!(
             "| {pod_count} | {:.1} s | {:.1} s | {:.1} MiB | {:.1} MiB | {} in {:.1} s | {allowed} / {denied} | {} | **{:.1} MiB** | {:.1} MiB |",
-            ready_after.unwrap_or_default().as_secs_f64(),
+            ready_after.as_secs_f64(),
             synced_after.as_secs_f64(),
             mib(hwm_synced),
             mib(rss_synced),
             targets.len(),
             review_time.as_secs_f64(),
-            reads.join(", "),
+            pod_reads(&metrics),
             mib(hwm),
             mib(rss),
         );
         sim.shutdown().await;
     });
+}
+
+/// kube-sim with the snapshot in `file` loaded and its controllers off.
+async fn start_sim(file: &Path) -> kube_sim::SimHandle {
+    let text = std::fs::read_to_string(file)
+        .unwrap_or_else(|e| fail(format!("reading {}: {e}", file.display())));
+    let objects = kube_sim::snapshot::parse(&text).unwrap_or_else(|e| fail(e));
+    drop(text);
+    kube_sim::Sim::start(kube_sim::SimOptions {
+        controllers: false,
+        objects,
+        ..Default::default()
+    })
+    .await
+    .unwrap_or_else(|e| fail(format!("kube-sim: {e}")))
+}
+
+/// Up to `reviews` pods spread evenly over the cluster, and how many pods it holds.
+fn review_targets(sim: &kube_sim::SimHandle, reviews: usize) -> (Vec<Target>, usize) {
+    let all_pods = sim.list("v1", "Pod", None);
+    let step = (all_pods.len() / reviews.max(1)).max(1);
+    let targets = all_pods
+        .iter()
+        .step_by(step)
+        .take(reviews)
+        .map(|p| {
+            let m = &p["metadata"];
+            let s = |k: &str| m[k].as_str().unwrap_or_default().to_string();
+            (s("namespace"), s("name"), s("uid"))
+        })
+        .collect();
+    (targets, all_pods.len())
+}
+
+/// An HTTPS client that trusts `ca_pem` and reaches [`HOST`] at `127.0.0.1:port`.
+fn https_client(ca_pem: &str, port: u16) -> reqwest::Client {
+    reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(
+            reqwest::Certificate::from_pem(ca_pem.as_bytes())
+                .unwrap_or_else(|e| fail(format!("ca: {e}"))),
+        )
+        .resolve(HOST, ([127, 0, 0, 1], port).into())
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap_or_else(|e| fail(format!("client: {e}")))
+}
+
+/// The webhook as the bench reaches it.
+struct Guard {
+    client: reqwest::Client,
+    port: u16,
+}
+
+impl Guard {
+    fn url(&self, path: &str) -> String {
+        format!("https://{HOST}:{}{path}", self.port)
+    }
+}
+
+/// Waits (at most 10 minutes) until `/readyz` answers 200 and `/metrics` shows all four caches
+/// synced with every pod cached; returns when it was ready and when synced, after `started`.
+async fn wait_for_sync(
+    guard: &Guard,
+    webhook: &mut Webhook,
+    dir: &Path,
+    pod_count: usize,
+    started: Instant,
+) -> (Duration, Duration) {
+    let mut ready_after = None;
+    loop {
+        if let Ok(Some(status)) = webhook.child.try_wait() {
+            let log = std::fs::read_to_string(dir.join("webhook.log")).unwrap_or_default();
+            fail(format!("webhook exited with {status}:\n{log}"));
+        }
+        if started.elapsed() > Duration::from_secs(600) {
+            fail("caches did not sync within 10 minutes");
+        }
+        if ready_after.is_none()
+            && guard
+                .client
+                .get(guard.url("/readyz"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+        {
+            ready_after = Some(started.elapsed());
+        }
+        let metrics = match guard.client.get(guard.url("/metrics")).send().await {
+            Ok(r) => r.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        let synced = ["pods", "deployments", "replicasets", "poddisruptionbudgets"]
+            .iter()
+            .all(|r| {
+                metric(
+                    &metrics,
+                    &format!("kube_descheduler_guard_cache_synced{{resource=\"{r}\"}}"),
+                ) == Some(1.0)
+            });
+        let cached = metric(
+            &metrics,
+            "kube_descheduler_guard_cache_objects{resource=\"pods\"}",
+        );
+        if let Some(ready) = ready_after
+            && synced
+            && cached == Some(pod_count as f64)
+        {
+            return (ready, started.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Sends a dry-run eviction review for each target, one at a time; how many were allowed and
+/// how many refused.
+async fn send_reviews(guard: &Guard, targets: &[Target]) -> (usize, usize) {
+    let mut allowed = 0usize;
+    let mut denied = 0usize;
+    for (i, (ns, name, uid)) in targets.iter().enumerate() {
+        let resp = guard
+            .client
+            .post(guard.url("/validate/eviction"))
+            .header("content-type", "application/json")
+            .body(serde_json::to_vec(&review(ns, name, uid, i)).unwrap_or_default())
+            .send()
+            .await;
+        let v: Value = match resp {
+            Ok(r) => r.json().await.unwrap_or(Value::Null),
+            Err(e) => fail(format!("review: {e}")),
+        };
+        match v["response"]["allowed"].as_bool() {
+            Some(true) => allowed += 1,
+            Some(false) => denied += 1,
+            None => fail(format!("bad review response: {v}")),
+        }
+    }
+    (allowed, denied)
+}
+
+/// The guard's pod lookups by source (`cache 1990, api 10, recheck 0`) from its metrics.
+fn pod_reads(metrics: &str) -> String {
+    let reads: Vec<String> = ["cache", "api", "recheck"]
+        .iter()
+        .map(|s| {
+            let n = metric(
+                metrics,
+                &format!("kube_descheduler_guard_pod_reads_total{{source=\"{s}\"}}"),
+            )
+            .unwrap_or(0.0);
+            format!("{s} {n}")
+        })
+        .collect();
+    reads.join(", ")
 }

@@ -27,6 +27,35 @@ pub fn median(v: &mut [std::time::Duration]) -> std::time::Duration {
     v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
+/// `target/bench-data/cluster-NODES-PODS.json`: the synthetic cluster (seed 42, as `plan_scale`
+/// and `run_scale` use it), generated on first use through a temporary file and reused after.
+pub fn cluster_file(nodes: usize, pods: usize) -> Result<std::path::PathBuf, String> {
+    use std::io::Write;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target")
+        .join("bench-data");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let file = dir.join(format!("cluster-{nodes}-{pods}.json"));
+    if file.exists() {
+        return Ok(file);
+    }
+    let tmp = file.with_extension("json.tmp");
+    let f =
+        std::fs::File::create(&tmp).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    let mut out = std::io::BufWriter::new(f);
+    let shape = kube_descheduler::synth::Shape {
+        nodes,
+        pods,
+        seed: 42,
+    };
+    kube_descheduler::synth::write_cluster(shape, &mut out)
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("generating {}: {e}", tmp.display()))?;
+    drop(out);
+    std::fs::rename(&tmp, &file).map_err(|e| format!("renaming {}: {e}", tmp.display()))?;
+    Ok(file)
+}
+
 /// The items of a List (`{"kind": "List", "items": […]}`) written as JSON, as the synthetic
 /// cluster writes it; the JSON is dropped once parsed.
 pub fn list_items(json: Vec<u8>) -> Result<Vec<serde_json::Value>, String> {

@@ -313,65 +313,8 @@ fn with_client_cert(
 /// One HTTPS call. `Err` is a call failure (subject to failurePolicy); `Ok` is the
 /// validated `response` object.
 async fn call(st: &SimState, wh: &Value, a: &Attrs<'_>) -> Result<Value, String> {
-    let versions = str_list(wh.get("admissionReviewVersions"));
-    let api_version = if versions.iter().any(|v| v == "v1") {
-        "admission.k8s.io/v1"
-    } else if versions.iter().any(|v| v == "v1beta1") {
-        "admission.k8s.io/v1beta1"
-    } else {
-        return Err(format!(
-            "webhook does not accept known AdmissionReview versions: {versions:?}"
-        ));
-    };
-    let timeout = wh
-        .get("timeoutSeconds")
-        .and_then(Value::as_u64)
-        .unwrap_or(10)
-        .clamp(1, 30);
-    let cc = wh.get("clientConfig").cloned().unwrap_or_else(|| json!({}));
-    let mut builder = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .timeout(Duration::from_secs(timeout));
-    if let Some(b64) = cc.get("caBundle").and_then(Value::as_str) {
-        let pem = base64::engine::general_purpose::STANDARD
-            .decode(b64.trim())
-            .map_err(|e| format!("invalid caBundle: {e}"))?;
-        let certs = reqwest::Certificate::from_pem_bundle(&pem)
-            .map_err(|e| format!("invalid caBundle: {e}"))?;
-        for c in certs {
-            builder = builder.add_root_certificate(c);
-        }
-    }
-    let url = if let Some(u) = cc.get("url").and_then(Value::as_str) {
-        // ClientConfigFor(u.Host), with :443 when the URL names no port.
-        let parsed = reqwest::Url::parse(u).map_err(|e| format!("invalid webhook url: {e}"))?;
-        let target = format!(
-            "{}:{}",
-            parsed.host_str().unwrap_or(""),
-            parsed.port().unwrap_or(443)
-        );
-        builder = with_client_cert(builder, st, &target)?;
-        u.to_string()
-    } else if let Some(svc) = cc.get("service") {
-        let ns = svc.get("namespace").and_then(Value::as_str).unwrap_or("");
-        let name = svc.get("name").and_then(Value::as_str).unwrap_or("");
-        let port = svc.get("port").and_then(Value::as_u64).unwrap_or(443);
-        let path = svc.get("path").and_then(Value::as_str).unwrap_or("/");
-        let host = format!("{name}.{ns}.svc");
-        let addr = st
-            .service_override(ns, name)
-            .ok_or_else(|| format!("failed to call webhook: service \"{ns}/{name}\" has no host override (no cluster DNS in kube-sim)"))?;
-        builder = builder.resolve(&host, addr);
-        // ClientConfigForService: name.namespace.svc:port.
-        builder = with_client_cert(builder, st, &format!("{host}:{port}"))?;
-        format!("https://{host}:{port}{path}")
-    } else {
-        return Err("webhook clientConfig has neither url nor service".into());
-    };
-    let client = builder
-        .build()
-        .map_err(|e| format!("failed to build client: {e}"))?;
+    let api_version = review_version(wh)?;
+    let (client, url) = webhook_client(st, wh)?;
     let uid = st.store.new_uid();
     let body = json!({"apiVersion": api_version, "kind": "AdmissionReview", "request": review_request(a, &uid)});
     let resp = client.post(&url).json(&body).send().await.map_err(|e| {
@@ -394,7 +337,90 @@ async fn call(st: &SimState, wh: &Value, a: &Attrs<'_>) -> Result<Value, String>
     }
     let review: Value = serde_json::from_slice(&bytes)
         .map_err(|e| format!("received invalid webhook response: {e}"))?;
-    // request/admissionreview.go VerifyAdmissionResponse: v1 must echo apiVersion, kind, uid.
+    verified_response(&review, api_version, &uid)
+}
+
+/// The AdmissionReview version to send: v1 when the webhook accepts it, else v1beta1.
+fn review_version(wh: &Value) -> Result<&'static str, String> {
+    let versions = str_list(wh.get("admissionReviewVersions"));
+    if versions.iter().any(|v| v == "v1") {
+        Ok("admission.k8s.io/v1")
+    } else if versions.iter().any(|v| v == "v1beta1") {
+        Ok("admission.k8s.io/v1beta1")
+    } else {
+        Err(format!(
+            "webhook does not accept known AdmissionReview versions: {versions:?}"
+        ))
+    }
+}
+
+/// The HTTPS client for a webhook (its timeout, CA bundle and client certificate) and the URL
+/// to post to.
+fn webhook_client(st: &SimState, wh: &Value) -> Result<(reqwest::Client, String), String> {
+    let timeout = wh
+        .get("timeoutSeconds")
+        .and_then(Value::as_u64)
+        .unwrap_or(10)
+        .clamp(1, 30);
+    let cc = wh.get("clientConfig").cloned().unwrap_or_else(|| json!({}));
+    let mut builder = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .timeout(Duration::from_secs(timeout));
+    if let Some(b64) = cc.get("caBundle").and_then(Value::as_str) {
+        let pem = base64::engine::general_purpose::STANDARD
+            .decode(b64.trim())
+            .map_err(|e| format!("invalid caBundle: {e}"))?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem)
+            .map_err(|e| format!("invalid caBundle: {e}"))?;
+        for c in certs {
+            builder = builder.add_root_certificate(c);
+        }
+    }
+    let (builder, url) = endpoint(builder, st, &cc)?;
+    let client = builder
+        .build()
+        .map_err(|e| format!("failed to build client: {e}"))?;
+    Ok((client, url))
+}
+
+/// The webhook's URL from `clientConfig` (a `url`, or a `service` reached through its host
+/// override), with the client certificate the webhook kubeconfig gives that host.
+fn endpoint(
+    builder: reqwest::ClientBuilder,
+    st: &SimState,
+    cc: &Value,
+) -> Result<(reqwest::ClientBuilder, String), String> {
+    if let Some(u) = cc.get("url").and_then(Value::as_str) {
+        // ClientConfigFor(u.Host), with :443 when the URL names no port.
+        let parsed = reqwest::Url::parse(u).map_err(|e| format!("invalid webhook url: {e}"))?;
+        let target = format!(
+            "{}:{}",
+            parsed.host_str().unwrap_or(""),
+            parsed.port().unwrap_or(443)
+        );
+        return Ok((with_client_cert(builder, st, &target)?, u.to_string()));
+    }
+    let Some(svc) = cc.get("service") else {
+        return Err("webhook clientConfig has neither url nor service".into());
+    };
+    let ns = svc.get("namespace").and_then(Value::as_str).unwrap_or("");
+    let name = svc.get("name").and_then(Value::as_str).unwrap_or("");
+    let port = svc.get("port").and_then(Value::as_u64).unwrap_or(443);
+    let path = svc.get("path").and_then(Value::as_str).unwrap_or("/");
+    let host = format!("{name}.{ns}.svc");
+    let addr = st
+        .service_override(ns, name)
+        .ok_or_else(|| format!("failed to call webhook: service \"{ns}/{name}\" has no host override (no cluster DNS in kube-sim)"))?;
+    let builder = builder.resolve(&host, addr);
+    // ClientConfigForService: name.namespace.svc:port.
+    let builder = with_client_cert(builder, st, &format!("{host}:{port}"))?;
+    Ok((builder, format!("https://{host}:{port}{path}")))
+}
+
+/// The review's `response`, checked as request/admissionreview.go `VerifyAdmissionResponse`
+/// does: v1 must echo apiVersion, kind and uid; a validating webhook may not patch.
+fn verified_response(review: &Value, api_version: &str, uid: &str) -> Result<Value, String> {
     let got_av = review
         .get("apiVersion")
         .and_then(Value::as_str)

@@ -23,6 +23,117 @@ fn is_key_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/')
 }
 
+/// A position in a label selector's query-string form; its parse errors say what was expected.
+struct Cursor {
+    chars: Vec<char>,
+    i: usize,
+}
+
+impl Cursor {
+    fn at_end(&self) -> bool {
+        self.i >= self.chars.len()
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.i).copied()
+    }
+
+    /// Steps over `want` when it is next.
+    fn eat(&mut self, want: char) -> bool {
+        let found = self.peek() == Some(want);
+        if found {
+            self.i += 1;
+        }
+        found
+    }
+
+    fn skip_ws(&mut self) {
+        while self.peek().is_some_and(char::is_whitespace) {
+            self.i += 1;
+        }
+    }
+
+    /// The key or value characters from here (possibly none).
+    fn word(&mut self) -> String {
+        let start = self.i;
+        while self.peek().is_some_and(is_key_char) {
+            self.i += 1;
+        }
+        self.chars[start..self.i].iter().collect()
+    }
+
+    /// One requirement: `!k`, `k`, `k=v`, `k==v`, `k!=v`, `k in (…)` or `k notin (…)`.
+    fn requirement(&mut self) -> Result<Req, String> {
+        let negated = self.eat('!');
+        if negated {
+            self.skip_ws();
+        }
+        let key = self.word();
+        if key.is_empty() {
+            return Err("expected a key".into());
+        }
+        self.skip_ws();
+        if negated {
+            return Ok(Req::NotExists(key));
+        }
+        match self.peek() {
+            None | Some(',') => Ok(Req::Exists(key)),
+            Some(c @ ('=' | '!')) => {
+                let ne = c == '!';
+                self.i += 1;
+                if !self.eat('=') && ne {
+                    return Err("expected '=' after '!'".into());
+                }
+                self.skip_ws();
+                let val = self.word();
+                Ok(if ne {
+                    Req::NotEq(key, val)
+                } else {
+                    Req::Eq(key, val)
+                })
+            }
+            Some(_) => {
+                let op = self.word();
+                if op != "in" && op != "notin" {
+                    return Err(format!("unknown operator {op:?}"));
+                }
+                let vals = self.value_set()?;
+                Ok(if op == "in" {
+                    Req::In(key, vals)
+                } else {
+                    Req::NotIn(key, vals)
+                })
+            }
+        }
+    }
+
+    /// A parenthesised, comma-separated value list; empty values are left out.
+    fn value_set(&mut self) -> Result<Vec<String>, String> {
+        self.skip_ws();
+        if !self.eat('(') {
+            return Err("expected '('".into());
+        }
+        let mut vals = Vec::new();
+        loop {
+            self.skip_ws();
+            let v = self.word();
+            self.skip_ws();
+            if self.at_end() {
+                return Err("expected ')'".into());
+            }
+            if !v.is_empty() {
+                vals.push(v);
+            }
+            if self.eat(')') {
+                return Ok(vals);
+            }
+            if !self.eat(',') {
+                return Err("expected ',' or ')'".into());
+            }
+        }
+    }
+}
+
 impl LabelSelector {
     /// Parses the query-string form (`a=b,c!=d,e in (f,g),!h,i`).
     pub fn parse(s: &str) -> Result<Self, ApiError> {
@@ -31,97 +142,20 @@ impl LabelSelector {
                 "unable to parse requirement: {why} in selector {s:?}"
             ))
         };
-        let chars: Vec<char> = s.chars().collect();
-        let mut i = 0;
+        let mut c = Cursor {
+            chars: s.chars().collect(),
+            i: 0,
+        };
         let mut reqs = Vec::new();
-        let skip_ws = |i: &mut usize| {
-            while *i < chars.len() && chars[*i].is_whitespace() {
-                *i += 1;
-            }
-        };
-        let read_word = |i: &mut usize| {
-            let start = *i;
-            while *i < chars.len() && is_key_char(chars[*i]) {
-                *i += 1;
-            }
-            chars[start..*i].iter().collect::<String>()
-        };
         loop {
-            skip_ws(&mut i);
-            if i >= chars.len() {
+            c.skip_ws();
+            if c.at_end() {
                 break;
             }
-            let negated = chars[i] == '!';
-            if negated {
-                i += 1;
-                skip_ws(&mut i);
-            }
-            let key = read_word(&mut i);
-            if key.is_empty() {
-                return Err(bad("expected a key"));
-            }
-            skip_ws(&mut i);
-            if negated {
-                reqs.push(Req::NotExists(key));
-            } else if i >= chars.len() || chars[i] == ',' {
-                reqs.push(Req::Exists(key));
-            } else if chars[i] == '=' || chars[i] == '!' {
-                let ne = chars[i] == '!';
-                i += 1;
-                if i < chars.len() && chars[i] == '=' {
-                    i += 1;
-                } else if ne {
-                    return Err(bad("expected '=' after '!'"));
-                }
-                skip_ws(&mut i);
-                let val = read_word(&mut i);
-                reqs.push(if ne {
-                    Req::NotEq(key, val)
-                } else {
-                    Req::Eq(key, val)
-                });
-            } else {
-                let op = read_word(&mut i);
-                if op != "in" && op != "notin" {
-                    return Err(bad(&format!("unknown operator {op:?}")));
-                }
-                skip_ws(&mut i);
-                if i >= chars.len() || chars[i] != '(' {
-                    return Err(bad("expected '('"));
-                }
-                i += 1;
-                let mut vals = Vec::new();
-                loop {
-                    skip_ws(&mut i);
-                    let v = read_word(&mut i);
-                    skip_ws(&mut i);
-                    if i >= chars.len() {
-                        return Err(bad("expected ')'"));
-                    }
-                    if !v.is_empty() {
-                        vals.push(v);
-                    }
-                    if chars[i] == ')' {
-                        i += 1;
-                        break;
-                    }
-                    if chars[i] != ',' {
-                        return Err(bad("expected ',' or ')'"));
-                    }
-                    i += 1;
-                }
-                reqs.push(if op == "in" {
-                    Req::In(key, vals)
-                } else {
-                    Req::NotIn(key, vals)
-                });
-            }
-            skip_ws(&mut i);
-            if i < chars.len() {
-                if chars[i] != ',' {
-                    return Err(bad("expected ','"));
-                }
-                i += 1;
+            reqs.push(c.requirement().map_err(|why| bad(&why))?);
+            c.skip_ws();
+            if !c.at_end() && !c.eat(',') {
+                return Err(bad("expected ','"));
             }
         }
         Ok(LabelSelector(reqs))

@@ -14,8 +14,9 @@
 //! kubelet stops posting) and their pods are left alone.
 
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
-    ContainerStatus, Node, NodeCondition, Pod, PodCondition, PodIP, PodStatus,
+    Container, ContainerState, ContainerStateRunning, ContainerStateTerminated,
+    ContainerStateWaiting, ContainerStatus, Node, NodeCondition, Pod, PodCondition, PodIP,
+    PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -163,6 +164,15 @@ fn crash_state(elapsed: f64, run_for: f64) -> Crash {
     }
 }
 
+/// When the pod's containers started, how long ago, and how they are to behave.
+struct Timing {
+    start: jiff::Timestamp,
+    elapsed: f64,
+    /// Seconds from a start to ready (or, for a crashing container, to its crash).
+    delay: f64,
+    never_restart: bool,
+}
+
 fn desired_status(state: &ClusterState, pod: &Pod, node: &Node) -> PodStatus {
     let now = state.now;
     let mut st = pod.status.clone().unwrap_or_default();
@@ -171,11 +181,42 @@ fn desired_status(state: &ClusterState, pod: &Pod, node: &Node) -> PodStatus {
         (Some(t), "Running") => t.0,
         _ => now,
     };
-    let elapsed = secs_between(start, now).max(0.0);
-    let delay = state.config.pod_start_delay_seconds.max(0.0);
-    let never_restart = spec.restart_policy.as_deref() == Some("Never");
+    let timing = Timing {
+        start,
+        elapsed: secs_between(start, now).max(0.0),
+        delay: state.config.pod_start_delay_seconds.max(0.0),
+        never_restart: spec.restart_policy.as_deref() == Some("Never"),
+    };
 
     st.start_time = Some(Time(start));
+    assign_addresses(&mut st, pod, node);
+
+    let mut all_ready = true;
+    let mut failed = false;
+    let mut statuses = Vec::new();
+    for c in &spec.containers {
+        let (cs, c_failed) = container_status(state, pod, node, c, &timing);
+        all_ready &= cs.ready;
+        failed |= c_failed;
+        statuses.push(cs);
+    }
+    st.container_statuses = Some(statuses);
+    if let Some(inits) = &spec.init_containers {
+        st.init_container_statuses = Some(inits.iter().map(completed_init_status).collect());
+    }
+    st.phase = Some(if failed { "Failed" } else { "Running" }.to_string());
+    let ready = all_ready && !failed;
+    let conds = st.conditions.get_or_insert_with(Vec::new);
+    set_pod_condition(conds, "PodScheduled", true, now, false);
+    set_pod_condition(conds, "Initialized", true, now, false);
+    set_pod_condition(conds, "ContainersReady", ready, now, true);
+    set_pod_condition(conds, "Ready", ready, now, true);
+    st
+}
+
+/// Gives a pod without one a stable pod IP (hashed from the pod, in a /24 per node) and the
+/// node's InternalIP as host IP.
+fn assign_addresses(st: &mut PodStatus, pod: &Pod, node: &Node) {
     if st.pod_ip.is_none() {
         let h = fnv1a32(
             format!(
@@ -199,126 +240,123 @@ fn desired_status(state: &ClusterState, pod: &Pod, node: &Node) -> PodStatus {
             .and_then(|a| a.iter().find(|a| a.type_ == "InternalIP"))
             .map(|a| a.address.clone());
     }
+}
 
-    let mut all_ready = true;
-    let mut failed = false;
-    let mut statuses = Vec::new();
-    for c in &spec.containers {
-        let image = c.image.clone().unwrap_or_default();
-        let crashing = state.config.crashing_images.contains(&image)
-            || state
-                .config
-                .crashing_nodes
-                .iter()
-                .any(|n| n == name(&node.metadata));
-        let id_seed = format!("{}/{}", pod.metadata.uid.as_deref().unwrap_or(""), c.name);
-        let mut cs = ContainerStatus {
-            name: c.name.clone(),
-            image: image.clone(),
-            image_id: format!("sim://{image}"),
-            container_id: Some(format!("sim://{:08x}", fnv1a32(id_seed.as_bytes()))),
-            ..Default::default()
-        };
-        if !crashing {
-            let ready = elapsed >= delay;
-            all_ready &= ready;
-            cs.ready = ready;
+/// One container's status, and whether it failed the pod (crashed under `restartPolicy: Never`).
+fn container_status(
+    state: &ClusterState,
+    pod: &Pod,
+    node: &Node,
+    c: &Container,
+    timing: &Timing,
+) -> (ContainerStatus, bool) {
+    let image = c.image.clone().unwrap_or_default();
+    let crashing = state.config.crashing_images.contains(&image)
+        || state
+            .config
+            .crashing_nodes
+            .iter()
+            .any(|n| n == name(&node.metadata));
+    let id_seed = format!("{}/{}", pod.metadata.uid.as_deref().unwrap_or(""), c.name);
+    let mut cs = ContainerStatus {
+        name: c.name.clone(),
+        image: image.clone(),
+        image_id: format!("sim://{image}"),
+        container_id: Some(format!("sim://{:08x}", fnv1a32(id_seed.as_bytes()))),
+        ..Default::default()
+    };
+    if crashing {
+        let failed = set_crash_state(&mut cs, pod, timing);
+        return (cs, failed);
+    }
+    cs.ready = timing.elapsed >= timing.delay;
+    cs.started = Some(true);
+    cs.state = Some(ContainerState {
+        running: Some(ContainerStateRunning {
+            started_at: Some(Time(timing.start)),
+        }),
+        ..Default::default()
+    });
+    (cs, false)
+}
+
+/// Fills in a crashing container's state (running again, or in back-off, or terminated for
+/// good under `restartPolicy: Never`); true in that last case.
+fn set_crash_state(cs: &mut ContainerStatus, pod: &Pod, timing: &Timing) -> bool {
+    let start = timing.start;
+    let terminated = |at: f64| ContainerStateTerminated {
+        exit_code: 1,
+        reason: Some("Error".to_string()),
+        started_at: None,
+        finished_at: Some(Time(add_secs(start, at))),
+        ..Default::default()
+    };
+    match crash_state(timing.elapsed, timing.delay) {
+        Crash::Running { started, restarts } => {
+            cs.restart_count = restarts;
             cs.started = Some(true);
             cs.state = Some(ContainerState {
                 running: Some(ContainerStateRunning {
-                    started_at: Some(Time(start)),
+                    started_at: Some(Time(add_secs(start, started))),
                 }),
                 ..Default::default()
             });
-        } else {
-            all_ready = false;
-            let terminated = |at: f64| ContainerStateTerminated {
-                exit_code: 1,
-                reason: Some("Error".to_string()),
-                started_at: None,
-                finished_at: Some(Time(add_secs(start, at))),
-                ..Default::default()
-            };
-            match crash_state(elapsed, delay) {
-                Crash::Running { started, restarts } => {
-                    cs.restart_count = restarts;
-                    cs.started = Some(true);
-                    cs.state = Some(ContainerState {
-                        running: Some(ContainerStateRunning {
-                            started_at: Some(Time(add_secs(start, started))),
-                        }),
-                        ..Default::default()
-                    });
-                    if restarts > 0 {
-                        cs.last_state = Some(ContainerState {
-                            terminated: Some(terminated(started)),
-                            ..Default::default()
-                        });
-                    }
-                }
-                Crash::BackOff { crashes, finished } if never_restart => {
-                    let _ = crashes;
-                    failed = true;
-                    cs.started = Some(false);
-                    cs.state = Some(ContainerState {
-                        terminated: Some(terminated(finished)),
-                        ..Default::default()
-                    });
-                }
-                Crash::BackOff { crashes, finished } => {
-                    cs.restart_count = crashes;
-                    cs.started = Some(false);
-                    cs.state = Some(ContainerState {
-                        waiting: Some(ContainerStateWaiting {
-                            reason: Some("CrashLoopBackOff".to_string()),
-                            message: Some(format!(
-                                "back-off restarting failed container {} in pod {}",
-                                c.name,
-                                name(&pod.metadata)
-                            )),
-                        }),
-                        ..Default::default()
-                    });
-                    cs.last_state = Some(ContainerState {
-                        terminated: Some(terminated(finished)),
-                        ..Default::default()
-                    });
-                }
-            }
-        }
-        statuses.push(cs);
-    }
-    st.container_statuses = Some(statuses);
-    if let Some(inits) = &spec.init_containers {
-        st.init_container_statuses = Some(
-            inits
-                .iter()
-                .map(|c| ContainerStatus {
-                    name: c.name.clone(),
-                    image: c.image.clone().unwrap_or_default(),
-                    image_id: format!("sim://{}", c.image.as_deref().unwrap_or("")),
-                    ready: true,
-                    state: Some(ContainerState {
-                        terminated: Some(ContainerStateTerminated {
-                            exit_code: 0,
-                            reason: Some("Completed".to_string()),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }),
+            if restarts > 0 {
+                cs.last_state = Some(ContainerState {
+                    terminated: Some(terminated(started)),
                     ..Default::default()
-                })
-                .collect(),
-        );
+                });
+            }
+            false
+        }
+        Crash::BackOff { finished, .. } if timing.never_restart => {
+            cs.started = Some(false);
+            cs.state = Some(ContainerState {
+                terminated: Some(terminated(finished)),
+                ..Default::default()
+            });
+            true
+        }
+        Crash::BackOff { crashes, finished } => {
+            cs.restart_count = crashes;
+            cs.started = Some(false);
+            cs.state = Some(ContainerState {
+                waiting: Some(ContainerStateWaiting {
+                    reason: Some("CrashLoopBackOff".to_string()),
+                    message: Some(format!(
+                        "back-off restarting failed container {} in pod {}",
+                        cs.name,
+                        name(&pod.metadata)
+                    )),
+                }),
+                ..Default::default()
+            });
+            cs.last_state = Some(ContainerState {
+                terminated: Some(terminated(finished)),
+                ..Default::default()
+            });
+            false
+        }
     }
-    st.phase = Some(if failed { "Failed" } else { "Running" }.to_string());
-    let ready = all_ready && !failed;
-    let conds = st.conditions.get_or_insert_with(Vec::new);
-    set_pod_condition(conds, "PodScheduled", true, now, false);
-    set_pod_condition(conds, "Initialized", true, now, false);
-    set_pod_condition(conds, "ContainersReady", ready, now, true);
-    set_pod_condition(conds, "Ready", ready, now, true);
-    st
+}
+
+/// An init container's status: ran to completion.
+fn completed_init_status(c: &Container) -> ContainerStatus {
+    ContainerStatus {
+        name: c.name.clone(),
+        image: c.image.clone().unwrap_or_default(),
+        image_id: format!("sim://{}", c.image.as_deref().unwrap_or("")),
+        ready: true,
+        state: Some(ContainerState {
+            terminated: Some(ContainerStateTerminated {
+                exit_code: 0,
+                reason: Some("Completed".to_string()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
 }
 
 /// Sets a pod condition, keeping `lastTransitionTime` when the status does not change. With

@@ -179,32 +179,11 @@ fn verb_of(method: &Method, t: &Target, watch: bool) -> &'static str {
 }
 
 async fn dispatch(st: Arc<SimState>, req: Request) -> ApiResult<Response> {
-    let method = req.method().clone();
     let path = req.uri().path().to_string();
-    let query: Vec<(String, String)> = req
-        .uri()
-        .query()
-        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
-        .unwrap_or_default();
-    let headers = req.headers().clone();
-    let host = headers
-        .get("host")
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("127.0.0.1")
-        .to_string();
-
-    match path.as_str() {
-        "/healthz" | "/livez" | "/readyz" => {
-            return Ok(Response::builder()
-                .status(200)
-                .header("content-type", "text/plain")
-                .body(Body::from("ok"))
-                .unwrap_or_else(|_| Response::new(Body::empty())));
-        }
-        "/version" | "/version/" => return Ok(json_response(200, &discovery::version(), &[])),
-        _ => {}
+    if let Some(resp) = unauthenticated_route(&path) {
+        return Ok(resp);
     }
-
+    let headers = req.headers();
     let token = headers
         .get("authorization")
         .and_then(|h| h.to_str().ok())
@@ -215,23 +194,80 @@ async fn dispatch(st: Arc<SimState>, req: Request) -> ApiResult<Response> {
         .auth
         .authenticate(token)
         .ok_or_else(ApiError::unauthorized)?;
+    let host = headers
+        .get("host")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1")
+        .to_string();
+    if let Some(resp) = document_route(&st, req.method(), &path, &host) {
+        return resp;
+    }
+    serve_resource(st, req, path, user).await
+}
 
+/// The health and version endpoints, which answer without authentication.
+fn unauthenticated_route(path: &str) -> Option<Response> {
+    match path {
+        "/healthz" | "/livez" | "/readyz" => Some(
+            Response::builder()
+                .status(200)
+                .header("content-type", "text/plain")
+                .body(Body::from("ok"))
+                .unwrap_or_else(|_| Response::new(Body::empty())),
+        ),
+        "/version" | "/version/" => Some(json_response(200, &discovery::version(), &[])),
+        _ => None,
+    }
+}
+
+/// The metrics API, OpenAPI and discovery documents, when `path` names one of them.
+fn document_route(
+    st: &SimState,
+    method: &Method,
+    path: &str,
+    host: &str,
+) -> Option<ApiResult<Response>> {
     let trimmed = path.trim_end_matches('/');
-    if let Some(r) = crate::metrics_api::route(&st, &method, trimmed) {
-        return r;
+    if let Some(r) = crate::metrics_api::route(st, method, trimmed) {
+        return Some(r);
     }
     if trimmed == "/openapi/v3" {
         let custom = crate::crds::served(&st.store);
-        return Ok(json_response(200, &crate::openapi::root_with(&custom), &[]));
+        return Some(Ok(json_response(
+            200,
+            &crate::openapi::root_with(&custom),
+            &[],
+        )));
     }
     if let Some(gv) = trimmed.strip_prefix("/openapi/v3/") {
         let custom = crate::crds::served(&st.store);
-        let doc = crate::openapi::group_version_with(gv, &custom).ok_or_else(ApiError::no_route)?;
-        return Ok(json_response(200, &doc, &[]));
+        return Some(
+            crate::openapi::group_version_with(gv, &custom)
+                .ok_or_else(ApiError::no_route)
+                .map(|doc| json_response(200, &doc, &[])),
+        );
     }
+    let doc = match discovery_doc(st, trimmed, host) {
+        Ok(None) => return None,
+        Ok(Some(doc)) => doc,
+        Err(e) => return Some(Err(e)),
+    };
+    if method != Method::GET {
+        return Some(Err(ApiError::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )));
+    }
+    Some(Ok(json_response(200, &doc, &[])))
+}
+
+/// The discovery document at `trimmed` (`/api`, `/apis`, a group or a group version); `None`
+/// for any other path, an error for an unknown group or version.
+fn discovery_doc(st: &SimState, trimmed: &str, host: &str) -> ApiResult<Option<Value>> {
     let custom = || crate::crds::served(&st.store);
-    let discovery_doc = match trimmed {
-        "/api" => Some(discovery::core_versions(&host)),
+    Ok(match trimmed {
+        "/api" => Some(discovery::core_versions(host)),
         "/apis" => Some(discovery::group_list_with(&custom())),
         "/api/v1" => discovery::resource_list("", "v1"),
         _ => {
@@ -247,18 +283,24 @@ async fn dispatch(st: Arc<SimState>, req: Request) -> ApiResult<Response> {
                 _ => None,
             }
         }
-    };
-    if let Some(doc) = discovery_doc {
-        if method != Method::GET {
-            return Err(ApiError::new(
-                405,
-                "MethodNotAllowed",
-                "the server does not allow this method on the requested resource",
-            ));
-        }
-        return Ok(json_response(200, &doc, &[]));
-    }
+    })
+}
 
+/// A request on a resource: injected faults first, then the verb, and the eviction log for
+/// evictions that took effect.
+async fn serve_resource(
+    st: Arc<SimState>,
+    req: Request,
+    path: String,
+    user: UserInfo,
+) -> ApiResult<Response> {
+    let method = req.method().clone();
+    let query: Vec<(String, String)> = req
+        .uri()
+        .query()
+        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+        .unwrap_or_default();
+    let headers = req.headers().clone();
     let target = parse_target_with(&path, |g, v, r| crate::crds::lookup_gvr(&st.store, g, v, r))
         .ok_or_else(ApiError::no_route)?;
     let watch = query

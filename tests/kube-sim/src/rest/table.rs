@@ -75,70 +75,8 @@ fn cells(def: &ResourceDef, o: &Value, now: jiff::Timestamp) -> Vec<Value> {
     let a = json!(age(o, now));
     let or_none = |v: &Value| if v.is_null() { json!("N/A") } else { v.clone() };
     match (def.group, def.resource) {
-        ("", "pods") => {
-            let statuses = o
-                .pointer("/status/containerStatuses")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let total = o
-                .pointer("/spec/containers")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len);
-            let ready = statuses
-                .iter()
-                .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
-                .count();
-            let restarts: i64 = statuses.iter().map(|c| n(c, "/restartCount")).sum();
-            let status = if o.pointer("/metadata/deletionTimestamp").is_some() {
-                "Terminating".to_string()
-            } else {
-                s(o, "/status/phase").to_string()
-            };
-            let ip = s(o, "/status/podIP");
-            let node = s(o, "/spec/nodeName");
-            vec![
-                name,
-                json!(format!("{ready}/{total}")),
-                json!(status),
-                json!(restarts),
-                a,
-                json!(if ip.is_empty() { "<none>" } else { ip }),
-                json!(if node.is_empty() { "<none>" } else { node }),
-            ]
-        }
-        ("", "nodes") => {
-            let mut st = match cond(o, "Ready").as_deref() {
-                Some("True") => "Ready".to_string(),
-                Some(_) => "NotReady".to_string(),
-                None => "Unknown".to_string(),
-            };
-            if o.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
-                st.push_str(",SchedulingDisabled");
-            }
-            let roles: Vec<String> = o
-                .pointer("/metadata/labels")
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.keys()
-                        .filter_map(|k| {
-                            k.strip_prefix("node-role.kubernetes.io/").map(String::from)
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            vec![
-                name,
-                json!(st),
-                json!(if roles.is_empty() {
-                    "<none>".into()
-                } else {
-                    roles.join(",")
-                }),
-                a,
-                json!(s(o, "/status/nodeInfo/kubeletVersion")),
-            ]
-        }
+        ("", "pods") => pod_cells(o, name, a),
+        ("", "nodes") => node_cells(o, name, a),
         ("", "namespaces") => vec![name, json!(s(o, "/status/phase")), a],
         ("apps", "deployments") => vec![
             name,
@@ -181,6 +119,73 @@ fn cells(def: &ResourceDef, o: &Value, now: jiff::Timestamp) -> Vec<Value> {
         }
         _ => vec![name, a],
     }
+}
+
+/// A pod's row: ready containers, phase (or Terminating), restarts, age, IP and node.
+fn pod_cells(o: &Value, name: Value, a: Value) -> Vec<Value> {
+    let statuses = o
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let total = o
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let ready = statuses
+        .iter()
+        .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
+        .count();
+    let restarts: i64 = statuses.iter().map(|c| n(c, "/restartCount")).sum();
+    let status = if o.pointer("/metadata/deletionTimestamp").is_some() {
+        "Terminating".to_string()
+    } else {
+        s(o, "/status/phase").to_string()
+    };
+    let ip = s(o, "/status/podIP");
+    let node = s(o, "/spec/nodeName");
+    vec![
+        name,
+        json!(format!("{ready}/{total}")),
+        json!(status),
+        json!(restarts),
+        a,
+        json!(if ip.is_empty() { "<none>" } else { ip }),
+        json!(if node.is_empty() { "<none>" } else { node }),
+    ]
+}
+
+/// A node's row: readiness (and cordon), roles from `node-role.kubernetes.io/` labels, age,
+/// kubelet version.
+fn node_cells(o: &Value, name: Value, a: Value) -> Vec<Value> {
+    let mut st = match cond(o, "Ready").as_deref() {
+        Some("True") => "Ready".to_string(),
+        Some(_) => "NotReady".to_string(),
+        None => "Unknown".to_string(),
+    };
+    if o.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
+        st.push_str(",SchedulingDisabled");
+    }
+    let roles: Vec<String> = o
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.keys()
+                .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/").map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    vec![
+        name,
+        json!(st),
+        json!(if roles.is_empty() {
+            "<none>".into()
+        } else {
+            roles.join(",")
+        }),
+        a,
+        json!(s(o, "/status/nodeInfo/kubeletVersion")),
+    ]
 }
 
 /// A core `v1` Event's row (`printEvent`): last seen falls back from `series` to

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{broadcast, watch};
 
 use super::Req;
 use crate::SimState;
@@ -253,9 +254,54 @@ enum Initial {
 /// Starts the stream. Ends on `timeoutSeconds`, [`crate::SimHandle::drop_watches`],
 /// shutdown, or a lagging receiver (then an ERROR 410 event is sent first).
 pub fn respond(st: Arc<SimState>, spec: WatchSpec) -> Response {
-    // From the current state, the initial ADDED events come from the stored bytes (a watch list
-    // of 150,000 pods decodes nothing); from a resourceVersion, from the history.
-    let started = match spec.from {
+    let started = start(&st, &spec);
+    let stops = Stops {
+        drop_rx: st.drop_watches_rx(),
+        shutdown: st.shutdown_rx(),
+    };
+    let bookmark_every = st.bookmark_interval.max(Duration::from_millis(100));
+    let stream = async_stream::stream! {
+        let (initial, rx, last_rv) = match started {
+            Ok(x) => x,
+            Err(e) => {
+                // Like the watch cache: HTTP 200 and an ERROR event carrying a 410 Status.
+                yield Ok::<Bytes, std::convert::Infallible>(error_line(&e));
+                return;
+            }
+        };
+        let mut initial_told = 0;
+        for await (b, rv) in replay(&spec, &initial) {
+            initial_told = initial_told.max(rv);
+            yield Ok(b);
+        }
+        drop(initial);
+        if spec.initial_events_end && let Some(b) = spec.bookmark(last_rv, true) {
+            yield Ok(b);
+        }
+        let told = match spec.from {
+            WatchFrom::After(n) => n.max(initial_told),
+            WatchFrom::Current => last_rv,
+        };
+        for await b in live(&spec, rx, last_rv, told, stops, bookmark_every) {
+            yield Ok(b);
+        }
+    };
+    Response::builder()
+        .status(200)
+        .header("content-type", "application/json")
+        .header("cache-control", "no-cache, private")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| Response::new(Body::empty()))
+}
+
+/// The watch's initial events, its live receiver and the resourceVersion it starts at. From
+/// the current state, the initial ADDED events come from the stored bytes (a watch list of
+/// 150,000 pods decodes nothing); from a resourceVersion, from the history.
+fn start(
+    st: &SimState,
+    spec: &WatchSpec,
+) -> ApiResult<(Initial, broadcast::Receiver<Arc<Event>>, u64)> {
+    match spec.from {
         WatchFrom::Current => {
             let (objects, rx, rv) = st
                 .store
@@ -266,26 +312,21 @@ pub fn respond(st: Arc<SimState>, spec: WatchSpec) -> Response {
             .store
             .watch(spec.def, from)
             .map(|(events, rx, rv)| (Initial::Events(events), rx, rv)),
-    };
-    let mut drop_rx = st.drop_watches_rx();
-    let mut shutdown = st.shutdown_rx();
-    let bookmark_every = st.bookmark_interval.max(Duration::from_millis(100));
-    let stream = async_stream::stream! {
-        let (initial, mut rx, mut last_rv) = match started {
-            Ok(x) => x,
-            Err(e) => {
-                // Like the watch cache: HTTP 200 and an ERROR event carrying a 410 Status.
-                yield Ok::<Bytes, std::convert::Infallible>(error_line(&e));
-                return;
-            }
-        };
-        let mut initial_told = 0;
-        match &initial {
+    }
+}
+
+/// The initial events as sent, each with the resourceVersion it tells the client (0 for the
+/// stored objects, sent in chunks of about [`CHUNK`] bytes).
+fn replay<'a>(
+    spec: &'a WatchSpec,
+    initial: &'a Initial,
+) -> impl futures::Stream<Item = (Bytes, u64)> + 'a {
+    async_stream::stream! {
+        match initial {
             Initial::Events(events) => {
                 for ev in events {
                     if let Some(b) = spec.render(ev) {
-                        initial_told = initial_told.max(ev.rv);
-                        yield Ok(b);
+                        yield (b, ev.rv);
                     }
                 }
             }
@@ -294,44 +335,57 @@ pub fn respond(st: Arc<SimState>, spec: WatchSpec) -> Response {
                 for obj in stored {
                     spec.push_added(obj, &mut buf);
                     if buf.len() >= CHUNK {
-                        yield Ok(Bytes::from(std::mem::replace(&mut buf, Vec::with_capacity(CHUNK + 4096))));
+                        yield (Bytes::from(std::mem::replace(&mut buf, Vec::with_capacity(CHUNK + 4096))), 0);
                     }
                 }
                 if !buf.is_empty() {
-                    yield Ok(Bytes::from(buf));
+                    yield (Bytes::from(buf), 0);
                 }
             }
         }
-        drop(initial);
-        if spec.initial_events_end && let Some(b) = spec.bookmark(last_rv, true) {
-            yield Ok(b);
-        }
+    }
+}
+
+/// What ends a watch besides its timeout: [`crate::SimHandle::drop_watches`] and shutdown.
+struct Stops {
+    drop_rx: watch::Receiver<u64>,
+    shutdown: watch::Receiver<bool>,
+}
+
+/// The live part of a watch: its resource's events as they come, and bookmarks as the watch
+/// cache sends them, until the deadline, a stop, or a lagging receiver (an ERROR 410 event).
+/// `last_rv` is the store's version, `told` the one the client was last given.
+fn live<'a>(
+    spec: &'a WatchSpec,
+    mut rx: broadcast::Receiver<Arc<Event>>,
+    mut last_rv: u64,
+    mut told: u64,
+    mut stops: Stops,
+    bookmark_every: Duration,
+) -> impl futures::Stream<Item = Bytes> + 'a {
+    async_stream::stream! {
         let deadline = tokio::time::Instant::now() + spec.timeout;
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + bookmark_every, bookmark_every);
         // As the watch cache: a bookmark only when the store moved past the version the client
         // was last given, periodically and once 2 s before the deadline.
         let pre_deadline = deadline.checked_sub(Duration::from_secs(2));
         let mut pre_deadline_due = spec.bookmarks && pre_deadline.is_some();
-        let mut told = match (&spec.from, &initial_told) {
-            (WatchFrom::After(n), told) => (*n).max(*told),
-            (WatchFrom::Current, _) => last_rv,
-        };
         loop {
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => break,
-                _ = drop_rx.changed() => break,
-                _ = shutdown.changed() => break,
+                _ = stops.drop_rx.changed() => break,
+                _ = stops.shutdown.changed() => break,
                 _ = tick.tick(), if spec.bookmarks => {
                     if last_rv > told && let Some(b) = spec.bookmark(last_rv, false) {
                         told = last_rv;
-                        yield Ok(b);
+                        yield b;
                     }
                 }
                 _ = tokio::time::sleep_until(pre_deadline.unwrap_or(deadline)), if pre_deadline_due => {
                     pre_deadline_due = false;
                     if last_rv > told && let Some(b) = spec.bookmark(last_rv, false) {
                         told = last_rv;
-                        yield Ok(b);
+                        yield b;
                     }
                 }
                 r = rx.recv() => match r {
@@ -344,23 +398,17 @@ pub fn respond(st: Arc<SimState>, spec: WatchSpec) -> Response {
                         }
                         if let Some(b) = spec.render(&ev) {
                             told = told.max(ev.rv);
-                            yield Ok(b);
+                            yield b;
                         }
                     }
                     Err(RecvError::Lagged(_)) => {
-                        yield Ok(error_line(&ApiError::expired(format!(
-                            "too old resource version: {last_rv} (watcher fell behind)"))));
+                        yield error_line(&ApiError::expired(format!(
+                            "too old resource version: {last_rv} (watcher fell behind)")));
                         break;
                     }
                     Err(RecvError::Closed) => break,
                 },
             }
         }
-    };
-    Response::builder()
-        .status(200)
-        .header("content-type", "application/json")
-        .header("cache-control", "no-cache, private")
-        .body(Body::from_stream(stream))
-        .unwrap_or_else(|_| Response::new(Body::empty()))
+    }
 }

@@ -38,6 +38,71 @@ pub fn precondition_failure(
     None
 }
 
+/// How a delete treats an object.
+enum Deletion {
+    /// Removed at once.
+    Now,
+    /// Marked with this `deletionTimestamp` and grace period (seconds).
+    Graceful(String, i64),
+    /// Already terminating with a grace period no longer than the one asked: left as it is.
+    Unchanged,
+}
+
+/// Objects with finalizers are marked (keeping an earlier mark's time, grace 0); bound,
+/// non-terminal pods are marked for their grace period (`CheckGracefulDelete`); the rest go now.
+fn deletion_kind(
+    def: &ResourceDef,
+    existing: &Value,
+    opts: &DeleteOpts,
+    now: jiff::Timestamp,
+) -> Deletion {
+    if !finalizers_empty(existing) {
+        let ts = existing
+            .pointer("/metadata/deletionTimestamp")
+            .and_then(Value::as_str)
+            .map(String::from)
+            .unwrap_or_else(|| format_time(now));
+        return Deletion::Graceful(ts, 0);
+    }
+    if !def.is("", "pods") {
+        return Deletion::Now;
+    }
+    let phase = existing
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let bound = existing
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty());
+    let terminal = phase == "Succeeded" || phase == "Failed";
+    let grace = opts
+        .grace_period_seconds
+        .or_else(|| {
+            existing
+                .pointer("/spec/terminationGracePeriodSeconds")
+                .and_then(Value::as_i64)
+        })
+        .unwrap_or(30)
+        .max(0);
+    if !bound || terminal || grace == 0 {
+        return Deletion::Now;
+    }
+    let current = existing
+        .pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64);
+    // rest.BeforeDelete: an already-terminating object only accepts a shorter grace period.
+    if let Some(cur) = current
+        && grace >= cur
+    {
+        return Deletion::Unchanged;
+    }
+    let ts = now
+        .checked_add(jiff::SignedDuration::from_secs(grace))
+        .unwrap_or(now);
+    Deletion::Graceful(format_time(ts), grace)
+}
+
 impl Store {
     /// Deletes an object the way the generic registry does: objects with finalizers and
     /// bound, non-terminal pods are marked with `deletionTimestamp` (graceful deletion,
@@ -55,67 +120,25 @@ impl Store {
             return Err(e);
         }
         let now = self.clock.now();
-        let mut graceful: Option<(String, i64)> = None;
-        if !finalizers_empty(&existing) {
-            let ts = existing
-                .pointer("/metadata/deletionTimestamp")
-                .and_then(Value::as_str)
-                .map(String::from)
-                .unwrap_or_else(|| format_time(now));
-            graceful = Some((ts, 0));
-        } else if def.is("", "pods") {
-            let phase = existing
-                .pointer("/status/phase")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let bound = existing
-                .pointer("/spec/nodeName")
-                .and_then(Value::as_str)
-                .is_some_and(|n| !n.is_empty());
-            let terminal = phase == "Succeeded" || phase == "Failed";
-            let mut grace = opts
-                .grace_period_seconds
-                .or_else(|| {
-                    existing
-                        .pointer("/spec/terminationGracePeriodSeconds")
-                        .and_then(Value::as_i64)
-                })
-                .unwrap_or(30)
-                .max(0);
-            if !bound || terminal {
-                grace = 0;
-            }
-            if grace > 0 {
-                let current = existing
-                    .pointer("/metadata/deletionGracePeriodSeconds")
-                    .and_then(Value::as_i64);
-                // rest.BeforeDelete: an already-terminating object only accepts a shorter grace period.
-                if let Some(cur) = current
-                    && grace >= cur
-                {
-                    return Ok(versions::present(def, existing));
-                }
-                let ts = now
-                    .checked_add(jiff::SignedDuration::from_secs(grace))
-                    .unwrap_or(now);
-                graceful = Some((format_time(ts), grace));
-            }
-        }
         let rv = inner.rv + 1;
-        if let Some((ts, grace)) = graceful {
-            let mut new = existing.clone();
-            {
-                let m = meta_mut(&mut new);
-                m.insert("deletionTimestamp".into(), json!(ts));
-                m.insert("deletionGracePeriodSeconds".into(), json!(grace));
-                m.insert("resourceVersion".into(), json!(rv.to_string()));
-            }
-            if opts.dry_run {
+        match deletion_kind(def, &existing, opts, now) {
+            Deletion::Unchanged => return Ok(versions::present(def, existing)),
+            Deletion::Now => {}
+            Deletion::Graceful(ts, grace) => {
+                let mut new = existing.clone();
+                {
+                    let m = meta_mut(&mut new);
+                    m.insert("deletionTimestamp".into(), json!(ts));
+                    m.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                    m.insert("resourceVersion".into(), json!(rv.to_string()));
+                }
+                if opts.dry_run {
+                    return Ok(versions::present(def, new));
+                }
+                inner.rv = rv;
+                self.put_modified(&mut inner, gr, key, new.clone(), existing);
                 return Ok(versions::present(def, new));
             }
-            inner.rv = rv;
-            self.put_modified(&mut inner, gr, key, new.clone(), existing);
-            return Ok(versions::present(def, new));
         }
         let mut gone = existing;
         meta_mut(&mut gone).insert("resourceVersion".into(), json!(rv.to_string()));
