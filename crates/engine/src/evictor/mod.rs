@@ -236,6 +236,13 @@ pub struct PluginFailure {
     pub error: String,
 }
 
+/// How an attempt's records name the pod's node, the profile and the plugin.
+struct AttemptNames {
+    node: Arc<str>,
+    profile: Arc<str>,
+    plugin: Arc<str>,
+}
+
 /// One eviction attempt and its outcome, in order. The strings that repeat from record to record
 /// (namespace, node, profile, plugin) are shared, not copied; so is a reason a plugin gives to
 /// several pods.
@@ -375,52 +382,105 @@ impl EvictionSession {
             return Err(EvictError::AlreadyEvicted);
         }
         let p = snapshot.pod(pod);
-        let node = self.names.node(snapshot, p);
-        let profile = SharedNames::share(&mut self.names.profile, req.profile);
-        let plugin = SharedNames::share(&mut self.names.plugin, req.plugin);
-        let precounted = self.precounted.contains(&pod);
-        let checked = if precounted {
-            Ok(())
-        } else {
-            self.limits.check_pod(snapshot, pod)
+        let names = AttemptNames {
+            node: self.names.node(snapshot, p),
+            profile: SharedNames::share(&mut self.names.profile, req.profile),
+            plugin: SharedNames::share(&mut self.names.plugin, req.plugin),
         };
-        if let Err(limit) = checked {
-            self.backend.limit_refused(snapshot, pod, req, &limit);
-            self.limit_hits.push(LimitHit {
-                namespace: p.namespace.clone(),
-                name: p.name.clone(),
-                node,
-                profile,
-                plugin,
-                limit: limit.clone(),
-            });
-            return Err(limit.into());
+        let precounted = self.precounted.contains(&pod);
+        if !precounted && let Err(limit) = self.limits.check_pod(snapshot, pod) {
+            return Err(self.refuse_by_limit(snapshot, pod, req, limit, names));
         }
         let mode = placement;
         let (placement, target) = self.predict(snapshot, pod, req, mode);
         if mode == PlacementMode::Enforce
             && let Some(report) = placement.as_ref().filter(|r| r.refusal.is_some())
         {
-            if let Some(sim) = &mut self.simulator {
-                sim.abandon(snapshot, pod);
-            }
-            let refusal = report.refusal.clone().unwrap_or_else(|| Refusal {
-                code: crate::placement::RefusalCode::PlacementNoFit,
-                message: String::new(),
-            });
-            self.backend.placement_refused(snapshot, pod, req, &refusal);
-            self.placement_hits.push(PlacementHit {
-                namespace: p.namespace.clone(),
-                name: p.name.clone(),
-                node,
-                profile,
-                plugin,
-                reason: req.reason.clone(),
-                placement: report.clone(),
-            });
-            return Err(EvictError::Placement(refusal));
+            return Err(self.refuse_by_placement(snapshot, pod, req, report, names));
         }
         let outcome = self.backend.evict(snapshot, pod, req);
+        self.settle(snapshot, pod, target, precounted, &outcome);
+        self.records.push(EvictionRecord {
+            pod,
+            namespace: p.namespace.clone(),
+            name: p.name.clone(),
+            node: names.node,
+            profile: names.profile,
+            plugin: names.plugin,
+            reason: req.reason.clone(),
+            outcome: outcome.clone(),
+            placement,
+        });
+        if outcome.moves_pod() {
+            Ok(outcome)
+        } else {
+            Err(EvictError::NotEvicted(outcome))
+        }
+    }
+
+    /// Records that `limit` refuses the eviction of `pod`; the error to return.
+    fn refuse_by_limit(
+        &mut self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        req: &EvictionRequest<'_>,
+        limit: LimitError,
+        names: AttemptNames,
+    ) -> EvictError {
+        let p = snapshot.pod(pod);
+        self.backend.limit_refused(snapshot, pod, req, &limit);
+        self.limit_hits.push(LimitHit {
+            namespace: p.namespace.clone(),
+            name: p.name.clone(),
+            node: names.node,
+            profile: names.profile,
+            plugin: names.plugin,
+            limit: limit.clone(),
+        });
+        limit.into()
+    }
+
+    /// Records that the placement `report` (which has a refusal) refuses the eviction of `pod`,
+    /// putting the pod back in the simulator; the error to return.
+    fn refuse_by_placement(
+        &mut self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        req: &EvictionRequest<'_>,
+        report: &Arc<PlacementReport>,
+        names: AttemptNames,
+    ) -> EvictError {
+        let p = snapshot.pod(pod);
+        if let Some(sim) = &mut self.simulator {
+            sim.abandon(snapshot, pod);
+        }
+        let refusal = report.refusal.clone().unwrap_or_else(|| Refusal {
+            code: crate::placement::RefusalCode::PlacementNoFit,
+            message: String::new(),
+        });
+        self.backend.placement_refused(snapshot, pod, req, &refusal);
+        self.placement_hits.push(PlacementHit {
+            namespace: p.namespace.clone(),
+            name: p.name.clone(),
+            node: names.node,
+            profile: names.profile,
+            plugin: names.plugin,
+            reason: req.reason.clone(),
+            placement: report.clone(),
+        });
+        EvictError::Placement(refusal)
+    }
+
+    /// Brings the simulator, the limits' counters (unless `precounted`) and the moved pods up to
+    /// date with the `outcome` of evicting `pod` (its replacement predicted onto `target`).
+    fn settle(
+        &mut self,
+        snapshot: &Snapshot,
+        pod: PodId,
+        target: Option<NodeId>,
+        precounted: bool,
+        outcome: &EvictOutcome,
+    ) {
         if let Some(sim) = &mut self.simulator {
             if outcome.moves_pod() {
                 sim.commit(snapshot, pod, target);
@@ -433,22 +493,6 @@ impl EvictionSession {
                 self.limits.count_pod(snapshot, pod);
             }
             self.moved.insert(pod);
-        }
-        self.records.push(EvictionRecord {
-            pod,
-            namespace: p.namespace.clone(),
-            name: p.name.clone(),
-            node,
-            profile,
-            plugin,
-            reason: req.reason.clone(),
-            outcome: outcome.clone(),
-            placement,
-        });
-        if outcome.moves_pod() {
-            Ok(outcome)
-        } else {
-            Err(EvictError::NotEvicted(outcome))
         }
     }
 

@@ -445,67 +445,85 @@ fn profile(wp: WireProfile, at: &str) -> Result<SchedulerProfile, ConfigError> {
     for (j, pc) in wp.plugin_config.iter().enumerate() {
         let at = format!("{at}.pluginConfig[{j}].args");
         let Some(args) = &pc.args else { continue };
-        match pc.name.as_str() {
-            "NodeResourcesFit" => {
-                let a: FitArgs = decode(args, &at)?;
-                let Some(s) = a.scoring_strategy else {
-                    continue;
-                };
-                let sat = format!("{at}.scoringStrategy");
-                if let Some(r) = s.resources {
-                    p.fit_resources = resources(r, &format!("{sat}.resources"))?;
-                }
-                p.strategy = match s.type_.as_deref().unwrap_or("LeastAllocated") {
-                    "LeastAllocated" => ScoringStrategy::LeastAllocated,
-                    "MostAllocated" => ScoringStrategy::MostAllocated,
-                    "RequestedToCapacityRatio" => {
-                        let Some(r) = s.requested_to_capacity_ratio else {
-                            return Err(err(
-                                format!("{sat}.requestedToCapacityRatio"),
-                                "required with type RequestedToCapacityRatio",
-                            ));
-                        };
-                        let shape =
-                            shape(r.shape, &format!("{sat}.requestedToCapacityRatio.shape"))?;
-                        ScoringStrategy::RequestedToCapacityRatio { shape }
-                    }
-                    other => {
-                        return Err(err(
-                            format!("{sat}.type"),
-                            format!(
-                                "{other:?} is not one of LeastAllocated, MostAllocated, RequestedToCapacityRatio"
-                            ),
-                        ));
-                    }
-                };
-            }
-            "NodeResourcesBalancedAllocation" => {
-                let a: BalancedArgs = decode(args, &at)?;
-                if let Some(r) = a.resources {
-                    p.balanced_resources = resources(r, &format!("{at}.resources"))?;
-                }
-            }
-            "PodTopologySpread" => {
-                let a: SpreadArgs = decode(args, &at)?;
-                match a.defaulting_type.as_deref() {
-                    None | Some("System") => {}
-                    Some("List") => {
-                        // Listed default constraints are not modelled: none are applied.
-                        p.system_default_spread = false;
-                    }
-                    Some(other) => {
-                        return Err(err(
-                            format!("{at}.defaultingType"),
-                            format!("{other:?} is not one of System, List"),
-                        ));
-                    }
-                }
-            }
-            // Args of plugins the simulator does not model are kube-scheduler's business.
-            _ => {}
-        }
+        apply_args(&mut p, &pc.name, args, &at)?;
     }
     Ok(p)
+}
+
+/// Applies the pluginConfig args of plugin `name` at `at` to `p`.
+fn apply_args(
+    p: &mut SchedulerProfile,
+    name: &str,
+    args: &Value,
+    at: &str,
+) -> Result<(), ConfigError> {
+    match name {
+        "NodeResourcesFit" => {
+            let a: FitArgs = decode(args, at)?;
+            if let Some(s) = a.scoring_strategy {
+                apply_scoring_strategy(p, s, &format!("{at}.scoringStrategy"))?;
+            }
+        }
+        "NodeResourcesBalancedAllocation" => {
+            let a: BalancedArgs = decode(args, at)?;
+            if let Some(r) = a.resources {
+                p.balanced_resources = resources(r, &format!("{at}.resources"))?;
+            }
+        }
+        "PodTopologySpread" => {
+            let a: SpreadArgs = decode(args, at)?;
+            match a.defaulting_type.as_deref() {
+                None | Some("System") => {}
+                Some("List") => {
+                    // Listed default constraints are not modelled: none are applied.
+                    p.system_default_spread = false;
+                }
+                Some(other) => {
+                    return Err(err(
+                        format!("{at}.defaultingType"),
+                        format!("{other:?} is not one of System, List"),
+                    ));
+                }
+            }
+        }
+        // Args of plugins the simulator does not model are kube-scheduler's business.
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Applies NodeResourcesFit's `scoringStrategy` (at `sat`) to `p`: its resources and its type.
+fn apply_scoring_strategy(
+    p: &mut SchedulerProfile,
+    s: WireStrategy,
+    sat: &str,
+) -> Result<(), ConfigError> {
+    if let Some(r) = s.resources {
+        p.fit_resources = resources(r, &format!("{sat}.resources"))?;
+    }
+    p.strategy = match s.type_.as_deref().unwrap_or("LeastAllocated") {
+        "LeastAllocated" => ScoringStrategy::LeastAllocated,
+        "MostAllocated" => ScoringStrategy::MostAllocated,
+        "RequestedToCapacityRatio" => {
+            let Some(r) = s.requested_to_capacity_ratio else {
+                return Err(err(
+                    format!("{sat}.requestedToCapacityRatio"),
+                    "required with type RequestedToCapacityRatio",
+                ));
+            };
+            let shape = shape(r.shape, &format!("{sat}.requestedToCapacityRatio.shape"))?;
+            ScoringStrategy::RequestedToCapacityRatio { shape }
+        }
+        other => {
+            return Err(err(
+                format!("{sat}.type"),
+                format!(
+                    "{other:?} is not one of LeastAllocated, MostAllocated, RequestedToCapacityRatio"
+                ),
+            ));
+        }
+    };
+    Ok(())
 }
 
 /// Validates a RequestedToCapacityRatio shape as kube-scheduler does: utilization 0–100 strictly

@@ -265,9 +265,17 @@ pub fn judge(
             };
         }
     };
+    let mut report = scored_report(snapshot, pod, &prediction);
+    report.refusal = refusal(snapshot, pod, plugin, &prediction, emptying);
+    report
+}
+
+/// The report of a prediction for `pod`, without its refusal: the predicted node, the ties, and
+/// the best and current nodes' scores.
+fn scored_report(snapshot: &Snapshot, pod: PodId, prediction: &Prediction) -> PlacementReport {
     let name = |n: NodeId| snapshot.node(n).name.clone();
     let current = snapshot.pod(pod).node;
-    let mut report = PlacementReport {
+    PlacementReport {
         predicted_node: prediction.best.map(name),
         ties: prediction.ties.iter().map(|&n| name(n)).collect(),
         best: prediction
@@ -287,55 +295,76 @@ pub fn judge(
         feasible: prediction.feasible,
         may_return: current.is_some_and(|c| prediction.may_land_on(c)),
         ..Default::default()
-    };
+    }
+}
+
+/// The refusal `Enforce` makes of a prediction for `pod`: no node fits, the pod may come back to
+/// its node, or it may land on a node being emptied.
+fn refusal(
+    snapshot: &Snapshot,
+    pod: PodId,
+    plugin: &str,
+    prediction: &Prediction,
+    emptying: &FxHashSet<NodeId>,
+) -> Option<Refusal> {
     let Some(best) = prediction.best else {
-        report.refusal = Some(Refusal {
+        return Some(Refusal {
             code: RefusalCode::PlacementNoFit,
             message:
                 "no node passes the scheduler's filters for the replacement: it would stay Pending"
                     .to_string(),
         });
-        return report;
     };
+    let current = snapshot.pod(pod).node;
     if let Some(cur) = current.filter(|&c| prediction.may_land_on(c)) {
-        let cur_name = name(cur);
-        let cur_score = prediction.current_score.clone().unwrap_or_default();
-        let versus = match &prediction.runner_up {
-            Some((other, s)) => format!(
-                "score {} on {cur_name} vs {} on {} ({} {} vs {})",
-                cur_score.total,
-                s.total,
-                name(*other),
-                prediction.strategy,
-                cur_score.plugin("NodeResourcesFit"),
-                s.plugin("NodeResourcesFit"),
-            ),
-            None => format!("{cur_name} is the only node that fits"),
-        };
-        let tie = if best != cur {
-            " (tied with the best node)"
-        } else {
-            ""
-        };
-        let hint = if plugin == "HighNodeUtilization" && prediction.strategy == "LeastAllocated" {
-            "; use MostAllocated in the scheduler configuration, or disable HighNodeUtilization"
-        } else {
-            ""
-        };
-        report.refusal = Some(Refusal {
-            code: RefusalCode::PlacementReturn,
-            message: format!("would be scheduled back onto {cur_name}{tie}: {versus}{hint}"),
-        });
-        return report;
+        return Some(return_refusal(snapshot, plugin, prediction, best, cur));
     }
-    if let Some(&e) = prediction.ties.iter().find(|n| emptying.contains(n)) {
-        report.refusal = Some(Refusal {
-            code: RefusalCode::PlacementTargetEmptied,
-            message: format!(
-                "would be scheduled onto {}, a node this cycle's node-usage plugins are emptying",
-                name(e)
-            ),
-        });
+    let &e = prediction.ties.iter().find(|n| emptying.contains(n))?;
+    Some(Refusal {
+        code: RefusalCode::PlacementTargetEmptied,
+        message: format!(
+            "would be scheduled onto {}, a node this cycle's node-usage plugins are emptying",
+            snapshot.node(e).name
+        ),
+    })
+}
+
+/// The refusal of a replacement that may be scheduled back onto `cur`, its pod's node, with the
+/// scores that bring it back (`best` is the best node).
+fn return_refusal(
+    snapshot: &Snapshot,
+    plugin: &str,
+    prediction: &Prediction,
+    best: NodeId,
+    cur: NodeId,
+) -> Refusal {
+    let name = |n: NodeId| snapshot.node(n).name.clone();
+    let cur_name = name(cur);
+    let cur_score = prediction.current_score.clone().unwrap_or_default();
+    let versus = match &prediction.runner_up {
+        Some((other, s)) => format!(
+            "score {} on {cur_name} vs {} on {} ({} {} vs {})",
+            cur_score.total,
+            s.total,
+            name(*other),
+            prediction.strategy,
+            cur_score.plugin("NodeResourcesFit"),
+            s.plugin("NodeResourcesFit"),
+        ),
+        None => format!("{cur_name} is the only node that fits"),
+    };
+    let tie = if best != cur {
+        " (tied with the best node)"
+    } else {
+        ""
+    };
+    let hint = if plugin == "HighNodeUtilization" && prediction.strategy == "LeastAllocated" {
+        "; use MostAllocated in the scheduler configuration, or disable HighNodeUtilization"
+    } else {
+        ""
+    };
+    Refusal {
+        code: RefusalCode::PlacementReturn,
+        message: format!("would be scheduled back onto {cur_name}{tie}: {versus}{hint}"),
     }
-    report
 }

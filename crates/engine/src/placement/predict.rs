@@ -91,27 +91,25 @@ pub fn predict(
         fits: &resources.fits,
     };
     let feasible = &mut scratch.feasible;
-    feasible.clear();
     basic.pass(n_nodes, feasible);
     let current = p.node.map(|n| n as usize).filter(|&n| n < n_nodes);
     let mut current_filtered = current.and_then(|n| basic.rejection(n));
-    let still_feasible =
-        |feasible: &[usize]| current.is_some_and(|c| feasible.binary_search(&c).is_ok());
     let spreads = terms::spreads(p);
-    if f.pod_topology_spread && spreads.iter().any(|s| s.hard) {
-        let before = still_feasible(feasible);
-        filter_spread(snapshot, state, caches, &statics, &spreads, feasible);
-        if before && !still_feasible(feasible) {
-            current_filtered = Some("PodTopologySpread");
-        }
+    if f.pod_topology_spread
+        && spreads.iter().any(|s| s.hard)
+        && removes_current(current, feasible, |feasible| {
+            filter_spread(snapshot, state, caches, &statics, &spreads, feasible)
+        })
+    {
+        current_filtered = Some("PodTopologySpread");
     }
     let aff = terms::affinity_terms(p);
-    if f.inter_pod_affinity {
-        let before = still_feasible(feasible);
-        filter_inter_pod(snapshot, state, caches, p, &aff, feasible);
-        if before && !still_feasible(feasible) {
-            current_filtered = Some("InterPodAffinity");
-        }
+    if f.inter_pod_affinity
+        && removes_current(current, feasible, |feasible| {
+            filter_inter_pod(snapshot, state, caches, p, &aff, feasible)
+        })
+    {
+        current_filtered = Some("InterPodAffinity");
     }
     let mut prediction = Prediction {
         feasible: feasible.len(),
@@ -129,19 +127,51 @@ pub fn predict(
             aff: &aff,
             feasible,
         };
-        let plugins = &mut scratch.plugins;
-        score_plugins(&input, state, caches, &mut scratch.pool, plugins);
-        choose(p, feasible, plugins, resources, &mut prediction);
-        scratch
-            .pool
-            .extend(plugins.drain(..).filter_map(|p| match p.scores {
-                Scores::PerNode(v) => Some(v),
-                _ => None,
-            }));
+        score_and_choose(
+            &input,
+            state,
+            caches,
+            &mut scratch.pool,
+            &mut scratch.plugins,
+            resources,
+            &mut prediction,
+        );
     }
     caches.scratch = scratch;
     caches.resources = memo;
     prediction
+}
+
+/// Applies `filter` to `feasible`; whether it removes the `current` node.
+fn removes_current(
+    current: Option<usize>,
+    feasible: &mut Vec<usize>,
+    filter: impl FnOnce(&mut Vec<usize>),
+) -> bool {
+    let holds_current =
+        |feasible: &[usize]| current.is_some_and(|c| feasible.binary_search(&c).is_ok());
+    let before = holds_current(feasible);
+    filter(feasible);
+    before && !holds_current(feasible)
+}
+
+/// The Score plugins over the feasible nodes of `input`, then the choice among them; the
+/// per-node score vectors go back to `pool`.
+fn score_and_choose(
+    input: &ScoreInput<'_>,
+    state: &mut ClusterState,
+    caches: &mut Caches,
+    pool: &mut Vec<Vec<i64>>,
+    plugins: &mut Vec<PluginScores>,
+    resources: &ResourceView,
+    prediction: &mut Prediction,
+) {
+    score_plugins(input, state, caches, pool, plugins);
+    choose(input.pod, input.feasible, plugins, resources, prediction);
+    pool.extend(plugins.drain(..).filter_map(|p| match p.scores {
+        Scores::PerNode(v) => Some(v),
+        _ => None,
+    }));
 }
 
 /// The Filter plugins that read only the node and its load: NodeUnschedulable, NodeAffinity,
@@ -155,8 +185,9 @@ struct BasicFilters<'a> {
 }
 
 impl BasicFilters<'_> {
-    /// Appends every node passing them to `feasible`, in node order.
+    /// Fills `feasible` with every node passing them, in node order.
     fn pass(&self, n_nodes: usize, feasible: &mut Vec<usize>) {
+        feasible.clear();
         let f = self.filters;
         let s = self.statics;
         let default_static = f.node_unschedulable && f.node_affinity && f.taint_toleration;
@@ -215,77 +246,10 @@ fn choose(
     resources: &ResourceView,
     prediction: &mut Prediction,
 ) {
-    // The uniform scores (the same for every node) summed once; the resource scores read from
-    // the shape's view; the per-node vectors; the spread table by slot.
-    let (mut uniform, mut fit_w, mut balanced_w) = (0, 0, 0);
-    let mut per_node: Vec<(i64, &[i64])> = Vec::new();
-    let mut spread: Option<(i64, &SpreadTable)> = None;
-    for p in plugins {
-        match &p.scores {
-            Scores::Uniform(s) => uniform += p.weight * s,
-            Scores::Fit => fit_w += p.weight,
-            Scores::Balanced => balanced_w += p.weight,
-            Scores::PerNode(v) => per_node.push((p.weight, v)),
-            Scores::Spread(t) => spread = Some((p.weight, t)),
-        }
-    }
-    let (fit, balanced) = (&resources.fit, &resources.balanced);
-    let no_exceptions: &[(usize, i64)] = &[];
-    let (spread_w, exceptions) = spread.map_or((0, no_exceptions), |(w, t)| (w, &t.exceptions));
-    // The total of the `i`-th feasible node, `n`, but for its spread exception.
-    let total = |i: usize, n: usize| {
-        let mut t = uniform
-            + fit_w * fit.get(n).map_or(0, |&s| i64::from(s))
-            + balanced_w * balanced.get(n).map_or(0, |&s| i64::from(s));
-        for (w, v) in &per_node {
-            t += w * v.get(i).copied().unwrap_or(0);
-        }
-        t
-    };
-    let spread_of = |n: usize, exception: Option<&(usize, i64)>| match (exception, spread) {
-        (Some(&(_, s)), _) => spread_w * s,
-        (None, Some((_, table))) => spread_w * table.of_slot(n),
-        (None, None) => 0,
-    };
-    // One pass: each total, the best total and its first node (named; the other ties are
-    // listed), and every tie.
-    let mut best = i64::MIN;
-    let mut first = None;
-    prediction.ties.clear();
-    let mut next_exception = exceptions.iter().peekable();
-    for (i, &n) in feasible.iter().enumerate() {
-        let t = total(i, n) + spread_of(n, next_exception.next_if(|e| e.0 == i));
-        if t > best {
-            best = t;
-            first = Some(i);
-            prediction.ties.clear();
-        }
-        if t == best {
-            prediction.ties.push(n as NodeId);
-        }
-    }
-    // The runner-up: the best node other than the current one, first by node order — the best
-    // node or the next tie, unless the current node is the only best one; then a second pass.
+    let totals = Totals::new(plugins, resources);
+    let first = totals.best(feasible, &mut prediction.ties);
     let current = p.node.map(|c| c as usize);
-    let other = match first {
-        Some(i) if Some(feasible[i]) != current => Some(i),
-        Some(_) if prediction.ties.len() > 1 => prediction
-            .ties
-            .get(1)
-            .and_then(|&n| feasible.binary_search(&(n as usize)).ok()),
-        Some(_) => {
-            let mut other: Option<(usize, i64)> = None;
-            let mut next_exception = exceptions.iter().peekable();
-            for (i, &n) in feasible.iter().enumerate() {
-                let t = total(i, n) + spread_of(n, next_exception.next_if(|e| e.0 == i));
-                if Some(n) != current && other.is_none_or(|(_, o)| t > o) {
-                    other = Some((i, t));
-                }
-            }
-            other.map(|(i, _)| i)
-        }
-        None => None,
-    };
+    let other = totals.runner_up(feasible, first, current, &prediction.ties);
     let node_score = |i: usize| {
         let plugins: Vec<(&'static str, i64)> = plugins
             .iter()
@@ -306,6 +270,120 @@ fn choose(
         prediction.current_score = Some(node_score(i));
     }
     prediction.runner_up = other.map(|i| (feasible[i] as NodeId, node_score(i)));
+}
+
+/// The plugins' weighted scores summed per feasible node: the uniform scores (the same for every
+/// node) summed once, the resource scores read from the shape's view, the per-node vectors, and
+/// the spread table by slot.
+struct Totals<'a> {
+    uniform: i64,
+    fit_w: i64,
+    balanced_w: i64,
+    fit: &'a [i16],
+    balanced: &'a [i16],
+    per_node: Vec<(i64, &'a [i64])>,
+    spread: Option<(i64, &'a SpreadTable)>,
+    spread_w: i64,
+    /// The feasible nodes scoring on their own in the spread table, in order.
+    exceptions: &'a [(usize, i64)],
+}
+
+impl<'a> Totals<'a> {
+    fn new(plugins: &'a [PluginScores], resources: &'a ResourceView) -> Self {
+        let (mut uniform, mut fit_w, mut balanced_w) = (0, 0, 0);
+        let mut per_node: Vec<(i64, &[i64])> = Vec::new();
+        let mut spread: Option<(i64, &SpreadTable)> = None;
+        for p in plugins {
+            match &p.scores {
+                Scores::Uniform(s) => uniform += p.weight * s,
+                Scores::Fit => fit_w += p.weight,
+                Scores::Balanced => balanced_w += p.weight,
+                Scores::PerNode(v) => per_node.push((p.weight, v)),
+                Scores::Spread(t) => spread = Some((p.weight, t)),
+            }
+        }
+        let no_exceptions: &[(usize, i64)] = &[];
+        let (spread_w, exceptions) =
+            spread.map_or((0, no_exceptions), |(w, t)| (w, &t.exceptions[..]));
+        Totals {
+            uniform,
+            fit_w,
+            balanced_w,
+            fit: &resources.fit,
+            balanced: &resources.balanced,
+            per_node,
+            spread,
+            spread_w,
+            exceptions,
+        }
+    }
+
+    /// The total of the `i`-th feasible node, `n`, whose spread exception is `exception`.
+    #[inline]
+    fn of(&self, i: usize, n: usize, exception: Option<&(usize, i64)>) -> i64 {
+        let mut t = self.uniform
+            + self.fit_w * self.fit.get(n).map_or(0, |&s| i64::from(s))
+            + self.balanced_w * self.balanced.get(n).map_or(0, |&s| i64::from(s));
+        for (w, v) in &self.per_node {
+            t += w * v.get(i).copied().unwrap_or(0);
+        }
+        t + match (exception, self.spread) {
+            (Some(&(_, s)), _) => self.spread_w * s,
+            (None, Some((_, table))) => self.spread_w * table.of_slot(n),
+            (None, None) => 0,
+        }
+    }
+
+    /// One pass: each total, the best total and the index of its first node (named; the other
+    /// ties are listed in `ties`, which holds every tie).
+    fn best(&self, feasible: &[usize], ties: &mut Vec<NodeId>) -> Option<usize> {
+        let mut best = i64::MIN;
+        let mut first = None;
+        ties.clear();
+        let mut next_exception = self.exceptions.iter().peekable();
+        for (i, &n) in feasible.iter().enumerate() {
+            let t = self.of(i, n, next_exception.next_if(|e| e.0 == i));
+            if t > best {
+                best = t;
+                first = Some(i);
+                ties.clear();
+            }
+            if t == best {
+                ties.push(n as NodeId);
+            }
+        }
+        first
+    }
+
+    /// The index of the runner-up: the best node other than the current one, first by node
+    /// order — the best node or the next tie, unless the current node is the only best one; then
+    /// a second pass.
+    fn runner_up(
+        &self,
+        feasible: &[usize],
+        first: Option<usize>,
+        current: Option<usize>,
+        ties: &[NodeId],
+    ) -> Option<usize> {
+        match first {
+            Some(i) if Some(feasible[i]) != current => Some(i),
+            Some(_) if ties.len() > 1 => ties
+                .get(1)
+                .and_then(|&n| feasible.binary_search(&(n as usize)).ok()),
+            Some(_) => {
+                let mut other: Option<(usize, i64)> = None;
+                let mut next_exception = self.exceptions.iter().peekable();
+                for (i, &n) in feasible.iter().enumerate() {
+                    let t = self.of(i, n, next_exception.next_if(|e| e.0 == i));
+                    if Some(n) != current && other.is_none_or(|(_, o)| t > o) {
+                        other = Some((i, t));
+                    }
+                }
+                other.map(|(i, _)| i)
+            }
+            None => None,
+        }
+    }
 }
 
 /// PodTopologySpread's filter (`filtering.go`): on a node with every hard constraint's key,
@@ -373,8 +451,26 @@ fn filter_inter_pod(
     aff: &terms::AffinityTerms<'_>,
     feasible: &mut Vec<usize>,
 ) {
-    // Existing pods whose required anti-affinity selects the incoming pod forbid their domain
-    // (the holder's node's value of the term's key).
+    filter_existing_anti(snapshot, state, caches, p, feasible);
+    for t in &aff.required_anti {
+        let m = terms::term_matcher(t, p);
+        let per_node = state.counts(snapshot, &m);
+        let domains = caches.domains.get(snapshot, &t.topology_key);
+        let counts = domain_counts(per_node, domains, |_| true);
+        feasible.retain(|&n| domains.of[n].is_none_or(|d| counts[d as usize] == 0));
+    }
+    filter_required_affinity(snapshot, state, caches, p, aff, feasible);
+}
+
+/// Existing pods whose required anti-affinity selects the incoming pod forbid their domain (the
+/// holder's node's value of the term's key): the nodes in one leave `feasible`.
+fn filter_existing_anti(
+    snapshot: &Snapshot,
+    state: &mut ClusterState,
+    caches: &mut Caches,
+    p: &Pod,
+    feasible: &mut Vec<usize>,
+) {
     let mut forbidden: Vec<(String, NodeId)> = Vec::new();
     {
         let index = caches.existing_anti(snapshot, state);
@@ -390,43 +486,49 @@ fn filter_inter_pod(
             }
         }
     }
-    if !forbidden.is_empty() {
-        // Per key, the forbidden domains: a node is in one exactly when its value of the key is
-        // the holder's node's.
-        let mut by_key: Vec<(&str, Vec<bool>)> = Vec::new();
-        for (key, holder) in &forbidden {
-            let domains = caches.domains.get(snapshot, key);
-            let Some(d) = domains.of.get(*holder as usize).copied().flatten() else {
-                continue;
-            };
-            let at = match by_key.iter().position(|(k, _)| k == key) {
-                Some(i) => i,
-                None => {
-                    by_key.push((key, vec![false; domains.count]));
-                    by_key.len() - 1
-                }
-            };
-            if let Some(f) = by_key[at].1.get_mut(d as usize) {
-                *f = true;
+    if forbidden.is_empty() {
+        return;
+    }
+    // Per key, the forbidden domains: a node is in one exactly when its value of the key is the
+    // holder's node's.
+    let mut by_key: Vec<(&str, Vec<bool>)> = Vec::new();
+    for (key, holder) in &forbidden {
+        let domains = caches.domains.get(snapshot, key);
+        let Some(d) = domains.of.get(*holder as usize).copied().flatten() else {
+            continue;
+        };
+        let at = match by_key.iter().position(|(k, _)| k == key) {
+            Some(i) => i,
+            None => {
+                by_key.push((key, vec![false; domains.count]));
+                by_key.len() - 1
             }
+        };
+        if let Some(f) = by_key[at].1.get_mut(d as usize) {
+            *f = true;
         }
-        let by_key: Vec<(&terms::Domains, Vec<bool>)> = by_key
-            .into_iter()
-            .filter_map(|(k, f)| caches.domains.built(k).map(|d| (d, f)))
-            .collect();
-        feasible.retain(|&n| {
-            !by_key
-                .iter()
-                .any(|(d, f)| d.of[n].is_some_and(|d| f[d as usize]))
-        });
     }
-    for t in &aff.required_anti {
-        let m = terms::term_matcher(t, p);
-        let per_node = state.counts(snapshot, &m);
-        let domains = caches.domains.get(snapshot, &t.topology_key);
-        let counts = domain_counts(per_node, domains, |_| true);
-        feasible.retain(|&n| domains.of[n].is_none_or(|d| counts[d as usize] == 0));
-    }
+    let by_key: Vec<(&terms::Domains, Vec<bool>)> = by_key
+        .into_iter()
+        .filter_map(|(k, f)| caches.domains.built(k).map(|d| (d, f)))
+        .collect();
+    feasible.retain(|&n| {
+        !by_key
+            .iter()
+            .any(|(d, f)| d.of[n].is_some_and(|d| f[d as usize]))
+    });
+}
+
+/// The pod's required affinity: a node needs every term's key and, per term, a matching pod in
+/// its domain — unless no pod matches anywhere and the pod selects itself.
+fn filter_required_affinity(
+    snapshot: &Snapshot,
+    state: &mut ClusterState,
+    caches: &mut Caches,
+    p: &Pod,
+    aff: &terms::AffinityTerms<'_>,
+    feasible: &mut Vec<usize>,
+) {
     if aff.required_affinity.is_empty() {
         return;
     }

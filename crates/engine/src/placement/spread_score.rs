@@ -260,40 +260,10 @@ fn sparse(
     let slots = &map.slots[..];
     let ignored = map.ignored();
     let slot_of = |n: usize| slots.get(n).map_or(ignored, |&s| s as usize);
-    // Per slot, its feasible nodes and the first of them.
     let n_slots = map.domains + 2;
-    let mut in_slot = vec![0usize; n_slots];
-    let mut first = vec![usize::MAX; n_slots];
-    for (i, &n) in feasible.iter().enumerate() {
-        let s = slot_of(n);
-        if let Some(c) = in_slot.get_mut(s) {
-            *c += 1;
-            if *c == 1 {
-                first[s] = i;
-            }
-        }
-    }
-    // The feasible nodes whose own counts make them differ from their slot (exceptions), in
-    // order, by their index among the feasible nodes.
-    let mut exceptions: Vec<(usize, i64)> = constraints
-        .iter()
-        .zip(nonzero)
-        .filter(|(c, _)| c.key == HOSTNAME)
-        .flat_map(|(_, nonzero)| nonzero.iter())
-        .filter_map(|n| feasible.binary_search(n).ok())
-        .map(|i| (i, 0))
-        .collect();
-    exceptions.sort_unstable();
-    exceptions.dedup();
-    let is_exception = |i: usize| exceptions.binary_search_by_key(&i, |e| e.0).is_ok();
-    // Each slot's representative: a feasible node of it that is no exception.
-    for (s, at) in first.iter_mut().enumerate() {
-        if *at != usize::MAX && is_exception(*at) {
-            *at = (*at + 1..feasible.len())
-                .find(|&i| slot_of(feasible[i]) == s && !is_exception(i))
-                .unwrap_or(usize::MAX);
-        }
-    }
+    let (in_slot, mut first) = slot_occupancy(feasible, n_slots, slot_of);
+    let mut exceptions = hostname_exceptions(constraints, nonzero, feasible);
+    skip_exceptions(&mut first, &exceptions, feasible, slot_of);
     let host_size = feasible.len() - in_slot[map.ignored()];
     let in_play = in_slot[..map.domains].iter().filter(|&&c| c > 0).count();
     let has_all = |n: usize| !require_all || slot_of(n) != ignored;
@@ -333,6 +303,65 @@ fn sparse(
             .map(|r| score::spread_normalized(r, max, min))
             .collect(),
         exceptions,
+    }
+}
+
+/// Per slot, how many feasible nodes it has and the index of the first of them (`usize::MAX`:
+/// none).
+fn slot_occupancy(
+    feasible: &[usize],
+    n_slots: usize,
+    slot_of: impl Fn(usize) -> usize,
+) -> (Vec<usize>, Vec<usize>) {
+    let mut in_slot = vec![0usize; n_slots];
+    let mut first = vec![usize::MAX; n_slots];
+    for (i, &n) in feasible.iter().enumerate() {
+        let s = slot_of(n);
+        if let Some(c) = in_slot.get_mut(s) {
+            *c += 1;
+            if *c == 1 {
+                first[s] = i;
+            }
+        }
+    }
+    (in_slot, first)
+}
+
+/// The feasible nodes whose own counts make them differ from their slot (exceptions): those a
+/// hostname constraint counts pods on, in order, by their index among the feasible nodes, each
+/// with a score of 0 to fill in.
+fn hostname_exceptions(
+    constraints: &[Constraint<'_>],
+    nonzero: &[Vec<usize>],
+    feasible: &[usize],
+) -> Vec<(usize, i64)> {
+    let mut exceptions: Vec<(usize, i64)> = constraints
+        .iter()
+        .zip(nonzero)
+        .filter(|(c, _)| c.key == HOSTNAME)
+        .flat_map(|(_, nonzero)| nonzero.iter())
+        .filter_map(|n| feasible.binary_search(n).ok())
+        .map(|i| (i, 0))
+        .collect();
+    exceptions.sort_unstable();
+    exceptions.dedup();
+    exceptions
+}
+
+/// Makes each slot's representative in `first` a feasible node of it that is no exception.
+fn skip_exceptions(
+    first: &mut [usize],
+    exceptions: &[(usize, i64)],
+    feasible: &[usize],
+    slot_of: impl Fn(usize) -> usize,
+) {
+    let is_exception = |i: usize| exceptions.binary_search_by_key(&i, |e| e.0).is_ok();
+    for (s, at) in first.iter_mut().enumerate() {
+        if *at != usize::MAX && is_exception(*at) {
+            *at = (*at + 1..feasible.len())
+                .find(|&i| slot_of(feasible[i]) == s && !is_exception(i))
+                .unwrap_or(usize::MAX);
+        }
     }
 }
 

@@ -162,83 +162,21 @@ fn insert_opt<T: serde::Serialize>(m: &mut Map<String, Value>, key: &str, v: Opt
     }
 }
 
+/// The v1alpha2 args of the plugin `name`, built from its v1alpha1 strategy params.
 fn plugin_args(name: &str, p: &Params) -> Value {
     let mut a = Map::new();
-    let ns = p.namespaces.clone();
-    let sel = p.label_selector.clone();
     match name {
-        "RemovePodsViolatingNodeTaints" => {
-            insert_opt(&mut a, "namespaces", ns);
-            insert_opt(&mut a, "labelSelector", sel);
-            a.insert(
-                "includePreferNoSchedule".into(),
-                json!(p.include_prefer_no_schedule),
-            );
-            insert_opt(&mut a, "excludedTaints", p.excluded_taints.clone());
-            insert_opt(&mut a, "includedTaints", p.included_taints.clone());
-        }
-        "RemoveFailedPods" => {
-            let f = p.failed_pods.as_ref();
-            insert_opt(&mut a, "namespaces", ns);
-            insert_opt(&mut a, "labelSelector", sel);
-            a.insert(
-                "includingInitContainers".into(),
-                json!(f.is_some_and(|f| f.including_init_containers)),
-            );
-            insert_opt(
-                &mut a,
-                "minPodLifetimeSeconds",
-                f.and_then(|f| f.min_pod_lifetime_seconds),
-            );
-            insert_opt(
-                &mut a,
-                "excludeOwnerKinds",
-                f.and_then(|f| f.exclude_owner_kinds.clone()),
-            );
-            insert_opt(&mut a, "reasons", f.and_then(|f| f.reasons.clone()));
-        }
+        "RemovePodsViolatingNodeTaints" => node_taints_args(&mut a, p),
+        "RemoveFailedPods" => failed_pods_args(&mut a, p),
         "RemovePodsViolatingNodeAffinity" => {
-            insert_opt(&mut a, "namespaces", ns);
-            insert_opt(&mut a, "labelSelector", sel);
+            insert_scope(&mut a, p);
             insert_opt(&mut a, "nodeAffinityType", p.node_affinity_type.clone());
         }
-        "RemovePodsViolatingInterPodAntiAffinity" => {
-            insert_opt(&mut a, "namespaces", ns);
-            insert_opt(&mut a, "labelSelector", sel);
-        }
-        "RemovePodsHavingTooManyRestarts" => {
-            let r = p.pods_having_too_many_restarts.as_ref();
-            insert_opt(&mut a, "namespaces", ns);
-            insert_opt(&mut a, "labelSelector", sel);
-            a.insert(
-                "podRestartThreshold".into(),
-                json!(r.and_then(|r| r.pod_restart_threshold).unwrap_or(0)),
-            );
-            a.insert(
-                "includingInitContainers".into(),
-                json!(r.is_some_and(|r| r.including_init_containers)),
-            );
-        }
-        "PodLifeTime" => {
-            let l = p.pod_life_time.as_ref();
-            let mut states: Vec<String> = Vec::new();
-            if let Some(l) = l {
-                states.extend(l.pod_status_phases.iter().flatten().cloned());
-                states.extend(l.states.iter().flatten().cloned());
-            }
-            insert_opt(&mut a, "namespaces", ns);
-            insert_opt(&mut a, "labelSelector", sel);
-            insert_opt(
-                &mut a,
-                "maxPodLifeTimeSeconds",
-                l.and_then(|l| l.max_pod_life_time_seconds),
-            );
-            if !states.is_empty() {
-                a.insert("states".into(), json!(states));
-            }
-        }
+        "RemovePodsViolatingInterPodAntiAffinity" => insert_scope(&mut a, p),
+        "RemovePodsHavingTooManyRestarts" => too_many_restarts_args(&mut a, p),
+        "PodLifeTime" => pod_life_time_args(&mut a, p),
         "RemoveDuplicates" => {
-            insert_opt(&mut a, "namespaces", ns);
+            insert_opt(&mut a, "namespaces", p.namespaces.clone());
             insert_opt(
                 &mut a,
                 "excludeOwnerKinds",
@@ -252,38 +190,110 @@ fn plugin_args(name: &str, p: &Params) -> Value {
             if p.include_soft_constraints {
                 constraints.push("ScheduleAnyway");
             }
-            insert_opt(&mut a, "namespaces", ns);
-            insert_opt(&mut a, "labelSelector", sel);
+            insert_scope(&mut a, p);
             a.insert("constraints".into(), json!(constraints));
             a.insert("topologyBalanceNodeFit".into(), json!(true));
         }
         "HighNodeUtilization" | "LowNodeUtilization" => {
-            let t = p.node_resource_utilization_thresholds.as_ref();
-            if let Some(ns) = ns {
-                a.insert("evictableNamespaces".into(), ns);
-            }
-            a.insert(
-                "thresholds".into(),
-                json!(t.and_then(|t| t.thresholds.clone()).unwrap_or_default()),
-            );
-            insert_opt(&mut a, "numberOfNodes", t.and_then(|t| t.number_of_nodes));
-            if name == "LowNodeUtilization" {
-                a.insert(
-                    "targetThresholds".into(),
-                    json!(
-                        t.and_then(|t| t.target_thresholds.clone())
-                            .unwrap_or_default()
-                    ),
-                );
-                a.insert(
-                    "useDeviationThresholds".into(),
-                    json!(t.is_some_and(|t| t.use_deviation_thresholds)),
-                );
-            }
+            utilization_args(&mut a, p, name == "LowNodeUtilization")
         }
         _ => {}
     }
     Value::Object(a)
+}
+
+/// The `namespaces` and `labelSelector` most plugins take, when the params set them.
+fn insert_scope(a: &mut Map<String, Value>, p: &Params) {
+    insert_opt(a, "namespaces", p.namespaces.clone());
+    insert_opt(a, "labelSelector", p.label_selector.clone());
+}
+
+fn node_taints_args(a: &mut Map<String, Value>, p: &Params) {
+    insert_scope(a, p);
+    a.insert(
+        "includePreferNoSchedule".into(),
+        json!(p.include_prefer_no_schedule),
+    );
+    insert_opt(a, "excludedTaints", p.excluded_taints.clone());
+    insert_opt(a, "includedTaints", p.included_taints.clone());
+}
+
+fn failed_pods_args(a: &mut Map<String, Value>, p: &Params) {
+    let f = p.failed_pods.as_ref();
+    insert_scope(a, p);
+    a.insert(
+        "includingInitContainers".into(),
+        json!(f.is_some_and(|f| f.including_init_containers)),
+    );
+    insert_opt(
+        a,
+        "minPodLifetimeSeconds",
+        f.and_then(|f| f.min_pod_lifetime_seconds),
+    );
+    insert_opt(
+        a,
+        "excludeOwnerKinds",
+        f.and_then(|f| f.exclude_owner_kinds.clone()),
+    );
+    insert_opt(a, "reasons", f.and_then(|f| f.reasons.clone()));
+}
+
+fn too_many_restarts_args(a: &mut Map<String, Value>, p: &Params) {
+    let r = p.pods_having_too_many_restarts.as_ref();
+    insert_scope(a, p);
+    a.insert(
+        "podRestartThreshold".into(),
+        json!(r.and_then(|r| r.pod_restart_threshold).unwrap_or(0)),
+    );
+    a.insert(
+        "includingInitContainers".into(),
+        json!(r.is_some_and(|r| r.including_init_containers)),
+    );
+}
+
+/// PodLifeTime args; v1alpha1's `podStatusPhases` and `states` merge into `states`.
+fn pod_life_time_args(a: &mut Map<String, Value>, p: &Params) {
+    let l = p.pod_life_time.as_ref();
+    let mut states: Vec<String> = Vec::new();
+    if let Some(l) = l {
+        states.extend(l.pod_status_phases.iter().flatten().cloned());
+        states.extend(l.states.iter().flatten().cloned());
+    }
+    insert_scope(a, p);
+    insert_opt(
+        a,
+        "maxPodLifeTimeSeconds",
+        l.and_then(|l| l.max_pod_life_time_seconds),
+    );
+    if !states.is_empty() {
+        a.insert("states".into(), json!(states));
+    }
+}
+
+/// HighNodeUtilization args, plus the target and deviation settings when `low` (LowNodeUtilization).
+fn utilization_args(a: &mut Map<String, Value>, p: &Params, low: bool) {
+    let t = p.node_resource_utilization_thresholds.as_ref();
+    if let Some(ns) = p.namespaces.clone() {
+        a.insert("evictableNamespaces".into(), ns);
+    }
+    a.insert(
+        "thresholds".into(),
+        json!(t.and_then(|t| t.thresholds.clone()).unwrap_or_default()),
+    );
+    insert_opt(a, "numberOfNodes", t.and_then(|t| t.number_of_nodes));
+    if low {
+        a.insert(
+            "targetThresholds".into(),
+            json!(
+                t.and_then(|t| t.target_thresholds.clone())
+                    .unwrap_or_default()
+            ),
+        );
+        a.insert(
+            "useDeviationThresholds".into(),
+            json!(t.is_some_and(|t| t.use_deviation_thresholds)),
+        );
+    }
 }
 
 /// Converts a v1alpha1 policy to an equivalent v1alpha2 document, with notes about the conversion.
@@ -292,79 +302,15 @@ pub fn convert(value: &Value) -> Result<(Value, Vec<String>), ConfigError> {
         .map_err(|e| ConfigError::new(format!("{}: {}", e.path(), e.inner())))?;
     let mut profiles = Vec::new();
     for (name, strategy) in &old.strategies {
-        let Some(&(_, is_balance)) = STRATEGIES.iter().find(|(n, _)| n == name) else {
-            let known: Vec<&str> = STRATEGIES.iter().map(|(n, _)| *n).collect();
-            return Err(ConfigError::new(format!(
-                "strategies.{name}: unknown strategy (known strategies: {})",
-                known.join(", ")
-            )));
-        };
+        let is_balance = strategy_is_balance(name)?;
         if !strategy.enabled {
             continue;
         }
         let empty = Params::default();
         let params = strategy.params.as_ref().unwrap_or(&empty);
-        if params.threshold_priority.is_some()
-            && params
-                .threshold_priority_class_name
-                .as_deref()
-                .is_some_and(|s| !s.is_empty())
-        {
-            return Err(ConfigError::new(format!(
-                "strategies.{name}.params: priority threshold misconfigured, only one of thresholdPriority and thresholdPriorityClassName can be set"
-            )));
-        }
-        let mut evictor = Map::new();
-        insert_opt(
-            &mut evictor,
-            "evictLocalStoragePods",
-            old.evict_local_storage_pods.filter(|b| *b),
-        );
-        insert_opt(
-            &mut evictor,
-            "evictSystemCriticalPods",
-            old.evict_system_critical_pods.filter(|b| *b),
-        );
-        insert_opt(
-            &mut evictor,
-            "evictDaemonSetPods",
-            old.evict_daemon_set_pods.filter(|b| *b),
-        );
-        insert_opt(
-            &mut evictor,
-            "ignorePvcPods",
-            old.ignore_pvc_pods.filter(|b| *b),
-        );
-        insert_opt(
-            &mut evictor,
-            "evictFailedBarePods",
-            old.evict_failed_bare_pods.filter(|b| *b),
-        );
-        if name != "PodLifeTime" && params.node_fit {
-            evictor.insert("nodeFit".into(), json!(true));
-        }
-        if let Some(v) = params.threshold_priority {
-            evictor.insert("priorityThreshold".into(), json!({ "value": v }));
-        } else if let Some(n) = params
-            .threshold_priority_class_name
-            .as_deref()
-            .filter(|s| !s.is_empty())
-        {
-            evictor.insert("priorityThreshold".into(), json!({ "name": n }));
-        }
-        let point = if is_balance { "balance" } else { "deschedule" };
-        profiles.push(json!({
-            "name": format!("strategy-{name}-profile"),
-            "pluginConfig": [
-                { "name": "DefaultEvictor", "args": Value::Object(evictor) },
-                { "name": name, "args": plugin_args(name, params) },
-            ],
-            "plugins": {
-                "filter": { "enabled": ["DefaultEvictor"] },
-                "preevictionfilter": { "enabled": ["DefaultEvictor"] },
-                point: { "enabled": [name] },
-            },
-        }));
+        check_priority_threshold(name, params)?;
+        let evictor = evictor_args(&old, name, params);
+        profiles.push(strategy_profile(name, is_balance, evictor, params));
     }
     let mut out = Map::new();
     out.insert("apiVersion".into(), json!("descheduler/v1alpha2"));
@@ -388,4 +334,99 @@ pub fn convert(value: &Value) -> Result<(Value, Vec<String>), ConfigError> {
     );
     let notes = vec!["descheduler/v1alpha1 policy converted to descheduler/v1alpha2 (one profile per enabled strategy)".to_string()];
     Ok((Value::Object(out), notes))
+}
+
+/// Whether the strategy `name` was a Balance plugin; an error naming the known strategies when unknown.
+fn strategy_is_balance(name: &str) -> Result<bool, ConfigError> {
+    match STRATEGIES.iter().find(|(n, _)| *n == name) {
+        Some(&(_, is_balance)) => Ok(is_balance),
+        None => {
+            let known: Vec<&str> = STRATEGIES.iter().map(|(n, _)| *n).collect();
+            Err(ConfigError::new(format!(
+                "strategies.{name}: unknown strategy (known strategies: {})",
+                known.join(", ")
+            )))
+        }
+    }
+}
+
+/// Rejects params that set both `thresholdPriority` and a non-empty `thresholdPriorityClassName`.
+fn check_priority_threshold(name: &str, params: &Params) -> Result<(), ConfigError> {
+    if params.threshold_priority.is_some()
+        && params
+            .threshold_priority_class_name
+            .as_deref()
+            .is_some_and(|s| !s.is_empty())
+    {
+        return Err(ConfigError::new(format!(
+            "strategies.{name}.params: priority threshold misconfigured, only one of thresholdPriority and thresholdPriorityClassName can be set"
+        )));
+    }
+    Ok(())
+}
+
+/// The DefaultEvictor args of one strategy's profile: the policy's true booleans, the strategy's
+/// `nodeFit` (not for PodLifeTime) and its priority threshold.
+fn evictor_args(old: &PolicyV1alpha1, name: &str, params: &Params) -> Map<String, Value> {
+    let mut evictor = Map::new();
+    insert_opt(
+        &mut evictor,
+        "evictLocalStoragePods",
+        old.evict_local_storage_pods.filter(|b| *b),
+    );
+    insert_opt(
+        &mut evictor,
+        "evictSystemCriticalPods",
+        old.evict_system_critical_pods.filter(|b| *b),
+    );
+    insert_opt(
+        &mut evictor,
+        "evictDaemonSetPods",
+        old.evict_daemon_set_pods.filter(|b| *b),
+    );
+    insert_opt(
+        &mut evictor,
+        "ignorePvcPods",
+        old.ignore_pvc_pods.filter(|b| *b),
+    );
+    insert_opt(
+        &mut evictor,
+        "evictFailedBarePods",
+        old.evict_failed_bare_pods.filter(|b| *b),
+    );
+    if name != "PodLifeTime" && params.node_fit {
+        evictor.insert("nodeFit".into(), json!(true));
+    }
+    if let Some(v) = params.threshold_priority {
+        evictor.insert("priorityThreshold".into(), json!({ "value": v }));
+    } else if let Some(n) = params
+        .threshold_priority_class_name
+        .as_deref()
+        .filter(|s| !s.is_empty())
+    {
+        evictor.insert("priorityThreshold".into(), json!({ "name": n }));
+    }
+    evictor
+}
+
+/// The profile `strategy-<name>-profile`: DefaultEvictor plus the strategy's plugin at its extension point.
+fn strategy_profile(
+    name: &str,
+    is_balance: bool,
+    evictor: Map<String, Value>,
+    params: &Params,
+) -> Value {
+    let point = if is_balance { "balance" } else { "deschedule" };
+    json!({
+        "name": format!("strategy-{name}-profile"),
+        "pluginConfig": [
+            { "name": "DefaultEvictor", "args": Value::Object(evictor) },
+            { "name": name, "args": plugin_args(name, params) },
+        ],
+        "plugins": {
+            "filter": { "enabled": ["DefaultEvictor"] },
+            "preevictionfilter": { "enabled": ["DefaultEvictor"] },
+            point: { "enabled": [name] },
+        },
+    })
 }

@@ -199,28 +199,7 @@ impl GuardState {
     }
 
     fn verdict(&mut self, snapshot: &Snapshot, pod: PodId) -> EvictOutcome {
-        let p = snapshot.pod(pod);
-        let (facts_pod, mut req) = match self.scratch.take() {
-            Some((mut facts, req)) => {
-                fill_pod_facts(p, &mut facts);
-                (facts, req)
-            }
-            None => (
-                pod_facts(p),
-                EvictionRequest {
-                    namespace: String::new(),
-                    name: String::new(),
-                    uid_precondition: Some(String::new()),
-                    dry_run: false,
-                },
-            ),
-        };
-        req.namespace.clone_from(&facts_pod.namespace);
-        req.name.clone_from(&facts_pod.name);
-        match &mut req.uid_precondition {
-            Some(uid) => uid.clone_from(&facts_pod.uid),
-            slot => *slot = Some(facts_pod.uid.clone()),
-        }
+        let (facts_pod, req) = self.attempt(snapshot.pod(pod));
         let rs: Option<&ReplicaSetFacts> = facts_pod
             .owner
             .as_ref()
@@ -232,19 +211,7 @@ impl GuardState {
             .and_then(|o| snapshot.owners().deployment_position(snapshot, &o.uid));
         let deployment: Option<&DeploymentFacts> =
             deployment_index.map(|i| &*snapshot.deployments[i]);
-        let pvcs: Vec<PvcFacts> = facts_pod
-            .claims
-            .iter()
-            .filter_map(|c| {
-                snapshot
-                    .pvcs
-                    .get(&ObjectKey::new(&facts_pod.namespace, c))
-                    .map(|info| PvcFacts {
-                        name: c.clone(),
-                        access_modes: info.access_modes.clone(),
-                    })
-            })
-            .collect();
+        let pvcs = pvc_facts(snapshot, &facts_pod);
         let candidates = self
             .budgets
             .candidates(&facts_pod.namespace, &facts_pod.labels);
@@ -273,31 +240,82 @@ impl GuardState {
                 .map(String::as_str),
         };
         let verdict = decide(&req, &facts, self.now, &self.config);
-        let outcome = match verdict {
-            Verdict::Allow { .. } => {
-                // The API server spends a disruption of every budget covering a healthy pod.
-                if facts_pod.ready {
-                    for &i in &candidates {
-                        let pdb = &mut self.budgets.facts[i];
-                        if pdb.matches(&facts_pod) {
-                            pdb.disruptions_allowed = (pdb.disruptions_allowed - 1).max(0);
-                        }
-                    }
-                }
-                EvictOutcome::Evicted
-            }
-            // A surge also ends with the pod leaving: once the new replicas are Ready the budget
-            // allows the retried eviction.
-            Verdict::Deflect { message, .. }
-            | Verdict::DenyInFlight { message, .. }
-            | Verdict::Surge { message, .. }
-            | Verdict::DenySurging { message, .. } => EvictOutcome::Deflected { message },
-            Verdict::DenyPdb { message, .. }
-            | Verdict::DenyUnhealthy { message, .. }
-            | Verdict::DenyHpa { message, .. } => EvictOutcome::Denied { reason: message },
-        };
+        if matches!(verdict, Verdict::Allow { .. }) && facts_pod.ready {
+            self.spend_budgets(&candidates, &facts_pod);
+        }
         self.scratch = Some((facts_pod, req));
-        outcome
+        outcome_of(verdict)
+    }
+
+    /// The facts and eviction request of an attempt on `p`, in the buffers of the last attempt
+    /// when there was one.
+    fn attempt(&mut self, p: &Pod) -> (PodFacts, EvictionRequest) {
+        let (facts_pod, mut req) = match self.scratch.take() {
+            Some((mut facts, req)) => {
+                fill_pod_facts(p, &mut facts);
+                (facts, req)
+            }
+            None => (
+                pod_facts(p),
+                EvictionRequest {
+                    namespace: String::new(),
+                    name: String::new(),
+                    uid_precondition: Some(String::new()),
+                    dry_run: false,
+                },
+            ),
+        };
+        req.namespace.clone_from(&facts_pod.namespace);
+        req.name.clone_from(&facts_pod.name);
+        match &mut req.uid_precondition {
+            Some(uid) => uid.clone_from(&facts_pod.uid),
+            slot => *slot = Some(facts_pod.uid.clone()),
+        }
+        (facts_pod, req)
+    }
+
+    /// The API server spends a disruption of every budget covering a healthy pod it evicts:
+    /// of the `candidates` budgets, those matching the pod.
+    fn spend_budgets(&mut self, candidates: &[usize], facts_pod: &PodFacts) {
+        for &i in candidates {
+            let pdb = &mut self.budgets.facts[i];
+            if pdb.matches(facts_pod) {
+                pdb.disruptions_allowed = (pdb.disruptions_allowed - 1).max(0);
+            }
+        }
+    }
+}
+
+/// The snapshot's facts about the claims of the pod that exist.
+fn pvc_facts(snapshot: &Snapshot, facts_pod: &PodFacts) -> Vec<PvcFacts> {
+    facts_pod
+        .claims
+        .iter()
+        .filter_map(|c| {
+            snapshot
+                .pvcs
+                .get(&ObjectKey::new(&facts_pod.namespace, c))
+                .map(|info| PvcFacts {
+                    name: c.clone(),
+                    access_modes: info.access_modes.clone(),
+                })
+        })
+        .collect()
+}
+
+/// What a plan records for the guard's `verdict`.
+fn outcome_of(verdict: Verdict) -> EvictOutcome {
+    match verdict {
+        Verdict::Allow { .. } => EvictOutcome::Evicted,
+        // A surge also ends with the pod leaving: once the new replicas are Ready the budget
+        // allows the retried eviction.
+        Verdict::Deflect { message, .. }
+        | Verdict::DenyInFlight { message, .. }
+        | Verdict::Surge { message, .. }
+        | Verdict::DenySurging { message, .. } => EvictOutcome::Deflected { message },
+        Verdict::DenyPdb { message, .. }
+        | Verdict::DenyUnhealthy { message, .. }
+        | Verdict::DenyHpa { message, .. } => EvictOutcome::Denied { reason: message },
     }
 }
 

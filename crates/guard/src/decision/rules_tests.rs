@@ -204,29 +204,30 @@ fn surged(secs_ago: i64) -> DeploymentFacts {
     }
 }
 
-#[test]
-fn rule_b_table() {
+/// One case of `rule_b_table`: what, the Deployment, the namespace's opt-in, the config, the
+/// budget, the census, the autoscaler, and the outcome.
+type Case = (
+    &'static str,
+    DeploymentFacts,
+    Option<bool>,
+    GuardConfig,
+    PdbFacts,
+    Option<ReplicaCensus>,
+    Option<&'static str>,
+    &'static str,
+);
+
+/// Who opts in: the Deployment, its namespace, the `--pdb-surge` flag.
+fn opt_in_cases() -> Vec<Case> {
     let blocking = pdb("web-pdb", 0);
-    let open = pdb("web-pdb", 1);
-    // (what, deployment, namespace opt-in, config, budget, census, hpa, outcome)
-    type Case<'a> = (
-        &'a str,
-        DeploymentFacts,
-        Option<bool>,
-        GuardConfig,
-        &'a PdbFacts,
-        Option<ReplicaCensus>,
-        Option<&'a str>,
-        &'a str,
-    );
     let one_on_cordoned = census(2, 2, 1);
-    let cases: Vec<Case> = vec![
+    vec![
         (
             "opted in, one pod on a cordoned node",
             opted_in(three()),
             None,
             surge_cfg(),
-            &blocking,
+            blocking.clone(),
             one_on_cordoned,
             None,
             "surged",
@@ -236,7 +237,7 @@ fn rule_b_table() {
             three(),
             Some(true),
             surge_cfg(),
-            &blocking,
+            blocking.clone(),
             one_on_cordoned,
             None,
             "surged",
@@ -249,7 +250,7 @@ fn rule_b_table() {
             },
             Some(true),
             surge_cfg(),
-            &blocking,
+            blocking.clone(),
             one_on_cordoned,
             None,
             "denied_pdb",
@@ -259,7 +260,7 @@ fn rule_b_table() {
             opted_in(three()),
             None,
             cfg(),
-            &blocking,
+            blocking.clone(),
             one_on_cordoned,
             None,
             "denied_pdb",
@@ -269,17 +270,27 @@ fn rule_b_table() {
             three(),
             None,
             surge_cfg(),
-            &blocking,
+            blocking.clone(),
             one_on_cordoned,
             None,
             "denied_pdb",
         ),
+    ]
+}
+
+/// An opted-in Deployment that is not surged: the budget allows, no drain, a replica not Ready,
+/// an autoscaler.
+fn not_surged_cases() -> Vec<Case> {
+    let blocking = pdb("web-pdb", 0);
+    let open = pdb("web-pdb", 1);
+    let one_on_cordoned = census(2, 2, 1);
+    vec![
         (
             "budget allows the disruption",
             opted_in(three()),
             None,
             surge_cfg(),
-            &open,
+            open.clone(),
             one_on_cordoned,
             None,
             "allowed",
@@ -289,7 +300,7 @@ fn rule_b_table() {
             opted_in(three()),
             None,
             surge_cfg(),
-            &blocking,
+            blocking.clone(),
             census(2, 2, 0),
             None,
             "denied_pdb",
@@ -302,7 +313,7 @@ fn rule_b_table() {
             },
             None,
             surge_cfg(),
-            &blocking,
+            blocking.clone(),
             one_on_cordoned,
             None,
             "denied_pdb",
@@ -312,17 +323,26 @@ fn rule_b_table() {
             opted_in(three()),
             None,
             surge_cfg(),
-            &blocking,
+            blocking.clone(),
             one_on_cordoned,
             Some("shop/web"),
             "denied_hpa",
         ),
+    ]
+}
+
+/// A surge already in place: still blocked, allowed now, past its deadline.
+fn surge_in_place_cases() -> Vec<Case> {
+    let blocking = pdb("web-pdb", 0);
+    let open = pdb("web-pdb", 1);
+    let one_on_cordoned = census(2, 2, 1);
+    vec![
         (
             "surge in place, budget still blocks",
             surged(30),
             None,
             surge_cfg(),
-            &blocking,
+            blocking.clone(),
             one_on_cordoned,
             None,
             "surging",
@@ -332,7 +352,7 @@ fn rule_b_table() {
             surged(30),
             None,
             surge_cfg(),
-            &open,
+            open.clone(),
             one_on_cordoned,
             None,
             "allowed",
@@ -342,19 +362,26 @@ fn rule_b_table() {
             surged(601),
             None,
             surge_cfg(),
-            &blocking,
+            blocking.clone(),
             one_on_cordoned,
             None,
             "allowed",
         ),
-    ];
+    ]
+}
+
+#[test]
+fn rule_b_table() {
+    let cases = [opt_in_cases(), not_surged_cases(), surge_in_place_cases()]
+        .into_iter()
+        .flatten();
     for (what, d, ns, config, budget, c, hpa, want) in cases {
         let (p, r) = (pod(), rs());
         let facts = Facts {
             pod: Some(&p),
             replica_set: Some(&r),
             deployment: Some(&d),
-            pdbs: &[budget],
+            pdbs: &[&budget],
             census: c,
             namespace_pdb_surge: ns,
             hpa,

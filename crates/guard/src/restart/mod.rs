@@ -463,44 +463,40 @@ impl RestartActor {
             .await
         {
             Ok(updated) => {
-                self.metrics.rule_action("pdb_surge");
-                let a = &req.audit;
-                tracing::info!(
-                    deployment = %key,
-                    from = req.from,
-                    to = req.to,
-                    budget = %req.budget,
-                    user = %a.username,
-                    groups = ?a.groups,
-                    review_uid = %a.review_uid,
-                    peer = %a.peer_addr,
-                    peer_subject = a.peer_subject.as_deref().unwrap_or(""),
-                    "surged Deployment for a blocked eviction"
-                );
-                let note = format!(
-                    "Raised replicas from {} to {} so PodDisruptionBudget {} can allow the eviction of pod {}; restored once no pod sits on an unschedulable node; asked by {}",
-                    req.from, req.to, req.budget, req.pod, req.audit
-                );
-                self.publish_deployment_event(&updated, "EvictionSurge", "ScaleUp", note);
+                self.announce_surge(req, &key, &updated);
                 SurgeOutcome::Surged { at }
             }
             Err(kube::Error::Api(status)) if status.code == 409 || status.code == 422 => {
-                match api.get(&req.deployment).await {
-                    Ok(d) if DeploymentFacts::from_deployment(&d).surge.is_some() => {
-                        SurgeOutcome::InFlight
-                    }
-                    Ok(_) => SurgeOutcome::Failed {
-                        error: format!("Deployment {key} changed while surging it; retry"),
-                    },
-                    Err(e) => SurgeOutcome::Failed {
-                        error: format!("re-reading Deployment {key}: {e}"),
-                    },
-                }
+                surge_conflict(&api, req, &key).await
             }
             Err(e) => SurgeOutcome::Failed {
                 error: format!("patching Deployment {key}: {e}"),
             },
         }
+    }
+
+    /// Counts, logs and publishes an event on the Deployment `updated` (named `key`) that the
+    /// surge `req` raised.
+    fn announce_surge(&self, req: &SurgeRequest, key: &str, updated: &Deployment) {
+        self.metrics.rule_action("pdb_surge");
+        let a = &req.audit;
+        tracing::info!(
+            deployment = %key,
+            from = req.from,
+            to = req.to,
+            budget = %req.budget,
+            user = %a.username,
+            groups = ?a.groups,
+            review_uid = %a.review_uid,
+            peer = %a.peer_addr,
+            peer_subject = a.peer_subject.as_deref().unwrap_or(""),
+            "surged Deployment for a blocked eviction"
+        );
+        let note = format!(
+            "Raised replicas from {} to {} so PodDisruptionBudget {} can allow the eviction of pod {}; restored once no pod sits on an unschedulable node; asked by {}",
+            req.from, req.to, req.budget, req.pod, req.audit
+        );
+        self.publish_deployment_event(updated, "EvictionSurge", "ScaleUp", note);
     }
 
     async fn restore_once(
@@ -643,6 +639,20 @@ pub fn restart_patch(
 /// JSON-pointer escaping of one path segment (RFC 6901).
 pub(crate) fn escape(segment: &str) -> String {
     segment.replace('~', "~0").replace('/', "~1")
+}
+
+/// The outcome of a surge patch the API server refused as conflicting (409 or 422): in flight
+/// when the Deployment, read again, already carries a surge, else failed.
+async fn surge_conflict(api: &Api<Deployment>, req: &SurgeRequest, key: &str) -> SurgeOutcome {
+    match api.get(&req.deployment).await {
+        Ok(d) if DeploymentFacts::from_deployment(&d).surge.is_some() => SurgeOutcome::InFlight,
+        Ok(_) => SurgeOutcome::Failed {
+            error: format!("Deployment {key} changed while surging it; retry"),
+        },
+        Err(e) => SurgeOutcome::Failed {
+            error: format!("re-reading Deployment {key}: {e}"),
+        },
+    }
 }
 
 #[cfg(test)]

@@ -47,10 +47,18 @@ fn passes(ev: &DefaultEvictor, p: k8s_openapi::api::core::v1::Pod) -> bool {
     ev.filter(&s, 0, now())
 }
 
-#[test]
-fn filter_table() {
+/// One case of `filter_table`: its name, the evictor, the pod, and whether the pod passes.
+type FilterCase = (
+    &'static str,
+    DefaultEvictor,
+    k8s_openapi::api::core::v1::Pod,
+    bool,
+);
+
+/// Pods the evictor refuses for what they are: no UID, mirror, static, terminating.
+fn pod_kind_cases() -> Vec<FilterCase> {
     let def = evictor(json!({}));
-    let cases: Vec<(&str, DefaultEvictor, k8s_openapi::api::core::v1::Pod, bool)> = vec![
+    vec![
         (
             "plain replica pod",
             def.clone(),
@@ -93,6 +101,13 @@ fn filter_table() {
             pod("a", "p", "n1").terminating().build(),
             false,
         ),
+    ]
+}
+
+/// DaemonSet pods, and the two ways to let them go.
+fn daemon_set_cases() -> Vec<FilterCase> {
+    let def = evictor(json!({}));
+    vec![
         (
             "daemonset",
             def.clone(),
@@ -111,6 +126,13 @@ fn filter_table() {
             pod("a", "p", "n1").owner("DaemonSet", "ds").build(),
             true,
         ),
+    ]
+}
+
+/// Pods with local storage, and `evictLocalStoragePods`.
+fn local_storage_cases() -> Vec<FilterCase> {
+    let def = evictor(json!({}));
+    vec![
         (
             "hostPath",
             def.clone(),
@@ -129,6 +151,13 @@ fn filter_table() {
             pod("a", "p", "n1").empty_dir().build(),
             true,
         ),
+    ]
+}
+
+/// System-critical pods and the priority threshold.
+fn priority_cases() -> Vec<FilterCase> {
+    let def = evictor(json!({}));
+    vec![
         (
             "critical priority",
             def.clone(),
@@ -171,6 +200,13 @@ fn filter_table() {
             pod("a", "p", "n1").priority(500).build(),
             true,
         ),
+    ]
+}
+
+/// Pods without a controller, and `evictFailedBarePods`.
+fn bare_pod_cases() -> Vec<FilterCase> {
+    let def = evictor(json!({}));
+    vec![
         (
             "bare pod",
             def.clone(),
@@ -189,6 +225,13 @@ fn filter_table() {
             pod("a", "p", "n1").bare().build(),
             false,
         ),
+    ]
+}
+
+/// PersistentVolumeClaims, PodDisruptionBudgets and resource claims.
+fn claim_and_budget_cases() -> Vec<FilterCase> {
+    let def = evictor(json!({}));
+    vec![
         (
             "pvc without protection",
             def.clone(),
@@ -221,6 +264,12 @@ fn filter_table() {
                 .build(),
             false,
         ),
+    ]
+}
+
+/// The label selector and `minPodAge`.
+fn selector_and_age_cases() -> Vec<FilterCase> {
+    vec![
         (
             "label selector match",
             evictor(json!({"labelSelector": {"matchLabels": {"tier": "web"}}})),
@@ -253,6 +302,13 @@ fn filter_table() {
                 .build(),
             false,
         ),
+    ]
+}
+
+/// The evict and prefer-no-eviction annotations.
+fn annotation_cases() -> Vec<FilterCase> {
+    let def = evictor(json!({}));
+    vec![
         (
             "evict annotation beats everything",
             def.clone(),
@@ -285,7 +341,23 @@ fn filter_table() {
                 .build(),
             true,
         ),
-    ];
+    ]
+}
+
+#[test]
+fn filter_table() {
+    let cases = [
+        pod_kind_cases(),
+        daemon_set_cases(),
+        local_storage_cases(),
+        priority_cases(),
+        bare_pod_cases(),
+        claim_and_budget_cases(),
+        selector_and_age_cases(),
+        annotation_cases(),
+    ]
+    .into_iter()
+    .flatten();
     for (name, ev, p, want) in cases {
         assert_eq!(passes(&ev, p), want, "case: {name}");
     }

@@ -77,10 +77,10 @@ type Case = (
     Vec<&'static str>,
 );
 
-#[test]
-fn evictions_table() {
+/// Which pods conflict, and which of two conflicting pods goes.
+fn conflict_cases() -> Vec<Case> {
     let none = json!({});
-    let cases: Vec<Case> = vec![
+    vec![
         (
             "no anti-affinity: nothing",
             none.clone(),
@@ -121,6 +121,13 @@ fn evictions_table() {
             ],
             vec!["ns/strict"],
         ),
+    ]
+}
+
+/// The term's topology key: the same node, the same zone, a node lacking the key.
+fn topology_cases() -> Vec<Case> {
+    let none = json!({});
+    vec![
         (
             "different nodes, hostname key: no conflict",
             none.clone(),
@@ -158,6 +165,13 @@ fn evictions_table() {
             ],
             vec!["ns/a"],
         ),
+    ]
+}
+
+/// The namespaces a term selects.
+fn namespace_cases() -> Vec<Case> {
+    let none = json!({});
+    vec![
         (
             "other namespace is not selected by default",
             none.clone(),
@@ -178,6 +192,13 @@ fn evictions_table() {
             ],
             vec!["ns/a"],
         ),
+    ]
+}
+
+/// Preferred terms are ignored; which pods count as the other side of a conflict.
+fn other_side_cases() -> Vec<Case> {
+    let none = json!({});
+    vec![
         (
             "preferred anti-affinity is ignored",
             none.clone(),
@@ -214,6 +235,13 @@ fn evictions_table() {
             ],
             vec![],
         ),
+    ]
+}
+
+/// The plugin's args: namespaces, labelSelector and nodeFit.
+fn args_cases() -> Vec<Case> {
+    let none = json!({});
+    vec![
         (
             "namespaces.exclude hides candidates and the other side",
             json!({"namespaces": {"exclude": ["other"]}}),
@@ -267,7 +295,20 @@ fn evictions_table() {
             ],
             vec![],
         ),
-    ];
+    ]
+}
+
+#[test]
+fn evictions_table() {
+    let cases = [
+        conflict_cases(),
+        topology_cases(),
+        namespace_cases(),
+        other_side_cases(),
+        args_cases(),
+    ]
+    .into_iter()
+    .flatten();
     for (name, args, ev, pods, want) in cases {
         assert_eq!(run(args, ev, nodes2(), pods), want, "{name}");
     }
