@@ -35,41 +35,7 @@ fn main() -> ExitCode {
         .filter(|a| !a.starts_with('-'))
         .collect();
     let list_only = std::env::args().any(|a| a == "--list");
-    let cases: &[(&str, Case)] = &[
-        (
-            "parse_finds_blocks_lines_and_tags",
-            parse_finds_blocks_lines_and_tags,
-        ),
-        (
-            "untagged_shell_block_is_reported",
-            untagged_shell_block_is_reported,
-        ),
-        ("unclosed_fence_is_an_error", unclosed_fence_is_an_error),
-        (
-            "documented_command_with_renamed_flag_fails",
-            documented_command_with_renamed_flag_fails,
-        ),
-        (
-            "cargo_run_maps_to_built_binaries",
-            cargo_run_maps_to_built_binaries,
-        ),
-        ("cargo_other_than_run_fails", cargo_other_than_run_fails),
-        (
-            "strict_mode_stops_at_first_failure",
-            strict_mode_stops_at_first_failure,
-        ),
-        (
-            "background_processes_are_killed",
-            background_processes_are_killed,
-        ),
-        ("timeout_fails_the_block", timeout_fails_the_block),
-        ("writes_stay_in_the_copy", writes_stay_in_the_copy),
-        ("links_outside_code_are_found", links_outside_code_are_found),
-        ("every_shell_block_is_tagged", every_shell_block_is_tagged),
-        ("every_relative_link_resolves", every_relative_link_resolves),
-        ("every_runnable_block_runs", every_runnable_block_runs),
-    ];
-    let selected: Vec<_> = cases
+    let selected: Vec<_> = CASES
         .iter()
         .filter(|(name, _)| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str())))
         .collect();
@@ -80,8 +46,62 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     println!("\nrunning {} tests", selected.len());
+    let failed = run_cases(&selected);
+    println!(
+        "\ntest result: {}. {} passed; {} failed",
+        if failed.is_empty() { "ok" } else { "FAILED" },
+        selected.len() - failed.len(),
+        failed.len()
+    );
+    if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        println!("failures: {}", failed.join(", "));
+        ExitCode::FAILURE
+    }
+}
+
+/// The cases of this test, by name.
+const CASES: &[(&str, Case)] = &[
+    (
+        "parse_finds_blocks_lines_and_tags",
+        parse_finds_blocks_lines_and_tags,
+    ),
+    (
+        "untagged_shell_block_is_reported",
+        untagged_shell_block_is_reported,
+    ),
+    ("unclosed_fence_is_an_error", unclosed_fence_is_an_error),
+    (
+        "documented_command_with_renamed_flag_fails",
+        documented_command_with_renamed_flag_fails,
+    ),
+    (
+        "cargo_run_maps_to_built_binaries",
+        cargo_run_maps_to_built_binaries,
+    ),
+    ("cargo_other_than_run_fails", cargo_other_than_run_fails),
+    (
+        "strict_mode_stops_at_first_failure",
+        strict_mode_stops_at_first_failure,
+    ),
+    (
+        "background_processes_are_killed",
+        background_processes_are_killed,
+    ),
+    ("timeout_fails_the_block", timeout_fails_the_block),
+    ("writes_stay_in_the_copy", writes_stay_in_the_copy),
+    ("links_outside_code_are_found", links_outside_code_are_found),
+    ("every_shell_block_is_tagged", every_shell_block_is_tagged),
+    ("every_relative_link_resolves", every_relative_link_resolves),
+    ("every_runnable_block_runs", every_runnable_block_runs),
+];
+
+/// Runs `cases` one after the other (a panic fails its case), printing each result; returns
+/// the names of those that failed.
+fn run_cases(cases: &[&(&'static str, Case)]) -> Vec<&'static str> {
     let mut failed = Vec::new();
-    for (name, case) in &selected {
+    for (name, case) in cases {
         let start = Instant::now();
         let result = std::panic::catch_unwind(case)
             .unwrap_or_else(|_| Err("panicked (see above)".to_string()));
@@ -96,18 +116,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    println!(
-        "\ntest result: {}. {} passed; {} failed",
-        if failed.is_empty() { "ok" } else { "FAILED" },
-        selected.len() - failed.len(),
-        failed.len()
-    );
-    if failed.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        println!("failures: {}", failed.join(", "));
-        ExitCode::FAILURE
-    }
+    failed
 }
 
 fn repo_root() -> PathBuf {

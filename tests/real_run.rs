@@ -275,11 +275,15 @@ fn run_under_the_charts_rbac_evicts_and_leader_election_hands_over() {
     let c = Cluster::up(&Options::default());
     let dir = tempfile::tempdir().expect("temp dir");
     let kubeconfig = chart_service_account(&c, dir.path());
+    let policy = run_evicts_off_a_tainted_node(&c, &kubeconfig, dir.path());
+    leader_election_hands_over_on_a_real_lease(&c, &kubeconfig, &policy, dir.path());
+}
 
-    let ns = "rr-run";
+/// Deploys 6 `web` pods in `ns`, then taints node-1; returns the pods that were on it.
+fn web_pods_on_a_tainted_node_1(c: &Cluster, ns: &str) -> Vec<String> {
     c.apply(&deployment(ns, "web", 6));
-    wait_running(&c, ns, "web", 6);
-    let before = pods(&c, ns, "web");
+    wait_running(c, ns, "web", 6);
+    let before = pods(c, ns, "web");
     let on_node1: Vec<String> = before
         .iter()
         .filter(|(_, n, _)| n == "node-1")
@@ -291,11 +295,19 @@ fn run_under_the_charts_rbac_evicts_and_leader_election_hands_over() {
     );
     let t = c.kubectl(&["taint", "node", "node-1", "dedicated=infra:NoSchedule"]);
     assert!(t.ok, "{}", t.stderr);
+    on_node1
+}
 
-    let policy = dir.path().join("policy.yaml");
+/// `run` under the chart's ServiceAccount (`kubeconfig`) evicts each pod off the tainted node
+/// once, without errors or anything forbidden, and records an event per eviction; the pods come
+/// back elsewhere. Returns the policy file it wrote in `dir`.
+fn run_evicts_off_a_tainted_node(c: &Cluster, kubeconfig: &Path, dir: &Path) -> PathBuf {
+    let ns = "rr-run";
+    let on_node1 = web_pods_on_a_tainted_node_1(c, ns);
+    let policy = dir.join("policy.yaml");
     std::fs::write(&policy, TAINT_POLICY.replace("NS", ns)).expect("policy");
-    let log = dir.path().join("run.log");
-    let mut child = spawn_run(&kubeconfig, &policy, &log, &[]);
+    let log = dir.join("run.log");
+    let mut child = spawn_run(kubeconfig, &policy, &log, &[]);
     c.wait_for("three descheduling cycles", Duration::from_secs(90), || {
         log_lines(&log, "descheduling cycle finished").len() >= 3
             || child.try_wait().ok().flatten().is_some()
@@ -326,8 +338,8 @@ fn run_under_the_charts_rbac_evicts_and_leader_election_hands_over() {
         "nothing forbidden by the chart's ClusterRole: {text}"
     );
     // The ReplicaSet controller replaces them; kube-scheduler keeps them off the tainted node.
-    wait_running(&c, ns, "web", 6);
-    let after = pods(&c, ns, "web");
+    wait_running(c, ns, "web", 6);
+    let after = pods(c, ns, "web");
     for p in &on_node1 {
         assert!(
             after.iter().all(|(n, _, _)| n != p),
@@ -335,7 +347,12 @@ fn run_under_the_charts_rbac_evicts_and_leader_election_hands_over() {
         );
     }
     assert!(after.iter().all(|(_, n, _)| n != "node-1"), "{after:?}");
-    // run's events, written under the chart's events rule: one per eviction.
+    assert_an_event_per_eviction(c, ns, on_node1.len());
+    policy
+}
+
+/// run's events, written under the chart's events rule: one per eviction.
+fn assert_an_event_per_eviction(c: &Cluster, ns: &str, evictions: usize) {
     let ev = c.kubectl(&[
         "get",
         "events",
@@ -349,12 +366,48 @@ fn run_under_the_charts_rbac_evicts_and_leader_election_hands_over() {
             .lines()
             .filter(|l| *l == "RemovePodsViolatingNodeTaints kube-descheduler")
             .count(),
-        on_node1.len(),
+        evictions,
         "an event per eviction: {}",
         ev.stdout
     );
+}
 
-    // Leader election on a real Lease: two replicas, one leads.
+/// The `holderIdentity` of the `kube-descheduler/descheduler` Lease (empty when none).
+fn lease_holder(c: &Cluster) -> String {
+    c.kubectl(&[
+        "get",
+        "lease",
+        "descheduler",
+        "-n",
+        "kube-descheduler",
+        "-o",
+        "jsonpath={.spec.holderIdentity}",
+    ])
+    .stdout
+}
+
+/// The identities a replica logged "acquired leadership" with.
+fn acquired_leadership(log: &Path) -> Vec<String> {
+    log_lines(log, "acquired leadership")
+        .iter()
+        .map(|v| {
+            field(v, "identity")
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+/// Leader election on a real Lease: of two replicas of `run`, exactly one leads and runs
+/// cycles; SIGKILLed (no release), the follower takes over once the Lease has expired, and
+/// nothing is forbidden.
+fn leader_election_hands_over_on_a_real_lease(
+    c: &Cluster,
+    kubeconfig: &Path,
+    policy: &Path,
+    dir: &Path,
+) {
     let lease_flags = [
         "--leader-elect",
         "--leader-elect-lease-duration=4s",
@@ -363,47 +416,26 @@ fn run_under_the_charts_rbac_evicts_and_leader_election_hands_over() {
         "--leader-elect-resource-name=descheduler",
         "--leader-elect-resource-namespace=kube-descheduler",
     ];
-    let logs = [dir.path().join("a.log"), dir.path().join("b.log")];
+    let logs = [dir.join("a.log"), dir.join("b.log")];
     let mut replicas: Vec<Child> = logs
         .iter()
-        .map(|l| spawn_run(&kubeconfig, &policy, l, &lease_flags))
+        .map(|l| spawn_run(kubeconfig, policy, l, &lease_flags))
         .collect();
-    let holder = || {
-        c.kubectl(&[
-            "get",
-            "lease",
-            "descheduler",
-            "-n",
-            "kube-descheduler",
-            "-o",
-            "jsonpath={.spec.holderIdentity}",
-        ])
-        .stdout
-    };
-    let acquired = |l: &Path| {
-        log_lines(l, "acquired leadership")
-            .iter()
-            .map(|v| {
-                field(v, "identity")
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string()
-            })
-            .collect::<Vec<_>>()
-    };
     c.wait_for(
         "one replica acquires the Lease",
         Duration::from_secs(60),
-        || !holder().is_empty() && logs.iter().any(|l| !acquired(l).is_empty()),
+        || !lease_holder(c).is_empty() && logs.iter().any(|l| !acquired_leadership(l).is_empty()),
     );
     std::thread::sleep(Duration::from_secs(3));
-    let leaders: Vec<usize> = (0..2).filter(|&i| !acquired(&logs[i]).is_empty()).collect();
+    let leaders: Vec<usize> = (0..2)
+        .filter(|&i| !acquired_leadership(&logs[i]).is_empty())
+        .collect();
     assert_eq!(leaders.len(), 1, "exactly one leads: {leaders:?}");
     let leader = leaders[0];
     let follower = 1 - leader;
     assert_eq!(
-        holder(),
-        acquired(&logs[leader])[0],
+        lease_holder(c),
+        acquired_leadership(&logs[leader])[0],
         "the Lease names the leader"
     );
     assert!(
@@ -419,13 +451,13 @@ fn run_under_the_charts_rbac_evicts_and_leader_election_hands_over() {
     c.wait_for(
         "the follower takes the Lease",
         Duration::from_secs(60),
-        || !acquired(&logs[follower]).is_empty(),
+        || !acquired_leadership(&logs[follower]).is_empty(),
     );
-    let new_holder = acquired(&logs[follower])[0].clone();
+    let new_holder = acquired_leadership(&logs[follower])[0].clone();
     c.wait_for(
         "the Lease names the new leader",
         Duration::from_secs(20),
-        || holder() == new_holder,
+        || lease_holder(c) == new_holder,
     );
     c.wait_for(
         "the new leader runs a cycle",

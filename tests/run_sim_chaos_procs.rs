@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use kube_sim::{FaultRule, SimHandle};
+use kube_sim::{EvictionRecord, FaultRule, SimHandle};
 use run_sim_common::*;
 use serde_json::Value;
 
@@ -348,12 +348,10 @@ fn restarted(sim: &SimHandle) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn leader_killed_mid_cycle_behind_the_guard_restarts_no_deployment_twice() {
-    let _serial = SERIAL.lock().await;
-    // The pods start on n1, which is then tainted and cordoned for maintenance; the spare nodes
-    // stay cordoned until the follower has met a rollout the guard started, so that rollout is
-    // still in flight when the follower asks again.
+/// The guarded scenario's cluster: the pods of [`DEPLOYMENTS`] Ready on n1 (the spare nodes
+/// cordoned, so a rollout the guard starts stays in flight until they open). Returns the
+/// cluster and the names of the original pods.
+async fn cluster_ready_on_the_node_to_drain() -> (e2e_common::Cluster, Vec<String>) {
     let mut objects = vec![e2e_common::node(TAINTED, true)];
     objects.extend(SPARE_NODES.map(|n| e2e_common::node(n, false)));
     objects.push(e2e_common::deployment(
@@ -372,51 +370,52 @@ async fn leader_killed_mid_cycle_behind_the_guard_restarts_no_deployment_twice()
         e2e_common::Strategy::NoSurge,
     ));
     let cluster = e2e_common::Cluster::start(objects).await;
-    let sim = cluster.sim.clone();
     cluster.wait_ready_on(&DEPLOYMENTS, TAINTED).await;
     let originals: Vec<String> = DEPLOYMENTS
         .iter()
         .flat_map(|(app, _)| cluster.pods(app))
         .filter_map(|p| p["metadata"]["name"].as_str().map(String::from))
         .collect();
-    let (guard, _certs) = e2e_common::guarded(&cluster, &[]).await;
+    (cluster, originals)
+}
+
+/// Taints n1 (`maintenance=true:NoSchedule`) and cordons it.
+fn taint_and_cordon_the_node_to_drain(sim: &SimHandle) {
     let mut n1 = sim.get("v1", "Node", "", TAINTED).expect("node n1");
     n1["spec"]["taints"] =
         serde_json::json!([{"key": "maintenance", "value": "true", "effect": "NoSchedule"}]);
     n1["spec"]["unschedulable"] = Value::Bool(true);
     sim.apply(n1).expect("taint and cordon n1");
-    let generations: BTreeMap<&str, i64> = DEPLOYMENTS
-        .iter()
-        .map(|(app, _)| (*app, generation(&cluster.deployment(app))))
-        .collect();
-    assert!(restarted(&sim).is_empty());
+}
 
-    let (mut a, mut b, hold) = start_pair_holding_evictions(&sim).await;
-    let apps: Vec<&str> = DEPLOYMENTS.iter().map(|(app, _)| *app).collect();
-    let ready = e2e_common::Sampler::start(&sim, &apps);
-    let restarts = RestartSampler::start(&sim);
-    slow_evictions_from_now_on(&sim, hold);
-
-    // Kill the leader once its first eviction was accepted or deflected (the guard's restart
-    // patch is stored before it answers): the rest of its cycle is still to do.
+/// Kills the leader (replica-a) once its first eviction was accepted or deflected (the guard's
+/// restart patch is stored before it answers), and asserts the rest of its cycle was still to
+/// do. Returns the evictions accepted and the Deployments restarted by then.
+async fn kill_the_leader_after_its_first_answer(
+    sim: &SimHandle,
+    a: &mut Descheduler,
+    originals: usize,
+) -> (usize, Vec<String>) {
     let s = sim.clone();
     wait_for("the leader's first accepted or deflected eviction", || {
         !s.evictions().is_empty() || !restarted(&s).is_empty()
     })
     .await;
-    assert!(holder(&sim).starts_with("replica-a_"), "{}", holder(&sim));
+    assert!(holder(sim).starts_with("replica-a_"), "{}", holder(sim));
     let _ = a.child.kill();
     let _ = a.child.wait();
-    let (evicted_by_leader, restarted_by_leader) = (sim.evictions().len(), restarted(&sim));
+    let (evicted_by_leader, restarted_by_leader) = (sim.evictions().len(), restarted(sim));
     assert!(
-        evicted_by_leader + restarted_by_leader.len() < originals.len(),
+        evicted_by_leader + restarted_by_leader.len() < originals,
         "the leader finished its cycle before it was killed; log:\n{}",
         a.log_text()
     );
-    let (acquired, expiry) = follower_takes_over_after_expiry(&sim).await;
+    (evicted_by_leader, restarted_by_leader)
+}
 
-    // The follower asks again for a pod whose rollout the guard started (by the leader's
-    // deflection or its own): refused as in flight, not restarted a second time.
+/// Waits (at most [`WAIT`]) until the guard refuses the follower an eviction as in flight: it
+/// asked again for a pod whose rollout the guard had started.
+async fn wait_follower_meets_a_rollout_in_flight(guard: &e2e_common::Webhook, b: &mut Descheduler) {
     let in_flight = "kube_descheduler_guard_denials_total{reason=\"in_flight\"}";
     let denied_before = guard.metric(in_flight).await;
     let deadline = std::time::Instant::now() + WAIT;
@@ -429,13 +428,16 @@ async fn leader_killed_mid_cycle_behind_the_guard_restarts_no_deployment_twice()
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let restarted_when_met = restarted(&sim);
-    for n in SPARE_NODES {
-        cluster.set_schedulable(n, true);
-    }
+}
 
+/// Waits until every original pod is gone and each Deployment has moved off n1 and settled.
+async fn wait_moved_off_the_drained_node(
+    cluster: &e2e_common::Cluster,
+    sim: &SimHandle,
+    originals: &[String],
+) {
     let s = sim.clone();
-    let names = originals.clone();
+    let names = originals.to_vec();
     wait_for("every original pod gone", move || {
         names.iter().all(|n| s.get("v1", "Pod", NS, n).is_none())
     })
@@ -444,11 +446,11 @@ async fn leader_killed_mid_cycle_behind_the_guard_restarts_no_deployment_twice()
         cluster.wait_moved(app, n, TAINTED).await;
         cluster.wait_settled(app, n).await;
     }
-    // Two more cycles of the new leader: nothing is left to evict or restart.
-    b.more_cycles(2.0).await;
-    let series = ready.finish().await;
-    let (restart_samples, restart_values) = restarts.finish().await;
-    let guard_metrics: Vec<String> = guard
+}
+
+/// The guard's allow, denial, deflection and restart series (no histogram buckets).
+async fn guard_decision_metrics(guard: &e2e_common::Webhook) -> Vec<String> {
+    guard
         .metrics()
         .await
         .lines()
@@ -464,28 +466,18 @@ async fn leader_killed_mid_cycle_behind_the_guard_restarts_no_deployment_twice()
                 && !l.contains("_bucket")
         })
         .map(String::from)
-        .collect();
-    let logs = format!(
-        "replica-a log:\n{}\nreplica-b log:\n{}\nguard log:\n{}\nguard metrics:\n{}",
-        a.log_text(),
-        b.log_text(),
-        guard.logs(),
-        guard_metrics.join("\n")
-    );
-    let evictions = sim.evictions();
+        .collect()
+}
 
-    // No pod evicted twice, and only original pods evicted.
-    for pod in &originals {
-        let n = evictions_of(&sim, pod);
-        assert!(n <= 1, "{pod} evicted {n} times: {evictions:?}\n{logs}");
-    }
-    assert!(
-        evictions.iter().all(|e| originals.contains(&e.name)),
-        "{evictions:?}"
-    );
-    // Each Deployment restarted at most once: one `restartedAt` value ever seen, the template
-    // generation one higher at most, and the guard's restarts counted once per Deployment.
-    assert!(restart_samples > 20, "{restart_samples} samples");
+/// Each Deployment restarted at most once: one `restartedAt` value ever seen, the template
+/// generation one higher at most (than `generations`, before the chaos), one rollout. Returns
+/// how many Deployments were restarted.
+fn assert_each_deployment_restarted_at_most_once(
+    cluster: &e2e_common::Cluster,
+    restart_values: &Restarts,
+    generations: &BTreeMap<&str, i64>,
+    logs: &str,
+) -> f64 {
     let mut restarted_apps = 0.0;
     for (app, _) in DEPLOYMENTS {
         let (values, max_gen) = restart_values.get(app).cloned().unwrap_or_default();
@@ -507,13 +499,23 @@ async fn leader_killed_mid_cycle_behind_the_guard_restarts_no_deployment_twice()
             assert_eq!(cluster.replica_sets(app).len(), 2, "{app}\n{logs}");
         }
     }
-    // `api` and `web` left by one restart each (their rollouts removed their pods), `queue` by
-    // one eviction of each of its pods. An eviction of an `api` or `web` pod is accepted only
-    // once the rollout had already deleted it: the cycle works from a list taken seconds
-    // before, and kube-apiserver (like kube-sim and the guard) lets a terminating pod be evicted.
-    assert_eq!(restarted(&sim), RESTARTED, "{logs}");
+    restarted_apps
+}
+
+/// `api` and `web` left by one restart each (their rollouts removed their pods), `queue` by
+/// one eviction of each of its pods. An eviction of an `api` or `web` pod is accepted only
+/// once the rollout had already deleted it: the cycle works from a list taken seconds
+/// before, and kube-apiserver (like kube-sim and the guard) lets a terminating pod be evicted.
+async fn assert_left_by_one_restart_or_eviction_each(
+    sim: &SimHandle,
+    guard: &e2e_common::Webhook,
+    originals: &[String],
+    evictions: &[EvictionRecord],
+    logs: &str,
+) {
+    assert_eq!(restarted(sim), RESTARTED, "{logs}");
     for pod in originals.iter().filter(|p| p.starts_with("queue-")) {
-        assert_eq!(evictions_of(&sim, pod), 1, "{pod}: {evictions:?}\n{logs}");
+        assert_eq!(evictions_of(sim, pod), 1, "{pod}: {evictions:?}\n{logs}");
     }
     let of_rolled = evictions
         .iter()
@@ -526,6 +528,47 @@ async fn leader_killed_mid_cycle_behind_the_guard_restarts_no_deployment_twice()
         of_rolled as f64 <= terminating,
         "{of_rolled} evictions of pods of restarted Deployments, {terminating} of them terminating: {evictions:?}\n{logs}"
     );
+}
+
+/// Both replicas' and the guard's logs and the guard's decision metrics, for failure messages.
+fn scenario_logs(
+    a: &Descheduler,
+    b: &Descheduler,
+    guard: &e2e_common::Webhook,
+    guard_metrics: &[String],
+) -> String {
+    format!(
+        "replica-a log:\n{}\nreplica-b log:\n{}\nguard log:\n{}\nguard metrics:\n{}",
+        a.log_text(),
+        b.log_text(),
+        guard.logs(),
+        guard_metrics.join("\n")
+    )
+}
+
+/// No pod evicted twice, and only original pods evicted.
+fn assert_only_originals_evicted_at_most_once(
+    sim: &SimHandle,
+    originals: &[String],
+    evictions: &[EvictionRecord],
+    logs: &str,
+) {
+    for pod in originals {
+        let n = evictions_of(sim, pod);
+        assert!(n <= 1, "{pod} evicted {n} times: {evictions:?}\n{logs}");
+    }
+    assert!(
+        evictions.iter().all(|e| originals.contains(&e.name)),
+        "{evictions:?}"
+    );
+}
+
+/// The guard timed `restarted_apps` restarts and none failed.
+async fn assert_guard_counted_each_restart_once(
+    guard: &e2e_common::Webhook,
+    restarted_apps: f64,
+    logs: &str,
+) {
     assert_eq!(
         guard
             .metric("kube_descheduler_guard_restart_duration_seconds_count")
@@ -540,6 +583,63 @@ async fn leader_killed_mid_cycle_behind_the_guard_restarts_no_deployment_twice()
         0.0,
         "{logs}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_killed_mid_cycle_behind_the_guard_restarts_no_deployment_twice() {
+    let _serial = SERIAL.lock().await;
+    // The pods start on n1, which is then tainted and cordoned for maintenance; the spare nodes
+    // stay cordoned until the follower has met a rollout the guard started, so that rollout is
+    // still in flight when the follower asks again.
+    let (cluster, originals) = cluster_ready_on_the_node_to_drain().await;
+    let sim = cluster.sim.clone();
+    let (guard, _certs) = e2e_common::guarded(&cluster, &[]).await;
+    taint_and_cordon_the_node_to_drain(&sim);
+    let generations: BTreeMap<&str, i64> = DEPLOYMENTS
+        .iter()
+        .map(|(app, _)| (*app, generation(&cluster.deployment(app))))
+        .collect();
+    assert!(restarted(&sim).is_empty());
+
+    let (mut a, mut b, hold) = start_pair_holding_evictions(&sim).await;
+    let apps: Vec<&str> = DEPLOYMENTS.iter().map(|(app, _)| *app).collect();
+    let ready = e2e_common::Sampler::start(&sim, &apps);
+    let restarts = RestartSampler::start(&sim);
+    slow_evictions_from_now_on(&sim, hold);
+
+    let (evicted_by_leader, restarted_by_leader) =
+        kill_the_leader_after_its_first_answer(&sim, &mut a, originals.len()).await;
+    let (acquired, expiry) = follower_takes_over_after_expiry(&sim).await;
+
+    // The follower asks again for a pod whose rollout the guard started (by the leader's
+    // deflection or its own): refused as in flight, not restarted a second time.
+    wait_follower_meets_a_rollout_in_flight(&guard, &mut b).await;
+    let restarted_when_met = restarted(&sim);
+    for n in SPARE_NODES {
+        cluster.set_schedulable(n, true);
+    }
+
+    wait_moved_off_the_drained_node(&cluster, &sim, &originals).await;
+    // Two more cycles of the new leader: nothing is left to evict or restart.
+    b.more_cycles(2.0).await;
+    let series = ready.finish().await;
+    let (restart_samples, restart_values) = restarts.finish().await;
+    let guard_metrics = guard_decision_metrics(&guard).await;
+    let logs = scenario_logs(&a, &b, &guard, &guard_metrics);
+    let evictions = sim.evictions();
+
+    assert_only_originals_evicted_at_most_once(&sim, &originals, &evictions, &logs);
+    // Each Deployment restarted at most once, and the guard's restarts counted once per
+    // Deployment.
+    assert!(restart_samples > 20, "{restart_samples} samples");
+    let restarted_apps = assert_each_deployment_restarted_at_most_once(
+        &cluster,
+        &restart_values,
+        &generations,
+        &logs,
+    );
+    assert_left_by_one_restart_or_eviction_each(&sim, &guard, &originals, &evictions, &logs).await;
+    assert_guard_counted_each_restart_once(&guard, restarted_apps, &logs).await;
     eprintln!(
         "when the leader died: {evicted_by_leader} accepted evictions, restarted {restarted_by_leader:?}; \
          lease acquired {acquired} (expiry {expiry}); the follower met a rollout in flight with \

@@ -277,127 +277,161 @@ pub(crate) fn check_rbac(r: &Rendered, rbac: &Rbac) {
     let ns = r.release_namespace.as_str();
     for (component, sa) in &components {
         let Some(sa) = sa else { continue };
-        // 1. Coverage.
-        for call in API_CALLS
-            .iter()
-            .filter(|c| c.component == *component && needed(c, &i))
-        {
-            let namespace = match call.scope {
-                Scope::Cluster | Scope::AllNamespaces => None,
-                Scope::OwnNamespace => Some(ns),
-                Scope::LeaseNamespace => {
-                    Some(i.lease_namespace.as_deref().expect("lease namespace"))
-                }
-                Scope::PrometheusTokenNamespace => Some(
-                    i.prometheus_token
-                        .as_ref()
-                        .map(|(ns, _)| ns.as_str())
-                        .expect("token Secret namespace"),
-                ),
-            };
-            let name = match call.names {
-                Names::Any => None,
-                Names::LeaderElectionLease => Some(i.lease_name.as_deref().expect("lease name")),
-                Names::CertsSecret => Some(i.certs_secret.as_deref().expect("--secret-name")),
-                Names::WebhookConfiguration => Some(
-                    i.webhook_configuration
-                        .as_deref()
-                        .expect("--webhook-configuration"),
-                ),
-                Names::PrometheusTokenSecret => Some(
-                    i.prometheus_token
-                        .as_ref()
-                        .map(|(_, name)| name.as_str())
-                        .expect("token Secret name"),
-                ),
-            };
-            let req = Request {
-                verb: call.verb,
-                group: call.group,
-                resource: call.rbac_resource(),
-                namespace,
-                name,
-            };
+        assert_needed_calls_allowed(rbac, *component, sa, &i, ns);
+        assert_no_grant_beyond_the_calls(rbac, *component, sa, &i, ns);
+    }
+    let ours: Vec<Sa> = components.iter().filter_map(|(_, sa)| sa.clone()).collect();
+    assert_only_our_accounts_bound(rbac, &ours);
+}
+
+/// The request `call` makes in this install: its namespace (`ns` is the release's) and the
+/// object name it is limited to.
+fn call_request<'a>(call: &'a ApiCall, i: &'a Install, ns: &'a str) -> Request<'a> {
+    let namespace = match call.scope {
+        Scope::Cluster | Scope::AllNamespaces => None,
+        Scope::OwnNamespace => Some(ns),
+        Scope::LeaseNamespace => Some(i.lease_namespace.as_deref().expect("lease namespace")),
+        Scope::PrometheusTokenNamespace => Some(
+            i.prometheus_token
+                .as_ref()
+                .map(|(ns, _)| ns.as_str())
+                .expect("token Secret namespace"),
+        ),
+    };
+    let name = match call.names {
+        Names::Any => None,
+        Names::LeaderElectionLease => Some(i.lease_name.as_deref().expect("lease name")),
+        Names::CertsSecret => Some(i.certs_secret.as_deref().expect("--secret-name")),
+        Names::WebhookConfiguration => Some(
+            i.webhook_configuration
+                .as_deref()
+                .expect("--webhook-configuration"),
+        ),
+        Names::PrometheusTokenSecret => Some(
+            i.prometheus_token
+                .as_ref()
+                .map(|(_, name)| name.as_str())
+                .expect("token Secret name"),
+        ),
+    };
+    Request {
+        verb: call.verb,
+        group: call.group,
+        resource: call.rbac_resource(),
+        namespace,
+        name,
+    }
+}
+
+/// Coverage: `sa` may make every call `component` needs in this install.
+fn assert_needed_calls_allowed(rbac: &Rbac, component: Component, sa: &Sa, i: &Install, ns: &str) {
+    for call in API_CALLS
+        .iter()
+        .filter(|c| c.component == component && needed(c, i))
+    {
+        let req = call_request(call, i, ns);
+        assert!(
+            rbac.allows(sa, &req),
+            "{component:?} (ServiceAccount {}/{}) may not {} {}{} in {:?} (name {:?}), which it does to {}",
+            sa.namespace,
+            sa.name,
+            call.verb,
+            if call.group.is_empty() {
+                String::new()
+            } else {
+                format!("{}/", call.group)
+            },
+            call.rbac_resource(),
+            req.namespace.unwrap_or("all namespaces"),
+            req.name,
+            call.why
+        );
+    }
+}
+
+/// Nothing more: every rule bound to `sa` is free of wildcards and non-resource URLs, and each
+/// verb on each resource it grants is one a needed call of `component` makes in that reach.
+fn assert_no_grant_beyond_the_calls(
+    rbac: &Rbac,
+    component: Component,
+    sa: &Sa,
+    i: &Install,
+    ns: &str,
+) {
+    for g in rbac.grants(sa) {
+        let rule = g.rule;
+        assert!(
+            rule.non_resource_urls.is_none(),
+            "{component:?} is granted non-resource URLs via {}",
+            g.via
+        );
+        for list in [
+            Some(&rule.verbs),
+            rule.api_groups.as_ref(),
+            rule.resources.as_ref(),
+        ] {
             assert!(
-                rbac.allows(sa, &req),
-                "{component:?} (ServiceAccount {}/{}) may not {} {}{} in {:?} (name {:?}), which it does to {}",
-                sa.namespace,
-                sa.name,
-                call.verb,
-                if call.group.is_empty() {
-                    String::new()
-                } else {
-                    format!("{}/", call.group)
-                },
-                call.rbac_resource(),
-                namespace.unwrap_or("all namespaces"),
-                name,
-                call.why
-            );
-        }
-        // 2. Nothing more.
-        for g in rbac.grants(sa) {
-            let rule = g.rule;
-            assert!(
-                rule.non_resource_urls.is_none(),
-                "{component:?} is granted non-resource URLs via {}",
+                !list.into_iter().flatten().any(|x| x.contains('*')),
+                "{component:?}: wildcard in {} {rule:?}",
                 g.via
             );
-            for list in [
-                Some(&rule.verbs),
-                rule.api_groups.as_ref(),
-                rule.resources.as_ref(),
-            ] {
-                assert!(
-                    !list.into_iter().flatten().any(|x| x.contains('*')),
-                    "{component:?}: wildcard in {} {rule:?}",
-                    g.via
-                );
-            }
-            let names = rule.resource_names.as_deref().filter(|n| !n.is_empty());
-            for group in rule.api_groups.iter().flatten() {
-                for resource in rule.resources.iter().flatten() {
-                    if *component != Component::CertsJob && resource == "secrets" {
-                        // Only the engine, only `get`, only the policy's token Secret, by name.
-                        let token = i.prometheus_token.as_ref();
-                        assert!(
-                            *component == Component::Engine
-                                && rule.verbs == ["get"]
-                                && token.is_some_and(|(ns, name)| {
-                                    g.namespace.as_deref() == Some(ns.as_str())
-                                        && names == Some(std::slice::from_ref(name))
-                                }),
-                            "{component:?} must not touch Secrets other than the policy's Prometheus token ({}: {rule:?})",
-                            g.via
-                        );
-                    }
-                    for verb in &rule.verbs {
-                        let justified = API_CALLS.iter().any(|c| {
-                            c.component == *component
-                                && needed(c, &i)
-                                && c.verb == verb
-                                && c.group == group
-                                && c.rbac_resource() == *resource
-                                && scope_fits(c, &g, ns, &i)
-                                && (names.is_some() || c.names == Names::Any)
-                        });
-                        assert!(
-                            justified,
-                            "{component:?} is granted `{verb}` on {group}/{resource}{} via {}{}, which no call in src/apicalls.rs needs",
-                            names.map(|n| format!(" {n:?}")).unwrap_or_default(),
-                            g.via,
-                            g.namespace
-                                .as_deref()
-                                .map(|n| format!(" in {n}"))
-                                .unwrap_or_default()
-                        );
-                    }
+        }
+        let names = rule.resource_names.as_deref().filter(|n| !n.is_empty());
+        for group in rule.api_groups.iter().flatten() {
+            for resource in rule.resources.iter().flatten() {
+                if component != Component::CertsJob && resource == "secrets" {
+                    assert_secret_grant_is_the_token(component, &g, names, i);
+                }
+                for verb in &rule.verbs {
+                    let justified = API_CALLS.iter().any(|c| {
+                        c.component == component
+                            && needed(c, i)
+                            && c.verb == verb
+                            && c.group == group
+                            && c.rbac_resource() == *resource
+                            && scope_fits(c, &g, ns, i)
+                            && (names.is_some() || c.names == Names::Any)
+                    });
+                    assert!(
+                        justified,
+                        "{component:?} is granted `{verb}` on {group}/{resource}{} via {}{}, which no call in src/apicalls.rs needs",
+                        names.map(|n| format!(" {n:?}")).unwrap_or_default(),
+                        g.via,
+                        g.namespace
+                            .as_deref()
+                            .map(|n| format!(" in {n}"))
+                            .unwrap_or_default()
+                    );
                 }
             }
         }
     }
-    // Nobody else is bound to anything (no stray bindings to other accounts).
-    let ours: Vec<Sa> = components.iter().filter_map(|(_, sa)| sa.clone()).collect();
+}
+
+/// A grant on Secrets outside the certs Job: only the engine, only `get`, only the policy's
+/// Prometheus token Secret, by name (`names` are the rule's resource names).
+fn assert_secret_grant_is_the_token(
+    component: Component,
+    g: &Grant<'_>,
+    names: Option<&[String]>,
+    i: &Install,
+) {
+    let rule = g.rule;
+    let token = i.prometheus_token.as_ref();
+    assert!(
+        component == Component::Engine
+            && rule.verbs == ["get"]
+            && token.is_some_and(|(ns, name)| {
+                g.namespace.as_deref() == Some(ns.as_str())
+                    && names == Some(std::slice::from_ref(name))
+            }),
+        "{component:?} must not touch Secrets other than the policy's Prometheus token ({}: {rule:?})",
+        g.via
+    );
+}
+
+/// Nobody else is bound to anything (no stray bindings to other accounts than `ours`).
+fn assert_only_our_accounts_bound(rbac: &Rbac, ours: &[Sa]) {
     let is_ours = |s: &k8s_openapi::api::rbac::v1::Subject| {
         ours.iter()
             .any(|sa| sa.name == s.name && Some(&sa.namespace) == s.namespace.as_ref())

@@ -252,75 +252,24 @@ impl Runner {
             output: String::new(),
             elapsed: start.elapsed(),
         };
-        let scratch = match tempfile::tempdir() {
-            Ok(d) => d,
-            Err(e) => return fail(format!("harness: cannot create a scratch dir: {e}")),
+        let scratch = match self.prepare_scratch() {
+            Ok(s) => s,
+            Err(status) => return fail(status),
         };
-        let work = scratch.path().join("repo");
-        if let Err(e) = copy_tree(&self.repo, &work) {
-            return fail(format!("harness: cannot copy the repository: {e}"));
-        }
-        let tmp = scratch.path().join("tmp");
-        let home = scratch.path().join("home");
-        for d in [&tmp, &home] {
-            if let Err(e) = fs::create_dir_all(d) {
-                return fail(format!("harness: cannot create {}: {e}", d.display()));
-            }
-        }
-        let log_path = scratch.path().join("output.log");
-        let log = match fs::File::create(&log_path) {
-            Ok(f) => f,
-            Err(e) => return fail(format!("harness: cannot create the output file: {e}")),
+        let mut cmd = match self.block_command(body, &scratch) {
+            Ok(c) => c,
+            Err(status) => return fail(status),
         };
-        let log2 = match log.try_clone() {
-            Ok(f) => f,
-            Err(e) => return fail(format!("harness: cannot share the output file: {e}")),
-        };
-        let path = format!(
-            "{}:{}",
-            self.bin_dir.display(),
-            std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into())
-        );
-        let script = format!("{PREAMBLE}\n{body}");
-        let mut cmd = Command::new("bash");
-        cmd.arg("-c")
-            .arg(script)
-            .current_dir(&work)
-            .env("PATH", path)
-            .env("TMPDIR", &tmp)
-            .env("HOME", &home)
-            .env_remove("KUBECONFIG")
-            .env_remove("CARGO_TARGET_DIR")
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log2);
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            cmd.process_group(0);
-        }
         let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => return fail(format!("harness: cannot start bash: {e}")),
         };
         let pgid = child.id();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break Ok(s),
-                Ok(None) if start.elapsed() >= self.timeout => break Err("timed out"),
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                Err(_) => break Err("lost the child"),
-            }
-        };
+        let status = wait_until(&mut child, start, self.timeout);
         kill_group(pgid);
         // Reap bash if it was the one that timed out.
         let _ = child.wait();
-        let mut output = String::new();
-        if let Ok(mut f) = fs::File::open(&log_path) {
-            let mut bytes = Vec::new();
-            let _ = f.read_to_end(&mut bytes);
-            output = String::from_utf8_lossy(&bytes).into_owned();
-        }
+        let output = read_lossy(&scratch.log_path);
         let elapsed = start.elapsed();
         match status {
             Ok(s) if s.success() => Outcome {
@@ -346,6 +295,100 @@ impl Runner {
             },
         }
     }
+
+    /// A scratch directory holding a copy of the repository, empty `tmp` and `home`
+    /// directories, and the path of the block's output file; the error is the harness status.
+    fn prepare_scratch(&self) -> Result<Scratch, String> {
+        let dir = tempfile::tempdir()
+            .map_err(|e| format!("harness: cannot create a scratch dir: {e}"))?;
+        let work = dir.path().join("repo");
+        copy_tree(&self.repo, &work)
+            .map_err(|e| format!("harness: cannot copy the repository: {e}"))?;
+        let tmp = dir.path().join("tmp");
+        let home = dir.path().join("home");
+        for d in [&tmp, &home] {
+            fs::create_dir_all(d)
+                .map_err(|e| format!("harness: cannot create {}: {e}", d.display()))?;
+        }
+        let log_path = dir.path().join("output.log");
+        Ok(Scratch {
+            _dir: dir,
+            work,
+            tmp,
+            home,
+            log_path,
+        })
+    }
+
+    /// The bash command running `body` (after the preamble) in `scratch`, in a process group of
+    /// its own, with stdout and stderr both going to the scratch output file.
+    fn block_command(&self, body: &str, scratch: &Scratch) -> Result<Command, String> {
+        let log = fs::File::create(&scratch.log_path)
+            .map_err(|e| format!("harness: cannot create the output file: {e}"))?;
+        let log2 = log
+            .try_clone()
+            .map_err(|e| format!("harness: cannot share the output file: {e}"))?;
+        let path = format!(
+            "{}:{}",
+            self.bin_dir.display(),
+            std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into())
+        );
+        let script = format!("{PREAMBLE}\n{body}");
+        let mut cmd = Command::new("bash");
+        cmd.arg("-c")
+            .arg(script)
+            .current_dir(&scratch.work)
+            .env("PATH", path)
+            .env("TMPDIR", &scratch.tmp)
+            .env("HOME", &scratch.home)
+            .env_remove("KUBECONFIG")
+            .env_remove("CARGO_TARGET_DIR")
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2);
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            cmd.process_group(0);
+        }
+        Ok(cmd)
+    }
+}
+
+/// Where one block runs; the directory is removed when this is dropped.
+struct Scratch {
+    _dir: tempfile::TempDir,
+    /// The block's copy of the repository (its working directory).
+    work: PathBuf,
+    tmp: PathBuf,
+    home: PathBuf,
+    /// The block's interleaved stdout and stderr.
+    log_path: PathBuf,
+}
+
+/// Polls `child` until it exits or `timeout` has passed since `start`.
+fn wait_until(
+    child: &mut std::process::Child,
+    start: Instant,
+    timeout: Duration,
+) -> Result<std::process::ExitStatus, &'static str> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Ok(s),
+            Ok(None) if start.elapsed() >= timeout => return Err("timed out"),
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(_) => return Err("lost the child"),
+        }
+    }
+}
+
+/// The file's text (invalid UTF-8 replaced), or empty when it cannot be read.
+fn read_lossy(path: &Path) -> String {
+    let mut bytes = Vec::new();
+    if let Ok(mut f) = fs::File::open(path) {
+        let _ = f.read_to_end(&mut bytes);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// SIGTERM to the process group, then SIGKILL to what is left after a moment.

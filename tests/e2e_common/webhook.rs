@@ -43,53 +43,11 @@ impl Webhook {
         port: u16,
         extra: &[&str],
     ) -> Webhook {
-        let port = port.to_string();
-        let client = cluster.webhook_client.clone();
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_kube-descheduler"));
-        cmd.arg("webhook")
-            .arg("--tls-cert-file")
-            .arg(certs_dir.join("tls.crt"))
-            .arg("--tls-private-key-file")
-            .arg(certs_dir.join("tls.key"))
-            .args(["--bind-address", "127.0.0.1", "--port", port.as_str()])
-            .arg("--kubeconfig")
-            .arg(cluster.kubeconfig())
-            .args(["--logging-format", "json", "--instance-name", instance])
-            .args(extra)
-            .env_remove("RUST_LOG")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true);
-        if let Some(pki) = &client {
-            // Reviews require kube-sim's client certificate; probes have their own port.
-            cmd.arg("--client-ca-file")
-                .arg(&pki.ca_file)
-                .args(["--probe-port", "0"]);
-        }
+        let client = cluster.webhook_client.as_ref();
+        let mut cmd = webhook_command(cluster, certs_dir, instance, port, extra);
         let mut child = cmd.spawn().expect("kube-descheduler webhook starts");
         let stderr = child.stderr.take().expect("stderr piped");
-        let logs: Arc<Mutex<Vec<String>>> = Arc::default();
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let logs2 = logs.clone();
-        tokio::spawn(async move {
-            let mut tx = Some(tx);
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Ok(v) = serde_json::from_str::<Value>(&line)
-                    && v["fields"]["message"] == "eviction guard serving"
-                    && let Some(addr) = v["fields"]["addr"].as_str()
-                    && let Ok(addr) = addr.parse::<SocketAddr>()
-                    && let Some(tx) = tx.take()
-                {
-                    let probe = v["fields"]["probe_addr"]
-                        .as_str()
-                        .and_then(|a| a.parse::<SocketAddr>().ok());
-                    let _ = tx.send((addr, probe));
-                }
-                logs2.lock().unwrap_or_else(|e| e.into_inner()).push(line);
-            }
-        });
+        let (logs, rx) = collect_logs(stderr);
         let (addr, probe_addr) = match tokio::time::timeout(Duration::from_secs(60), rx).await {
             Ok(Ok(addrs)) => addrs,
             _ => panic!(
@@ -97,44 +55,37 @@ impl Webhook {
                 logs.lock().unwrap_or_else(|e| e.into_inner()).join("\n")
             ),
         };
-        let mut http = reqwest::Client::builder()
-            .use_rustls_tls()
-            .tls_built_in_root_certs(false)
-            .add_root_certificate(
-                reqwest::Certificate::from_pem(ca_pem.as_bytes()).expect("CA certificate"),
-            )
-            .timeout(Duration::from_secs(10));
-        if let Some(pki) = &client {
-            // The helper's own requests (readiness, metrics) authenticate like kube-sim.
-            http = http.identity(pki.identity());
-        }
-        let http = http.build().expect("HTTP client");
         let wh = Webhook {
             child: Some(child),
             addr,
             probe_addr,
             logs,
-            http,
+            http: https_client(ca_pem, client),
         };
+        wh.wait_ready(instance).await;
+        wh
+    }
+
+    /// Waits (at most 60 s) until `/readyz` on the serving port answers with success.
+    async fn wait_ready(&self, instance: &str) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let ok = wh
+            let ok = self
                 .http
-                .get(format!("https://127.0.0.1:{}/readyz", addr.port()))
+                .get(format!("https://127.0.0.1:{}/readyz", self.addr.port()))
                 .send()
                 .await
                 .is_ok_and(|r| r.status().is_success());
             if ok {
-                break;
+                return;
             }
             assert!(
                 Instant::now() < deadline,
                 "webhook {instance} never became ready; logs:\n{}",
-                wh.logs()
+                self.logs()
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        wh
     }
 
     /// Everything the process logged so far.
@@ -228,4 +179,91 @@ pub async fn guarded(cluster: &Cluster, extra: &[&str]) -> (Webhook, GeneratedCe
     let wh = Webhook::start(cluster, &certs_dir, &c.ca_cert_pem, "guard-0", extra).await;
     register_guard(cluster, &c.ca_bundle, wh.addr);
     (wh, c)
+}
+
+/// The `kube-descheduler webhook` command serving with the certificates of `certs_dir` on
+/// `port` of 127.0.0.1, logging JSON to a piped stderr; with the cluster's webhook client PKI,
+/// reviews require its client certificate and probes get their own port.
+fn webhook_command(
+    cluster: &Cluster,
+    certs_dir: &Path,
+    instance: &str,
+    port: u16,
+    extra: &[&str],
+) -> tokio::process::Command {
+    let port = port.to_string();
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_kube-descheduler"));
+    cmd.arg("webhook")
+        .arg("--tls-cert-file")
+        .arg(certs_dir.join("tls.crt"))
+        .arg("--tls-private-key-file")
+        .arg(certs_dir.join("tls.key"))
+        .args(["--bind-address", "127.0.0.1", "--port", port.as_str()])
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig())
+        .args(["--logging-format", "json", "--instance-name", instance])
+        .args(extra)
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(pki) = &cluster.webhook_client {
+        // Reviews require kube-sim's client certificate; probes have their own port.
+        cmd.arg("--client-ca-file")
+            .arg(&pki.ca_file)
+            .args(["--probe-port", "0"]);
+    }
+    cmd
+}
+
+/// The serving and probe addresses the webhook logs when it starts serving.
+type ServingAddrs = (SocketAddr, Option<SocketAddr>);
+
+/// Collects the lines of `stderr` in the background; the receiver gets the addresses from the
+/// "eviction guard serving" line.
+fn collect_logs(
+    stderr: tokio::process::ChildStderr,
+) -> (
+    Arc<Mutex<Vec<String>>>,
+    tokio::sync::oneshot::Receiver<ServingAddrs>,
+) {
+    let logs: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let logs2 = logs.clone();
+    tokio::spawn(async move {
+        let mut tx = Some(tx);
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Ok(v) = serde_json::from_str::<Value>(&line)
+                && v["fields"]["message"] == "eviction guard serving"
+                && let Some(addr) = v["fields"]["addr"].as_str()
+                && let Ok(addr) = addr.parse::<SocketAddr>()
+                && let Some(tx) = tx.take()
+            {
+                let probe = v["fields"]["probe_addr"]
+                    .as_str()
+                    .and_then(|a| a.parse::<SocketAddr>().ok());
+                let _ = tx.send((addr, probe));
+            }
+            logs2.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+        }
+    });
+    (logs, rx)
+}
+
+/// The helper's HTTPS client trusting only `ca_pem`; with `client`, its requests (readiness,
+/// metrics) authenticate like kube-sim's.
+fn https_client(ca_pem: &str, client: Option<&ClientPki>) -> reqwest::Client {
+    let mut http = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(
+            reqwest::Certificate::from_pem(ca_pem.as_bytes()).expect("CA certificate"),
+        )
+        .timeout(Duration::from_secs(10));
+    if let Some(pki) = client {
+        http = http.identity(pki.identity());
+    }
+    http.build().expect("HTTP client")
 }

@@ -7,7 +7,9 @@ use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube_descheduler::guard::decision::{Facts, GuardConfig, decide};
+use kube::core::DynamicObject;
+use kube::core::admission::AdmissionRequest;
+use kube_descheduler::guard::decision::{EvictionRequest, Facts, GuardConfig, decide};
 use kube_descheduler::guard::facts::{
     DeploymentFacts, PdbFacts, PodFacts, PvcFacts, ReplicaSetFacts,
 };
@@ -52,54 +54,19 @@ pub fn all() -> Vec<Target> {
         },
         Target {
             name: "trigger_query",
-            seeds: || {
-                [
-                    "timeoutSeconds=30",
-                    "",
-                    "timeoutSeconds=",
-                    "a=b&timeoutSeconds=0",
-                ]
-                .map(|s| s.as_bytes().to_vec())
-                .to_vec()
-            },
+            seeds: trigger_query_seeds,
             generate: generate_query,
             run: run_trigger_query,
         },
         Target {
             name: "quantity",
-            seeds: || {
-                [
-                    "100m",
-                    "1.5Gi",
-                    "2e3",
-                    "128974848",
-                    "-0.001",
-                    "1E",
-                    "12Ki",
-                    "0.1n",
-                ]
-                .map(|s| s.as_bytes().to_vec())
-                .to_vec()
-            },
+            seeds: quantity_seeds,
             generate: generate_scalar,
             run: run_quantity,
         },
         Target {
             name: "go_duration",
-            seeds: || {
-                [
-                    "5m",
-                    "1h30m",
-                    "-1.5h",
-                    "300ms",
-                    "2h45m0.5s",
-                    "0",
-                    "1µs",
-                    "9223372036s",
-                ]
-                .map(|s| s.as_bytes().to_vec())
-                .to_vec()
-            },
+            seeds: go_duration_seeds,
             generate: generate_scalar,
             run: run_go_duration,
         },
@@ -110,6 +77,49 @@ pub fn all() -> Vec<Target> {
             run: run_kubeconfig,
         },
     ]
+}
+
+/// The given strings as seeds.
+fn byte_seeds(seeds: &[&str]) -> Vec<Vec<u8>> {
+    seeds.iter().map(|s| s.as_bytes().to_vec()).collect()
+}
+
+/// Query strings of `/api/v1/descheduler/run`.
+fn trigger_query_seeds() -> Vec<Vec<u8>> {
+    byte_seeds(&[
+        "timeoutSeconds=30",
+        "",
+        "timeoutSeconds=",
+        "a=b&timeoutSeconds=0",
+    ])
+}
+
+/// Kubernetes quantities: suffixes, decimals, exponents, signs.
+fn quantity_seeds() -> Vec<Vec<u8>> {
+    byte_seeds(&[
+        "100m",
+        "1.5Gi",
+        "2e3",
+        "128974848",
+        "-0.001",
+        "1E",
+        "12Ki",
+        "0.1n",
+    ])
+}
+
+/// Go durations: units, fractions, signs, the edge of the range.
+fn go_duration_seeds() -> Vec<Vec<u8>> {
+    byte_seeds(&[
+        "5m",
+        "1h30m",
+        "-1.5h",
+        "300ms",
+        "2h45m0.5s",
+        "0",
+        "1µs",
+        "9223372036s",
+    ])
 }
 
 /// A corpus entry as a JSON tree, mutated, printed as JSON or YAML.
@@ -388,48 +398,82 @@ fn run_review(input: &[u8]) -> bool {
         ParsedReview::Eviction { request, eviction } => (request, eviction),
     };
     let world = world.unwrap_or(Value::Null);
-    let pod = typed::<Pod>(&world["pod"]).map(|p| PodFacts::from_pod(&p));
-    let rs =
-        typed::<ReplicaSet>(&world["replicaSet"]).map(|r| ReplicaSetFacts::from_replica_set(&r));
-    let dep =
-        typed::<Deployment>(&world["deployment"]).map(|d| DeploymentFacts::from_deployment(&d));
-    let pdbs: Vec<PdbFacts> = world["pdbs"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(typed::<PodDisruptionBudget>)
-        .map(|p| PdbFacts::from_pdb(&p))
-        .collect();
-    let pvcs: Vec<PvcFacts> = world["pvcs"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(typed::<PersistentVolumeClaim>)
-        .map(|p| PvcFacts::from_pvc(&p))
-        .collect();
+    let objects = WorldObjects::decode(&world);
     let now = Timestamp::from_second(1_790_000_000).unwrap_or(Timestamp::UNIX_EPOCH);
     let first_denied_at = world["firstDeniedSecondsAgo"]
         .as_i64()
         .and_then(|s| now.checked_sub(jiff::SignedDuration::from_secs(s)).ok());
-    let pdb_refs: Vec<&PdbFacts> = pdbs.iter().collect();
+    let pdb_refs: Vec<&PdbFacts> = objects.pdbs.iter().collect();
     let facts = Facts {
-        pod: pod.as_ref(),
-        replica_set: rs.as_ref(),
-        deployment: dep.as_ref(),
+        pod: objects.pod.as_ref(),
+        replica_set: objects.rs.as_ref(),
+        deployment: objects.dep.as_ref(),
         pdbs: &pdb_refs,
-        pvcs: &pvcs,
+        pvcs: &objects.pvcs,
         first_denied_at,
-        census: world["census"].as_array().map(|c| {
-            let n = |i: usize| c.get(i).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
-            kube_descheduler::guard::replicas::ReplicaCensus {
-                other_ready: n(0),
-                other_ready_staying: n(1),
-                on_unschedulable: n(2),
-            }
-        }),
+        census: census(&world),
         namespace_pdb_surge: world["namespacePdbSurge"].as_bool(),
         hpa: world["hpa"].as_str(),
     };
+    answer_under_each_config(&request, &eviction, &facts, now);
+    true
+}
+
+/// The facts of the objects a review's "world" holds, each decoded with its real type.
+struct WorldObjects {
+    pod: Option<PodFacts>,
+    rs: Option<ReplicaSetFacts>,
+    dep: Option<DeploymentFacts>,
+    pdbs: Vec<PdbFacts>,
+    pvcs: Vec<PvcFacts>,
+}
+
+impl WorldObjects {
+    fn decode(world: &Value) -> Self {
+        WorldObjects {
+            pod: typed::<Pod>(&world["pod"]).map(|p| PodFacts::from_pod(&p)),
+            rs: typed::<ReplicaSet>(&world["replicaSet"])
+                .map(|r| ReplicaSetFacts::from_replica_set(&r)),
+            dep: typed::<Deployment>(&world["deployment"])
+                .map(|d| DeploymentFacts::from_deployment(&d)),
+            pdbs: world["pdbs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(typed::<PodDisruptionBudget>)
+                .map(|p| PdbFacts::from_pdb(&p))
+                .collect(),
+            pvcs: world["pvcs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(typed::<PersistentVolumeClaim>)
+                .map(|p| PvcFacts::from_pvc(&p))
+                .collect(),
+        }
+    }
+}
+
+/// The world's `census` array (other ready, other ready staying, on unschedulable nodes).
+fn census(world: &Value) -> Option<kube_descheduler::guard::replicas::ReplicaCensus> {
+    world["census"].as_array().map(|c| {
+        let n = |i: usize| c.get(i).and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+        kube_descheduler::guard::replicas::ReplicaCensus {
+            other_ready: n(0),
+            other_ready_staying: n(1),
+            on_unschedulable: n(2),
+        }
+    })
+}
+
+/// Decides the eviction under the default guard configuration, without the health guard and
+/// with PDB surge, and builds the answer to `request` each time.
+fn answer_under_each_config(
+    request: &AdmissionRequest<DynamicObject>,
+    eviction: &EvictionRequest,
+    facts: &Facts,
+    now: Timestamp,
+) {
     for config in [
         GuardConfig::default(),
         GuardConfig {
@@ -441,17 +485,16 @@ fn run_review(input: &[u8]) -> bool {
             ..GuardConfig::default()
         },
     ] {
-        let verdict = decide(&eviction, &facts, now, &config);
+        let verdict = decide(eviction, facts, now, &config);
         match verdict.message() {
             Some(m) => {
-                let _ = deny_429(&request, m);
+                let _ = deny_429(request, m);
             }
             None => {
-                let _ = allow(&request, Vec::new());
+                let _ = allow(request, Vec::new());
             }
         }
     }
-    true
 }
 
 // ---- small parsers --------------------------------------------------------------------------

@@ -47,6 +47,12 @@ pub fn evict_path(ns: &str, pod: &str) -> String {
 /// Creates the workload on `s` (through the API, so admission applies) and waits until every
 /// pod is Ready and every PDB's status is current.
 pub async fn set_up(s: &super::Server) {
+    create_available_deployments(s).await;
+    create_budgets_with_current_status(s).await;
+}
+
+/// The two namespaces and their Deployments, waited on until every replica is available.
+async fn create_available_deployments(s: &super::Server) {
     for ns in [NS, REVIEW_NS] {
         let r = s
             .post(
@@ -81,6 +87,11 @@ pub async fn set_up(s: &super::Server) {
         )
         .await;
     }
+}
+
+/// The budgets and a pod that stays Pending under one of them, waited on until every budget's
+/// status is current.
+async fn create_budgets_with_current_status(s: &super::Server) {
     // The budgets come after the pods are Ready: both duo budgets select the same pod, and the
     // disruption controller enqueues only one of them (chosen arbitrarily) on a pod's events, so
     // the other's status is computed only when the budget itself is added.

@@ -13,10 +13,12 @@
 //! (pods deleted during the measurement, default 2000), `KUBE_SIM_SCALE_CONTROLLERS`
 //! (`false` to measure the frozen mode), `KUBE_SIM_SCALE_READY_TIMEOUT` (seconds, default 300).
 use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tokio::task::JoinHandle;
 
 #[path = "common/cluster.rs"]
 mod cluster;
@@ -184,16 +186,32 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
-#[tokio::main]
-async fn main() {
-    kube_sim::tls::install_crypto_provider();
-    let nodes = env_num("KUBE_SIM_SCALE_NODES", 5000) as usize;
-    let pods = env_num("KUBE_SIM_SCALE_PODS", 150_000) as usize;
-    let churn = env_num("KUBE_SIM_SCALE_CHURN", 2000) as usize;
-    let ready_timeout = env_num("KUBE_SIM_SCALE_READY_TIMEOUT", 300);
-    let controllers = std::env::var("KUBE_SIM_SCALE_CONTROLLERS").unwrap_or_else(|_| "true".into());
-    let dir = tempfile::tempdir().unwrap_or_else(|e| fail(e));
-    let snap = dir.path().join("cluster.json");
+/// The bench's shape and limits, from the environment.
+struct Settings {
+    nodes: usize,
+    pods: usize,
+    churn: usize,
+    ready_timeout: u64,
+    controllers: String,
+}
+
+impl Settings {
+    fn from_env() -> Self {
+        Settings {
+            nodes: env_num("KUBE_SIM_SCALE_NODES", 5000) as usize,
+            pods: env_num("KUBE_SIM_SCALE_PODS", 150_000) as usize,
+            churn: env_num("KUBE_SIM_SCALE_CHURN", 2000) as usize,
+            ready_timeout: env_num("KUBE_SIM_SCALE_READY_TIMEOUT", 300),
+            controllers: std::env::var("KUBE_SIM_SCALE_CONTROLLERS")
+                .unwrap_or_else(|_| "true".into()),
+        }
+    }
+}
+
+/// Writes the synthetic cluster to `dir/cluster.json`, prints its size, and returns its path.
+fn generate_snapshot(dir: &Path, settings: &Settings) -> PathBuf {
+    let (nodes, pods) = (settings.nodes, settings.pods);
+    let snap = dir.join("cluster.json");
     let t = Instant::now();
     let items = {
         let f = std::fs::File::create(&snap).unwrap_or_else(|e| fail(e));
@@ -208,15 +226,20 @@ async fn main() {
         size as f64 / 1e6,
         t.elapsed().as_secs_f64()
     );
+    snap
+}
 
-    let kubeconfig = dir.path().join("kubeconfig");
+/// Spawns kube-sim on `snap` and waits (at most the ready timeout) for its `ready` line;
+/// returns the server and how long the line took.
+fn start_server(snap: &Path, kubeconfig: &Path, settings: &Settings) -> (Server, Duration) {
+    let ready_timeout = settings.ready_timeout;
     let start = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_kube-sim"))
         .arg("--snapshot")
-        .arg(&snap)
+        .arg(snap)
         .arg("--kubeconfig-out")
-        .arg(&kubeconfig)
-        .arg(format!("--controllers={controllers}"))
+        .arg(kubeconfig)
+        .arg(format!("--controllers={}", settings.controllers))
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
@@ -249,29 +272,24 @@ async fn main() {
     let server = Server {
         child,
         url,
-        client: client_for(&kubeconfig),
+        client: client_for(kubeconfig),
     };
-    let (hwm_ready, rss_ready) = memory_kib(pid);
-    let settled = settle(&server, pid, start, ready_timeout).await;
-    println!(
-        "ready: `ready` line after {:.1} s (peak RSS {:.0} MiB, RSS {:.0} MiB), controllers settled after {:.1} s (controllers={controllers})",
-        ready_line.as_secs_f64(),
-        hwm_ready as f64 / 1024.0,
-        rss_ready as f64 / 1024.0,
-        settled.as_secs_f64()
-    );
+    (server, ready_line)
+}
 
+/// The process's CPU use over the next 10 s, as a fraction of one core.
+async fn idle_cpu(pid: u32) -> f64 {
     let c0 = cpu_ticks(pid);
     let t0 = Instant::now();
     tokio::time::sleep(Duration::from_secs(10)).await;
-    let idle = (cpu_ticks(pid) - c0) as f64 / ticks_per_second() / t0.elapsed().as_secs_f64();
-    println!("idle CPU: {:.1} % of a core over 10 s", idle * 100.0);
+    (cpu_ticks(pid) - c0) as f64 / ticks_per_second() / t0.elapsed().as_secs_f64()
+}
 
-    // Churn: delete pods of many Deployments so the controllers recreate, schedule and start
-    // them while we measure.
+/// Namespace and name of every pod (one LIST).
+async fn pod_names(server: &Server) -> Vec<(String, String)> {
     let (_, body) = server.get("/api/v1/pods").await.unwrap_or_else(|e| fail(e));
     let list: Value = serde_json::from_slice(&body).unwrap_or_else(|e| fail(e));
-    let all: Vec<(String, String)> = list["items"]
+    list["items"]
         .as_array()
         .map(|a| {
             a.iter()
@@ -286,35 +304,44 @@ async fn main() {
                 })
                 .collect()
         })
-        .unwrap_or_default();
-    drop(list);
-    if all.is_empty() {
-        fail("no pods listed");
-    }
-    let step = (all.len() / churn.max(1)).max(1);
-    let victims: Vec<(String, String)> = all.iter().step_by(step).take(churn).cloned().collect();
-    let churn_start = Instant::now();
-    let deleter = {
-        let client = server.client.clone();
-        let url = server.url.clone();
-        tokio::spawn(async move {
-            let mut ok = 0usize;
-            for chunk in victims.chunks(50) {
-                let calls = chunk.iter().map(|(ns, name)| {
-                    client
-                        .delete(format!("{url}/api/v1/namespaces/{ns}/pods/{name}"))
-                        .json(&json!({"gracePeriodSeconds": 0}))
-                        .send()
-                });
-                for r in futures::future::join_all(calls).await {
-                    if r.is_ok_and(|r| r.status().is_success()) {
-                        ok += 1;
-                    }
+        .unwrap_or_default()
+}
+
+/// Deletes `victims` (50 at a time, grace period 0) in a task that returns how many
+/// deletions succeeded.
+fn spawn_deleter(server: &Server, victims: Vec<(String, String)>) -> JoinHandle<usize> {
+    let client = server.client.clone();
+    let url = server.url.clone();
+    tokio::spawn(async move {
+        let mut ok = 0usize;
+        for chunk in victims.chunks(50) {
+            let calls = chunk.iter().map(|(ns, name)| {
+                client
+                    .delete(format!("{url}/api/v1/namespaces/{ns}/pods/{name}"))
+                    .json(&json!({"gracePeriodSeconds": 0}))
+                    .send()
+            });
+            for r in futures::future::join_all(calls).await {
+                if r.is_ok_and(|r| r.status().is_success()) {
+                    ok += 1;
                 }
             }
-            ok
-        })
-    };
+        }
+        ok
+    })
+}
+
+/// Latencies measured while the churn runs.
+struct ChurnLatencies {
+    /// GET of a random pod, in ms.
+    gets: Vec<f64>,
+    /// Full LIST of pods: seconds and body bytes.
+    lists: Vec<(f64, usize)>,
+}
+
+/// GETs random pods of `all` for 20 s (and at least 500 times), with a full LIST every 250
+/// GETs (at most 3).
+async fn measure_gets_and_lists(server: &Server, all: &[(String, String)]) -> ChurnLatencies {
     let mut rng = Rng(7);
     let mut gets = Vec::new();
     let mut lists = Vec::new();
@@ -345,6 +372,65 @@ async fn main() {
             break;
         }
     }
+    ChurnLatencies { gets, lists }
+}
+
+/// Waits (at most the ready timeout; not at all in frozen mode) until `total` pods are Ready
+/// again and returns how many are.
+async fn wait_ready_again(server: &Server, total: usize, settings: &Settings) -> usize {
+    let t = Instant::now();
+    let mut ready_pods = 0;
+    while t.elapsed() < Duration::from_secs(settings.ready_timeout) {
+        ready_pods = count_ready(server).await;
+        if ready_pods >= total || settings.controllers == "false" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    println!(
+        "after churn: {ready_pods} of {total} pods Ready again, {:.1} s after the measurement ended",
+        t.elapsed().as_secs_f64()
+    );
+    ready_pods
+}
+
+#[tokio::main]
+async fn main() {
+    kube_sim::tls::install_crypto_provider();
+    let settings = Settings::from_env();
+    let (churn, ready_timeout) = (settings.churn, settings.ready_timeout);
+    let dir = tempfile::tempdir().unwrap_or_else(|e| fail(e));
+    let snap = generate_snapshot(dir.path(), &settings);
+
+    let kubeconfig = dir.path().join("kubeconfig");
+    let start = Instant::now();
+    let (server, ready_line) = start_server(&snap, &kubeconfig, &settings);
+    let pid = server.child.id();
+    let (hwm_ready, rss_ready) = memory_kib(pid);
+    let settled = settle(&server, pid, start, ready_timeout).await;
+    println!(
+        "ready: `ready` line after {:.1} s (peak RSS {:.0} MiB, RSS {:.0} MiB), controllers settled after {:.1} s (controllers={})",
+        ready_line.as_secs_f64(),
+        hwm_ready as f64 / 1024.0,
+        rss_ready as f64 / 1024.0,
+        settled.as_secs_f64(),
+        settings.controllers
+    );
+
+    let idle = idle_cpu(pid).await;
+    println!("idle CPU: {:.1} % of a core over 10 s", idle * 100.0);
+
+    // Churn: delete pods of many Deployments so the controllers recreate, schedule and start
+    // them while we measure.
+    let all = pod_names(&server).await;
+    if all.is_empty() {
+        fail("no pods listed");
+    }
+    let step = (all.len() / churn.max(1)).max(1);
+    let victims: Vec<(String, String)> = all.iter().step_by(step).take(churn).cloned().collect();
+    let churn_start = Instant::now();
+    let deleter = spawn_deleter(&server, victims);
+    let ChurnLatencies { mut gets, lists } = measure_gets_and_lists(&server, &all).await;
     let deleted = deleter.await.unwrap_or(0);
     gets.sort_by(f64::total_cmp);
     println!(
@@ -362,26 +448,10 @@ async fn main() {
         );
     }
     // Replacement pods: the controllers restore the number of Ready pods.
-    let t = Instant::now();
-    let mut ready_pods = 0;
-    while t.elapsed() < Duration::from_secs(ready_timeout) {
-        ready_pods = count_ready(&server).await;
-        if ready_pods >= all.len() || controllers == "false" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_secs(2)).await;
-    }
-    println!(
-        "after churn: {ready_pods} of {} pods Ready again, {:.1} s after the measurement ended",
-        all.len(),
-        t.elapsed().as_secs_f64()
-    );
+    wait_ready_again(&server, all.len(), &settings).await;
     let since = Instant::now();
     let settled = settle(&server, pid, since, ready_timeout).await;
-    let c0 = cpu_ticks(pid);
-    let t0 = Instant::now();
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    let idle = (cpu_ticks(pid) - c0) as f64 / ticks_per_second() / t0.elapsed().as_secs_f64();
+    let idle = idle_cpu(pid).await;
     println!(
         "settled again after {:.1} s; idle CPU after churn: {:.1} % of a core over 10 s",
         settled.as_secs_f64(),

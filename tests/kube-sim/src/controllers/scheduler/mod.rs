@@ -111,8 +111,47 @@ pub fn reconcile(state: &ClusterState) -> Vec<Action> {
 
 /// [`reconcile`] with `base` added to what the pods of `state` use on each node.
 pub fn reconcile_with(state: &ClusterState, base: &NodeUsage) -> Vec<Action> {
-    let mut infos: Vec<NodeInfo> = state
-        .nodes
+    let mut infos = node_infos(&state.nodes, base);
+    let nodes: NodesByName = state.nodes.iter().map(|n| (name(&n.metadata), n)).collect();
+    let mut placed = account_assigned_pods(&state.pods, &mut infos);
+    let sched_config = state.config.scheduler.as_deref();
+    let mut out = Vec::new();
+    let mut start = 0;
+    for pod in pending_in_scheduling_order(&state.pods, sched_config) {
+        let profile = sched_config.and_then(|c| c.profiles.get(scheduler_name(pod)));
+        let req = pod_requests(pod);
+        let affinity = AffinityView::new(&nodes, pod, &placed);
+        let search = search_nodes(state, pod, &req, &infos, &affinity, profile, start);
+        if !infos.is_empty() {
+            start = (start + search.processed) % infos.len();
+        }
+        let best = match profile {
+            Some(profile) => best_by_profile(profile, pod, &req, &infos, &search.feasible),
+            None => search.best,
+        };
+        match best {
+            Some((_, idx)) => {
+                let info = &mut infos[idx];
+                let node_name = name(&info.node.metadata).to_string();
+                out.extend(binding(pod, &node_name, state.now));
+                add_resources(&mut info.requested, &req);
+                info.pods += 1;
+                placed.push((pod, node_name));
+            }
+            None => out.extend(unschedulable_update(
+                pod,
+                &search.failures,
+                infos.len(),
+                state.now,
+            )),
+        }
+    }
+    out
+}
+
+/// One [`NodeInfo`] per node of `nodes`, starting from what `base` says is already used.
+fn node_infos<'a>(nodes: &'a [Node], base: &NodeUsage) -> Vec<NodeInfo<'a>> {
+    nodes
         .iter()
         .map(|node| {
             let n = name(&node.metadata);
@@ -123,16 +162,25 @@ pub fn reconcile_with(state: &ClusterState, base: &NodeUsage) -> Vec<Action> {
                 pods: base.pods.get(n).copied().unwrap_or(0),
             }
         })
-        .collect();
-    let index: HashMap<&str, usize> = infos
+        .collect()
+}
+
+/// Adds the requests and count of the non-terminal assigned pods of `pods` to their nodes in
+/// `infos`, and returns the non-terminal assigned pods with their node names.
+fn account_assigned_pods<'p, 'n>(
+    pods: &'p [Pod],
+    infos: &mut [NodeInfo<'n>],
+) -> Vec<(&'p Pod, String)> {
+    let index: HashMap<&'n str, usize> = infos
         .iter()
         .enumerate()
-        .map(|(i, info)| (name(&info.node.metadata), i))
+        .map(|(i, info)| {
+            let node: &'n Node = info.node;
+            (name(&node.metadata), i)
+        })
         .collect();
-    let nodes: NodesByName = state.nodes.iter().map(|n| (name(&n.metadata), n)).collect();
-    // Pods already assigned: (pod, node name).
-    let mut placed: Vec<(&Pod, String)> = Vec::new();
-    for pod in &state.pods {
+    let mut placed = Vec::new();
+    for pod in pods {
         let Some(node_name) = assigned_node(pod) else {
             continue;
         };
@@ -145,16 +193,22 @@ pub fn reconcile_with(state: &ClusterState, base: &NodeUsage) -> Vec<Action> {
         }
         placed.push((pod, node_name.to_string()));
     }
+    placed
+}
 
-    let sched_config = state.config.scheduler.as_deref();
-    let mut pending: Vec<&Pod> = state
-        .pods
+/// The unassigned, undeleted Pending pods of `pods` the scheduler serves, by priority (desc),
+/// then creation time, then namespace/name.
+fn pending_in_scheduling_order<'p>(
+    pods: &'p [Pod],
+    config: Option<&config::SchedulerConfig>,
+) -> Vec<&'p Pod> {
+    let mut pending: Vec<&Pod> = pods
         .iter()
         .filter(|p| {
             assigned_node(p).is_none()
                 && p.metadata.deletion_timestamp.is_none()
                 && pod_phase(p) == "Pending"
-                && served(sched_config, p)
+                && served(config, p)
         })
         .collect();
     pending.sort_by(|a, b| {
@@ -170,98 +224,111 @@ pub fn reconcile_with(state: &ClusterState, base: &NodeUsage) -> Vec<Action> {
                 (ns(&a.metadata), name(&a.metadata)).cmp(&(ns(&b.metadata), name(&b.metadata)))
             })
     });
+    pending
+}
 
-    let mut out = Vec::new();
-    let mut start = 0;
-    for pod in pending {
-        let profile = sched_config.and_then(|c| c.profiles.get(scheduler_name(pod)));
-        let to_find = feasible_nodes_to_find_with(
-            infos.len(),
-            profile.and_then(|p| p.percentage_of_nodes_to_score),
-        );
-        let mut feasible_nodes: Vec<usize> = Vec::new();
-        let req = pod_requests(pod);
-        let affinity = AffinityView::new(&nodes, pod, &placed);
-        let mut failures: BTreeMap<String, usize> = BTreeMap::new();
-        let mut best: Option<(i128, usize)> = None;
-        let (mut feasible, mut processed) = (0, 0);
-        for idx in (start..infos.len()).chain(0..start) {
-            if feasible >= to_find {
-                break;
-            }
-            processed += 1;
-            let info = &infos[idx];
-            match check_node(state, pod, &req, info, &affinity) {
-                Err(reasons) => {
-                    for r in reasons {
-                        *failures.entry(r).or_default() += 1;
-                    }
-                }
-                Ok(()) if profile.is_some() => {
-                    feasible += 1;
-                    feasible_nodes.push(idx);
-                }
-                Ok(()) => {
-                    feasible += 1;
-                    let score = score(info, &req);
-                    let better = match best {
-                        None => true,
-                        Some((s, i)) => {
-                            score > s
-                                || (score == s
-                                    && name(&info.node.metadata) < name(&infos[i].node.metadata))
-                        }
-                    };
-                    if better {
-                        best = Some((score, idx));
-                    }
-                }
-            }
+/// What one pod's search over the nodes found.
+struct NodeSearch {
+    /// Without a profile: the best feasible node by [`score`] (lowest name on ties) and its score.
+    best: Option<(i128, usize)>,
+    /// With a profile: the feasible nodes, for [`best_by_profile`] to score.
+    feasible: Vec<usize>,
+    /// Filter failure reason → number of nodes it ruled out.
+    failures: BTreeMap<String, usize>,
+    /// How many nodes were examined (the next pod's search starts after them).
+    processed: usize,
+}
+
+/// Filters the nodes for `pod` from `start` round the ring until the share of feasible nodes
+/// to find (see [`feasible_nodes_to_find_with`]) is reached.
+fn search_nodes(
+    state: &ClusterState,
+    pod: &Pod,
+    req: &Resources,
+    infos: &[NodeInfo],
+    affinity: &AffinityView,
+    profile: Option<&config::Profile>,
+    start: usize,
+) -> NodeSearch {
+    let to_find = feasible_nodes_to_find_with(
+        infos.len(),
+        profile.and_then(|p| p.percentage_of_nodes_to_score),
+    );
+    let mut search = NodeSearch {
+        best: None,
+        feasible: Vec::new(),
+        failures: BTreeMap::new(),
+        processed: 0,
+    };
+    let mut feasible = 0;
+    for idx in (start..infos.len()).chain(0..start) {
+        if feasible >= to_find {
+            break;
         }
-        if !infos.is_empty() {
-            start = (start + processed) % infos.len();
-        }
-        if let Some(profile) = profile {
-            best = best_by_profile(profile, pod, &req, &infos, &feasible_nodes);
-        }
-        match best {
-            Some((_, idx)) => {
-                let node_name = name(&infos[idx].node.metadata).to_string();
-                let mut bound = pod.clone();
-                bound.spec.get_or_insert_with(Default::default).node_name = Some(node_name.clone());
-                set_scheduled(&mut bound, state.now, true, None);
-                if let Some(a) = update_action(&bound) {
-                    out.push(a);
+        search.processed += 1;
+        let info = &infos[idx];
+        match check_node(state, pod, req, info, affinity) {
+            Err(reasons) => {
+                for r in reasons {
+                    *search.failures.entry(r).or_default() += 1;
                 }
-                add_resources(&mut infos[idx].requested, &req);
-                infos[idx].pods += 1;
-                placed.push((pod, node_name));
             }
-            None => {
-                let mut reasons: Vec<String> =
-                    failures.iter().map(|(r, n)| format!("{n} {r}")).collect();
-                reasons.sort();
-                let msg = format!(
-                    "0/{} nodes are available: {}.",
-                    infos.len(),
-                    if reasons.is_empty() {
-                        "no nodes".to_string()
-                    } else {
-                        reasons.join(", ")
+            Ok(()) if profile.is_some() => {
+                feasible += 1;
+                search.feasible.push(idx);
+            }
+            Ok(()) => {
+                feasible += 1;
+                let score = score(info, req);
+                let better = match search.best {
+                    None => true,
+                    Some((s, i)) => {
+                        score > s
+                            || (score == s
+                                && name(&info.node.metadata) < name(&infos[i].node.metadata))
                     }
-                );
-                let mut unsched = pod.clone();
-                set_scheduled(&mut unsched, state.now, false, Some(msg));
-                if super::util::same_json(pod, &unsched) {
-                    continue;
-                }
-                if let Some(a) = update_action(&unsched) {
-                    out.push(a);
+                };
+                if better {
+                    search.best = Some((score, idx));
                 }
             }
         }
     }
-    out
+    search
+}
+
+/// The update binding `pod` to `node_name` (with `PodScheduled` True).
+fn binding(pod: &Pod, node_name: &str, now: jiff::Timestamp) -> Option<Action> {
+    let mut bound = pod.clone();
+    bound.spec.get_or_insert_with(Default::default).node_name = Some(node_name.to_string());
+    set_scheduled(&mut bound, now, true, None);
+    update_action(&bound)
+}
+
+/// The update marking `pod` Unschedulable with kube-scheduler's "0/N nodes are available"
+/// message built from `failures`, or `None` when the pod already says exactly that.
+fn unschedulable_update(
+    pod: &Pod,
+    failures: &BTreeMap<String, usize>,
+    node_count: usize,
+    now: jiff::Timestamp,
+) -> Option<Action> {
+    let mut reasons: Vec<String> = failures.iter().map(|(r, n)| format!("{n} {r}")).collect();
+    reasons.sort();
+    let msg = format!(
+        "0/{node_count} nodes are available: {}.",
+        if reasons.is_empty() {
+            "no nodes".to_string()
+        } else {
+            reasons.join(", ")
+        }
+    );
+    let mut unsched = pod.clone();
+    set_scheduled(&mut unsched, now, false, Some(msg));
+    if super::util::same_json(pod, &unsched) {
+        return None;
+    }
+    update_action(&unsched)
 }
 
 /// The profile name serving `pod` (`default-scheduler` when unset).
