@@ -29,16 +29,9 @@ fn fail(msg: impl std::fmt::Display) -> ! {
     std::process::exit(1)
 }
 
-/// `VmHWM` and `VmRSS` of a process, in KiB.
+/// `VmHWM` and `VmRSS` of a process, in KiB (0 when unreadable).
 fn memory_kib(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
-    };
+    let field = |name: &str| bench_common::proc_kib(pid, name).unwrap_or(0);
     (field("VmHWM:"), field("VmRSS:"))
 }
 

@@ -47,16 +47,6 @@ fn fail(msg: String) -> ! {
     std::process::exit(1);
 }
 
-fn proc_kib(pid: u32, field: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    text.lines()
-        .find(|l| l.starts_with(field))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
 fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
@@ -128,7 +118,7 @@ fn wait_polling(child: &mut Child, started: Instant) -> (Duration, u64) {
     let pid = child.id();
     let mut peak = 0;
     loop {
-        if let Some(k) = proc_kib(pid, "VmHWM:") {
+        if let Some(k) = bench_common::proc_kib(pid, "VmHWM:") {
             peak = peak.max(k);
         }
         match child.try_wait() {
@@ -525,7 +515,7 @@ fn steady_state(
             next_drive += Duration::from_millis(100);
         }
         if let Ok(c) = rx.recv_timeout(Duration::from_millis(10)) {
-            let rss = proc_kib(pid, "VmRSS:").unwrap_or(0);
+            let rss = bench_common::proc_kib(pid, "VmRSS:").unwrap_or(0);
             if seen.is_empty() {
                 next_drive = Instant::now();
             }
@@ -540,7 +530,7 @@ fn steady_state(
             seen.push((c, rss));
         }
     }
-    let hwm = proc_kib(pid, "VmHWM:").unwrap_or(0);
+    let hwm = bench_common::proc_kib(pid, "VmHWM:").unwrap_or(0);
     let _ = child.kill();
     let _ = child.wait();
     (seen, hwm)

@@ -1,4 +1,5 @@
-//! The benches' knobs: a cluster size and numbers read from the environment.
+//! The benches' knobs (a cluster size and numbers read from the environment) and what they share:
+//! the synthetic cluster file, a child's outputs, a process's memory.
 #![allow(dead_code)]
 
 /// The cluster size in `var` as `NODESxPODS` (e.g. `1000x30000`); 5,000 nodes and 150,000 pods
@@ -94,4 +95,16 @@ pub fn synth_objects(
     )
     .map_err(|e| format!("synth: {e}"))?;
     list_items(json)
+}
+
+/// Field `field` (e.g. `"VmHWM:"`) of `/proc/<pid>/status`, in KiB; `None` when the process or
+/// the field is gone.
+pub fn proc_kib(pid: u32, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    text.lines()
+        .find(|l| l.starts_with(field))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }

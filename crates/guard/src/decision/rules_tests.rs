@@ -1,7 +1,7 @@
 //! Table-driven tests of the drain rules: rule A (every Ready replica leaving → deflect; the
 //! single-replica case is N = 1) and rule B (a blocking budget → surge).
 
-use super::tests::{ago, cfg, dep, now, pdb, pod, req, rs, three};
+use super::tests::{ago, cfg, chain, dep, now, pdb, pod, req, rs, three};
 use super::*;
 use crate::facts::{IntOrPercent, RecordedSurge};
 
@@ -31,14 +31,16 @@ fn decide_with(
     config: &GuardConfig,
 ) -> Verdict {
     let (p, r) = (pod(), rs());
-    let facts = Facts {
-        pod: Some(&p),
-        replica_set: Some(&r),
-        deployment: Some(d),
-        pdbs,
-        census,
-        ..Facts::default()
-    };
+    let facts = chain(
+        &p,
+        &r,
+        d,
+        Facts {
+            pdbs,
+            census,
+            ..Facts::default()
+        },
+    );
     decide(&req(), &facts, now(), config)
 }
 

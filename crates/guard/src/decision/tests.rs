@@ -63,19 +63,24 @@ pub(super) fn cfg() -> GuardConfig {
     GuardConfig::default()
 }
 
+/// `rest` with the pod, its ReplicaSet and Deployment `d` filled in.
+pub(super) fn chain<'a>(
+    p: &'a PodFacts,
+    r: &'a ReplicaSetFacts,
+    d: &'a DeploymentFacts,
+    rest: Facts<'a>,
+) -> Facts<'a> {
+    Facts {
+        pod: Some(p),
+        replica_set: Some(r),
+        deployment: Some(d),
+        ..rest
+    }
+}
+
 /// Decides with pod + rs + deployment (+ extra pdbs / pvcs / first denial).
 fn run(p: &PodFacts, r: &ReplicaSetFacts, d: &DeploymentFacts) -> Verdict {
-    decide(
-        &req(),
-        &Facts {
-            pod: Some(p),
-            replica_set: Some(r),
-            deployment: Some(d),
-            ..Facts::default()
-        },
-        now(),
-        &cfg(),
-    )
+    decide(&req(), &chain(p, r, d, Facts::default()), now(), &cfg())
 }
 
 pub(super) fn allow_reason(v: &Verdict) -> AllowReason {

@@ -2,24 +2,24 @@
 
 use super::*;
 
-#[test]
-fn dry_run_allows_with_a_warning_about_the_deflection() {
-    let (p, r, d) = (pod(), rs(), dep());
-    let facts = Facts {
-        pod: Some(&p),
-        replica_set: Some(&r),
-        deployment: Some(&d),
-        ..Facts::default()
-    };
-    let v = decide(
+/// The verdict on a dry-run eviction of the default request's pod.
+fn decide_dry_run(facts: &Facts<'_>) -> Verdict {
+    decide(
         &EvictionRequest {
             dry_run: true,
             ..req()
         },
-        &facts,
+        facts,
         now(),
         &cfg(),
-    );
+    )
+}
+
+#[test]
+fn dry_run_allows_with_a_warning_about_the_deflection() {
+    let (p, r, d) = (pod(), rs(), dep());
+    let facts = chain(&p, &r, &d, Facts::default());
+    let v = decide_dry_run(&facts);
     let Verdict::Allow { reason, warnings } = v else {
         panic!("expected Allow")
     };
@@ -42,22 +42,16 @@ fn dry_run_of_a_pdb_denial_names_the_budget() {
     };
     let b = pdb("web-pdb", 0);
     let pdbs = [&b];
-    let facts = Facts {
-        pod: Some(&p),
-        replica_set: Some(&r),
-        deployment: Some(&d),
-        pdbs: &pdbs,
-        ..Facts::default()
-    };
-    let Verdict::Allow { reason, warnings } = decide(
-        &EvictionRequest {
-            dry_run: true,
-            ..req()
+    let facts = chain(
+        &p,
+        &r,
+        &d,
+        Facts {
+            pdbs: &pdbs,
+            ..Facts::default()
         },
-        &facts,
-        now(),
-        &cfg(),
-    ) else {
+    );
+    let Verdict::Allow { reason, warnings } = decide_dry_run(&facts) else {
         panic!("expected Allow")
     };
     assert_eq!(reason, AllowReason::DryRun);

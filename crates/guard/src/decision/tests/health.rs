@@ -10,14 +10,16 @@ fn with_pdbs(
     first: Option<Timestamp>,
 ) -> Verdict {
     let (p, r) = (pod(), rs());
-    let facts = Facts {
-        pod: Some(&p),
-        replica_set: Some(&r),
-        deployment: Some(d),
-        pdbs,
-        first_denied_at: first,
-        ..Facts::default()
-    };
+    let facts = chain(
+        &p,
+        &r,
+        d,
+        Facts {
+            pdbs,
+            first_denied_at: first,
+            ..Facts::default()
+        },
+    );
     decide(&req(), &facts, now(), c)
 }
 

@@ -11,12 +11,7 @@ fn missing_pod_is_allowed() {
 #[test]
 fn uid_mismatch_is_allowed_and_match_is_not_short_circuited() {
     let (p, r, d) = (pod(), rs(), dep());
-    let facts = Facts {
-        pod: Some(&p),
-        replica_set: Some(&r),
-        deployment: Some(&d),
-        ..Facts::default()
-    };
+    let facts = chain(&p, &r, &d, Facts::default());
     let mismatch = EvictionRequest {
         uid_precondition: Some("another".into()),
         ..req()

@@ -130,12 +130,7 @@ fn custom_deadline_is_respected() {
 #[test]
 fn failed_restarts_are_bounded_by_the_first_denial() {
     let (p, r, d) = (pod(), rs(), dep());
-    let mut facts = Facts {
-        pod: Some(&p),
-        replica_set: Some(&r),
-        deployment: Some(&d),
-        ..Facts::default()
-    };
+    let mut facts = chain(&p, &r, &d, Facts::default());
     facts.first_denied_at = Some(ago(30));
     assert!(matches!(
         decide(&req(), &facts, now(), &cfg()),
