@@ -113,6 +113,26 @@ fn cfg(id: &str) -> LeaderConfig {
     }
 }
 
+/// `leader::run` as candidate "a" on `store`, once it leads: its leadership channel, its stop
+/// token and its task.
+async fn leading_as_a(
+    store: &FakeLeases,
+) -> (
+    watch::Receiver<bool>,
+    CancellationToken,
+    tokio::task::JoinHandle<()>,
+) {
+    let (tx, mut rx) = watch::channel(false);
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(leader::run(
+        Elector::new(store.clone(), cfg("a")),
+        tx,
+        stop.clone(),
+    ));
+    rx.wait_for(|l| *l).await.unwrap();
+    (rx, stop, task)
+}
+
 #[tokio::test(start_paused = true)]
 async fn acquire_renew_and_respect_another_holder() {
     let store = FakeLeases::default();
@@ -176,14 +196,7 @@ async fn release_clears_the_holder() {
 #[tokio::test(start_paused = true)]
 async fn run_loses_leadership_when_someone_else_takes_the_lease() {
     let store = FakeLeases::default();
-    let (tx, mut rx) = watch::channel(false);
-    let stop = CancellationToken::new();
-    let task = tokio::spawn(leader::run(
-        Elector::new(store.clone(), cfg("a")),
-        tx,
-        stop.clone(),
-    ));
-    rx.wait_for(|l| *l).await.unwrap();
+    let (mut rx, stop, task) = leading_as_a(&store).await;
     store.steal("b");
     let t0 = tokio::time::Instant::now();
     rx.wait_for(|l| !*l).await.unwrap();
@@ -203,14 +216,7 @@ async fn run_loses_leadership_when_someone_else_takes_the_lease() {
 #[tokio::test(start_paused = true)]
 async fn run_stops_leading_by_the_renew_deadline_when_renewals_fail() {
     let store = FakeLeases::default();
-    let (tx, mut rx) = watch::channel(false);
-    let stop = CancellationToken::new();
-    let task = tokio::spawn(leader::run(
-        Elector::new(store.clone(), cfg("a")),
-        tx,
-        stop.clone(),
-    ));
-    rx.wait_for(|l| *l).await.unwrap();
+    let (mut rx, stop, task) = leading_as_a(&store).await;
     let acquired = tokio::time::Instant::now();
     store.0.lock().unwrap().fail = true;
     rx.wait_for(|l| !*l).await.unwrap();
@@ -230,14 +236,7 @@ async fn run_stops_leading_by_the_renew_deadline_when_renewals_fail() {
 #[tokio::test(start_paused = true)]
 async fn run_releases_the_lease_on_shutdown() {
     let store = FakeLeases::default();
-    let (tx, mut rx) = watch::channel(false);
-    let stop = CancellationToken::new();
-    let task = tokio::spawn(leader::run(
-        Elector::new(store.clone(), cfg("a")),
-        tx,
-        stop.clone(),
-    ));
-    rx.wait_for(|l| *l).await.unwrap();
+    let (rx, stop, task) = leading_as_a(&store).await;
     tokio::time::sleep(Duration::from_secs(60)).await;
     assert_eq!(store.holder().as_deref(), Some("a"));
     stop.cancel();

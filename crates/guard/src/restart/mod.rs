@@ -287,14 +287,7 @@ impl RestartActor {
             req.namespace, req.pod
         );
         let patch = restart_patch(&current, &rv, at, &by, &reason);
-        let params = PatchParams {
-            field_manager: Some(FIELD_MANAGER.into()),
-            ..PatchParams::default()
-        };
-        match api
-            .patch(&req.deployment, &params, &Patch::Json::<()>(patch))
-            .await
-        {
+        match compare_and_set(&api, &req.deployment, patch).await {
             Ok(updated) => {
                 self.publish_events(&updated, req, at);
                 RestartOutcome::Restarted { at }
@@ -454,14 +447,7 @@ impl RestartActor {
             req.budget, req.namespace, req.pod, req.requested_by, self.instance
         );
         let patch = surge::surge_patch(&current, &rv, req.from, req.to, at, &reason);
-        let params = PatchParams {
-            field_manager: Some(FIELD_MANAGER.into()),
-            ..PatchParams::default()
-        };
-        match api
-            .patch(&req.deployment, &params, &Patch::Json::<()>(patch))
-            .await
-        {
+        match compare_and_set(&api, &req.deployment, patch).await {
             Ok(updated) => {
                 self.announce_surge(req, &key, &updated);
                 SurgeOutcome::Surged { at }
@@ -524,14 +510,7 @@ impl RestartActor {
         let Some((patch, replicas)) = surge::restore_patch(&current, &rv) else {
             return RestoreOutcome::NotSurged;
         };
-        let params = PatchParams {
-            field_manager: Some(FIELD_MANAGER.into()),
-            ..PatchParams::default()
-        };
-        match api
-            .patch(deployment, &params, &Patch::Json::<()>(patch))
-            .await
-        {
+        match compare_and_set(&api, deployment, patch).await {
             Ok(updated) => {
                 self.metrics.rule_action("pdb_surge_restored");
                 tracing::info!(deployment = %key, replicas, reason = reason.as_str(), "restored a surged Deployment");
@@ -595,6 +574,20 @@ pub fn next_restart_time(current: &Deployment, now: Timestamp) -> Timestamp {
             .unwrap_or(now),
         _ => now,
     }
+}
+
+/// Applies `patch` (whose first operation tests the resourceVersion) to Deployment `name` as
+/// our field manager.
+async fn compare_and_set(
+    api: &Api<Deployment>,
+    name: &str,
+    patch: json_patch::Patch,
+) -> kube::Result<Deployment> {
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    };
+    api.patch(name, &params, &Patch::Json::<()>(patch)).await
 }
 
 /// The compare-and-set JSON patch of a restart: test the resourceVersion, then set the template
