@@ -78,6 +78,17 @@ macro_rules! res {
     };
 }
 
+/// A cluster-scoped v1 review kind: created only (answered, never stored), no short names, no
+/// subresources.
+macro_rules! review {
+    ($g:expr, $r:expr, $s:expr, $k:expr) => {
+        ResourceDef {
+            create_only: true,
+            ..res!($g, "v1", $r, $s, $k, false, [], [], false)
+        }
+    };
+}
+
 /// Every served resource. Names, kinds, short names and subresources follow
 /// `kubectl api-resources` of kube-apiserver v1.33.
 pub static RESOURCES: &[ResourceDef] = &[
@@ -484,48 +495,24 @@ pub static RESOURCES: &[ResourceDef] = &[
         ["status"],
         true
     ),
-    ResourceDef {
-        create_only: true,
-        ..res!(
-            "authentication.k8s.io",
-            "v1",
-            "tokenreviews",
-            "tokenreview",
-            "TokenReview",
-            false,
-            [],
-            [],
-            false
-        )
-    },
-    ResourceDef {
-        create_only: true,
-        ..res!(
-            "authorization.k8s.io",
-            "v1",
-            "subjectaccessreviews",
-            "subjectaccessreview",
-            "SubjectAccessReview",
-            false,
-            [],
-            [],
-            false
-        )
-    },
-    ResourceDef {
-        create_only: true,
-        ..res!(
-            "authorization.k8s.io",
-            "v1",
-            "selfsubjectaccessreviews",
-            "selfsubjectaccessreview",
-            "SelfSubjectAccessReview",
-            false,
-            [],
-            [],
-            false
-        )
-    },
+    review!(
+        "authentication.k8s.io",
+        "tokenreviews",
+        "tokenreview",
+        "TokenReview"
+    ),
+    review!(
+        "authorization.k8s.io",
+        "subjectaccessreviews",
+        "subjectaccessreview",
+        "SubjectAccessReview"
+    ),
+    review!(
+        "authorization.k8s.io",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        "SelfSubjectAccessReview"
+    ),
 ];
 
 /// Looks a resource up by group, version and plural name.

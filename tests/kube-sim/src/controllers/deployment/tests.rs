@@ -98,6 +98,13 @@ fn census(sim: &Sim, name: &str) -> Census {
     c
 }
 
+/// Deployment default/web as the sim holds it (an empty one when it is gone).
+fn web_deployment(sim: &Sim) -> Deployment {
+    sim.deployment("default", "web")
+        .cloned()
+        .unwrap_or_else(|| deployment("", 0, ""))
+}
+
 /// What `kubectl rollout status` waits for.
 fn rollout_done(d: &Deployment) -> bool {
     let s = d.status.clone().unwrap_or_default();
@@ -178,10 +185,7 @@ fn template_hash_is_stable_and_ignores_hash_label() {
 #[test]
 fn initial_rollout_sets_revisions_annotations_and_status() {
     let sim = sim_with(deployment("web", 2, "nginx"));
-    let d = sim
-        .deployment("default", "web")
-        .cloned()
-        .unwrap_or_else(|| deployment("", 0, ""));
+    let d = web_deployment(&sim);
     assert!(rollout_done(&d), "{:#?}\n{:#?}", d, sim.state.replica_sets);
     assert_eq!(annotation(&d.metadata, REVISION_ANNOTATION), Some("1"));
     assert_eq!(
@@ -259,10 +263,7 @@ fn single_replica_rolling_update(dt: f64) {
         sim.step(dt);
     }
     assert!(saw_surge, "a second pod is created before the old one goes");
-    let d = sim
-        .deployment("default", "web")
-        .cloned()
-        .unwrap_or_else(|| deployment("", 0, ""));
+    let d = web_deployment(&sim);
     assert!(
         rollout_done(&d),
         "kubectl rollout status would finish: {:?}",
@@ -326,10 +327,7 @@ fn recreate_waits_for_old_pods_to_disappear() {
         sim.step(DT);
     }
     assert!(saw_gap);
-    let d = sim
-        .deployment("default", "web")
-        .cloned()
-        .unwrap_or_else(|| deployment("", 0, ""));
+    let d = web_deployment(&sim);
     assert!(rollout_done(&d));
     assert_eq!(d.status.and_then(|s| s.available_replicas), Some(2));
 }
@@ -347,10 +345,7 @@ fn paused_deployment_does_not_roll_until_resumed() {
         1,
         "no new ReplicaSet while paused"
     );
-    let d = sim
-        .deployment("default", "web")
-        .cloned()
-        .unwrap_or_else(|| deployment("", 0, ""));
+    let d = web_deployment(&sim);
     assert_eq!(
         progressing(&d),
         ("Unknown".into(), "DeploymentPaused".into())
@@ -377,10 +372,7 @@ fn progress_deadline_exceeded_when_new_pod_never_ready() {
     for _ in 0..20 {
         sim.step(DT);
     }
-    let d = sim
-        .deployment("default", "web")
-        .cloned()
-        .unwrap_or_else(|| deployment("", 0, ""));
+    let d = web_deployment(&sim);
     assert_eq!(progressing(&d).0, "True");
     let started = sim.state.now;
     assert!(sim.run_until(DT, 400, |s| {
@@ -403,10 +395,7 @@ fn progress_deadline_exceeded_when_new_pod_never_ready() {
     for _ in 0..50 {
         sim.step(DT);
     }
-    let d = sim
-        .deployment("default", "web")
-        .cloned()
-        .unwrap_or_else(|| deployment("", 0, ""));
+    let d = web_deployment(&sim);
     assert_eq!(
         progressing(&d),
         ("False".into(), "ProgressDeadlineExceeded".into())
@@ -516,10 +505,7 @@ fn rollback_reuses_the_old_replica_set_with_a_new_revision() {
         .find(|rs| rs.metadata.name == original);
     assert_eq!(reused.map(revision), Some(3));
     assert_eq!(reused.map(rs_replicas), Some(1));
-    let d = sim
-        .deployment("default", "web")
-        .cloned()
-        .unwrap_or_else(|| deployment("", 0, ""));
+    let d = web_deployment(&sim);
     assert_eq!(annotation(&d.metadata, REVISION_ANNOTATION), Some("3"));
 }
 
@@ -536,10 +522,7 @@ fn name_clash_bumps_collision_count() {
     sim.state.replica_sets.push(squatter);
     let mut sim = Sim::new(sim.state);
     assert!(sim.settle(DT, 500));
-    let d = sim
-        .deployment("default", "web")
-        .cloned()
-        .unwrap_or_else(|| deployment("", 0, ""));
+    let d = web_deployment(&sim);
     assert_eq!(d.status.as_ref().and_then(|s| s.collision_count), Some(1));
     let want = format!("web-{}", pod_template_hash(&d.spec.template, Some(1)));
     assert!(
