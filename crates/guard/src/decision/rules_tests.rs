@@ -1,7 +1,7 @@
 //! Table-driven tests of the drain rules: rule A (every Ready replica leaving → deflect; the
 //! single-replica case is N = 1) and rule B (a blocking budget → surge).
 
-use super::tests::{ago, cfg, chain, dep, now, pdb, pod, req, rs, three};
+use super::tests::{ago, cfg, decide_on, dep, now, pdb, pod, req, rs, three};
 use super::*;
 use crate::facts::{IntOrPercent, RecordedSurge};
 
@@ -30,18 +30,7 @@ fn decide_with(
     pdbs: &[&PdbFacts],
     config: &GuardConfig,
 ) -> Verdict {
-    let (p, r) = (pod(), rs());
-    let facts = chain(
-        &p,
-        &r,
-        d,
-        Facts {
-            pdbs,
-            census,
-            ..Facts::default()
-        },
-    );
-    decide(&req(), &facts, now(), config)
+    decide_on(d, pdbs, census, None, config)
 }
 
 #[test]

@@ -78,6 +78,25 @@ pub(super) fn chain<'a>(
     }
 }
 
+/// The verdict on the default request for the pod whose chain ends in `d`, under `pdbs`, with
+/// `census` and the first denial's time.
+pub(super) fn decide_on(
+    d: &DeploymentFacts,
+    pdbs: &[&PdbFacts],
+    census: Option<ReplicaCensus>,
+    first_denied_at: Option<Timestamp>,
+    config: &GuardConfig,
+) -> Verdict {
+    let (p, r) = (pod(), rs());
+    let rest = Facts {
+        pdbs,
+        census,
+        first_denied_at,
+        ..Facts::default()
+    };
+    decide(&req(), &chain(&p, &r, d, rest), now(), config)
+}
+
 /// Decides with pod + rs + deployment (+ extra pdbs / pvcs / first denial).
 fn run(p: &PodFacts, r: &ReplicaSetFacts, d: &DeploymentFacts) -> Verdict {
     decide(&req(), &chain(p, r, d, Facts::default()), now(), &cfg())

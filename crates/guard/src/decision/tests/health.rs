@@ -9,18 +9,7 @@ fn with_pdbs(
     c: &GuardConfig,
     first: Option<Timestamp>,
 ) -> Verdict {
-    let (p, r) = (pod(), rs());
-    let facts = chain(
-        &p,
-        &r,
-        d,
-        Facts {
-            pdbs,
-            first_denied_at: first,
-            ..Facts::default()
-        },
-    );
-    decide(&req(), &facts, now(), c)
+    decide_on(d, pdbs, None, first, c)
 }
 
 #[test]
