@@ -102,14 +102,35 @@ fn main() {
     }
 }
 
-/// Measures one pair (see the module's documentation).
-fn bench_pair(pair: &Pair, snapshot: &mut kube_descheduler::snapshot::Snapshot, runs: usize) {
+type Policy = kube_descheduler::policy::Policy;
+type Snapshot = kube_descheduler::snapshot::Snapshot;
+/// An eviction as the bench compares them: pod, reason code, text and detail.
+type Decision = (
+    kube_descheduler::snapshot::PodId,
+    String,
+    String,
+    kube_descheduler::evictor::reason::ReasonDetail,
+);
+
+/// A pair's two policies and what loading the port's cost.
+struct Loaded {
+    native: Policy,
+    wasm: Policy,
+    /// Policy load with the module (read, compile, checks, `kd_validate`).
+    load_time: Duration,
+    /// RSS before and after loading the port's policy.
+    rss_before: u64,
+    rss_loaded: u64,
+}
+
+/// The native policy, then the port's, with RSS read around the port's load.
+fn load_pair(pair: &Pair) -> Loaded {
     let root = wasm_common::root();
     let module = root.join(pair.module);
     let args = pair.args;
     let native = wasm_common::load(&wasm_common::policy(&[(pair.native, args)]), &root)
         .unwrap_or_else(|e| fail(e));
-    let before = rss();
+    let rss_before = rss();
     let t = Instant::now();
     let wasm = wasm_common::load(
         &wasm_common::policy(&[(
@@ -119,52 +140,61 @@ fn bench_pair(pair: &Pair, snapshot: &mut kube_descheduler::snapshot::Snapshot, 
         &root,
     )
     .unwrap_or_else(|e| fail(e));
-    let load_time = t.elapsed();
-    let loaded = rss();
+    Loaded {
+        native,
+        wasm,
+        load_time: t.elapsed(),
+        rss_before,
+        rss_loaded: rss(),
+    }
+}
 
-    let decisions = |report: &kube_descheduler::framework::cycle::CycleReport| {
-        if !report.plugin_failures.is_empty() {
-            fail(format!("a plugin failed: {:?}", report.plugin_failures));
-        }
-        report
-            .records
-            .iter()
-            .filter(|r| r.outcome.moves_pod())
-            .map(|r| {
-                (
-                    r.pod,
-                    r.reason.code.to_string(),
-                    r.reason.text.clone(),
-                    r.reason.detail.clone(),
-                )
-            })
-            .collect::<Vec<_>>()
-    };
-    let mut one = |policy: &kube_descheduler::policy::Policy| {
-        snapshot.reset_evictions();
-        let t = Instant::now();
-        let (report, _) = run_cycle(
-            &policy.profiles,
-            &policy.cycle,
-            &mut *snapshot,
-            kube_descheduler::testing::now(),
-            Box::new(PlanBackend::new()),
-        );
-        (t.elapsed(), decisions(&report))
-    };
-    // Peak RSS: one native cycle first, so the peak it leaves is what the cycle itself needs;
-    // what the first WebAssembly cycle raises the peak by is what the running plugin adds
-    // (its instance's linear memory, the columnar buffers and the guest's answer).
-    drop(one(&native));
-    let peak_native = peak_rss();
-    drop(one(&wasm));
-    let peak_wasm = peak_rss();
-    let mut native_times = Vec::new();
-    let mut wasm_times = Vec::new();
-    let mut evicted = 0;
+/// The pods a cycle moved, with their reasons; a plugin failure ends the bench.
+fn decisions(report: &kube_descheduler::framework::cycle::CycleReport) -> Vec<Decision> {
+    if !report.plugin_failures.is_empty() {
+        fail(format!("a plugin failed: {:?}", report.plugin_failures));
+    }
+    report
+        .records
+        .iter()
+        .filter(|r| r.outcome.moves_pod())
+        .map(|r| {
+            (
+                r.pod,
+                r.reason.code.to_string(),
+                r.reason.text.clone(),
+                r.reason.detail.clone(),
+            )
+        })
+        .collect()
+}
+
+/// One dry-run cycle of `policy` on a fresh copy of the snapshot's evictions: its time and
+/// decisions.
+fn cycle(policy: &Policy, snapshot: &mut Snapshot) -> (Duration, Vec<Decision>) {
+    snapshot.reset_evictions();
+    let t = Instant::now();
+    let (report, _) = run_cycle(
+        &policy.profiles,
+        &policy.cycle,
+        &mut *snapshot,
+        kube_descheduler::testing::now(),
+        Box::new(PlanBackend::new()),
+    );
+    (t.elapsed(), decisions(&report))
+}
+
+/// Cycle times of `runs` alternated native and port cycles, asserting equal decisions; and how
+/// many pods each evicted.
+fn alternate(
+    l: &Loaded,
+    snapshot: &mut Snapshot,
+    runs: usize,
+) -> (Vec<Duration>, Vec<Duration>, usize) {
+    let (mut native_times, mut wasm_times, mut evicted) = (Vec::new(), Vec::new(), 0);
     for _ in 0..runs {
-        let (tn, dn) = one(&native);
-        let (tw, dw) = one(&wasm);
+        let (tn, dn) = cycle(&l.native, snapshot);
+        let (tw, dw) = cycle(&l.wasm, snapshot);
         if dn != dw {
             let first = dn.iter().zip(&dw).position(|(a, b)| a != b);
             fail(format!(
@@ -177,14 +207,27 @@ fn bench_pair(pair: &Pair, snapshot: &mut kube_descheduler::snapshot::Snapshot, 
         native_times.push(tn);
         wasm_times.push(tw);
     }
+    (native_times, wasm_times, evicted)
+}
+
+/// Measures one pair (see the module's documentation).
+fn bench_pair(pair: &Pair, snapshot: &mut Snapshot, runs: usize) {
+    let l = load_pair(pair);
+    // Peak RSS: one native cycle first, so the peak it leaves is what the cycle itself needs;
+    // what the first WebAssembly cycle raises the peak by is what the running plugin adds
+    // (its instance's linear memory, the columnar buffers and the guest's answer).
+    drop(cycle(&l.native, snapshot));
+    let peak_native = peak_rss();
+    drop(cycle(&l.wasm, snapshot));
+    let peak_wasm = peak_rss();
+    let (mut native_times, mut wasm_times, evicted) = alternate(&l, snapshot, runs);
     let fastest = |v: &[Duration]| v.iter().min().copied().unwrap_or_default();
     let (nf, wf) = (fastest(&native_times), fastest(&wasm_times));
     let (nm, wm) = (
         bench_common::median(&mut native_times),
         bench_common::median(&mut wasm_times),
     );
-    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-    println!("{}: {}, args {args}", pair.label, pair.module);
+    println!("{}: {}, args {}", pair.label, pair.module, pair.args);
     println!("  evictions identical: {evicted} pods, same order and reasons");
     println!("  native cycle:    median {nm:.1?}, fastest {nf:.1?}");
     println!("  wasm port cycle: median {wm:.1?}, fastest {wf:.1?}");
@@ -193,8 +236,20 @@ fn bench_pair(pair: &Pair, snapshot: &mut kube_descheduler::snapshot::Snapshot, 
         wm.as_secs_f64() / nm.as_secs_f64().max(1e-9),
         wf.as_secs_f64() / nf.as_secs_f64().max(1e-9)
     );
-    let wire: serde_json::Value =
-        serde_saphyr::from_str(args).unwrap_or_else(|e| fail(format!("the bench's args: {e}")));
+    println!(
+        "  module compile time: {:.1?}; policy load with the module (read, compile, checks, kd_validate): {:.1?}",
+        compile_time(pair),
+        l.load_time
+    );
+    report_memory(&l, peak_native, peak_wasm);
+    explain_cost(snapshot, &l.native, &l.wasm, runs);
+}
+
+/// The port's compile time at policy load (a fresh load of its module).
+fn compile_time(pair: &Pair) -> Duration {
+    let module = wasm_common::root().join(pair.module);
+    let wire: serde_json::Value = serde_saphyr::from_str(pair.args)
+        .unwrap_or_else(|e| fail(format!("the bench's args: {e}")));
     let config = kube_descheduler::wasm::decode_config(
         &serde_json::json!({"module": module, "args": wire}),
         None,
@@ -206,17 +261,21 @@ fn bench_pair(pair: &Pair, snapshot: &mut kube_descheduler::snapshot::Snapshot, 
         kube_descheduler::framework::registry::ExtensionPoint::Deschedule,
     )
     .unwrap_or_else(|e| fail(e.to_string()));
-    println!(
-        "  module compile time: {:.1?}; policy load with the module (read, compile, checks, kd_validate): {load_time:.1?}",
-        guest.compile_time
-    );
-    let added = loaded
-        .saturating_sub(before)
+    guest.compile_time
+}
+
+/// The RSS the port adds: once loaded, and while a cycle runs it (the larger of the two is the
+/// figure against the target).
+fn report_memory(l: &Loaded, peak_native: u64, peak_wasm: u64) {
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let added = l
+        .rss_loaded
+        .saturating_sub(l.rss_before)
         .max(peak_wasm.saturating_sub(peak_native));
     println!(
         "  RSS: {:.1} MiB before loading the plugin, +{:.1} MiB once loaded; peak {:.1} MiB after a native cycle, {:.1} MiB after a wasm cycle (+{:.1} MiB while it runs)",
-        mib(before),
-        mib(loaded.saturating_sub(before)),
+        mib(l.rss_before),
+        mib(l.rss_loaded.saturating_sub(l.rss_before)),
         mib(peak_native),
         mib(peak_wasm),
         mib(peak_wasm.saturating_sub(peak_native)),
@@ -225,18 +284,12 @@ fn bench_pair(pair: &Pair, snapshot: &mut kube_descheduler::snapshot::Snapshot, 
         "  RSS added by the plugin: {:.1} MiB (target <= 64 MiB)",
         mib(added)
     );
-    explain_cost(snapshot, &native, &wasm, runs);
 }
 
 /// `plan --explain` for pods neither plugin selects: the same sentence from the native plugin and
 /// the port's `kd_explain`, and the time of one answer (median over `runs` pods spread over the
 /// cluster).
-fn explain_cost(
-    snapshot: &kube_descheduler::snapshot::Snapshot,
-    native: &kube_descheduler::policy::Policy,
-    wasm: &kube_descheduler::policy::Policy,
-    runs: usize,
-) {
+fn explain_cost(snapshot: &Snapshot, native: &Policy, wasm: &Policy, runs: usize) {
     let nodes = kube_descheduler::framework::cycle::ready_nodes(snapshot, None);
     let now = kube_descheduler::testing::now();
     // Pods young enough for neither PodLifeTime to select (any pod for the other plugins).

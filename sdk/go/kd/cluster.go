@@ -33,9 +33,11 @@ func (p Phase) String() string {
 type Call struct {
 	host Host
 	now  int64
-	pods []Pod
-	cols [numColumns][]int64
-	ns   []string
+	// podCount is the table's length; pods is made by the first Pods.
+	podCount int
+	pods     []Pod
+	cols     [numColumns][]int64
+	ns       []string
 	// nominated pods, to refuse a second nomination with a clear error.
 	nominated []bool
 }
@@ -43,13 +45,7 @@ type Call struct {
 // NewCall makes a call over host at Unix time now. The SDK's exports make one per host call;
 // tests make one over a kdtest.Cluster.
 func NewCall(host Host, now int64) *Call {
-	c := &Call{host: host, now: now}
-	n := host.PodCount()
-	c.pods = make([]Pod, n)
-	for i := range c.pods {
-		c.pods[i] = Pod{c: c, i: int32(i)}
-	}
-	return c
+	return &Call{host: host, now: now, podCount: host.PodCount()}
 }
 
 // Host is the call's host.
@@ -64,10 +60,26 @@ func (c *Call) Now() time.Time { return time.Unix(c.now, 0).UTC() }
 
 // Pods is the call's pod table: the pods on the given nodes, node by node, then the pods on no
 // given node (Node() == -1).
-func (c *Call) Pods() []Pod { return c.pods }
+func (c *Call) Pods() []Pod {
+	if c.pods == nil {
+		c.pods = make([]Pod, c.podCount)
+		for i := range c.pods {
+			c.pods[i] = Pod{c: c, i: int32(i)}
+		}
+	}
+	return c.pods
+}
+
+// PodCount is the length of the call's pod table.
+func (c *Call) PodCount() int { return c.podCount }
 
 // Pod is pod i of the table.
-func (c *Call) Pod(i int) Pod { return c.pods[i] }
+func (c *Call) Pod(i int) Pod {
+	if i < 0 || i >= c.podCount {
+		panic("kd: pod index out of range")
+	}
+	return Pod{c: c, i: int32(i)}
+}
 
 // NodeCount is the number of nodes given to this call.
 func (c *Call) NodeCount() int { return c.host.NodeCount() }
@@ -81,7 +93,7 @@ func (c *Call) Column(col Column) []int64 {
 		panic("kd: unknown column")
 	}
 	if c.cols[col] == nil {
-		c.cols[col] = c.host.PodColumn(col, len(c.pods))
+		c.cols[col] = c.host.PodColumn(col, c.podCount)
 		if c.cols[col] == nil {
 			c.cols[col] = []int64{}
 		}
@@ -102,7 +114,7 @@ func (c *Call) Namespace(ns int) string {
 
 // Namespaces is the call's distinct namespaces, by namespace index.
 func (c *Call) Namespaces() []string {
-	if len(c.pods) > 0 || c.host.NamespaceCount() > 0 {
+	if c.podCount > 0 || c.host.NamespaceCount() > 0 {
 		c.Namespace(0)
 	}
 	return c.ns
@@ -120,7 +132,7 @@ func (c *Call) Nominate(p Pod, r Reason) error {
 		return errorf("kd: nominate: pod %d is on none of the call's nodes", p.i)
 	}
 	if c.nominated == nil {
-		c.nominated = make([]bool, len(c.pods))
+		c.nominated = make([]bool, c.podCount)
 	}
 	if c.nominated[p.i] {
 		return errorf("kd: nominate: pod %d is nominated twice", p.i)

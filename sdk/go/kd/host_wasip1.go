@@ -2,10 +2,7 @@
 
 package kd
 
-import (
-	"encoding/json"
-	"unsafe"
-)
+import "unsafe"
 
 //go:wasmimport kube_descheduler node_count
 func hostNodeCount() int32
@@ -105,35 +102,35 @@ func (h *wasmHost) str(f func(buf unsafe.Pointer, cap int32) int32) (string, boo
 	return string(b), ok
 }
 
-// facts decodes the JSON array a v1.1 function gives into out; a host answer that does not decode
-// panics (the SDK turns it into the run's failure).
-func facts[T any](h *wasmHost, what string, f func(buf unsafe.Pointer, cap int32) int32) []T {
+// facts decodes the JSON array a v1.1 function gives (read by set, see decodeFacts); a host
+// answer that does not decode panics (the SDK turns it into the run's failure).
+func facts[T any](h *wasmHost, what string, set func(*T, []byte, *flatScanner), f func(buf unsafe.Pointer, cap int32) int32) []T {
 	b, _ := h.bytes(f)
-	var out []T
-	if err := json.Unmarshal(b, &out); err != nil {
+	out, err := decodeFacts(b, set)
+	if err != nil {
 		panic("kd: " + what + ": " + err.Error())
 	}
 	return out
 }
 
 func (h *wasmHost) NodeTaints(node int) []Taint {
-	return facts[Taint](h, "node_taints", func(b unsafe.Pointer, c int32) int32 { return hostNodeTaints(int32(node), b, c) })
+	return facts(h, "node_taints", setTaint, func(b unsafe.Pointer, c int32) int32 { return hostNodeTaints(int32(node), b, c) })
 }
 
 func (h *wasmHost) PodTolerations(pod int) []Toleration {
-	return facts[Toleration](h, "pod_tolerations", func(b unsafe.Pointer, c int32) int32 { return hostPodTolerations(int32(pod), b, c) })
+	return facts(h, "pod_tolerations", setToleration, func(b unsafe.Pointer, c int32) int32 { return hostPodTolerations(int32(pod), b, c) })
 }
 
 func (h *wasmHost) PodConditions(pod int) []Condition {
-	return facts[Condition](h, "pod_conditions", func(b unsafe.Pointer, c int32) int32 { return hostPodConditions(int32(pod), b, c) })
+	return facts(h, "pod_conditions", setCondition, func(b unsafe.Pointer, c int32) int32 { return hostPodConditions(int32(pod), b, c) })
 }
 
 func (h *wasmHost) PodContainers(pod int) []Container {
-	return facts[Container](h, "pod_containers", func(b unsafe.Pointer, c int32) int32 { return hostPodContainers(int32(pod), b, c) })
+	return facts(h, "pod_containers", setContainer, func(b unsafe.Pointer, c int32) int32 { return hostPodContainers(int32(pod), b, c) })
 }
 
 func (h *wasmHost) PodOwners(pod int) []Owner {
-	return facts[Owner](h, "pod_owners", func(b unsafe.Pointer, c int32) int32 { return hostPodOwners(int32(pod), b, c) })
+	return facts(h, "pod_owners", setOwner, func(b unsafe.Pointer, c int32) int32 { return hostPodOwners(int32(pod), b, c) })
 }
 
 func (h *wasmHost) NodeCount() int      { return int(hostNodeCount()) }

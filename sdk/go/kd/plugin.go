@@ -212,10 +212,10 @@ func RunExplain(h Host, args []byte, now int64, pod int) int32 {
 			return nil
 		}
 		c := NewCall(h, now)
-		if pod < 0 || pod >= len(c.pods) {
+		if pod < 0 || pod >= c.podCount {
 			return fmt.Errorf("kd: explain: pod index %d is out of range", pod)
 		}
-		text, err := registered.explain(c, args, c.pods[pod])
+		text, err := registered.explain(c, args, c.Pod(pod))
 		if errors.Is(err, ErrNoExplanation) {
 			return nil
 		}

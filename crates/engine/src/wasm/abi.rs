@@ -203,62 +203,64 @@ impl CallTable {
         }
     }
 
-    /// The table for `nodes` on `snapshot`.
+    /// The table for `nodes` on `snapshot`. Each pod is read once: the pods of the given nodes
+    /// with their namespaces in one pass, then the live pods not seen there.
     pub fn build(snapshot: &Snapshot, nodes: &[NodeId]) -> Self {
-        let mut index_of = vec![-1i32; snapshot.nodes.len()];
-        for (j, n) in nodes.iter().enumerate() {
-            if let Some(slot) = index_of.get_mut(*n as usize) {
-                *slot = j as i32;
-            }
-        }
-        let mut pods = Vec::with_capacity(snapshot.pods.len());
-        let mut pod_node = Vec::with_capacity(snapshot.pods.len());
+        let mut table = CallTable {
+            nodes: nodes.to_vec(),
+            pods: Vec::with_capacity(snapshot.pods.len()),
+            pod_node: Vec::with_capacity(snapshot.pods.len()),
+            pod_namespace: Vec::with_capacity(snapshot.pods.len()),
+            namespaces: Vec::new(),
+        };
+        let mut namespaces = NamespaceIndex::default();
+        let mut seen = vec![false; snapshot.pods.len()];
         for (j, &n) in nodes.iter().enumerate() {
             for p in snapshot.pods_on_node(n) {
-                pods.push(p);
-                pod_node.push(j as i32);
+                if let Some(s) = seen.get_mut(p as usize) {
+                    *s = true;
+                }
+                table.push(p, j as i32, namespaces.index(&snapshot.pod(p).namespace));
             }
         }
         for p in snapshot.live_pods() {
-            let on_given = snapshot
-                .pod(p)
-                .node
-                .and_then(|n| index_of.get(n as usize))
-                .is_some_and(|&j| j >= 0);
-            if !on_given {
-                pods.push(p);
-                pod_node.push(-1);
+            if !seen[p as usize] {
+                table.push(p, -1, namespaces.index(&snapshot.pod(p).namespace));
             }
         }
-        let mut namespaces: Vec<Arc<str>> = Vec::new();
-        let mut ns_index: rustc_hash::FxHashMap<*const u8, i32> = Default::default();
-        let mut pod_namespace = Vec::with_capacity(pods.len());
-        for &p in &pods {
-            let ns = &snapshot.pod(p).namespace;
-            // Pods share their namespace's Arc in most snapshots: look up by pointer first.
-            let id = match ns_index.get(&ns.as_ptr()) {
-                Some(&id) => id,
-                None => {
-                    let id = match namespaces.iter().position(|n| n == ns) {
-                        Some(i) => i as i32,
-                        None => {
-                            namespaces.push(ns.clone());
-                            (namespaces.len() - 1) as i32
-                        }
-                    };
-                    ns_index.insert(ns.as_ptr(), id);
-                    id
-                }
-            };
-            pod_namespace.push(id);
+        table.namespaces = namespaces.names;
+        table
+    }
+
+    fn push(&mut self, pod: PodId, node: i32, namespace: i32) {
+        self.pods.push(pod);
+        self.pod_node.push(node);
+        self.pod_namespace.push(namespace);
+    }
+}
+
+/// The distinct namespaces of a table, numbered in the order first seen.
+#[derive(Default)]
+struct NamespaceIndex {
+    names: Vec<Arc<str>>,
+    /// Pods share their namespace's `Arc` in most snapshots: looked up by pointer first.
+    by_ptr: rustc_hash::FxHashMap<*const u8, i32>,
+}
+
+impl NamespaceIndex {
+    fn index(&mut self, ns: &Arc<str>) -> i32 {
+        if let Some(&id) = self.by_ptr.get(&ns.as_ptr()) {
+            return id;
         }
-        CallTable {
-            nodes: nodes.to_vec(),
-            pods,
-            pod_node,
-            pod_namespace,
-            namespaces,
-        }
+        let id = match self.names.iter().position(|n| n == ns) {
+            Some(i) => i as i32,
+            None => {
+                self.names.push(ns.clone());
+                (self.names.len() - 1) as i32
+            }
+        };
+        self.by_ptr.insert(ns.as_ptr(), id);
+        id
     }
 }
 
@@ -316,6 +318,9 @@ pub struct CallState {
     pub plugin: Arc<str>,
     /// Kept reason codes and keys of this plugin.
     pub interner: Arc<Interner>,
+    /// The instance's exported memory, once instantiated (host functions use it rather than
+    /// looking the export up by name on every call).
+    pub memory: Option<wasmtime::Memory>,
 }
 
 impl CallState {
@@ -341,6 +346,7 @@ impl CallState {
             limiter,
             plugin,
             interner,
+            memory: None,
         }
     }
 

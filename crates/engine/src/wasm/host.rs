@@ -17,6 +17,9 @@ pub(super) fn malformed(state: &mut CallState, msg: String) -> wasmtime::Error {
 }
 
 fn memory(caller: &mut Caller<'_, CallState>) -> Result<Memory, wasmtime::Error> {
+    if let Some(m) = caller.data().memory {
+        return Ok(m);
+    }
     match caller.get_export(EXPORT_MEMORY) {
         Some(Extern::Memory(m)) => Ok(m),
         _ => Err(malformed(
@@ -27,7 +30,12 @@ fn memory(caller: &mut Caller<'_, CallState>) -> Result<Memory, wasmtime::Error>
 }
 
 /// The guest bytes at `ptr..ptr+len`, or a malformed-answer error naming `what`.
-fn range(mem_len: usize, ptr: i32, len: i32, what: &str) -> Result<std::ops::Range<usize>, String> {
+fn range(
+    mem_len: usize,
+    ptr: i32,
+    len: i32,
+    what: impl std::fmt::Display,
+) -> Result<std::ops::Range<usize>, String> {
     let (Ok(p), Ok(l)) = (usize::try_from(ptr), usize::try_from(len)) else {
         return Err(format!("{what}: negative pointer or length ({ptr}, {len})"));
     };
@@ -40,30 +48,49 @@ fn range(mem_len: usize, ptr: i32, len: i32, what: &str) -> Result<std::ops::Ran
     }
 }
 
+/// The UTF-8 string of at most `max` bytes at `ptr..ptr+len` of the guest memory `data`, or a
+/// sentence naming `what`.
+fn guest_str(
+    data: &[u8],
+    ptr: i32,
+    len: i32,
+    max: usize,
+    what: impl std::fmt::Display,
+) -> Result<&str, String> {
+    if usize::try_from(len).is_ok_and(|l| l > max) {
+        return Err(format!("{what}: {len} bytes, more than the {max} allowed"));
+    }
+    let r = range(data.len(), ptr, len, &what)?;
+    std::str::from_utf8(&data[r]).map_err(|_| format!("{what}: not UTF-8"))
+}
+
+/// Runs `f` with a UTF-8 string of at most `max` bytes read from guest memory (no copy) and the
+/// call's state; a bad string is a malformed answer naming `what`.
+fn with_str<R>(
+    caller: &mut Caller<'_, CallState>,
+    ptr: i32,
+    len: i32,
+    max: usize,
+    what: impl std::fmt::Display,
+    f: impl FnOnce(&str, &mut CallState) -> Result<R, wasmtime::Error>,
+) -> Result<R, wasmtime::Error> {
+    let mem = memory(caller)?;
+    let (data, state) = mem.data_and_store_mut(caller);
+    match guest_str(data, ptr, len, max, what) {
+        Ok(s) => f(s, state),
+        Err(e) => Err(malformed(state, e)),
+    }
+}
+
 /// Reads a UTF-8 string of at most `max` bytes from guest memory.
 pub(super) fn read_str(
     caller: &mut Caller<'_, CallState>,
     ptr: i32,
     len: i32,
     max: usize,
-    what: &str,
+    what: impl std::fmt::Display,
 ) -> Result<String, wasmtime::Error> {
-    if usize::try_from(len).is_ok_and(|l| l > max) {
-        return Err(malformed(
-            caller.data_mut(),
-            format!("{what}: {len} bytes, more than the {max} allowed"),
-        ));
-    }
-    let mem = memory(caller)?;
-    let (data, state) = mem.data_and_store_mut(caller);
-    let r = match range(data.len(), ptr, len, what) {
-        Ok(r) => r,
-        Err(e) => return Err(malformed(state, e)),
-    };
-    match std::str::from_utf8(&data[r]) {
-        Ok(s) => Ok(s.to_string()),
-        Err(_) => Err(malformed(state, format!("{what}: not UTF-8"))),
-    }
+    with_str(caller, ptr, len, max, what, |s, _| Ok(s.to_string()))
 }
 
 /// Copies `bytes` (at most `cap` of them) to guest memory at `buf`; returns the full length.
@@ -155,8 +182,21 @@ fn pod_column(
         return Ok(0);
     };
     let t = &state.table;
-    for (i, (chunk, &id)) in out.chunks_exact_mut(8).zip(&t.pods).enumerate() {
-        chunk.copy_from_slice(&column_value(s, t, i, id, column).to_le_bytes());
+    let chunks = out.chunks_exact_mut(8);
+    if column == COL_NODE || column == COL_NAMESPACE {
+        // From the table: no pod is read.
+        let from_table = if column == COL_NODE {
+            &t.pod_node
+        } else {
+            &t.pod_namespace
+        };
+        for (chunk, &v) in chunks.zip(from_table) {
+            chunk.copy_from_slice(&i64::from(v).to_le_bytes());
+        }
+    } else {
+        for (i, (chunk, id)) in chunks.zip(s.prefetched(&t.pods)).enumerate() {
+            chunk.copy_from_slice(&column_value(s, t, i, id, column).to_le_bytes());
+        }
     }
     Ok(count as i32)
 }
@@ -193,7 +233,15 @@ fn nominate(
     text_ptr: i32,
     text_len: i32,
 ) -> Result<i32, wasmtime::Error> {
-    let code = read_str(&mut caller, code_ptr, code_len, MAX_NAME, "nominate: code")?;
+    // The code's bytes are checked here and read again (without a copy) once the pod is.
+    with_str(
+        &mut caller,
+        code_ptr,
+        code_len,
+        MAX_NAME,
+        "nominate: code",
+        |_, _| Ok(()),
+    )?;
     let text = read_str(
         &mut caller,
         text_ptr,
@@ -201,7 +249,32 @@ fn nominate(
         MAX_REASON_TEXT,
         "nominate: text",
     )?;
+    let index = nominated_index(caller.data_mut(), pod)?;
+    let code = with_str(
+        &mut caller,
+        code_ptr,
+        code_len,
+        MAX_NAME,
+        "nominate: code",
+        |code, state| nomination_code(state, code),
+    )?;
     let state = caller.data_mut();
+    let text = if text.is_empty() {
+        state.plugin.to_string()
+    } else {
+        text
+    };
+    state.nominated[index] = true;
+    state.nominations.push(Nomination {
+        index,
+        reason: EvictionReason::new(code, text),
+    });
+    Ok(0)
+}
+
+/// The table index of a pod `nominate` may nominate: in range, not yet nominated, on one of the
+/// call's nodes, and not from `kd_explain`.
+fn nominated_index(state: &mut CallState, pod: i32) -> Result<usize, wasmtime::Error> {
     if state.export == EXPORT_EXPLAIN {
         return Err(malformed(
             state,
@@ -227,31 +300,28 @@ fn nominate(
             format!("nominate: pod index {pod} is on none of the nodes this call was given"),
         ));
     }
-    if !code.is_empty() && !code.chars().all(|c| c.is_ascii_alphanumeric()) {
+    Ok(index)
+}
+
+/// A nomination's reason code: the plugin's name when empty, else the kept copy of `code`
+/// (UpperCamelCase letters and digits).
+fn nomination_code(
+    state: &mut CallState,
+    code: &str,
+) -> Result<std::borrow::Cow<'static, str>, wasmtime::Error> {
+    if code.is_empty() {
+        return Ok(state.plugin.to_string().into());
+    }
+    if !code.chars().all(|c| c.is_ascii_alphanumeric()) {
         return Err(malformed(
             state,
             format!("nominate: code {code:?} is not UpperCamelCase letters and digits"),
         ));
     }
-    let code: std::borrow::Cow<'static, str> = if code.is_empty() {
-        state.plugin.to_string().into()
-    } else {
-        match state.interner.intern(&code) {
-            Ok(c) => c.into(),
-            Err(e) => return Err(malformed(state, format!("nominate: {e}"))),
-        }
-    };
-    let text = if text.is_empty() {
-        state.plugin.to_string()
-    } else {
-        text
-    };
-    state.nominated[index] = true;
-    state.nominations.push(Nomination {
-        index,
-        reason: EvictionReason::new(code, text),
-    });
-    Ok(0)
+    match state.interner.intern(code) {
+        Ok(c) => Ok(c.into()),
+        Err(e) => Err(malformed(state, format!("nominate: {e}"))),
+    }
 }
 
 fn reason_number(
@@ -279,21 +349,23 @@ pub(super) fn reason_value(
     value: crate::evictor::reason::ReasonValue,
     what: &str,
 ) -> Result<i32, wasmtime::Error> {
-    let key = read_str(
+    let kept = with_str(
         &mut caller,
         key_ptr,
         key_len,
         MAX_NAME,
-        &format!("{what}: key"),
+        format_args!("{what}: key"),
+        |key, state| {
+            if key.is_empty() {
+                return Err(malformed(state, format!("{what}: empty key")));
+            }
+            state
+                .interner
+                .intern(key)
+                .map_err(|e| malformed(state, format!("{what}: {e}")))
+        },
     )?;
     let state = caller.data_mut();
-    if key.is_empty() {
-        return Err(malformed(state, format!("{what}: empty key")));
-    }
-    let kept = match state.interner.intern(&key) {
-        Ok(k) => k,
-        Err(e) => return Err(malformed(state, format!("{what}: {e}"))),
-    };
     let Some(last) = state.nominations.last_mut() else {
         return Err(malformed(
             state,
@@ -337,6 +409,104 @@ fn explain(mut caller: Caller<'_, CallState>, ptr: i32, len: i32) -> Result<i32,
     Ok(0)
 }
 
+fn namespace_name(
+    mut c: Caller<'_, CallState>,
+    ns: i32,
+    buf: i32,
+    cap: i32,
+) -> Result<i32, wasmtime::Error> {
+    let name = usize::try_from(ns)
+        .ok()
+        .and_then(|i| c.data().table.namespaces.get(i).cloned());
+    match name {
+        Some(n) => write_bytes(&mut c, n.as_bytes(), buf, cap, "namespace_name"),
+        None => Err(malformed(
+            c.data_mut(),
+            format!("namespace_name: unknown namespace index {ns}"),
+        )),
+    }
+}
+
+fn node_name(
+    mut c: Caller<'_, CallState>,
+    node: i32,
+    buf: i32,
+    cap: i32,
+) -> Result<i32, wasmtime::Error> {
+    let name = {
+        let st = c.data();
+        usize::try_from(node)
+            .ok()
+            .and_then(|i| st.table.nodes.get(i))
+            .zip(st.snapshot.as_ref())
+            .map(|(&n, s)| s.get().node(n).name.clone())
+    };
+    match name {
+        Some(n) => write_bytes(&mut c, n.as_bytes(), buf, cap, "node_name"),
+        None => Err(malformed(
+            c.data_mut(),
+            format!("node_name: unknown node index {node}"),
+        )),
+    }
+}
+
+fn pod_name(
+    mut c: Caller<'_, CallState>,
+    pod: i32,
+    buf: i32,
+    cap: i32,
+) -> Result<i32, wasmtime::Error> {
+    pod_string(&mut c, pod, buf, cap, "pod_name", |s, id| {
+        Some(s.pod(id).name.clone())
+    })
+}
+
+fn pod_label(
+    mut c: Caller<'_, CallState>,
+    pod: i32,
+    key_ptr: i32,
+    key_len: i32,
+    buf: i32,
+    cap: i32,
+) -> Result<i32, wasmtime::Error> {
+    let key = read_str(&mut c, key_ptr, key_len, 317, "pod_label: key")?;
+    pod_string(&mut c, pod, buf, cap, "pod_label", |s, id| {
+        s.pod(id).labels.get(&key).cloned()
+    })
+}
+
+fn pod_owner_kind(
+    mut c: Caller<'_, CallState>,
+    pod: i32,
+    buf: i32,
+    cap: i32,
+) -> Result<i32, wasmtime::Error> {
+    pod_string(&mut c, pod, buf, cap, "pod_owner_kind", |s, id| {
+        s.pod(id).controller().map(|o| o.kind.clone())
+    })
+}
+
+fn pod_has_state(
+    mut c: Caller<'_, CallState>,
+    pod: i32,
+    flags: i32,
+    state_ptr: i32,
+    state_len: i32,
+) -> Result<i32, wasmtime::Error> {
+    let answer = with_str(
+        &mut c,
+        state_ptr,
+        state_len,
+        MAX_NAME,
+        "pod_has_state: state",
+        |want, st| Ok(st.pod(pod).map(|(s, id)| has_state(s, id, flags, want))),
+    )?;
+    match answer {
+        Ok(b) => Ok(i32::from(b)),
+        Err(e) => Err(malformed(c.data_mut(), format!("pod_has_state: {e}"))),
+    }
+}
+
 /// The linker with every host function of ABI v1 (the loader adds v1.1's facts, `facts::link`).
 pub fn linker(engine: &wasmtime::Engine) -> Result<Linker<CallState>, wasmtime::Error> {
     let mut l = Linker::new(engine);
@@ -351,86 +521,12 @@ pub fn linker(engine: &wasmtime::Engine) -> Result<Linker<CallState>, wasmtime::
         c.data().table.namespaces.len() as i32
     })?;
     l.func_wrap(m, HOST_POD_COLUMN, pod_column)?;
-    l.func_wrap(
-        m,
-        HOST_NAMESPACE_NAME,
-        |mut c: Caller<'_, CallState>, ns: i32, buf: i32, cap: i32| {
-            let name = usize::try_from(ns)
-                .ok()
-                .and_then(|i| c.data().table.namespaces.get(i).cloned());
-            match name {
-                Some(n) => write_bytes(&mut c, n.as_bytes(), buf, cap, "namespace_name"),
-                None => Err(malformed(
-                    c.data_mut(),
-                    format!("namespace_name: unknown namespace index {ns}"),
-                )),
-            }
-        },
-    )?;
-    l.func_wrap(
-        m,
-        HOST_NODE_NAME,
-        |mut c: Caller<'_, CallState>, node: i32, buf: i32, cap: i32| {
-            let name = {
-                let st = c.data();
-                usize::try_from(node)
-                    .ok()
-                    .and_then(|i| st.table.nodes.get(i))
-                    .zip(st.snapshot.as_ref())
-                    .map(|(&n, s)| s.get().node(n).name.clone())
-            };
-            match name {
-                Some(n) => write_bytes(&mut c, n.as_bytes(), buf, cap, "node_name"),
-                None => Err(malformed(
-                    c.data_mut(),
-                    format!("node_name: unknown node index {node}"),
-                )),
-            }
-        },
-    )?;
-    l.func_wrap(
-        m,
-        HOST_POD_NAME,
-        |mut c: Caller<'_, CallState>, pod: i32, buf: i32, cap: i32| {
-            pod_string(&mut c, pod, buf, cap, "pod_name", |s, id| {
-                Some(s.pod(id).name.clone())
-            })
-        },
-    )?;
-    l.func_wrap(
-        m,
-        HOST_POD_LABEL,
-        |mut c: Caller<'_, CallState>, pod: i32, kp: i32, kl: i32, buf: i32, cap: i32| {
-            let key = read_str(&mut c, kp, kl, 317, "pod_label: key")?;
-            pod_string(&mut c, pod, buf, cap, "pod_label", |s, id| {
-                s.pod(id).labels.get(&key).cloned()
-            })
-        },
-    )?;
-    l.func_wrap(
-        m,
-        HOST_POD_OWNER_KIND,
-        |mut c: Caller<'_, CallState>, pod: i32, buf: i32, cap: i32| {
-            pod_string(&mut c, pod, buf, cap, "pod_owner_kind", |s, id| {
-                s.pod(id).controller().map(|o| o.kind.clone())
-            })
-        },
-    )?;
-    l.func_wrap(
-        m,
-        HOST_POD_HAS_STATE,
-        |mut c: Caller<'_, CallState>, pod: i32, flags: i32, sp: i32, sl: i32| {
-            let want = read_str(&mut c, sp, sl, MAX_NAME, "pod_has_state: state")?;
-            let answer = c
-                .data()
-                .pod(pod)
-                .map(|(s, id)| has_state(s, id, flags, &want));
-            match answer {
-                Ok(b) => Ok(i32::from(b)),
-                Err(e) => Err(malformed(c.data_mut(), format!("pod_has_state: {e}"))),
-            }
-        },
-    )?;
+    l.func_wrap(m, HOST_NAMESPACE_NAME, namespace_name)?;
+    l.func_wrap(m, HOST_NODE_NAME, node_name)?;
+    l.func_wrap(m, HOST_POD_NAME, pod_name)?;
+    l.func_wrap(m, HOST_POD_LABEL, pod_label)?;
+    l.func_wrap(m, HOST_POD_OWNER_KIND, pod_owner_kind)?;
+    l.func_wrap(m, HOST_POD_HAS_STATE, pod_has_state)?;
     l.func_wrap(m, HOST_NOMINATE, nominate)?;
     l.func_wrap(m, HOST_REASON_NUMBER, reason_number)?;
     l.func_wrap(m, HOST_REASON_FLAG, reason_flag)?;

@@ -357,6 +357,8 @@ impl Guest {
         store.set_epoch_deadline(1);
         let (result, timed_out) = sandbox::with_deadline(&self.engine, self.limits.timeout, || {
             let inst = self.pre.instantiate(&mut store)?;
+            let memory = inst.get_memory(&mut store, abi::EXPORT_MEMORY);
+            store.data_mut().memory = memory;
             f(&mut store, &inst)
         });
         let state = store.into_data();

@@ -29,12 +29,16 @@ pub struct Limits {
     pub timeout: Duration,
 }
 
-/// The engine for one plugin: Cranelift, epoch interruption for the CPU bound, nothing else.
+/// The engine for one plugin: Cranelift, epoch interruption for the CPU bound, no address map,
+/// nothing else.
 /// Each plugin has its own engine so that one plugin's timeout never interrupts another's call.
 pub fn engine() -> Result<Engine, String> {
     let mut c = Config::new();
     c.epoch_interruption(true);
     c.max_wasm_stack(1024 * 1024);
+    // No map from machine code back to wasm offsets: it is only for wasm backtraces (which no
+    // failure sentence shows) and costs memory per compiled instruction of a large Go module.
+    c.generate_address_map(false);
     Engine::new(&c).map_err(|e| format!("cannot set up the WebAssembly engine: {e}"))
 }
 

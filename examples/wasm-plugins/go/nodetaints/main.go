@@ -69,18 +69,31 @@ func untolerated(a *Args, taints []kd.Taint, tolerations []kd.Toleration) (kd.Ta
 	return kd.Taint{}, false
 }
 
-// Deschedule nominates, node by node, the pods that do not tolerate an enforced taint.
+// enforced is the taints of node n the plugin enforces, in the node's order.
+func enforced(c *kd.Call, a *Args, n int) []kd.Taint {
+	var out []kd.Taint
+	for _, t := range c.NodeTaints(n) {
+		if considered(a, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Deschedule nominates, node by node, the pods that do not tolerate an enforced taint. Only the
+// pods of nodes with an enforced taint are read further than their node.
 func (NodeTaints) Deschedule(c *kd.Call, a *Args) error {
 	nsOK := a.Namespaces.Mask(c)
 	taints := make([][]kd.Taint, c.NodeCount())
 	for n := range taints {
-		taints[n] = c.NodeTaints(n)
+		taints[n] = enforced(c, a, n)
 	}
-	for _, p := range c.Pods() {
-		n := p.Node()
+	nodes := c.Column(kd.ColNode)
+	for i, n := range nodes {
 		if n < 0 || len(taints[n]) == 0 {
 			continue
 		}
+		p := c.Pod(i)
 		// Succeeded and Failed pods hold no resources and are not considered.
 		if ph := p.Phase(); ph == kd.Succeeded || ph == kd.Failed {
 			continue
@@ -92,7 +105,7 @@ func (NodeTaints) Deschedule(c *kd.Call, a *Args) error {
 		if !bad {
 			continue
 		}
-		node, taint := c.NodeName(n), t.String()
+		node, taint := c.NodeName(int(n)), t.String()
 		r := kd.Reason{
 			Code:    "TaintNotTolerated",
 			Text:    node + " taint " + taint + " not tolerated",

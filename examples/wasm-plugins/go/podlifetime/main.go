@@ -90,19 +90,23 @@ func (PodLifeTime) Validate(a *Args) error {
 	return nil
 }
 
+// oldEnough is whether a pod created at created (Unix seconds, kd.UnknownTime: very old) passes
+// maxPodLifeTimeSeconds: strictly older than the max, in whole seconds.
+func oldEnough(c *kd.Call, a *Args, created int64) bool {
+	if a.MaxPodLifeTimeSeconds == nil || created == kd.UnknownTime {
+		return true
+	}
+	age := c.NowUnix() - created
+	return age >= 0 && uint64(age) > *a.MaxPodLifeTimeSeconds
+}
+
 // qualifies is the native plugin's test of one pod, without the DefaultEvictor (the host's).
 func qualifies(c *kd.Call, a *Args, p kd.Pod, nsOK []bool) bool {
 	if !nsOK[p.NamespaceIndex()] || !a.LabelSelector.MatchesPod(p) {
 		return false
 	}
-	if a.MaxPodLifeTimeSeconds != nil {
-		// Strictly older than the max, in whole seconds; an unknown creation time is very old.
-		if created, ok := p.CreatedUnix(); ok {
-			age := c.NowUnix() - created
-			if age < 0 || uint64(age) <= *a.MaxPodLifeTimeSeconds {
-				return false
-			}
-		}
+	if created, _ := p.CreatedUnix(); !oldEnough(c, a, created) {
+		return false
 	}
 	if len(a.States) > 0 {
 		flags := kd.StatePhase | kd.StatePodReason | kd.StateWaiting | kd.StateTerminated
@@ -176,27 +180,58 @@ func hasExitCode(a *Args, p kd.Pod) bool {
 	return false
 }
 
+// pick is a qualifying pod and its creation time.
+type pick struct {
+	created int64
+	pod     int32
+}
+
+// oldestFirst sorts picked by creation time (an unknown one first), in table order for equal
+// times. When the times span less than 2^32 seconds, each pick is one uint64 key (time, then
+// index) and the keys are sorted as numbers, which is several times faster inside WebAssembly
+// than a comparison function.
+func oldestFirst(picked []pick) {
+	if len(picked) == 0 {
+		return
+	}
+	lo, hi := picked[0].created, picked[0].created
+	for _, k := range picked {
+		lo, hi = min(lo, k.created), max(hi, k.created)
+	}
+	if span := uint64(hi) - uint64(lo); hi-lo < 0 || span >= 1<<32 {
+		slices.SortFunc(picked, func(x, y pick) int {
+			if x.created != y.created {
+				return cmp.Compare(x.created, y.created)
+			}
+			return cmp.Compare(x.pod, y.pod)
+		})
+		return
+	}
+	keys := make([]uint64, len(picked))
+	for i, k := range picked {
+		keys[i] = uint64(k.created-lo)<<32 | uint64(uint32(k.pod))
+	}
+	slices.Sort(keys)
+	for i, key := range keys {
+		picked[i] = pick{created: lo + int64(key>>32), pod: int32(uint32(key))}
+	}
+}
+
 // Deschedule nominates the qualifying pods, oldest first.
 func (PodLifeTime) Deschedule(c *kd.Call, a *Args) error {
 	nsOK := a.Namespaces.Mask(c)
-	created := c.Column(kd.ColCreated)
-	type pick struct {
-		created int64
-		pod     int32
-	}
+	nodes, created, ns := c.Column(kd.ColNode), c.Column(kd.ColCreated), c.Column(kd.ColNamespace)
 	var picked []pick
-	for _, p := range c.Pods() {
-		if p.Node() >= 0 && qualifies(c, a, p, nsOK) {
-			picked = append(picked, pick{created[p.Index()], int32(p.Index())})
+	for i, n := range nodes {
+		// The columns first: most pods are decided without a host call.
+		if n < 0 || !nsOK[ns[i]] || !oldEnough(c, a, created[i]) {
+			continue
+		}
+		if qualifies(c, a, c.Pod(i), nsOK) {
+			picked = append(picked, pick{created[i], int32(i)})
 		}
 	}
-	// Oldest first (an unknown creation time sorts first), in table order for equal times.
-	slices.SortFunc(picked, func(x, y pick) int {
-		if x.created != y.created {
-			return cmp.Compare(x.created, y.created)
-		}
-		return cmp.Compare(x.pod, y.pod)
-	})
+	oldestFirst(picked)
 	var maxText []byte
 	if m := a.MaxPodLifeTimeSeconds; m != nil {
 		maxText = append(maxText, " > maxPodLifeTimeSeconds "...)

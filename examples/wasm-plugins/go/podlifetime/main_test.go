@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -142,6 +144,35 @@ func TestExplain(t *testing.T) {
 		h := cluster()
 		if rc := kd.RunExplain(h, []byte(`{"maxPodLifeTimeSeconds": 86400}`), now, pod); rc != 0 || h.Explained != want {
 			t.Errorf("pod %d: %q (%s)", pod, h.Explained, h.Failed)
+		}
+	}
+}
+
+// TestOldestFirstOrder checks the packed-key sort against the comparison sort, with equal times,
+// and with an unknown time (the comparison sort then decides).
+func TestOldestFirstOrder(t *testing.T) {
+	byCompare := func(picked []pick) []pick {
+		out := slices.Clone(picked)
+		slices.SortFunc(out, func(x, y pick) int {
+			if x.created != y.created {
+				return cmp.Compare(x.created, y.created)
+			}
+			return cmp.Compare(x.pod, y.pod)
+		})
+		return out
+	}
+	for _, extra := range []int64{0, kd.UnknownTime, now + 1<<33} {
+		var picked []pick
+		for i := int32(0); i < 5000; i++ {
+			picked = append(picked, pick{created: now - int64(i*7919)%(40*86400) - int64(i%97), pod: 4999 - i})
+		}
+		if extra != 0 {
+			picked = append(picked, pick{created: extra, pod: 5000})
+		}
+		want := byCompare(picked)
+		oldestFirst(picked)
+		if !slices.Equal(picked, want) {
+			t.Fatalf("extra %d: the packed sort differs from the comparison sort", extra)
 		}
 	}
 }
