@@ -12,7 +12,7 @@ use super::scheduling::scheduling_extras;
 use super::{ConvertError, SnapshotBuilder};
 use crate::snapshot::model::*;
 use crate::snapshot::view::{
-    ConditionView, ContainerStatusView, OwnerView, PodView, SpecView, StatusView,
+    ConditionView, ContainerStatusView, MetaView, OwnerView, PodView, SpecView, StatusView,
 };
 
 /// Pod fields that pods of one owner usually have in common; shared (not copied) when equal.
@@ -123,13 +123,7 @@ impl SnapshotBuilder {
     /// Adds a pod from its view (the snapshot loader decodes views straight from JSON).
     pub fn add_pod_view(&mut self, p: &PodView<'_>) -> Result<(), ConvertError> {
         let meta = &p.metadata;
-        let name = meta.name.as_deref().unwrap_or_default();
-        if name.is_empty() {
-            return Err(ConvertError {
-                field: "metadata.name".into(),
-                message: "a pod needs a name".into(),
-            });
-        }
+        let name = pod_name(meta)?;
         let namespace = self.intern(meta.namespace.as_deref().unwrap_or("default"));
         let spec = &p.spec;
         let status = &p.status;
@@ -140,12 +134,7 @@ impl SnapshotBuilder {
             .filter(|s| !s.is_empty() && *s != DEFAULT_SCHEDULER_NAME)
             .map(|s| self.intern(s));
         let owner_views = meta.owner_references.as_deref().unwrap_or(&[]);
-        let key = owner_views
-            .iter()
-            .find(|o| o.controller == Some(true))
-            .or(owner_views.first())
-            .map(|o| o.uid.as_ref())
-            .unwrap_or_default();
+        let key = owner_key(owner_views);
         let cache = match self.shared.get_mut(key) {
             Some(c) => c,
             None => self.shared.entry(key.to_string()).or_default(),
@@ -171,40 +160,29 @@ impl SnapshotBuilder {
             None
         };
         let cache = &*cache;
+        let creation_timestamp = parse_time(&meta.creation_timestamp, || {
+            "metadata.creationTimestamp".into()
+        })?;
+        let deletion_timestamp = parse_time(&meta.deletion_timestamp, || {
+            "metadata.deletionTimestamp".into()
+        })?;
+        let start_time = parse_time(&status.start_time, || "status.startTime".into())?;
         self.pods.push(Arc::new(Pod {
             uid: meta.uid.as_deref().unwrap_or_default().to_string(),
             name: name.to_string(),
             namespace,
-            node_name: spec
-                .node_name
-                .as_deref()
-                .filter(|n| !n.is_empty())
-                .map(Box::from),
+            node_name: non_empty(&spec.node_name).map(Box::from),
             node: None,
             labels: cache.labels.clone(),
-            annotations: meta
-                .annotations
-                .0
-                .iter()
-                .filter(|(k, _)| keep_annotation(k))
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            annotations: kept_annotations(meta),
             owners: cache.owners.clone(),
-            creation_timestamp: parse_time(&meta.creation_timestamp, || {
-                "metadata.creationTimestamp".into()
-            })?,
-            deletion_timestamp: parse_time(&meta.deletion_timestamp, || {
-                "metadata.deletionTimestamp".into()
-            })?,
+            creation_timestamp,
+            deletion_timestamp,
             priority: spec.priority,
-            priority_class_name: spec
-                .priority_class_name
-                .as_deref()
-                .filter(|s| !s.is_empty())
-                .map(Arc::from),
+            priority_class_name: non_empty(&spec.priority_class_name).map(Arc::from),
             phase: PodPhase::parse(status.phase.as_deref()),
             reason,
-            start_time: parse_time(&status.start_time, || "status.startTime".into())?,
+            start_time,
             conditions: states.conditions,
             images: cache.images.clone(),
             container_states: states.containers,
@@ -223,6 +201,44 @@ impl SnapshotBuilder {
         }));
         Ok(())
     }
+}
+
+/// The uid of the owner whose pods share parts: the controller, else the first owner (`""`
+/// for pods without owners, which share one entry).
+fn owner_key<'v>(owner_views: &'v [OwnerView<'_>]) -> &'v str {
+    owner_views
+        .iter()
+        .find(|o| o.controller == Some(true))
+        .or(owner_views.first())
+        .map(|o| o.uid.as_ref())
+        .unwrap_or_default()
+}
+
+/// `metadata.name`, which a pod must have.
+fn pod_name<'v>(meta: &'v MetaView<'_>) -> Result<&'v str, ConvertError> {
+    let name = meta.name.as_deref().unwrap_or_default();
+    if name.is_empty() {
+        return Err(ConvertError {
+            field: "metadata.name".into(),
+            message: "a pod needs a name".into(),
+        });
+    }
+    Ok(name)
+}
+
+/// The text of an optional field, unless absent or empty.
+fn non_empty<'v>(field: &'v Option<std::borrow::Cow<'_, str>>) -> Option<&'v str> {
+    field.as_deref().filter(|s| !s.is_empty())
+}
+
+/// The annotations the engine reads (see [`keep_annotation`]).
+fn kept_annotations(meta: &MetaView<'_>) -> BTreeMap<String, String> {
+    meta.annotations
+        .0
+        .iter()
+        .filter(|(k, _)| keep_annotation(k))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 /// The QoS class the pod's status states, if one of the three.
