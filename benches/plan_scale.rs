@@ -25,12 +25,14 @@ fn fail(msg: String) -> ! {
     std::process::exit(1);
 }
 
-/// One `plan` run: its stats line (`--stats`) and process wall time.
-fn plan_once(
-    policy: &Path,
-    file: &Path,
-    explain: Option<&str>,
-) -> (serde_json::Value, f64, Vec<u8>) {
+/// The stats line `plan --stats` prints.
+type Stats = serde_json::Value;
+
+/// One `plan` run: its stats, process wall time in seconds and the plan printed.
+type PlanRun = (Stats, f64, Vec<u8>);
+
+/// One `plan` run: its stats line (`--stats`), process wall time and output.
+fn plan_once(policy: &Path, file: &Path, explain: Option<&str>) -> PlanRun {
     let started = std::time::Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_kube-descheduler"))
         .args([
@@ -79,25 +81,46 @@ fn main() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(3)
         .max(1);
-    let drop_files = std::env::var_os("PLAN_SCALE_DROP_FILES").is_some();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dir = root.join("target").join("bench-data");
-    let policy = std::env::var("PLAN_SCALE_POLICY")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| root.join("benches").join("all-plugins-policy.yaml"));
+    let bench = Bench {
+        runs,
+        drop_files: std::env::var_os("PLAN_SCALE_DROP_FILES").is_some(),
+        dir: root.join("target").join("bench-data"),
+        policy: std::env::var("PLAN_SCALE_POLICY")
+            .map(PathBuf::from)
+            .unwrap_or_else(|_| root.join("benches").join("all-plugins-policy.yaml")),
+    };
     println!(
         "| nodes | pods | snapshot | load s | cycle s | load + cycle s | process wall s | peak RSS MiB | eviction attempts | --explain 1 pod: explain s / wall s | load avg (1 min) |"
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    let mut measured: Vec<Measured> = Vec::new();
-    for (nodes, pods) in sizes {
+    let measured: Vec<Measured> = sizes
+        .into_iter()
+        .filter_map(|(nodes, pods)| bench.size(nodes, pods))
+        .collect();
+    if measured.len() > 1 {
+        println!("\n{}", growth_table(&measured));
+    }
+}
+
+/// What every size is measured with.
+struct Bench {
+    runs: usize,
+    drop_files: bool,
+    dir: PathBuf,
+    policy: PathBuf,
+}
+
+impl Bench {
+    /// Measures one size (generating its cluster file unless cached) and prints its row.
+    fn size(&self, nodes: usize, pods: usize) -> Option<Measured> {
         let shape = Shape {
             nodes,
             pods,
             seed: 42,
         };
         let generating = std::time::Instant::now();
-        let file = cached_cluster_file(&dir, shape).unwrap_or_else(|e| fail(e.to_string()));
+        let file = cached_cluster_file(&self.dir, shape).unwrap_or_else(|e| fail(e.to_string()));
         let generated = generating.elapsed().as_secs_f64();
         if generated > 1.0 {
             eprintln!("generated {} in {generated:.1} s", file.display());
@@ -106,25 +129,14 @@ fn main() {
             .map(|m| m.len() as f64 / 1048576.0)
             .unwrap_or(0.0);
         let load_before = load_average();
-        let mut best: Option<(serde_json::Value, f64)> = None;
-        let mut explain: Option<String> = None;
-        for _ in 0..runs {
-            let (stats, wall, plan) = plan_once(&policy, &file, None);
-            if explain.is_none() {
-                explain = first_pod(&plan);
-            }
-            if best.as_ref().is_none_or(|(_, w)| wall < *w) {
-                best = Some((stats, wall));
-            }
-        }
-        let explained = explain
-            .as_deref()
-            .map(|pod| plan_once(&policy, &file, Some(pod)));
+        let (best, explained) = self.best_and_explained(&file);
         let load_after = load_average();
-        if drop_files && let Err(e) = std::fs::remove_file(&file) {
+        if self.drop_files
+            && let Err(e) = std::fs::remove_file(&file)
+        {
             eprintln!("cannot delete {}: {e}", file.display());
         }
-        let Some((s, wall)) = best else { continue };
+        let (s, wall) = best?;
         let explain_cost = explained.map_or("-".to_string(), |(e, w, _)| {
             format!(
                 "{:.4} / {w:.3}",
@@ -140,16 +152,33 @@ fn main() {
             s["totalSeconds"].as_f64().unwrap_or(0.0),
             s["evictions"]
         );
-        measured.push(Measured {
+        Some(Measured {
             nodes,
             pods: pods_loaded,
             wall,
             peak_mib,
             load: (load_before + load_after) / 2.0,
-        });
+        })
     }
-    if measured.len() > 1 {
-        println!("\n{}", growth_table(&measured));
+
+    /// The stats and wall time of the fastest of `runs` plans of `file`, and a last run with
+    /// `--explain` for the first planned pod.
+    fn best_and_explained(&self, file: &Path) -> (Option<(Stats, f64)>, Option<PlanRun>) {
+        let mut best: Option<(Stats, f64)> = None;
+        let mut explain: Option<String> = None;
+        for _ in 0..self.runs {
+            let (stats, wall, plan) = plan_once(&self.policy, file, None);
+            if explain.is_none() {
+                explain = first_pod(&plan);
+            }
+            if best.as_ref().is_none_or(|(_, w)| wall < *w) {
+                best = Some((stats, wall));
+            }
+        }
+        let explained = explain
+            .as_deref()
+            .map(|pod| plan_once(&self.policy, file, Some(pod)));
+        (best, explained)
     }
 }
 

@@ -148,24 +148,47 @@ fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let runs: usize = bench_common::env_number("SIDE_BY_SIDE_RUNS", 1).max(1);
-    let upstream_runs: usize = bench_common::env_number("SIDE_BY_SIDE_UPSTREAM_RUNS", runs).max(1);
-    let timeout = Duration::from_secs(bench_common::env_number("SIDE_BY_SIDE_TIMEOUT", 1800));
-    let ours = PathBuf::from(env!("CARGO_BIN_EXE_kube-descheduler"));
     let theirs = match std::env::var_os("UPSTREAM_DESCHEDULER") {
         Some(p) => PathBuf::from(p),
         None => upstream::binary().unwrap_or_else(|e| fail(e)),
     };
     println!("upstream: {}", theirs.display());
-    let policy = root.join("benches/all-plugins-policy.yaml");
     let dir = root.join("target").join("bench-data");
     let _ = std::fs::create_dir_all(&dir);
-    let kubeconfig = dir.join("side-by-side-kubeconfig.yaml");
+    let bench = Bench {
+        runs,
+        upstream_runs: bench_common::env_number("SIDE_BY_SIDE_UPSTREAM_RUNS", runs).max(1),
+        timeout: Duration::from_secs(bench_common::env_number("SIDE_BY_SIDE_TIMEOUT", 1800)),
+        ours: PathBuf::from(env!("CARGO_BIN_EXE_kube-descheduler")),
+        theirs,
+        policy: root.join("benches/all-plugins-policy.yaml"),
+        kubeconfig: dir.join("side-by-side-kubeconfig.yaml"),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap_or_else(|e| fail(format!("runtime: {e}")));
-    let mut compared = Vec::new();
-    for (nodes, pods) in sizes() {
+    let compared: Vec<Compared> = sizes()
+        .into_iter()
+        .map(|(nodes, pods)| bench.size(&rt, nodes, pods))
+        .collect();
+    println!("\n{}", report::table(&compared));
+}
+
+/// The binaries, policy and run counts every size is measured with.
+struct Bench {
+    runs: usize,
+    upstream_runs: usize,
+    timeout: Duration,
+    ours: PathBuf,
+    theirs: PathBuf,
+    policy: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+impl Bench {
+    /// Serves the cluster of `nodes` / `pods` from kube-sim and runs both binaries on it.
+    fn size(&self, rt: &tokio::runtime::Runtime, nodes: usize, pods: usize) -> Compared {
         let mut json = Vec::new();
         write_cluster(
             Shape {
@@ -182,46 +205,56 @@ fn main() {
             .block_on(Sim::start(SimOptions {
                 objects,
                 controllers: false,
-                kubeconfig_path: Some(kubeconfig.clone()),
+                kubeconfig_path: Some(self.kubeconfig.clone()),
                 ..Default::default()
             }))
             .unwrap_or_else(|e| fail(format!("kube-sim: {e}")));
-        let common = |extra: &[&str]| -> Vec<String> {
-            let mut a: Vec<String> = vec![
-                "--kubeconfig".into(),
-                kubeconfig.to_string_lossy().into_owned(),
-                "--policy-config-file".into(),
-                policy.to_string_lossy().into_owned(),
-                "--dry-run".into(),
-                "--descheduling-interval".into(),
-                "0".into(),
-                "--secure-port".into(),
-                "0".into(),
-            ];
-            a.extend(extra.iter().map(|s| s.to_string()));
-            a
-        };
+        let c = self.rounds(nodes, pods_total);
+        rt.block_on(sim.shutdown());
+        c
+    }
+
+    /// The arguments both binaries take, then `extra`.
+    fn common_args(&self, extra: &[&str]) -> Vec<String> {
+        let mut a: Vec<String> = vec![
+            "--kubeconfig".into(),
+            self.kubeconfig.to_string_lossy().into_owned(),
+            "--policy-config-file".into(),
+            self.policy.to_string_lossy().into_owned(),
+            "--dry-run".into(),
+            "--descheduling-interval".into(),
+            "0".into(),
+            "--secure-port".into(),
+            "0".into(),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    }
+
+    /// The rounds at one size: ours then upstream's in each (upstream in fewer at 5,000 nodes
+    /// or more, when asked).
+    fn rounds(&self, nodes: usize, pods: usize) -> Compared {
         let our_args = {
             let mut a = vec!["run".to_string()];
-            a.extend(common(&["--logging-format", "json"]));
+            a.extend(self.common_args(&["--logging-format", "json"]));
             a
         };
-        let their_args = common(&["--v", "1"]);
+        let their_args = self.common_args(&["--v", "1"]);
         let their_runs = if nodes >= 5000 {
-            runs.min(upstream_runs)
+            self.runs.min(self.upstream_runs)
         } else {
-            runs
+            self.runs
         };
         let load_before = load_average();
         let mut c = Compared {
             nodes,
-            pods: pods_total,
+            pods,
             ours: Vec::new(),
             upstream: Vec::new(),
             load: 0.0,
         };
-        for round in 0..runs {
-            let r = measure(&ours, &our_args, report::own_evictions, timeout);
+        for round in 0..self.runs {
+            let r = measure(&self.ours, &our_args, report::own_evictions, self.timeout);
             eprintln!(
                 "{nodes} nodes, round {}: ours {r:?} (load {:.2})",
                 round + 1,
@@ -229,7 +262,12 @@ fn main() {
             );
             c.ours.push(r);
             if round < their_runs {
-                let r = measure(&theirs, &their_args, report::upstream_evictions, timeout);
+                let r = measure(
+                    &self.theirs,
+                    &their_args,
+                    report::upstream_evictions,
+                    self.timeout,
+                );
                 eprintln!(
                     "{nodes} nodes, round {}: upstream {r:?} (load {:.2})",
                     round + 1,
@@ -239,8 +277,6 @@ fn main() {
             }
         }
         c.load = (load_before + load_average()) / 2.0;
-        compared.push(c);
-        rt.block_on(sim.shutdown());
+        c
     }
-    println!("\n{}", report::table(&compared));
 }

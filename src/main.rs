@@ -1,19 +1,32 @@
 //! The `kube-descheduler` binary: subcommands `plan`, `run`, `webhook`, `certs`, `completions`
 //! (also the kubectl plugin `kubectl-descheduler`: see [`kube_descheduler::cli::parse`]).
 
-/// jemalloc on Linux with glibc: cycles of `run` and watch events interleave short- and
+/// jemalloc on Linux with glibc (unless built with the feature `system-allocator`, for heap
+/// profilers): cycles of `run` and watch events interleave short- and
 /// long-lived allocations, which left glibc's heap ever more fragmented (see `live::trim`).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    not(feature = "system-allocator")
+))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// A `const char *` jemalloc reads its options from at start-up.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    not(feature = "system-allocator")
+))]
 #[repr(transparent)]
 pub struct AllocatorOptions(*const std::ffi::c_char);
 
 // SAFETY: the pointer is to a `'static` string that is never written.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    not(feature = "system-allocator")
+))]
 unsafe impl Sync for AllocatorOptions {}
 
 /// jemalloc's options (its `malloc_conf`; the environment variable `_RJEM_MALLOC_CONF` still
@@ -23,7 +36,11 @@ unsafe impl Sync for AllocatorOptions {}
 /// 5,000 / 155,000 the peak resident size of a `run --dry-run` cycle was 193–196 MiB instead of
 /// 198–204 MiB with a 1 s decay), and returned for good (`MADV_DONTNEED`, so the resident size
 /// shows it) rather than lazily.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[cfg(all(
+    target_os = "linux",
+    target_env = "gnu",
+    not(feature = "system-allocator")
+))]
 // SAFETY: jemalloc reads this symbol, a NUL-terminated option string, once at start-up.
 #[unsafe(export_name = "_rjem_malloc_conf")]
 pub static ALLOCATOR_OPTIONS: AllocatorOptions = AllocatorOptions(

@@ -25,13 +25,18 @@ pub struct Quantity {
 impl Quantity {
     /// Parses a quantity string such as `100m`, `1.5Gi`, `2e3`, `128974848`.
     pub fn parse(input: &str) -> Result<Self, QuantityError> {
-        let err = |why| QuantityError {
-            input: input.to_string(),
-            why,
-        };
-        let s = input.trim();
+        Self::parse_milli(input.trim())
+            .map(|milli| Quantity { milli })
+            .map_err(|why| QuantityError {
+                input: input.to_string(),
+                why,
+            })
+    }
+
+    /// The value of `s` (trimmed) in milli-units, or what is wrong with it.
+    fn parse_milli(s: &str) -> Result<i128, &'static str> {
         if s.is_empty() {
-            return Err(err("empty"));
+            return Err("empty");
         }
         let (negative, body) = match s.as_bytes()[0] {
             b'-' => (true, &s[1..]),
@@ -43,84 +48,10 @@ impl Quantity {
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
             .unwrap_or(body.len());
         let (number, suffix) = body.split_at(num_end);
-        if number.is_empty() || number == "." {
-            return Err(err("expected a number"));
-        }
-        let (int_part, frac_part) = match number.split_once('.') {
-            Some((i, f)) => (i, f),
-            None => (number, ""),
-        };
-        if frac_part.contains('.') {
-            return Err(err("more than one decimal point"));
-        }
-        // Value = digits * 10^(-frac_len) * multiplier; work in a (numerator, pow10) form.
-        if int_part.len() + frac_part.len() > 30 {
-            return Err(err("too many digits"));
-        }
-        let mut mantissa: i128 = 0;
-        for c in int_part.bytes().chain(frac_part.bytes()) {
-            if !c.is_ascii_digit() {
-                return Err(err("expected digits"));
-            }
-            mantissa = mantissa * 10 + i128::from(c - b'0');
-        }
-        let mut pow10: i32 = -(frac_part.len() as i32);
-        let mut binary: u32 = 0; // multiplier 2^binary
-        match suffix {
-            "" => {}
-            "n" => pow10 -= 9,
-            "u" => pow10 -= 6,
-            "m" => pow10 -= 3,
-            "k" => pow10 += 3,
-            "M" => pow10 += 6,
-            "G" => pow10 += 9,
-            "T" => pow10 += 12,
-            "P" => pow10 += 15,
-            "E" => pow10 += 18,
-            "Ki" => binary = 10,
-            "Mi" => binary = 20,
-            "Gi" => binary = 30,
-            "Ti" => binary = 40,
-            "Pi" => binary = 50,
-            "Ei" => binary = 60,
-            other => {
-                let exp = other
-                    .strip_prefix('e')
-                    .or_else(|| other.strip_prefix('E'))
-                    .ok_or_else(|| err("unknown suffix"))?;
-                let e: i32 = exp.parse().map_err(|_| err("invalid exponent"))?;
-                if !(-40..=40).contains(&e) {
-                    return Err(err("exponent out of range"));
-                }
-                pow10 += e;
-            }
-        }
-        // milli = mantissa * 2^binary * 10^(pow10 + 3), rounded up (away from zero for positives).
-        let mut value = mantissa
-            .checked_mul(1i128 << binary)
-            .ok_or_else(|| err("value too large"))?;
-        let scale = pow10 + 3;
-        if scale >= 0 {
-            for _ in 0..scale {
-                value = value
-                    .checked_mul(10)
-                    .ok_or_else(|| err("value too large"))?;
-            }
-        } else {
-            let mut divisor: i128 = 1;
-            for _ in 0..(-scale) {
-                divisor = divisor
-                    .checked_mul(10)
-                    .ok_or_else(|| err("value too small"))?;
-            }
-            value = ceil_div(value, divisor);
-        }
-        if value > i64::MAX as i128 * 1000 {
-            return Err(err("value too large"));
-        }
-        Ok(Quantity {
-            milli: if negative { -value } else { value },
-        })
+        let (mantissa, frac_len) = mantissa(number)?;
+        let (pow10, binary) = suffix_scale(suffix)?;
+        let value = milli_of(mantissa, binary, pow10 - frac_len)?;
+        Ok(if negative { -value } else { value })
     }
 
     /// Builds a quantity from a whole number of units.
@@ -149,6 +80,87 @@ impl fmt::Display for Quantity {
             write!(f, "{}m", self.milli)
         }
     }
+}
+
+/// The digits of `number` (with at most one `.`) as an integer, and the number of digits after
+/// the point.
+fn mantissa(number: &str) -> Result<(i128, i32), &'static str> {
+    if number.is_empty() || number == "." {
+        return Err("expected a number");
+    }
+    let (int_part, frac_part) = number.split_once('.').unwrap_or((number, ""));
+    if frac_part.contains('.') {
+        return Err("more than one decimal point");
+    }
+    // Value = digits * 10^(-frac_len) * multiplier; work in a (numerator, pow10) form.
+    if int_part.len() + frac_part.len() > 30 {
+        return Err("too many digits");
+    }
+    let mut mantissa: i128 = 0;
+    for c in int_part.bytes().chain(frac_part.bytes()) {
+        if !c.is_ascii_digit() {
+            return Err("expected digits");
+        }
+        mantissa = mantissa * 10 + i128::from(c - b'0');
+    }
+    Ok((mantissa, frac_part.len() as i32))
+}
+
+/// A suffix's multiplier as `(power of ten, power of two)`: SI (`m`, `k`, `G`, …), binary (`Ki`,
+/// `Mi`, …) or a decimal exponent (`e3`, `E-2`).
+fn suffix_scale(suffix: &str) -> Result<(i32, u32), &'static str> {
+    Ok(match suffix {
+        "" => (0, 0),
+        "n" => (-9, 0),
+        "u" => (-6, 0),
+        "m" => (-3, 0),
+        "k" => (3, 0),
+        "M" => (6, 0),
+        "G" => (9, 0),
+        "T" => (12, 0),
+        "P" => (15, 0),
+        "E" => (18, 0),
+        "Ki" => (0, 10),
+        "Mi" => (0, 20),
+        "Gi" => (0, 30),
+        "Ti" => (0, 40),
+        "Pi" => (0, 50),
+        "Ei" => (0, 60),
+        other => {
+            let exp = other
+                .strip_prefix('e')
+                .or_else(|| other.strip_prefix('E'))
+                .ok_or("unknown suffix")?;
+            let e: i32 = exp.parse().map_err(|_| "invalid exponent")?;
+            if !(-40..=40).contains(&e) {
+                return Err("exponent out of range");
+            }
+            (e, 0)
+        }
+    })
+}
+
+/// `mantissa * 2^binary * 10^pow10` in milli-units, rounded up (away from zero for positives).
+fn milli_of(mantissa: i128, binary: u32, pow10: i32) -> Result<i128, &'static str> {
+    let mut value = mantissa
+        .checked_mul(1i128 << binary)
+        .ok_or("value too large")?;
+    let scale = pow10 + 3;
+    if scale >= 0 {
+        for _ in 0..scale {
+            value = value.checked_mul(10).ok_or("value too large")?;
+        }
+    } else {
+        let mut divisor: i128 = 1;
+        for _ in 0..(-scale) {
+            divisor = divisor.checked_mul(10).ok_or("value too small")?;
+        }
+        value = ceil_div(value, divisor);
+    }
+    if value > i64::MAX as i128 * 1000 {
+        return Err("value too large");
+    }
+    Ok(value)
 }
 
 fn ceil_div(a: i128, b: i128) -> i128 {

@@ -51,15 +51,39 @@ const ZONES: [&str; 3] = ["zone-a", "zone-b", "zone-c"];
 /// Writes the cluster as one Kubernetes `List` in JSON to `out`, item by item.
 pub fn write_cluster(shape: Shape, out: &mut impl Write) -> std::io::Result<()> {
     let mut rng = Rng::new(shape.seed);
-    let mut first = true;
     out.write_all(b"{\"apiVersion\":\"v1\",\"kind\":\"List\",\"metadata\":{},\"items\":[")?;
-    let mut emit = |v: Value, out: &mut dyn Write| -> std::io::Result<()> {
-        if !first {
-            out.write_all(b",\n")?;
+    let mut items = Items { out, first: true };
+    write_cluster_scoped(&mut items)?;
+    write_nodes(shape, &mut rng, &mut items)?;
+    let mut pods_left = shape.pods as i64 - write_daemon_set_pods(shape, &mut rng, &mut items)?;
+    // Deployments with 1–20 replicas until the pod budget is spent.
+    let mut d = 0usize;
+    while pods_left > 0 {
+        pods_left -= write_deployment(shape, d, pods_left as u64, &mut rng, &mut items)? as i64;
+        d += 1;
+    }
+    items.out.write_all(b"]}\n")?;
+    Ok(())
+}
+
+/// The `items` array being written: objects separated by `,` and a newline.
+struct Items<'w, W: Write> {
+    out: &'w mut W,
+    first: bool,
+}
+
+impl<W: Write> Items<'_, W> {
+    fn emit(&mut self, v: Value) -> std::io::Result<()> {
+        if !self.first {
+            self.out.write_all(b",\n")?;
         }
-        first = false;
-        serde_json::to_writer(&mut *out, &v).map_err(std::io::Error::other)
-    };
+        self.first = false;
+        serde_json::to_writer(&mut *self.out, &v).map_err(std::io::Error::other)
+    }
+}
+
+/// The namespaces and the priority class.
+fn write_cluster_scoped<W: Write>(items: &mut Items<'_, W>) -> std::io::Result<()> {
     for ns in [
         "default",
         "kube-system",
@@ -68,16 +92,21 @@ pub fn write_cluster(shape: Shape, out: &mut impl Write) -> std::io::Result<()> 
         "team-c",
         "batch",
     ] {
-        emit(
+        items.emit(
             json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name":ns,"labels":{"kubernetes.io/metadata.name":ns}}}),
-            out,
         )?;
     }
-    emit(
+    items.emit(
         json!({"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"high"},"value":100000}),
-        out,
-    )?;
-    // Nodes: capacity varies; 3% tainted for a dedicated pool, 1% cordoned, 1% NotReady.
+    )
+}
+
+/// Nodes: capacity varies; 3% tainted for a dedicated pool, 1% cordoned, 1% NotReady.
+fn write_nodes<W: Write>(
+    shape: Shape,
+    rng: &mut Rng,
+    items: &mut Items<'_, W>,
+) -> std::io::Result<()> {
     for i in 0..shape.nodes {
         let cpu = [16u64, 32, 64][rng.below(3) as usize];
         let mut spec = json!({});
@@ -89,124 +118,136 @@ pub fn write_cluster(shape: Shape, out: &mut impl Write) -> std::io::Result<()> 
         }
         let ready = if rng.chance(1) { "False" } else { "True" };
         let disk = if rng.chance(50) { "ssd" } else { "hdd" };
-        emit(
+        items.emit(
             json!({"apiVersion":"v1","kind":"Node","metadata":{"name":format!("node-{i}"),"labels":{
                 "kubernetes.io/hostname":format!("node-{i}"),"topology.kubernetes.io/zone":ZONES[i % 3],"disktype":disk}},
               "spec":spec,
               "status":{"allocatable":{"cpu":cpu.to_string(),"memory":format!("{}Gi",cpu*4),"pods":"110"},
                         "conditions":[{"type":"Ready","status":ready}]}}),
-            out,
         )?;
     }
-    // DaemonSets: two per node.
-    let mut pods_left = shape.pods as i64;
+    Ok(())
+}
+
+/// DaemonSets: two pods per node. Returns the number of pods written.
+fn write_daemon_set_pods<W: Write>(
+    shape: Shape,
+    rng: &mut Rng,
+    items: &mut Items<'_, W>,
+) -> std::io::Result<i64> {
+    let mut written = 0;
     for (ds, cpu) in [("kube-proxy", "100m"), ("node-exporter", "50m")] {
         for i in 0..shape.nodes {
             let name = format!("{ds}-{i}");
-            emit(
-                pod_json(
-                    &name,
-                    "kube-system",
-                    &format!("node-{i}"),
-                    ("DaemonSet", ds, &format!("ds-{ds}")),
-                    json!({"app": ds}),
-                    cpu,
-                    "64Mi",
-                    &mut rng,
-                    json!({"tolerations":[{"operator":"Exists"}]}),
-                ),
-                out,
-            )?;
-            pods_left -= 1;
-        }
-    }
-    // Deployments with 1–20 replicas until the pod budget is spent.
-    let mut d = 0usize;
-    while pods_left > 0 {
-        let ns = ["default", "team-a", "team-b", "team-c", "batch"][d % 5];
-        let app = format!("app-{d}");
-        let replicas = (1 + rng.below(20)).min(pods_left as u64) as usize;
-        let hash = format!("{:08x}", rng.next_u64() as u32);
-        let rs_name = format!("{app}-{hash}");
-        let labels = json!({"app": app, "pod-template-hash": hash});
-        emit(
-            json!({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":app,"namespace":ns,"uid":format!("dep-{d}"),
-            "annotations":{"deployment.kubernetes.io/revision":"1"}},
-            "spec":{"replicas":replicas,"selector":{"matchLabels":{"app":app}},"template":{"metadata":{"labels":{"app":app}},"spec":{"containers":[{"name":"c","image":"img"}]}}},
-            "status":{"replicas":replicas,"readyReplicas":replicas,"availableReplicas":replicas,"updatedReplicas":replicas}}),
-            out,
-        )?;
-        emit(
-            json!({"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":rs_name,"namespace":ns,"uid":format!("rs-{d}"),"labels":labels,
-            "annotations":{"deployment.kubernetes.io/revision":"1"},
-            "ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":app,"uid":format!("dep-{d}"),"controller":true}]},
-            "spec":{"replicas":replicas,"selector":{"matchLabels":labels}},"status":{"replicas":replicas,"readyReplicas":replicas}}),
-            out,
-        )?;
-        if replicas > 2 && rng.chance(20) {
-            emit(
-                json!({"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":app,"namespace":ns},
-                "spec":{"maxUnavailable":1,"selector":{"matchLabels":{"app":app}}},
-                "status":{"currentHealthy":replicas,"desiredHealthy":replicas-1,"expectedPods":replicas,"disruptionsAllowed":1}}),
-                out,
-            )?;
-        }
-        // Scheduling features of this Deployment.
-        let mut extra = json!({});
-        let roll = rng.below(100);
-        if roll < 20 {
-            extra["topologySpreadConstraints"] = json!([{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone",
-                "whenUnsatisfiable": if rng.chance(70) {"DoNotSchedule"} else {"ScheduleAnyway"},"labelSelector":{"matchLabels":{"app":app}}}]);
-        } else if roll < 30 {
-            extra["affinity"] = json!({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[
-                {"topologyKey":"kubernetes.io/hostname","labelSelector":{"matchLabels":{"app":app}}}]}});
-        } else if roll < 38 {
-            extra["affinity"] = json!({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
-                {"matchExpressions":[{"key":"disktype","operator":"In","values":["ssd"]}]}]},
-                "preferredDuringSchedulingIgnoredDuringExecution":[{"weight":50,"preference":{"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In","values":["zone-a"]}]}}]}});
-        }
-        // Requests skew: most pods small, some large.
-        let (cpu, mem) = match rng.below(10) {
-            0..=5 => ("100m", "128Mi"),
-            6..=7 => ("500m", "1Gi"),
-            8 => ("1", "2Gi"),
-            _ => ("2", "8Gi"),
-        };
-        // Placement: clustered on a few "hot" nodes for a third of the Deployments.
-        let hot = rng.chance(33);
-        let base = rng.below(shape.nodes as u64) as usize;
-        for r in 0..replicas {
-            let node = if hot {
-                (base + r % 3) % shape.nodes
-            } else {
-                rng.below(shape.nodes as u64) as usize
-            };
-            let name = format!("{rs_name}-{r}");
-            let mut p = pod_json(
+            items.emit(pod_json(
                 &name,
-                ns,
-                &format!("node-{node}"),
-                ("ReplicaSet", &rs_name, &format!("rs-{d}")),
-                labels.clone(),
+                "kube-system",
+                &format!("node-{i}"),
+                ("DaemonSet", ds, &format!("ds-{ds}")),
+                json!({"app": ds}),
                 cpu,
-                mem,
-                &mut rng,
-                extra.clone(),
-            );
-            if let Some(obj) = p.as_object_mut()
-                && rng.chance(1)
-            {
-                obj["status"] = json!({"phase":"Failed","reason":"Error","startTime":"2025-12-01T00:00:00Z",
-                    "containerStatuses":[{"name":"c","image":"img","imageID":"","ready":false,"restartCount":0,
-                    "state":{"terminated":{"reason":"Error","exitCode":1}}}]});
-            }
-            emit(p, out)?;
-            pods_left -= 1;
+                "64Mi",
+                rng,
+                json!({"tolerations":[{"operator":"Exists"}]}),
+            ))?;
+            written += 1;
         }
-        d += 1;
     }
-    out.write_all(b"]}\n")?;
-    Ok(())
+    Ok(written)
+}
+
+/// Deployment number `d` with its ReplicaSet, maybe a PDB, and at most `pods_left` pods. Returns
+/// the number of pods written.
+fn write_deployment<W: Write>(
+    shape: Shape,
+    d: usize,
+    pods_left: u64,
+    rng: &mut Rng,
+    items: &mut Items<'_, W>,
+) -> std::io::Result<usize> {
+    let ns = ["default", "team-a", "team-b", "team-c", "batch"][d % 5];
+    let app = format!("app-{d}");
+    let replicas = (1 + rng.below(20)).min(pods_left) as usize;
+    let hash = format!("{:08x}", rng.next_u64() as u32);
+    let rs_name = format!("{app}-{hash}");
+    let labels = json!({"app": app, "pod-template-hash": hash});
+    items.emit(
+        json!({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":app,"namespace":ns,"uid":format!("dep-{d}"),
+        "annotations":{"deployment.kubernetes.io/revision":"1"}},
+        "spec":{"replicas":replicas,"selector":{"matchLabels":{"app":app}},"template":{"metadata":{"labels":{"app":app}},"spec":{"containers":[{"name":"c","image":"img"}]}}},
+        "status":{"replicas":replicas,"readyReplicas":replicas,"availableReplicas":replicas,"updatedReplicas":replicas}}),
+    )?;
+    items.emit(
+        json!({"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":rs_name,"namespace":ns,"uid":format!("rs-{d}"),"labels":labels,
+        "annotations":{"deployment.kubernetes.io/revision":"1"},
+        "ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":app,"uid":format!("dep-{d}"),"controller":true}]},
+        "spec":{"replicas":replicas,"selector":{"matchLabels":labels}},"status":{"replicas":replicas,"readyReplicas":replicas}}),
+    )?;
+    if replicas > 2 && rng.chance(20) {
+        items.emit(
+            json!({"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":app,"namespace":ns},
+            "spec":{"maxUnavailable":1,"selector":{"matchLabels":{"app":app}}},
+            "status":{"currentHealthy":replicas,"desiredHealthy":replicas-1,"expectedPods":replicas,"disruptionsAllowed":1}}),
+        )?;
+    }
+    let extra = scheduling_features(&app, rng);
+    // Requests skew: most pods small, some large.
+    let (cpu, mem) = match rng.below(10) {
+        0..=5 => ("100m", "128Mi"),
+        6..=7 => ("500m", "1Gi"),
+        8 => ("1", "2Gi"),
+        _ => ("2", "8Gi"),
+    };
+    // Placement: clustered on a few "hot" nodes for a third of the Deployments.
+    let hot = rng.chance(33);
+    let base = rng.below(shape.nodes as u64) as usize;
+    for r in 0..replicas {
+        let node = if hot {
+            (base + r % 3) % shape.nodes
+        } else {
+            rng.below(shape.nodes as u64) as usize
+        };
+        let name = format!("{rs_name}-{r}");
+        let mut p = pod_json(
+            &name,
+            ns,
+            &format!("node-{node}"),
+            ("ReplicaSet", &rs_name, &format!("rs-{d}")),
+            labels.clone(),
+            cpu,
+            mem,
+            rng,
+            extra.clone(),
+        );
+        if let Some(obj) = p.as_object_mut()
+            && rng.chance(1)
+        {
+            obj["status"] = json!({"phase":"Failed","reason":"Error","startTime":"2025-12-01T00:00:00Z",
+                "containerStatuses":[{"name":"c","image":"img","imageID":"","ready":false,"restartCount":0,
+                "state":{"terminated":{"reason":"Error","exitCode":1}}}]});
+        }
+        items.emit(p)?;
+    }
+    Ok(replicas)
+}
+
+/// A Deployment's scheduling features in its pods' spec: a zone spread constraint (20 %),
+/// hostname anti-affinity (10 %), required and preferred node affinity (8 %) or none.
+fn scheduling_features(app: &str, rng: &mut Rng) -> Value {
+    let mut extra = json!({});
+    let roll = rng.below(100);
+    if roll < 20 {
+        extra["topologySpreadConstraints"] = json!([{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone",
+            "whenUnsatisfiable": if rng.chance(70) {"DoNotSchedule"} else {"ScheduleAnyway"},"labelSelector":{"matchLabels":{"app":app}}}]);
+    } else if roll < 30 {
+        extra["affinity"] = json!({"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[
+            {"topologyKey":"kubernetes.io/hostname","labelSelector":{"matchLabels":{"app":app}}}]}});
+    } else if roll < 38 {
+        extra["affinity"] = json!({"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+            {"matchExpressions":[{"key":"disktype","operator":"In","values":["ssd"]}]}]},
+            "preferredDuringSchedulingIgnoredDuringExecution":[{"weight":50,"preference":{"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In","values":["zone-a"]}]}}]}});
+    }
+    extra
 }
 
 /// Bumped whenever [`write_cluster`] writes something else for the same [`Shape`], so that files

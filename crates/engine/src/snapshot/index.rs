@@ -168,6 +168,19 @@ struct Scan<'a> {
     unknown_node: Vec<PodId>,
 }
 
+/// The lookups of one scan: numbers given so far and the last pod's, which consecutive pods
+/// (mostly of one owner) usually repeat.
+#[derive(Default)]
+struct ScanMaps<'a> {
+    namespaces: FastMap<&'a str, u32>,
+    owners: FastMap<&'a str, u32>,
+    classes: FastMap<PartsKey, u32>,
+    last_ns: Option<(&'a Arc<str>, u32)>,
+    last_owners: Option<&'a Arc<[OwnerRef]>>,
+    owner_slots: Vec<u32>,
+    last_class: Option<(PartsKey, u32)>,
+}
+
 impl<'a> Scan<'a> {
     /// Scans `pods`, the first of which has id `first`, in a snapshot of `nodes` nodes.
     fn of(pods: &'a [Arc<Pod>], first: usize, nodes: usize, nodes_of: &NodesOf<'_>) -> Self {
@@ -182,84 +195,106 @@ impl<'a> Scan<'a> {
         if let NodesOf::Lookup(_) = nodes_of {
             s.node_ids.reserve_exact(pods.len());
         }
-        let mut namespaces: FastMap<&str, u32> = FastMap::default();
-        let mut owners: FastMap<&str, u32> = FastMap::default();
-        let mut classes: FastMap<PartsKey, u32> = FastMap::default();
-        let mut last_ns: Option<(&Arc<str>, u32)> = None;
-        let mut last_owners: Option<&Arc<[OwnerRef]>> = None;
-        let mut owner_slots: Vec<u32> = Vec::new();
-        let mut last_class: Option<(PartsKey, u32)> = None;
+        let mut maps = ScanMaps::default();
         for (i, pod) in pods.iter().enumerate() {
             let id = (first + i) as PodId;
             let unfinished = u32::from(!pod.is_terminal());
-            let node = match nodes_of {
-                NodesOf::Lookup(map) => {
-                    let node = pod
-                        .node_name
-                        .as_deref()
-                        .and_then(|name| map.get(name).copied());
-                    s.node_ids.push(node);
-                    node
-                }
-                NodesOf::Stored => pod.node,
-            };
-            match node {
-                Some(n) => {
-                    s.node_pairs.push((n, id));
-                    if let Some(count) = s.node_unfinished.get_mut(n as usize) {
-                        *count += unfinished;
-                    }
-                }
-                None if pod.node_name.is_some() => s.unknown_node.push(id),
-                None => {}
-            }
-            let ns = match last_ns {
-                Some((a, slot)) if Arc::ptr_eq(a, &pod.namespace) => slot,
-                _ => {
-                    let next = s.ns_names.len() as u32;
-                    let slot = *namespaces.entry(&pod.namespace[..]).or_insert(next);
-                    if slot == next {
-                        s.ns_names.push(&pod.namespace);
-                        s.ns_unfinished.push(0);
-                    }
-                    last_ns = Some((&pod.namespace, slot));
-                    slot
-                }
-            };
-            s.ns_pairs.push((ns, id));
-            s.ns_unfinished[ns as usize] += unfinished;
-            if !last_owners.is_some_and(|a| Arc::ptr_eq(a, &pod.owners)) {
-                owner_slots.clear();
-                for o in pod.owners.iter() {
-                    let next = s.owner_uids.len() as u32;
-                    let slot = *owners.entry(o.uid.as_str()).or_insert(next);
-                    if slot == next {
-                        s.owner_uids.push(o.uid.as_str());
-                    }
-                    owner_slots.push(slot);
-                }
-                last_owners = Some(&pod.owners);
-            }
-            s.owner_pairs
-                .extend(owner_slots.iter().map(|&slot| (slot, id)));
-            // Consecutive pods (in key order) are mostly of one owner: the map is read on a
-            // change.
-            let key = parts_key(pod);
-            let class = match last_class {
-                Some((k, c)) if k == key => c,
-                _ => {
-                    let next = s.class_keys.len() as u32;
-                    let c = *classes.entry(key).or_insert(next);
-                    if c == next {
-                        s.class_keys.push(key);
-                    }
-                    last_class = Some((key, c));
-                    c
-                }
-            };
-            s.parts_class.push(class);
+            s.note_node(pod, id, unfinished, nodes_of);
+            s.note_namespace(&mut maps, pod, id, unfinished);
+            s.note_owners(&mut maps, pod, id);
+            s.note_class(&mut maps, pod);
         }
         s
+    }
+
+    /// The pod's node: its id, its bucket, its count of unfinished pods.
+    fn note_node(&mut self, pod: &Pod, id: PodId, unfinished: u32, nodes_of: &NodesOf<'_>) {
+        let node = match nodes_of {
+            NodesOf::Lookup(map) => {
+                let node = pod
+                    .node_name
+                    .as_deref()
+                    .and_then(|name| map.get(name).copied());
+                self.node_ids.push(node);
+                node
+            }
+            NodesOf::Stored => pod.node,
+        };
+        match node {
+            Some(n) => {
+                self.node_pairs.push((n, id));
+                if let Some(count) = self.node_unfinished.get_mut(n as usize) {
+                    *count += unfinished;
+                }
+            }
+            None if pod.node_name.is_some() => self.unknown_node.push(id),
+            None => {}
+        }
+    }
+
+    /// The pod's namespace: numbered on first sight, its bucket and unfinished count.
+    fn note_namespace(
+        &mut self,
+        maps: &mut ScanMaps<'a>,
+        pod: &'a Pod,
+        id: PodId,
+        unfinished: u32,
+    ) {
+        let ns = match maps.last_ns {
+            Some((a, slot)) if Arc::ptr_eq(a, &pod.namespace) => slot,
+            _ => {
+                let next = self.ns_names.len() as u32;
+                let slot = *maps.namespaces.entry(&pod.namespace[..]).or_insert(next);
+                if slot == next {
+                    self.ns_names.push(&pod.namespace);
+                    self.ns_unfinished.push(0);
+                }
+                maps.last_ns = Some((&pod.namespace, slot));
+                slot
+            }
+        };
+        self.ns_pairs.push((ns, id));
+        self.ns_unfinished[ns as usize] += unfinished;
+    }
+
+    /// The pod's owners: numbered on first sight, and their buckets.
+    fn note_owners(&mut self, maps: &mut ScanMaps<'a>, pod: &'a Pod, id: PodId) {
+        if !maps
+            .last_owners
+            .is_some_and(|a| Arc::ptr_eq(a, &pod.owners))
+        {
+            maps.owner_slots.clear();
+            for o in pod.owners.iter() {
+                let next = self.owner_uids.len() as u32;
+                let slot = *maps.owners.entry(o.uid.as_str()).or_insert(next);
+                if slot == next {
+                    self.owner_uids.push(o.uid.as_str());
+                }
+                maps.owner_slots.push(slot);
+            }
+            maps.last_owners = Some(&pod.owners);
+        }
+        self.owner_pairs
+            .extend(maps.owner_slots.iter().map(|&slot| (slot, id)));
+    }
+
+    /// The pod's parts class (consecutive pods, in key order, are mostly of one owner: the map is
+    /// read on a change).
+    fn note_class(&mut self, maps: &mut ScanMaps<'a>, pod: &Pod) {
+        let key = parts_key(pod);
+        let class = match maps.last_class {
+            Some((k, c)) if k == key => c,
+            _ => {
+                let next = self.class_keys.len() as u32;
+                let c = *maps.classes.entry(key).or_insert(next);
+                if c == next {
+                    self.class_keys.push(key);
+                }
+                maps.last_class = Some((key, c));
+                c
+            }
+        };
+        self.parts_class.push(class);
     }
 }
 
@@ -304,41 +339,79 @@ fn append_renumbered(out: &mut Vec<(u32, PodId)>, pairs: &[(u32, PodId)], to: &[
 }
 
 /// Puts the scans (of consecutive parts of `pods`, in order) together into the indexes.
-fn assemble(
-    pods: &[Arc<Pod>],
+fn assemble<'p>(
+    pods: &'p [Arc<Pod>],
     nodes: usize,
     nodes_of: NodesOf<'_>,
     found: &mut Found,
-    scans: Vec<Scan<'_>>,
+    scans: Vec<Scan<'p>>,
 ) -> (PodIndex, Option<Vec<Option<NodeId>>>) {
-    let mut node_ids = match nodes_of {
-        NodesOf::Lookup(_) => Some(Vec::with_capacity(pods.len())),
-        NodesOf::Stored => None,
+    let mut a = Assembly {
+        node_ids: match nodes_of {
+            NodesOf::Lookup(_) => Some(Vec::with_capacity(pods.len())),
+            NodesOf::Stored => None,
+        },
+        node_pairs: Vec::with_capacity(pods.len()),
+        ns_pairs: Vec::with_capacity(pods.len()),
+        owner_pairs: Vec::with_capacity(scans.iter().map(|s| s.owner_pairs.len()).sum()),
+        parts_class: Vec::with_capacity(pods.len()),
+        namespaces: Numbering::new(),
+        ns_names: Vec::new(),
+        owners: Numbering::new(),
+        classes: Numbering::new(),
+        unfinished_on_node: vec![0u32; nodes],
+        unfinished_in_namespace: Vec::new(),
     };
-    let mut node_pairs = Vec::with_capacity(pods.len());
-    let mut ns_pairs = Vec::with_capacity(pods.len());
-    let mut owner_pairs = Vec::with_capacity(scans.iter().map(|s| s.owner_pairs.len()).sum());
-    let mut parts_class = Vec::with_capacity(pods.len());
-    let mut namespaces: Numbering<&str> = Numbering::new();
-    let mut ns_names: Vec<Arc<str>> = Vec::new();
-    let mut owners: Numbering<&str> = Numbering::new();
-    let mut classes: Numbering<PartsKey> = Numbering::new();
-    let mut unfinished_on_node = vec![0u32; nodes];
-    let mut unfinished_in_namespace: Vec<u32> = Vec::new();
     for scan in &scans {
-        for (total, n) in unfinished_on_node.iter_mut().zip(&scan.node_unfinished) {
+        a.add_nodes(scan, pods, found);
+        a.add_namespaces(scan);
+        let owner_to = a.owners.renumber(&scan.owner_uids);
+        append_renumbered(&mut a.owner_pairs, &scan.owner_pairs, &owner_to);
+        let class_to = a.classes.renumber(&scan.class_keys);
+        a.parts_class
+            .extend(scan.parts_class.iter().map(|&c| class_to[c as usize]));
+    }
+    drop(scans);
+    let node_ids = a.node_ids.take();
+    (a.into_index(nodes), node_ids)
+}
+
+/// The scans put together so far, numbered as one scan of all pods numbers them.
+struct Assembly<'s> {
+    node_ids: Option<Vec<Option<NodeId>>>,
+    node_pairs: Vec<(u32, PodId)>,
+    ns_pairs: Vec<(u32, PodId)>,
+    owner_pairs: Vec<(u32, PodId)>,
+    parts_class: Vec<u32>,
+    namespaces: Numbering<&'s str>,
+    ns_names: Vec<Arc<str>>,
+    owners: Numbering<&'s str>,
+    classes: Numbering<PartsKey>,
+    unfinished_on_node: Vec<u32>,
+    unfinished_in_namespace: Vec<u32>,
+}
+
+impl<'s> Assembly<'s> {
+    /// A scan's nodes: ids, buckets (of known nodes), unfinished counts; pods on an unknown
+    /// node are reported (and stay on none, never evicted).
+    fn add_nodes(&mut self, scan: &Scan<'s>, pods: &[Arc<Pod>], found: &mut Found) {
+        let nodes = self.unfinished_on_node.len();
+        for (total, n) in self
+            .unfinished_on_node
+            .iter_mut()
+            .zip(&scan.node_unfinished)
+        {
             *total += n;
         }
-        if let Some(ids) = node_ids.as_mut() {
+        if let Some(ids) = self.node_ids.as_mut() {
             ids.extend_from_slice(&scan.node_ids);
         }
         for &(n, id) in &scan.node_pairs {
             if (n as usize) < nodes {
-                node_pairs.push((n, id));
+                self.node_pairs.push((n, id));
             }
         }
         for &id in &scan.unknown_node {
-            // A pod on an unknown node stays on none (never evicted), and is reported.
             let pod = &pods[id as usize];
             if let Some(name) = &pod.node_name {
                 found.note(InconsistencyKind::PodOnUnknownNode, || {
@@ -346,45 +419,49 @@ fn assemble(
                 });
             }
         }
-        let names: Vec<&str> = scan.ns_names.iter().map(|a| &a[..]).collect();
-        let ns_to = namespaces.renumber(&names);
+    }
+
+    /// A scan's namespaces: renumbered, their buckets and unfinished counts.
+    fn add_namespaces(&mut self, scan: &Scan<'s>) {
+        let names: Vec<&'s str> = scan.ns_names.iter().map(|&a| &a[..]).collect();
+        let ns_to = self.namespaces.renumber(&names);
         for (&slot, a) in ns_to.iter().zip(&scan.ns_names) {
             // A slot not given before is the next one.
-            if slot as usize == ns_names.len() {
-                ns_names.push(Arc::clone(a));
-                unfinished_in_namespace.push(0);
+            if slot as usize == self.ns_names.len() {
+                self.ns_names.push(Arc::clone(a));
+                self.unfinished_in_namespace.push(0);
             }
         }
         for (&slot, n) in ns_to.iter().zip(&scan.ns_unfinished) {
-            unfinished_in_namespace[slot as usize] += n;
+            self.unfinished_in_namespace[slot as usize] += n;
         }
-        append_renumbered(&mut ns_pairs, &scan.ns_pairs, &ns_to);
-        let owner_to = owners.renumber(&scan.owner_uids);
-        append_renumbered(&mut owner_pairs, &scan.owner_pairs, &owner_to);
-        let class_to = classes.renumber(&scan.class_keys);
-        parts_class.extend(scan.parts_class.iter().map(|&c| class_to[c as usize]));
+        append_renumbered(&mut self.ns_pairs, &scan.ns_pairs, &ns_to);
     }
-    drop(scans);
-    let index = PodIndex {
-        by_node: Buckets::from_pairs(nodes, &node_pairs),
-        by_namespace: Buckets::from_pairs(ns_names.len(), &ns_pairs),
-        namespaces: ns_names
-            .into_iter()
-            .enumerate()
-            .map(|(i, ns)| (ns, i as u32))
-            .collect(),
-        by_owner: Buckets::from_pairs(owners.keys.len(), &owner_pairs),
-        owners: owners
-            .slots
-            .into_iter()
-            .map(|(uid, slot)| (uid.to_string(), slot))
-            .collect(),
-        parts_class,
-        parts_classes: classes.keys.len() as u32,
-        unfinished_on_node,
-        unfinished_in_namespace,
-    };
-    (index, node_ids)
+
+    /// The index of `nodes` nodes.
+    fn into_index(self, nodes: usize) -> PodIndex {
+        PodIndex {
+            by_node: Buckets::from_pairs(nodes, &self.node_pairs),
+            by_namespace: Buckets::from_pairs(self.ns_names.len(), &self.ns_pairs),
+            namespaces: self
+                .ns_names
+                .into_iter()
+                .enumerate()
+                .map(|(i, ns)| (ns, i as u32))
+                .collect(),
+            by_owner: Buckets::from_pairs(self.owners.keys.len(), &self.owner_pairs),
+            owners: self
+                .owners
+                .slots
+                .into_iter()
+                .map(|(uid, slot)| (uid.to_string(), slot))
+                .collect(),
+            parts_class: self.parts_class,
+            parts_classes: self.classes.keys.len() as u32,
+            unfinished_on_node: self.unfinished_on_node,
+            unfinished_in_namespace: self.unfinished_in_namespace,
+        }
+    }
 }
 
 impl PodIndex {

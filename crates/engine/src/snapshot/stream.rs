@@ -121,48 +121,24 @@ pub fn load_json_list(bytes: &FileBytes) -> Result<Option<SnapshotBuilder>, Conf
         .clamp(1, 4);
     let (tx, rx) = mpsc::sync_channel::<Batch>(workers);
     let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
-    let kind_cell: std::sync::Arc<std::sync::OnceLock<Option<String>>> = Default::default();
-    let merger = std::sync::Mutex::new(merger);
-    let failed = || ConfigError::new("snapshot loader: a worker failed");
-    // The index of the first bad item known so far (workers skip blocks after it; the scanner
-    // stops).
-    let first_bad = AtomicUsize::new(usize::MAX);
+    let shared = Shared {
+        bytes,
+        kind_cell: std::sync::OnceLock::new(),
+        merger: std::sync::Mutex::new(merger),
+        first_bad: AtomicUsize::new(usize::MAX),
+    };
     std::thread::scope(|scope| {
+        let shared = &shared;
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 let rx = rx.clone();
-                let kind_cell = kind_cell.clone();
-                let merger = &merger;
-                let first_bad = &first_bad;
-                scope.spawn(move || -> Result<(), ItemError> {
-                    loop {
-                        let batch = match rx.lock() {
-                            Ok(r) => r.recv(),
-                            Err(_) => return Err((usize::MAX, failed())),
-                        };
-                        let Ok(batch) = batch else { return Ok(()) };
-                        // A bad item is known before this block: nothing here can be first.
-                        if batch.first_index > first_bad.load(Ordering::Acquire) {
-                            continue;
-                        }
-                        let fail = |index: usize, e: ConfigError| {
-                            first_bad.fetch_min(index, Ordering::AcqRel);
-                            (index, e)
-                        };
-                        let local = convert(&batch, &kind_cell, merger, &fail)?;
-                        bytes.release(batch.offset, batch.text.len());
-                        merger
-                            .lock()
-                            .map_err(|_| (usize::MAX, failed()))?
-                            .add(batch.seq, local);
-                    }
-                })
+                scope.spawn(move || shared.work(&rx))
             })
             .collect();
         // Only the workers hold the receiver: if they all stop (errors), sending fails instead of
         // blocking.
         drop(rx);
-        let produced = produce(bytes, &tx, &kind_cell, &first_bad);
+        let produced = produce(bytes, &tx, &shared.kind_cell, &shared.first_bad);
         drop(tx);
         // Every block before a failing one was handed out before it (one scanner, FIFO) and is
         // converted to the end by a worker that stops only at its own first error: the smallest
@@ -185,17 +161,69 @@ pub fn load_json_list(bytes: &FileBytes) -> Result<Option<SnapshotBuilder>, Conf
         if let Some((_, e)) = first_err {
             return Err(e);
         }
-        match produced {
-            Err(e) => return Err(e),
-            Ok(Produced::NotStreamable) => return Ok(None),
-            Ok(Produced::Stopped) => {
+        shared.finish(produced)
+    })
+}
+
+/// What the scanner and the workers share while a file is loaded.
+struct Shared<'f> {
+    bytes: &'f FileBytes,
+    /// The list's `kind` (`PodList`, …), once the scanner has read it.
+    kind_cell: std::sync::OnceLock<Option<String>>,
+    merger: std::sync::Mutex<Merger>,
+    /// The index of the first bad item known so far (workers skip blocks after it; the scanner
+    /// stops).
+    first_bad: AtomicUsize,
+}
+
+fn worker_failed() -> ConfigError {
+    ConfigError::new("snapshot loader: a worker failed")
+}
+
+/// The receiving end of the blocks, shared by the workers.
+type Blocks<'f> = std::sync::Arc<std::sync::Mutex<mpsc::Receiver<Batch<'f>>>>;
+
+impl Shared<'_> {
+    /// A worker: converts blocks from `rx` until it is closed or an item is bad.
+    fn work(&self, rx: &Blocks<'_>) -> Result<(), ItemError> {
+        loop {
+            let batch = match rx.lock() {
+                Ok(r) => r.recv(),
+                Err(_) => return Err((usize::MAX, worker_failed())),
+            };
+            let Ok(batch) = batch else { return Ok(()) };
+            // A bad item is known before this block: nothing here can be first.
+            if batch.first_index > self.first_bad.load(Ordering::Acquire) {
+                continue;
+            }
+            let fail = |index: usize, e: ConfigError| {
+                self.first_bad.fetch_min(index, Ordering::AcqRel);
+                (index, e)
+            };
+            let local = convert(&batch, &self.kind_cell, &self.merger, &fail)?;
+            self.bytes.release(batch.offset, batch.text.len());
+            self.merger
+                .lock()
+                .map_err(|_| (usize::MAX, worker_failed()))?
+                .add(batch.seq, local);
+        }
+    }
+
+    /// The merged builder once the workers are done without an error, given how scanning ended.
+    fn finish(
+        &self,
+        produced: Result<Produced, ConfigError>,
+    ) -> Result<Option<SnapshotBuilder>, ConfigError> {
+        match produced? {
+            Produced::NotStreamable => return Ok(None),
+            Produced::Stopped => {
                 return Err(ConfigError::new(
                     "snapshot loader: stopped reading without an error",
                 ));
             }
-            Ok(Produced::All) => {}
+            Produced::All => {}
         }
-        let mut m = std::mem::take(&mut *merger.lock().map_err(|_| failed())?);
+        let mut m = std::mem::take(&mut *self.merger.lock().map_err(|_| worker_failed())?);
         m.out.shrink_pods();
         if !m.pending.is_empty() {
             return Err(ConfigError::new(
@@ -206,7 +234,7 @@ pub fn load_json_list(bytes: &FileBytes) -> Result<Option<SnapshotBuilder>, Conf
         // In the order the API lists objects, as the in-memory loader (`load::load_bytes`).
         out.order_as_listed();
         Ok(Some(out))
-    })
+    }
 }
 
 /// Converts one block's items into a builder of its own.

@@ -536,108 +536,99 @@ impl<'a> PodView<'a> {
 
     /// Borrows the fields the engine reads from a Kubernetes Pod.
     pub fn from_pod(p: &'a core::Pod) -> Self {
-        let m = &p.metadata;
-        let meta = MetaView {
-            name: b(&m.name),
-            namespace: b(&m.namespace),
-            uid: b(&m.uid),
-            labels: Pairs::from_map(m.labels.as_ref()),
-            annotations: Pairs::from_map(m.annotations.as_ref()),
-            owner_references: m.owner_references.as_ref().map(|os| {
-                os.iter()
-                    .map(|o| OwnerView {
-                        api_version: Cow::Borrowed(&o.api_version),
-                        kind: Cow::Borrowed(&o.kind),
-                        name: Cow::Borrowed(&o.name),
-                        uid: Cow::Borrowed(&o.uid),
-                        controller: o.controller,
-                    })
-                    .collect()
-            }),
-            creation_timestamp: time(&m.creation_timestamp),
-            deletion_timestamp: time(&m.deletion_timestamp),
-        };
-        let spec = p.spec.as_ref().map(|s| SpecView {
-            node_name: b(&s.node_name),
-            priority: s.priority,
-            priority_class_name: b(&s.priority_class_name),
-            scheduler_name: b(&s.scheduler_name),
-            node_selector: Pairs::from_map(s.node_selector.as_ref()),
-            affinity: s.affinity.as_ref().map(Cow::Borrowed),
-            tolerations: s.tolerations.as_deref().map(Cow::Borrowed),
-            topology_spread_constraints: s
-                .topology_spread_constraints
-                .as_deref()
-                .map(Cow::Borrowed),
-            containers: s.containers.iter().map(container_view).collect(),
-            init_containers: s
-                .init_containers
-                .iter()
-                .flatten()
-                .map(container_view)
-                .collect(),
-            overhead: Pairs::from_quantities(s.overhead.as_ref()),
-            resources: s.resources.as_ref().map(resources_view),
-            volumes: s
-                .volumes
-                .iter()
-                .flatten()
-                .map(|v| VolumeView {
-                    name: Cow::Borrowed(&v.name),
-                    host_path: v.host_path.is_some(),
-                    empty_dir: v.empty_dir.is_some(),
-                    ephemeral: v.ephemeral.is_some(),
-                    persistent_volume_claim: v.persistent_volume_claim.as_ref().map(|c| {
-                        ClaimView {
-                            claim_name: Cow::Borrowed(&c.claim_name),
-                        }
-                    }),
-                })
-                .collect(),
-            resource_claims: s.resource_claims.as_ref().is_some_and(|c| !c.is_empty()),
-            sets_grace_period: s.termination_grace_period_seconds.is_some(),
-        });
-        let status = p.status.as_ref().map(|s| StatusView {
-            phase: b(&s.phase),
-            reason: b(&s.reason),
-            start_time: time(&s.start_time),
-            qos_class: b(&s.qos_class),
-            conditions: s
-                .conditions
-                .iter()
-                .flatten()
-                .map(|c| ConditionView {
-                    type_: Cow::Borrowed(&c.type_),
-                    status: Cow::Borrowed(&c.status),
-                    reason: b(&c.reason),
-                    last_transition_time: time(&c.last_transition_time),
-                })
-                .collect(),
-            container_statuses: s
-                .container_statuses
-                .iter()
-                .flatten()
-                .map(status_view)
-                .collect(),
-            init_container_statuses: s
-                .init_container_statuses
-                .iter()
-                .flatten()
-                .map(status_view)
-                .collect(),
-            ephemeral_container_statuses: s
-                .ephemeral_container_statuses
-                .iter()
-                .flatten()
-                .map(status_view)
-                .collect(),
-            allocated_resources: Pairs::from_quantities(s.allocated_resources.as_ref()),
-            resources: s.resources.as_ref().map(resources_view),
-        });
         PodView {
-            metadata: meta,
-            spec: spec.unwrap_or_default(),
-            status: status.unwrap_or_default(),
+            metadata: meta_view(&p.metadata),
+            spec: p.spec.as_ref().map(spec_view).unwrap_or_default(),
+            status: p.status.as_ref().map(pod_status_view).unwrap_or_default(),
         }
     }
+}
+
+fn meta_view(m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> MetaView<'_> {
+    MetaView {
+        name: b(&m.name),
+        namespace: b(&m.namespace),
+        uid: b(&m.uid),
+        labels: Pairs::from_map(m.labels.as_ref()),
+        annotations: Pairs::from_map(m.annotations.as_ref()),
+        owner_references: m.owner_references.as_ref().map(|os| {
+            os.iter()
+                .map(|o| OwnerView {
+                    api_version: Cow::Borrowed(&o.api_version),
+                    kind: Cow::Borrowed(&o.kind),
+                    name: Cow::Borrowed(&o.name),
+                    uid: Cow::Borrowed(&o.uid),
+                    controller: o.controller,
+                })
+                .collect()
+        }),
+        creation_timestamp: time(&m.creation_timestamp),
+        deletion_timestamp: time(&m.deletion_timestamp),
+    }
+}
+
+fn volume_view(v: &core::Volume) -> VolumeView<'_> {
+    VolumeView {
+        name: Cow::Borrowed(&v.name),
+        host_path: v.host_path.is_some(),
+        empty_dir: v.empty_dir.is_some(),
+        ephemeral: v.ephemeral.is_some(),
+        persistent_volume_claim: v.persistent_volume_claim.as_ref().map(|c| ClaimView {
+            claim_name: Cow::Borrowed(&c.claim_name),
+        }),
+    }
+}
+
+fn spec_view(s: &core::PodSpec) -> SpecView<'_> {
+    SpecView {
+        node_name: b(&s.node_name),
+        priority: s.priority,
+        priority_class_name: b(&s.priority_class_name),
+        scheduler_name: b(&s.scheduler_name),
+        node_selector: Pairs::from_map(s.node_selector.as_ref()),
+        affinity: s.affinity.as_ref().map(Cow::Borrowed),
+        tolerations: s.tolerations.as_deref().map(Cow::Borrowed),
+        topology_spread_constraints: s.topology_spread_constraints.as_deref().map(Cow::Borrowed),
+        containers: s.containers.iter().map(container_view).collect(),
+        init_containers: s
+            .init_containers
+            .iter()
+            .flatten()
+            .map(container_view)
+            .collect(),
+        overhead: Pairs::from_quantities(s.overhead.as_ref()),
+        resources: s.resources.as_ref().map(resources_view),
+        volumes: s.volumes.iter().flatten().map(volume_view).collect(),
+        resource_claims: s.resource_claims.as_ref().is_some_and(|c| !c.is_empty()),
+        sets_grace_period: s.termination_grace_period_seconds.is_some(),
+    }
+}
+
+fn pod_status_view(s: &core::PodStatus) -> StatusView<'_> {
+    StatusView {
+        phase: b(&s.phase),
+        reason: b(&s.reason),
+        start_time: time(&s.start_time),
+        qos_class: b(&s.qos_class),
+        conditions: s
+            .conditions
+            .iter()
+            .flatten()
+            .map(|c| ConditionView {
+                type_: Cow::Borrowed(&c.type_),
+                status: Cow::Borrowed(&c.status),
+                reason: b(&c.reason),
+                last_transition_time: time(&c.last_transition_time),
+            })
+            .collect(),
+        container_statuses: statuses_view(&s.container_statuses),
+        init_container_statuses: statuses_view(&s.init_container_statuses),
+        ephemeral_container_statuses: statuses_view(&s.ephemeral_container_statuses),
+        allocated_resources: Pairs::from_quantities(s.allocated_resources.as_ref()),
+        resources: s.resources.as_ref().map(resources_view),
+    }
+}
+
+fn statuses_view(list: &Option<Vec<core::ContainerStatus>>) -> Vec<ContainerStatusView<'_>> {
+    list.iter().flatten().map(status_view).collect()
 }

@@ -11,7 +11,9 @@ use super::requests::RequestsMemo;
 use super::scheduling::scheduling_extras;
 use super::{ConvertError, SnapshotBuilder};
 use crate::snapshot::model::*;
-use crate::snapshot::view::{ConditionView, ContainerStatusView, PodView};
+use crate::snapshot::view::{
+    ConditionView, ContainerStatusView, MetaView, OwnerView, PodView, SpecView, StatusView,
+};
 
 /// Pod fields that pods of one owner usually have in common; shared (not copied) when equal.
 #[derive(Default, Clone)]
@@ -121,33 +123,10 @@ impl SnapshotBuilder {
     /// Adds a pod from its view (the snapshot loader decodes views straight from JSON).
     pub fn add_pod_view(&mut self, p: &PodView<'_>) -> Result<(), ConvertError> {
         let meta = &p.metadata;
-        let name = meta.name.as_deref().unwrap_or_default();
-        if name.is_empty() {
-            return Err(ConvertError {
-                field: "metadata.name".into(),
-                message: "a pod needs a name".into(),
-            });
-        }
+        let name = pod_name(meta)?;
         let namespace = self.intern(meta.namespace.as_deref().unwrap_or("default"));
         let spec = &p.spec;
         let status = &p.status;
-        let volumes = spec
-            .volumes
-            .iter()
-            .map(|v| {
-                if v.host_path {
-                    Volume::HostPath
-                } else if v.empty_dir {
-                    Volume::EmptyDir
-                } else if let Some(c) = &v.persistent_volume_claim {
-                    Volume::Pvc(c.claim_name.to_string())
-                } else if v.ephemeral {
-                    Volume::Ephemeral(v.name.to_string())
-                } else {
-                    Volume::Other
-                }
-            })
-            .collect();
         let reason = status.reason.as_deref().map(|r| self.intern(r));
         let scheduler_name = spec
             .scheduler_name
@@ -155,105 +134,20 @@ impl SnapshotBuilder {
             .filter(|s| !s.is_empty() && *s != DEFAULT_SCHEDULER_NAME)
             .map(|s| self.intern(s));
         let owner_views = meta.owner_references.as_deref().unwrap_or(&[]);
-        let key = owner_views
-            .iter()
-            .find(|o| o.controller == Some(true))
-            .or(owner_views.first())
-            .map(|o| o.uid.as_ref())
-            .unwrap_or_default();
+        let key = owner_key(owner_views);
         let cache = match self.shared.get_mut(key) {
             Some(c) => c,
             None => self.shared.entry(key.to_string()).or_default(),
         };
-        let stated_qos = match status.qos_class.as_deref() {
-            Some("BestEffort") => Some(QosClass::BestEffort),
-            Some("Guaranteed") => Some(QosClass::Guaranteed),
-            Some("Burstable") => Some(QosClass::Burstable),
-            _ => None,
-        };
-        let (requests, qos) = cache.requests.requests_and_qos(spec, status, stated_qos)?;
-        let owners_equal = cache.owners.len() == owner_views.len()
-            && cache.owners.iter().zip(owner_views).all(|(a, b)| {
-                a.uid == b.uid
-                    && a.name == b.name
-                    && a.kind == b.kind
-                    && a.api_version == b.api_version
-                    && a.controller == b.controller.unwrap_or(false)
-            });
-        if !owners_equal {
-            cache.owners = owner_views
-                .iter()
-                .map(|o| OwnerRef {
-                    api_version: o.api_version.to_string(),
-                    kind: o.kind.to_string(),
-                    name: o.name.to_string(),
-                    uid: o.uid.to_string(),
-                    controller: o.controller.unwrap_or(false),
-                })
-                .collect();
-        }
-        if !meta.labels.equals(&cache.labels) {
-            cache.labels = Arc::new(meta.labels.to_map());
-        }
-        if !spec.node_selector.equals(&cache.node_selector) {
-            cache.node_selector = Arc::new(spec.node_selector.to_map());
-        }
-        match spec.affinity.as_deref() {
-            None => {}
-            Some(a) if cache.affinity.as_deref() == Some(a) => {}
-            Some(a) => cache.affinity = Some(Arc::new(a.clone())),
-        }
-        let tolerations = spec.tolerations.as_deref().unwrap_or(&[]);
-        if *cache.tolerations != *tolerations {
-            cache.tolerations = Arc::from(tolerations);
-        }
-        let tsc = spec.topology_spread_constraints.as_deref().unwrap_or(&[]);
-        if *cache.tsc != *tsc {
-            cache.tsc = Arc::from(tsc);
-        }
-        let images_equal = cache.images.len()
-            == spec.containers.iter().filter(|c| c.image.is_some()).count()
-            && cache
-                .images
-                .iter()
-                .zip(spec.containers.iter().filter_map(|c| c.image.as_deref()))
-                .all(|(a, b)| a == b);
-        if !images_equal {
-            cache.images = spec
-                .containers
-                .iter()
-                .filter_map(|c| c.image.as_deref().map(str::to_string))
-                .collect();
-        }
-        let conditions = shared_conditions(
-            &mut cache.conditions,
-            &mut cache.previous_conditions,
-            &status.conditions,
+        let (requests, qos) = cache.requests.requests_and_qos(
+            spec,
+            status,
+            stated_qos(status.qos_class.as_deref()),
         )?;
-        let container_states =
-            shared_states(&mut cache.container_states, &status.container_statuses);
-        let init_container_states = shared_states(
-            &mut cache.init_container_states,
-            &status.init_container_statuses,
-        );
-        let ephemeral_container_states = shared_states(
-            &mut cache.ephemeral_container_states,
-            &status.ephemeral_container_statuses,
-        );
-        let local_storage_volume = spec
-            .volumes
-            .iter()
-            .find(|v| v.host_path || v.empty_dir)
-            .map(|v| v.name.as_ref())
-            .filter(|n| !n.is_empty())
-            .map(|name| match &cache.local_storage_volume {
-                Some(a) if **a == *name => a.clone(),
-                _ => {
-                    let a: Arc<str> = Arc::from(name);
-                    cache.local_storage_volume = Some(a.clone());
-                    a
-                }
-            });
+        cache.refresh_owners(owner_views);
+        cache.refresh_spec_parts(p);
+        let states = cache.status_parts(status)?;
+        let local_storage_volume = cache.local_storage_volume(spec);
         let scheduling = scheduling_extras(
             &mut cache.scheduling,
             scheduler_name,
@@ -265,57 +159,225 @@ impl SnapshotBuilder {
         } else {
             None
         };
+        let cache = &*cache;
+        let creation_timestamp = parse_time(&meta.creation_timestamp, || {
+            "metadata.creationTimestamp".into()
+        })?;
+        let deletion_timestamp = parse_time(&meta.deletion_timestamp, || {
+            "metadata.deletionTimestamp".into()
+        })?;
+        let start_time = parse_time(&status.start_time, || "status.startTime".into())?;
         self.pods.push(Arc::new(Pod {
             uid: meta.uid.as_deref().unwrap_or_default().to_string(),
             name: name.to_string(),
             namespace,
-            node_name: spec
-                .node_name
-                .as_deref()
-                .filter(|n| !n.is_empty())
-                .map(Box::from),
+            node_name: non_empty(&spec.node_name).map(Box::from),
             node: None,
             labels: cache.labels.clone(),
-            annotations: meta
-                .annotations
-                .0
-                .iter()
-                .filter(|(k, _)| keep_annotation(k))
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            annotations: kept_annotations(meta),
             owners: cache.owners.clone(),
-            creation_timestamp: parse_time(&meta.creation_timestamp, || {
-                "metadata.creationTimestamp".into()
-            })?,
-            deletion_timestamp: parse_time(&meta.deletion_timestamp, || {
-                "metadata.deletionTimestamp".into()
-            })?,
+            creation_timestamp,
+            deletion_timestamp,
             priority: spec.priority,
-            priority_class_name: spec
-                .priority_class_name
-                .as_deref()
-                .filter(|s| !s.is_empty())
-                .map(Arc::from),
+            priority_class_name: non_empty(&spec.priority_class_name).map(Arc::from),
             phase: PodPhase::parse(status.phase.as_deref()),
             reason,
-            start_time: parse_time(&status.start_time, || "status.startTime".into())?,
-            conditions,
+            start_time,
+            conditions: states.conditions,
             images: cache.images.clone(),
-            container_states,
-            init_container_states,
-            ephemeral_container_states,
+            container_states: states.containers,
+            init_container_states: states.init_containers,
+            ephemeral_container_states: states.ephemeral_containers,
             requests: requests.spec,
             qos,
             node_selector: cache.node_selector.clone(),
             affinity,
             tolerations: cache.tolerations.clone(),
             topology_spread_constraints: cache.tsc.clone(),
-            volumes,
+            volumes: volumes(spec),
             local_storage_volume,
             scheduling,
             has_resource_claims: spec.resource_claims,
         }));
         Ok(())
+    }
+}
+
+/// The uid of the owner whose pods share parts: the controller, else the first owner (`""`
+/// for pods without owners, which share one entry).
+fn owner_key<'v>(owner_views: &'v [OwnerView<'_>]) -> &'v str {
+    owner_views
+        .iter()
+        .find(|o| o.controller == Some(true))
+        .or(owner_views.first())
+        .map(|o| o.uid.as_ref())
+        .unwrap_or_default()
+}
+
+/// `metadata.name`, which a pod must have.
+fn pod_name<'v>(meta: &'v MetaView<'_>) -> Result<&'v str, ConvertError> {
+    let name = meta.name.as_deref().unwrap_or_default();
+    if name.is_empty() {
+        return Err(ConvertError {
+            field: "metadata.name".into(),
+            message: "a pod needs a name".into(),
+        });
+    }
+    Ok(name)
+}
+
+/// The text of an optional field, unless absent or empty.
+fn non_empty<'v>(field: &'v Option<std::borrow::Cow<'_, str>>) -> Option<&'v str> {
+    field.as_deref().filter(|s| !s.is_empty())
+}
+
+/// The annotations the engine reads (see [`keep_annotation`]).
+fn kept_annotations(meta: &MetaView<'_>) -> BTreeMap<String, String> {
+    meta.annotations
+        .0
+        .iter()
+        .filter(|(k, _)| keep_annotation(k))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The QoS class the pod's status states, if one of the three.
+fn stated_qos(class: Option<&str>) -> Option<QosClass> {
+    match class {
+        Some("BestEffort") => Some(QosClass::BestEffort),
+        Some("Guaranteed") => Some(QosClass::Guaranteed),
+        Some("Burstable") => Some(QosClass::Burstable),
+        _ => None,
+    }
+}
+
+/// The kinds of the pod's volumes.
+fn volumes(spec: &SpecView<'_>) -> Box<[Volume]> {
+    spec.volumes
+        .iter()
+        .map(|v| {
+            if v.host_path {
+                Volume::HostPath
+            } else if v.empty_dir {
+                Volume::EmptyDir
+            } else if let Some(c) = &v.persistent_volume_claim {
+                Volume::Pvc(c.claim_name.to_string())
+            } else if v.ephemeral {
+                Volume::Ephemeral(v.name.to_string())
+            } else {
+                Volume::Other
+            }
+        })
+        .collect()
+}
+
+/// A pod's conditions and container states, shared with the pods before it where equal.
+struct StatusParts {
+    conditions: Arc<[Condition]>,
+    containers: Arc<[ContainerState]>,
+    init_containers: Arc<[ContainerState]>,
+    ephemeral_containers: Arc<[ContainerState]>,
+}
+
+impl SharedParts {
+    /// Replaces the owner references with the pod's unless equal.
+    fn refresh_owners(&mut self, owner_views: &[OwnerView<'_>]) {
+        let owners_equal = self.owners.len() == owner_views.len()
+            && self.owners.iter().zip(owner_views).all(|(a, b)| {
+                a.uid == b.uid
+                    && a.name == b.name
+                    && a.kind == b.kind
+                    && a.api_version == b.api_version
+                    && a.controller == b.controller.unwrap_or(false)
+            });
+        if !owners_equal {
+            self.owners = owner_views
+                .iter()
+                .map(|o| OwnerRef {
+                    api_version: o.api_version.to_string(),
+                    kind: o.kind.to_string(),
+                    name: o.name.to_string(),
+                    uid: o.uid.to_string(),
+                    controller: o.controller.unwrap_or(false),
+                })
+                .collect();
+        }
+    }
+
+    /// Replaces the labels, node selector, affinity, tolerations, spread constraints and images
+    /// with the pod's where they differ.
+    fn refresh_spec_parts(&mut self, p: &PodView<'_>) {
+        let spec = &p.spec;
+        if !p.metadata.labels.equals(&self.labels) {
+            self.labels = Arc::new(p.metadata.labels.to_map());
+        }
+        if !spec.node_selector.equals(&self.node_selector) {
+            self.node_selector = Arc::new(spec.node_selector.to_map());
+        }
+        match spec.affinity.as_deref() {
+            None => {}
+            Some(a) if self.affinity.as_deref() == Some(a) => {}
+            Some(a) => self.affinity = Some(Arc::new(a.clone())),
+        }
+        let tolerations = spec.tolerations.as_deref().unwrap_or(&[]);
+        if *self.tolerations != *tolerations {
+            self.tolerations = Arc::from(tolerations);
+        }
+        let tsc = spec.topology_spread_constraints.as_deref().unwrap_or(&[]);
+        if *self.tsc != *tsc {
+            self.tsc = Arc::from(tsc);
+        }
+        let images_equal = self.images.len()
+            == spec.containers.iter().filter(|c| c.image.is_some()).count()
+            && self
+                .images
+                .iter()
+                .zip(spec.containers.iter().filter_map(|c| c.image.as_deref()))
+                .all(|(a, b)| a == b);
+        if !images_equal {
+            self.images = spec
+                .containers
+                .iter()
+                .filter_map(|c| c.image.as_deref().map(str::to_string))
+                .collect();
+        }
+    }
+
+    /// The pod's conditions and container states (see [`shared_conditions`]).
+    fn status_parts(&mut self, status: &StatusView<'_>) -> Result<StatusParts, ConvertError> {
+        Ok(StatusParts {
+            conditions: shared_conditions(
+                &mut self.conditions,
+                &mut self.previous_conditions,
+                &status.conditions,
+            )?,
+            containers: shared_states(&mut self.container_states, &status.container_statuses),
+            init_containers: shared_states(
+                &mut self.init_container_states,
+                &status.init_container_statuses,
+            ),
+            ephemeral_containers: shared_states(
+                &mut self.ephemeral_container_states,
+                &status.ephemeral_container_statuses,
+            ),
+        })
+    }
+
+    /// The name of the pod's first hostPath or emptyDir volume, shared when equal.
+    fn local_storage_volume(&mut self, spec: &SpecView<'_>) -> Option<Arc<str>> {
+        spec.volumes
+            .iter()
+            .find(|v| v.host_path || v.empty_dir)
+            .map(|v| v.name.as_ref())
+            .filter(|n| !n.is_empty())
+            .map(|name| match &self.local_storage_volume {
+                Some(a) if **a == *name => a.clone(),
+                _ => {
+                    let a: Arc<str> = Arc::from(name);
+                    self.local_storage_volume = Some(a.clone());
+                    a
+                }
+            })
     }
 }
 
