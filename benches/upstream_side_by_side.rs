@@ -45,14 +45,7 @@ fn load_average() -> f64 {
 
 /// The peak RSS (VmHWM) of `pid` so far, in KiB.
 fn vm_hwm_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    bench_common::proc_kib(pid, "VmHWM:")
 }
 
 /// Waits for the child, polling its VmHWM (every 20 ms) so the wait is bounded; returns its peak

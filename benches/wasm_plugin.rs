@@ -40,15 +40,7 @@ fn peak_rss() -> u64 {
 
 /// One `/proc/self/status` field given in kB, in bytes; 0 when unknown.
 fn status_kib(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
+    bench_common::proc_kib(std::process::id(), field).map_or(0, |kb| kb * 1024)
 }
 
 const LIFETIME_ARGS: &str = "{maxPodLifeTimeSeconds: 864000, namespaces: {exclude: [kube-system]}}";

@@ -19,17 +19,10 @@ func Imports(mod []byte) ([]string, error) {
 		for n := ir.u32(); n > 0; n-- {
 			m := ir.name()
 			f := ir.name()
-			switch ir.byte() {
-			case 0:
+			if kind := ir.byte(); kind == 0 {
 				ir.u32()
-			case 1:
-				ir.byte()
-				lim(ir)
-			case 2:
-				lim(ir)
-			case 3:
-				ir.byte()
-				ir.byte()
+			} else {
+				skipNonFunctionDesc(ir, kind)
 			}
 			out = append(out, m+"."+f)
 		}
@@ -38,4 +31,22 @@ func Imports(mod []byte) ([]string, error) {
 		}
 	}
 	return out, r.err
+}
+
+// skipNonFunctionDesc reads past the type of an imported table (kind 1), memory (2) or global
+// (3); it reports false, reading nothing, for any other kind.
+func skipNonFunctionDesc(r *reader, kind byte) bool {
+	switch kind {
+	case 1:
+		r.byte()
+		lim(r)
+	case 2:
+		lim(r)
+	case 3:
+		r.byte()
+		r.byte()
+	default:
+		return false
+	}
+	return true
 }

@@ -138,8 +138,7 @@ func (m *parsed) readImports() error {
 		mod := ir.name()
 		field := ir.name()
 		kind := ir.byte()
-		switch kind {
-		case 0:
+		if kind == 0 {
 			t := ir.u32()
 			isWASI := mod == WASIModule
 			m.importIsWASI = append(m.importIsWASI, isWASI)
@@ -150,15 +149,7 @@ func (m *parsed) readImports() error {
 				m.removed = append(m.removed, wasiFn{field, t})
 				continue
 			}
-		case 1:
-			ir.byte()
-			lim(ir)
-		case 2:
-			lim(ir)
-		case 3:
-			ir.byte()
-			ir.byte()
-		default:
+		} else if !skipNonFunctionDesc(ir, kind) {
 			return fmt.Errorf("import %s.%s: unknown kind %d", mod, field, kind)
 		}
 		if ir.err != nil {

@@ -6,26 +6,16 @@ use super::*;
 /// Six 4-CPU nodes; `big` (2.4 CPU) on n1–n4, `small` (200m) on n5 and n6 — the issue's cluster.
 fn issue_cluster() -> crate::snapshot::Snapshot {
     let nodes = (1..=6).map(|i| node(&format!("n{i}")).build()).collect();
-    let mut pods = Vec::new();
-    for i in 1..=4 {
-        pods.push(
-            pod("default", &format!("big-{i}"), &format!("n{i}"))
-                .owner("ReplicaSet", "big")
-                .label("app", "big")
-                .requests("2400m", "1Gi")
-                .build(),
-        );
-    }
-    for i in 5..=6 {
-        pods.push(
-            pod("default", &format!("small-{i}"), &format!("n{i}"))
-                .owner("ReplicaSet", "small")
-                .label("app", "small")
-                .requests("200m", "128Mi")
-                .build(),
-        );
-    }
-    snapshot(nodes, pods)
+    let replica = |app: &str, i: u32, cpu: &str, memory: &str| {
+        pod("default", &format!("{app}-{i}"), &format!("n{i}"))
+            .owner("ReplicaSet", app)
+            .label("app", app)
+            .requests(cpu, memory)
+            .build()
+    };
+    let big = (1..=4).map(|i| replica("big", i, "2400m", "1Gi"));
+    let small = (5..=6).map(|i| replica("small", i, "200m", "128Mi"));
+    snapshot(nodes, big.chain(small).collect())
 }
 
 fn pod_id(s: &crate::snapshot::Snapshot, name: &str) -> crate::snapshot::PodId {
