@@ -10,6 +10,7 @@ use super::scoring::{ScoreInput, score_plugins};
 use super::state::ClusterState;
 use super::terms::{self, Spread, domain_counts};
 use crate::snapshot::{NodeId, Pod, PodId, Snapshot};
+use k8s_openapi::api::core::v1::PodAffinityTerm;
 
 /// A node's total score and each plugin's weighted part of it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -459,7 +460,7 @@ fn filter_inter_pod(
         let counts = domain_counts(per_node, domains, |_| true);
         feasible.retain(|&n| domains.of[n].is_none_or(|d| counts[d as usize] == 0));
     }
-    filter_required_affinity(snapshot, state, caches, p, aff, feasible);
+    filter_required_affinity(snapshot, state, caches, p, &aff.required_affinity, feasible);
 }
 
 /// Existing pods whose required anti-affinity selects the incoming pod forbid their domain (the
@@ -526,16 +527,16 @@ fn filter_required_affinity(
     state: &mut ClusterState,
     caches: &mut Caches,
     p: &Pod,
-    aff: &terms::AffinityTerms<'_>,
+    required: &[&PodAffinityTerm],
     feasible: &mut Vec<usize>,
 ) {
-    if aff.required_affinity.is_empty() {
+    if required.is_empty() {
         return;
     }
     let mut per_term = Vec::new();
     let mut any = false;
     let mut self_matches_all = true;
-    for t in &aff.required_affinity {
+    for t in required {
         let m = terms::term_matcher(t, p);
         self_matches_all &= m.picks(snapshot, p);
         let per_node = state.counts(snapshot, &m);
