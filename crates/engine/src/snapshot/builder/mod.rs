@@ -22,6 +22,7 @@ mod pod;
 mod requests;
 mod scheduling;
 
+pub(crate) use order::cmp_listed;
 use pod::SharedParts;
 pub use requests::{pod_requests, pod_requests_of};
 

@@ -35,33 +35,105 @@ fn meta_key(m: &ObjectMeta) -> (&str, &str) {
     )
 }
 
+/// The first 16 bytes of an object's list key (`namespace/name`) as a big-endian number, zero
+/// padded: when two prefixes differ, the keys compare as their prefixes do.
+fn key_prefix((namespace, name): (&str, &str)) -> u128 {
+    let sep: &[u8] = if namespace.is_empty() { b"" } else { b"/" };
+    let mut bytes = [0u8; 16];
+    let key = namespace
+        .bytes()
+        .chain(sep.iter().copied())
+        .chain(name.bytes());
+    for (slot, b) in bytes.iter_mut().zip(key) {
+        *slot = b;
+    }
+    u128::from_be_bytes(bytes)
+}
+
+/// Sorts `items` stably by their list keys. A list already in order (as `kubectl get` writes it)
+/// is checked in one pass and left alone; otherwise the items are sorted through a compact array
+/// of key prefixes and positions, so most comparisons read no object (the pods' keys sit behind
+/// two pointers each), and are then moved to their places once.
+fn sort_listed<T>(items: &mut Vec<T>, key: impl Fn(&T) -> (&str, &str)) {
+    if items.is_sorted_by(|a, b| cmp_listed(key(a), key(b)).is_le()) {
+        return;
+    }
+    let mut order: Vec<(u128, usize)> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| (key_prefix(key(item)), i))
+        .collect();
+    // Ties on the prefix are broken by the whole key, then by position (which makes the result
+    // that of a stable sort).
+    order.sort_unstable_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| cmp_listed(key(&items[a.1]), key(&items[b.1])))
+            .then(a.1.cmp(&b.1))
+    });
+    let mut slots: Vec<Option<T>> = std::mem::take(items).into_iter().map(Some).collect();
+    items.extend(order.iter().filter_map(|&(_, i)| slots[i].take()));
+}
+
 impl SnapshotBuilder {
     /// Puts the objects of each kind in the order the API lists them (a stable sort: objects with
     /// the same key keep their order among themselves, for the duplicate rules to see).
     pub fn order_as_listed(&mut self) {
-        self.nodes
-            .sort_by(|a, b| cmp_listed(("", &a.name), ("", &b.name)));
-        self.pods
-            .sort_by(|a, b| cmp_listed((&a.namespace, &a.name), (&b.namespace, &b.name)));
-        self.pdbs
-            .sort_by(|a, b| cmp_listed(meta_key(&a.metadata), meta_key(&b.metadata)));
-        self.replica_sets
-            .sort_by(|a, b| cmp_listed((&a.namespace, &a.name), (&b.namespace, &b.name)));
-        self.deployments
-            .sort_by(|a, b| cmp_listed((&a.namespace, &a.name), (&b.namespace, &b.name)));
-        self.stateful_sets
-            .sort_by(|a, b| cmp_listed(meta_key(&a.metadata), meta_key(&b.metadata)));
-        self.jobs
-            .sort_by(|a, b| cmp_listed(meta_key(&a.metadata), meta_key(&b.metadata)));
-        self.hpas
-            .sort_by(|a, b| cmp_listed((&a.namespace, &a.name), (&b.namespace, &b.name)));
+        sort_listed(&mut self.nodes, |n| ("", &n.name));
+        sort_listed(&mut self.pods, |p| (&p.namespace, &p.name));
+        sort_listed(&mut self.pdbs, |p| meta_key(&p.metadata));
+        sort_listed(&mut self.replica_sets, |r| (&r.namespace, &r.name));
+        sort_listed(&mut self.deployments, |d| (&d.namespace, &d.name));
+        sort_listed(&mut self.stateful_sets, |s| meta_key(&s.metadata));
+        sort_listed(&mut self.jobs, |j| meta_key(&j.metadata));
+        sort_listed(&mut self.hpas, |h| (&h.namespace, &h.name));
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::cmp_listed;
+    use super::{cmp_listed, sort_listed};
     use std::cmp::Ordering;
+
+    /// Keys that tie on their 16-byte prefix, differ only past it, repeat (stability), and
+    /// compare differently as `namespace/name` bytes than as (namespace, name) pairs.
+    #[test]
+    fn sorting_through_prefixes_equals_a_stable_sort_by_key() {
+        let names = [
+            "a",
+            "b",
+            "a-b",
+            "a.b",
+            "abcdefghijklmnop-1",
+            "abcdefghijklmnop-0",
+            "abcdefghijklmnopq",
+            "abcdefghijklmno",
+            "x",
+            "",
+        ];
+        let namespaces = ["", "a", "a-b", "a.b", "team-a", "abcdefghijklmnopqrst"];
+        let mut items: Vec<(String, String, usize)> = Vec::new();
+        let mut n = 0;
+        for round in 0..3 {
+            for (i, ns) in namespaces.iter().enumerate() {
+                for (j, name) in names.iter().enumerate() {
+                    if (i + j + round) % 3 != 0 {
+                        items.push((ns.to_string(), name.to_string(), n));
+                        n += 1;
+                    }
+                }
+            }
+        }
+        items.reverse();
+        let mut expected = items.clone();
+        expected.sort_by(|a, b| cmp_listed((&a.0, &a.1), (&b.0, &b.1)));
+        let mut sorted = items;
+        sort_listed(&mut sorted, |t| (&t.0, &t.1));
+        assert_eq!(sorted, expected);
+        // Sorted input stays as it is.
+        let mut again = sorted.clone();
+        sort_listed(&mut again, |t| (&t.0, &t.1));
+        assert_eq!(again, sorted);
+    }
 
     #[test]
     fn keys_compare_as_the_api_spells_them() {
