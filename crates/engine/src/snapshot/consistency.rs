@@ -176,17 +176,23 @@ pub fn resolve_nodes(nodes: &mut [Node]) -> Vec<Inconsistency> {
 /// The duplicate part of [`resolve`]: drops the earlier of pods with the same namespace/name or
 /// UID, noting them in `found`.
 pub(super) fn resolve_duplicate_pods(pods: &mut Vec<Arc<Pod>>, found: &mut Found) {
+    let listed = in_list_order(pods);
+    resolve_duplicates_in(pods, found, listed);
+}
+
+/// [`resolve_duplicate_pods`], with `listed` telling whether the pods are in list order (see
+/// [`in_list_order`]).
+fn resolve_duplicates_in(pods: &mut Vec<Arc<Pod>>, found: &mut Found, listed: bool) {
     // Later items win: walk backwards, keep the first of each key seen from the end.
     let mut remove = vec![false; pods.len()];
     let mut name_dups = Vec::new();
     let mut uid_dups = Vec::new();
     {
-        let mut by_name: FastMap<(&str, &str), usize> = FastMap::default();
+        let mut by_name = NameSeen::for_pods(pods, listed);
         let mut by_uid: FastMap<&str, usize> = FastMap::default();
-        by_name.reserve(pods.len());
         by_uid.reserve(pods.len());
         for (i, p) in pods.iter().enumerate().rev() {
-            if let Some(&later) = by_name.get(&(&p.namespace[..], p.name.as_str())) {
+            if let Some(later) = by_name.later(pods, i) {
                 remove[i] = true;
                 name_dups.push((i, later));
                 continue;
@@ -198,7 +204,7 @@ pub(super) fn resolve_duplicate_pods(pods: &mut Vec<Arc<Pod>>, found: &mut Found
                 uid_dups.push((i, later));
                 continue;
             }
-            by_name.insert((&p.namespace[..], p.name.as_str()), i);
+            by_name.keep(p, i);
             if !p.uid.is_empty() {
                 by_uid.insert(p.uid.as_str(), i);
             }
@@ -224,6 +230,66 @@ pub(super) fn resolve_duplicate_pods(pods: &mut Vec<Arc<Pod>>, found: &mut Found
     drop_marked(pods, &remove);
 }
 
+/// The kept pod of each `namespace/name`, for a walk from the last pod to the first. Pods in list
+/// order (as the file loaders put them) have their duplicates next to each other, so only the
+/// current run of one name is remembered; other pods are looked up in a map.
+enum NameSeen<'a> {
+    /// Pods in list order: the kept pod of the run of the pod visited last, if any.
+    Adjacent(Option<usize>),
+    Map(FastMap<(&'a str, &'a str), usize>),
+}
+
+impl<'a> NameSeen<'a> {
+    fn for_pods(pods: &[Arc<Pod>], listed: bool) -> Self {
+        if listed {
+            return NameSeen::Adjacent(None);
+        }
+        let mut map = FastMap::default();
+        map.reserve(pods.len());
+        NameSeen::Map(map)
+    }
+
+    /// The kept pod with the name of `pods[i]`, if one was kept (visited pods are after `i`).
+    fn later(&mut self, pods: &'a [Arc<Pod>], i: usize) -> Option<usize> {
+        let p = &pods[i];
+        match self {
+            NameSeen::Adjacent(kept) => {
+                if !pods.get(i + 1).is_some_and(|next| same_name(p, next)) {
+                    *kept = None;
+                }
+                *kept
+            }
+            NameSeen::Map(map) => map.get(&(&p.namespace[..], p.name.as_str())).copied(),
+        }
+    }
+
+    /// `pod` (number `i`) is kept.
+    fn keep(&mut self, pod: &'a Pod, i: usize) {
+        match self {
+            NameSeen::Adjacent(kept) => *kept = Some(i),
+            NameSeen::Map(map) => {
+                map.insert((&pod.namespace[..], pod.name.as_str()), i);
+            }
+        }
+    }
+}
+
+/// Whether every pod's duplicates directly follow it: the pods are sorted by list key and no two
+/// different names have equal keys (the key joins namespace and name with `/`).
+fn in_list_order(pods: &[Arc<Pod>]) -> bool {
+    pods.is_sorted_by(|a, b| {
+        match super::builder::cmp_listed((&a.namespace, &a.name), (&b.namespace, &b.name)) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Equal => same_name(a, b),
+            std::cmp::Ordering::Greater => false,
+        }
+    })
+}
+
+fn same_name(a: &Pod, b: &Pod) -> bool {
+    a.name == b.name && a.namespace == b.namespace
+}
+
 fn drop_marked(pods: &mut Vec<Arc<Pod>>, remove: &[bool]) {
     if !remove.contains(&true) {
         return;
@@ -234,4 +300,74 @@ fn drop_marked(pods: &mut Vec<Arc<Pod>>, remove: &[bool]) {
         i += 1;
         keep
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::SnapshotBuilder;
+    use crate::testing::pod;
+
+    fn pods(specs: &[(&str, &str, &str)]) -> Vec<Arc<Pod>> {
+        let mut b = SnapshotBuilder::new();
+        for &(ns, name, uid) in specs {
+            let p = pod(ns, name, "n").with(|p| p.metadata.uid = Some(uid.into()));
+            b.add_pod(&p.build()).expect("a valid pod");
+        }
+        b.take_parts().pods
+    }
+
+    fn resolved(mut pods: Vec<Arc<Pod>>, listed: bool) -> (Vec<String>, Vec<(usize, usize)>) {
+        let mut found = Found::default();
+        resolve_duplicates_in(&mut pods, &mut found, listed);
+        let kept = pods
+            .iter()
+            .map(|p| format!("{}/{} {}", p.namespace, p.name, p.uid))
+            .collect();
+        let counts = found
+            .sorted()
+            .iter()
+            .map(|f| (f.kind as usize, f.count))
+            .collect();
+        (kept, counts)
+    }
+
+    /// In list order, duplicates of a name are found next to each other, with the result of the
+    /// map lookup: a run of one name whose last pod is dropped for its UID keeps the pod before.
+    #[test]
+    fn pods_in_list_order_resolve_as_through_the_map() {
+        let listed = pods(&[
+            ("a", "o", "u1"),
+            ("a", "p", "u4"),
+            ("a", "p", "u6"),
+            ("a", "q", "u2"),
+            ("a", "r", "u5"),
+            ("a", "r", "u5"),
+            ("a", "s", "u6"),
+            ("b", "p", "u7"),
+            ("b", "p", "u1"),
+            ("b", "t", "u9"),
+        ]);
+        assert!(in_list_order(&listed));
+        let adjacent = resolved(listed.clone(), true);
+        assert_eq!(adjacent, resolved(listed, false));
+        let (kept, counts) = adjacent;
+        assert_eq!(
+            kept,
+            ["a/p u4", "a/q u2", "a/r u5", "a/s u6", "b/p u1", "b/t u9"]
+        );
+        let name = InconsistencyKind::DuplicatePodName as usize;
+        let uid = InconsistencyKind::DuplicatePodUid as usize;
+        assert_eq!(counts, [(name, 2), (uid, 2)]);
+    }
+
+    #[test]
+    fn pods_out_of_order_or_with_keys_of_two_names_are_not_in_list_order() {
+        assert!(!in_list_order(&pods(&[("b", "p", "u1"), ("a", "p", "u2")])));
+        // `a/b` + `c` and `a` + `b/c` have the same key `a/b/c`.
+        let joined = pods(&[("a/b", "c", "u1"), ("a", "b/c", "u2"), ("a/b", "c", "u3")]);
+        assert!(!in_list_order(&joined));
+        let (kept, _) = resolved(joined, false);
+        assert_eq!(kept, ["a/b/c u2", "a/b/c u3"]);
+    }
 }
