@@ -288,12 +288,35 @@ impl<'s> Run<'s, '_> {
         let s = self.s;
         let ideal = sum as f64 / domains.len() as f64;
         sort_for_balance(s, &mut domains);
-        let below = self.nodes_below(c, &domains, ideal);
+        // The nodes of the domains below the average, one slice per domain, read lazily: a pod's
+        // fit check usually stops at one of the first nodes, so they are not copied into one list.
+        let included = c
+            .filters_nodes()
+            .then(|| included_by_value(s, self.nodes, c));
+        if included.is_none() {
+            self.key_groups(c.topology_key);
+        }
+        let below: Vec<&[NodeId]> = match &included {
+            Some(by_value) => below_average(&domains, ideal)
+                .filter_map(|d| by_value.get(d.value).map(Vec::as_slice))
+                .collect(),
+            None => match self.key_index.get(c.topology_key) {
+                Some((index, pos)) => below_average(&domains, ideal)
+                    .filter_map(|d| pos.get(d.value).map(|&i| index[i].1.as_slice()))
+                    .collect(),
+                None => Vec::new(),
+            },
+        };
         let mut fits_cache: HashMap<PodId, bool> = HashMap::default();
         let mut fits = |p: PodId| {
-            *fits_cache
-                .entry(p)
-                .or_insert_with(|| fit::fits_any_other_node(s, p, &below))
+            *fits_cache.entry(p).or_insert_with(|| {
+                let f = fit::PodFit::new(s, p);
+                let own = s.pod(p).node;
+                below
+                    .iter()
+                    .flat_map(|g| g.iter().copied())
+                    .any(|n| Some(n) != own && f.fits(n))
+            })
         };
         let (mut i, mut j) = (0usize, domains.len() - 1);
         while i < j {
@@ -335,45 +358,35 @@ impl<'s> Run<'s, '_> {
             domains[i].pods.extend(moving);
         }
     }
+}
 
-    /// Nodes (in the plugin's node order) of the domains below the average (`ideal`) that pass
-    /// the constraint's inclusion policies. Without policies that can exclude a node, these are
-    /// the topology key's cached node groups: no scan of every node per constraint.
-    fn nodes_below(
-        &mut self,
-        c: &Constraint<'s>,
-        domains: &[Domain<'s>],
-        ideal: f64,
-    ) -> Vec<NodeId> {
-        let s = self.s;
-        if c.filters_nodes() {
-            let mut by_value: HashMap<&str, Vec<NodeId>> = HashMap::default();
-            for &n in self.nodes {
-                let node = s.node(n);
-                if c.includes(node)
-                    && let Some(v) = node.labels.get(c.topology_key)
-                {
-                    by_value.entry(v.as_str()).or_default().push(n);
-                }
-            }
-            domains
-                .iter()
-                .filter(|d| (d.pods.len() as f64) < ideal)
-                .flat_map(|d| by_value.get(d.value).into_iter().flatten().copied())
-                .collect()
-        } else {
-            let (index, pos) = self.key_groups(c.topology_key);
-            domains
-                .iter()
-                .filter(|d| (d.pods.len() as f64) < ideal)
-                .flat_map(|d| {
-                    pos.get(d.value)
-                        .into_iter()
-                        .flat_map(|&i| index[i].1.iter().copied())
-                })
-                .collect()
+/// The domains with fewer pods than the average (`ideal`), in balancing order.
+fn below_average<'d, 's>(
+    domains: &'d [Domain<'s>],
+    ideal: f64,
+) -> impl Iterator<Item = &'d Domain<'s>> {
+    domains
+        .iter()
+        .filter(move |d| (d.pods.len() as f64) < ideal)
+}
+
+/// The plugin's nodes (in its node order) that pass the constraint's inclusion policies, by
+/// their value of its topology key.
+fn included_by_value<'s>(
+    s: &'s Snapshot,
+    nodes: &[NodeId],
+    c: &Constraint<'_>,
+) -> HashMap<&'s str, Vec<NodeId>> {
+    let mut by_value: HashMap<&str, Vec<NodeId>> = HashMap::default();
+    for &n in nodes {
+        let node = s.node(n);
+        if c.includes(node)
+            && let Some(v) = node.labels.get(c.topology_key)
+        {
+            by_value.entry(v.as_str()).or_default().push(n);
         }
     }
+    by_value
 }
 
 /// Orders `domains` for balancing: by pod count (then value), and within a domain the pods
