@@ -70,7 +70,7 @@ func untolerated(a *Args, taints []kd.Taint, tolerations []kd.Toleration) (kd.Ta
 	return kd.Taint{}, false
 }
 
-// enforced is the taints of taints the plugin enforces, in the node's order.
+// enforced is the taints of a node the plugin enforces, in the node's order.
 func enforced(a *Args, taints []kd.Taint) []kd.Taint {
 	var out []kd.Taint
 	for _, t := range taints {
