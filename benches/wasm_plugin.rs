@@ -23,6 +23,24 @@ use kube_descheduler::framework::cycle::run_cycle;
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// A `const char *` jemalloc reads its options from at start-up.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[repr(transparent)]
+pub struct AllocatorOptions(*const std::ffi::c_char);
+
+// SAFETY: the pointer is to a `'static` string that is never written.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+unsafe impl Sync for AllocatorOptions {}
+
+/// The binary's jemalloc options (`src/main.rs`): freed pages go back to the OS at once, so the
+/// RSS a loaded module adds is what the binary keeps (compiling's freed memory not included).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+// SAFETY: jemalloc reads this symbol, a NUL-terminated option string, once at start-up.
+#[unsafe(export_name = "_rjem_malloc_conf")]
+pub static ALLOCATOR_OPTIONS: AllocatorOptions = AllocatorOptions(
+    c"narenas:1,background_thread:true,dirty_decay_ms:0,muzzy_decay_ms:0".as_ptr(),
+);
+
 fn fail(msg: String) -> ! {
     eprintln!("wasm_plugin: {msg}");
     std::process::exit(1);

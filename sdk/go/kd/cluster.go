@@ -33,19 +33,24 @@ func (p Phase) String() string {
 type Call struct {
 	host Host
 	now  int64
-	// podCount is the table's length; pods is made by the first Pods.
+	// podCount is the table's length (-1 until asked: the host then builds the whole table);
+	// pods is made by the first Pods.
 	podCount int
 	pods     []Pod
 	cols     [numColumns][]int64
 	ns       []string
+	// nodeCount is the number of given nodes (-1 until asked); nodes holds what Node(i).Pods
+	// read, by node index.
+	nodeCount int
+	nodes     []*nodePods
 	// nominated pods, to refuse a second nomination with a clear error.
-	nominated []bool
+	nominated map[int32]bool
 }
 
 // NewCall makes a call over host at Unix time now. The SDK's exports make one per host call;
 // tests make one over a kdtest.Cluster.
 func NewCall(host Host, now int64) *Call {
-	return &Call{host: host, now: now, podCount: host.PodCount()}
+	return &Call{host: host, now: now, podCount: -1, nodeCount: -1}
 }
 
 // Host is the call's host.
@@ -62,7 +67,7 @@ func (c *Call) Now() time.Time { return time.Unix(c.now, 0).UTC() }
 // given node (Node() == -1).
 func (c *Call) Pods() []Pod {
 	if c.pods == nil {
-		c.pods = make([]Pod, c.podCount)
+		c.pods = make([]Pod, c.PodCount())
 		for i := range c.pods {
 			c.pods[i] = Pod{c: c, i: int32(i)}
 		}
@@ -71,18 +76,28 @@ func (c *Call) Pods() []Pod {
 }
 
 // PodCount is the length of the call's pod table.
-func (c *Call) PodCount() int { return c.podCount }
+func (c *Call) PodCount() int {
+	if c.podCount < 0 {
+		c.podCount = c.host.PodCount()
+	}
+	return c.podCount
+}
 
 // Pod is pod i of the table.
 func (c *Call) Pod(i int) Pod {
-	if i < 0 || i >= c.podCount {
+	if i < 0 || i >= c.PodCount() {
 		panic("kd: pod index out of range")
 	}
 	return Pod{c: c, i: int32(i)}
 }
 
 // NodeCount is the number of nodes given to this call.
-func (c *Call) NodeCount() int { return c.host.NodeCount() }
+func (c *Call) NodeCount() int {
+	if c.nodeCount < 0 {
+		c.nodeCount = c.host.NodeCount()
+	}
+	return c.nodeCount
+}
 
 // NodeName is the name of node i of this call.
 func (c *Call) NodeName(i int) string { return c.host.NodeName(i) }
@@ -93,7 +108,7 @@ func (c *Call) Column(col Column) []int64 {
 		panic("kd: unknown column")
 	}
 	if c.cols[col] == nil {
-		c.cols[col] = c.host.PodColumn(col, c.podCount)
+		c.cols[col] = c.host.PodColumn(col, c.PodCount())
 		if c.cols[col] == nil {
 			c.cols[col] = []int64{}
 		}
@@ -114,7 +129,7 @@ func (c *Call) Namespace(ns int) string {
 
 // Namespaces is the call's distinct namespaces, by namespace index.
 func (c *Call) Namespaces() []string {
-	if c.podCount > 0 || c.host.NamespaceCount() > 0 {
+	if c.PodCount() > 0 || c.host.NamespaceCount() > 0 {
 		c.Namespace(0)
 	}
 	return c.ns
@@ -132,7 +147,7 @@ func (c *Call) Nominate(p Pod, r Reason) error {
 		return errorf("kd: nominate: pod %d is on none of the call's nodes", p.i)
 	}
 	if c.nominated == nil {
-		c.nominated = make([]bool, c.podCount)
+		c.nominated = map[int32]bool{}
 	}
 	if c.nominated[p.i] {
 		return errorf("kd: nominate: pod %d is nominated twice", p.i)
@@ -145,19 +160,33 @@ func (c *Call) Nominate(p Pod, r Reason) error {
 	return nil
 }
 
-// Pod is one pod of the call's table. Its values are read from the host when asked for.
+// Pod is one pod of the call's table. Its values are read from the host when asked for: for a
+// pod from Node.Pods, from its node's columns (unless the whole column was read already).
 type Pod struct {
 	c *Call
 	i int32
+	// n is the node index + 1 of a pod from Node.Pods, 0 for a pod from the table.
+	n int32
 }
 
 // Index is the pod's index in the table.
 func (p Pod) Index() int { return int(p.i) }
 
-func (p Pod) col(col Column) int64 { return p.c.Column(col)[p.i] }
+func (p Pod) col(col Column) int64 {
+	if p.n > 0 && p.c.cols[col] == nil {
+		np := p.c.nodes[p.n-1]
+		return np.column(p.c.host, int(p.n-1), col)[int(p.i)-np.offset]
+	}
+	return p.c.Column(col)[p.i]
+}
 
 // Node is the pod's node index in this call, -1 when on none of the call's nodes.
-func (p Pod) Node() int { return int(p.col(ColNode)) }
+func (p Pod) Node() int {
+	if p.n > 0 {
+		return int(p.n - 1)
+	}
+	return int(p.col(ColNode))
+}
 
 // CreatedUnix is metadata.creationTimestamp in Unix seconds; ok is false when absent.
 func (p Pod) CreatedUnix() (secs int64, ok bool) {
@@ -188,8 +217,14 @@ func (p Pod) Restarts(withInit bool) int64 {
 // NamespaceIndex is the pod's namespace index.
 func (p Pod) NamespaceIndex() int { return int(p.col(ColNamespace)) }
 
-// Namespace is the pod's namespace.
-func (p Pod) Namespace() string { return p.c.Namespace(p.NamespaceIndex()) }
+// Namespace is the pod's namespace (for a pod from Node.Pods, asked by name: no namespace
+// index is needed).
+func (p Pod) Namespace() string {
+	if p.n > 0 && p.c.cols[ColNamespace] == nil {
+		return p.c.host.PodNamespace(int(p.i))
+	}
+	return p.c.Namespace(p.NamespaceIndex())
+}
 
 // Name is the pod's name.
 func (p Pod) Name() string { return p.c.host.PodName(int(p.i)) }

@@ -32,6 +32,15 @@ type Host interface {
 	PodContainers(pod int) []Container
 	// PodOwners is the pod's owner references (v1.1 pod_owners).
 	PodOwners(pod int) []Owner
+	// NodePodCount is how many pods of node index node the table holds (v1.1 node_pod_count).
+	NodePodCount(node int) int
+	// NodePodOffset is the table index of the node's first pod; its pods are the indexes
+	// offset..offset+NodePodCount(node)-1 (v1.1 node_pod_offset).
+	NodePodOffset(node int) int
+	// NodePodColumn returns column col for the node's first count pods (v1.1 node_pod_column).
+	NodePodColumn(node int, col Column, count int) []int64
+	// PodNamespace is the pod's namespace (v1.1 pod_namespace).
+	PodNamespace(pod int) string
 	// Nominate nominates a pod with its reason (code, text, then numbers, flags and strings
 	// (v1.1 reason_string) in order).
 	Nominate(pod int, r Reason)

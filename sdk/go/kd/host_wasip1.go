@@ -61,6 +61,18 @@ func hostPodOwners(pod int32, buf unsafe.Pointer, cap int32) int32
 //go:wasmimport kube_descheduler reason_string
 func hostReasonString(key unsafe.Pointer, keyLen int32, value unsafe.Pointer, valueLen int32) int32
 
+//go:wasmimport kube_descheduler node_pod_count
+func hostNodePodCount(node int32) int32
+
+//go:wasmimport kube_descheduler node_pod_offset
+func hostNodePodOffset(node int32) int32
+
+//go:wasmimport kube_descheduler node_pod_column
+func hostNodePodColumn(node int32, column int32, dst unsafe.Pointer, count int32) int32
+
+//go:wasmimport kube_descheduler pod_namespace
+func hostPodNamespace(pod int32, buf unsafe.Pointer, cap int32) int32
+
 //go:wasmimport kube_descheduler fail
 func hostFail(msg unsafe.Pointer, msgLen int32)
 
@@ -144,6 +156,22 @@ func (h *wasmHost) PodColumn(col Column, count int) []int64 {
 		hostPodColumn(int32(col), unsafe.Pointer(&out[0]), int32(count))
 	}
 	return out
+}
+
+func (h *wasmHost) NodePodCount(node int) int  { return int(hostNodePodCount(int32(node))) }
+func (h *wasmHost) NodePodOffset(node int) int { return int(hostNodePodOffset(int32(node))) }
+
+func (h *wasmHost) NodePodColumn(node int, col Column, count int) []int64 {
+	out := make([]int64, count)
+	if count > 0 {
+		hostNodePodColumn(int32(node), int32(col), unsafe.Pointer(&out[0]), int32(count))
+	}
+	return out
+}
+
+func (h *wasmHost) PodNamespace(pod int) string {
+	s, _ := h.str(func(b unsafe.Pointer, c int32) int32 { return hostPodNamespace(int32(pod), b, c) })
+	return s
 }
 
 func (h *wasmHost) NamespaceName(ns int) string {

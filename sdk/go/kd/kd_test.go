@@ -46,9 +46,9 @@ func cluster() *kdtest.Cluster {
 		Pods: []kdtest.Pod{
 			{Name: "a", Namespace: "x", Node: 0, RestartsWithInit: 5, Created: 100},
 			{Name: "b", Namespace: "y", Node: 1, RestartsWithInit: 1, Created: kd.UnknownTime},
-			{Name: "c", Namespace: "x", Node: -1, RestartsWithInit: 9},
 			{Name: "d", Namespace: "y", Node: 1, RestartsWithInit: 7, Phase: kd.Failed,
 				Labels: map[string]string{"app": "web"}, ControllerKind: "ReplicaSet"},
+			{Name: "c", Namespace: "x", Node: -1, RestartsWithInit: 9},
 		},
 	}
 }
@@ -110,7 +110,7 @@ func TestExplain(t *testing.T) {
 
 func TestPodValues(t *testing.T) {
 	c := kd.NewCall(cluster(), 1000)
-	a, b, d := c.Pod(0), c.Pod(1), c.Pod(3)
+	a, b, d := c.Pod(0), c.Pod(1), c.Pod(2)
 	if s, ok := a.CreatedUnix(); !ok || s != 100 || a.Created().Unix() != 100 {
 		t.Errorf("created %d %v", s, ok)
 	}
@@ -135,7 +135,7 @@ func TestPodValues(t *testing.T) {
 	if c.Now().Unix() != 1000 || c.NodeName(1) != "n1" || c.NodeCount() != 2 {
 		t.Error("call values")
 	}
-	if err := c.Nominate(c.Pod(2), kd.Reason{}); err == nil {
+	if err := c.Nominate(c.Pod(3), kd.Reason{}); err == nil {
 		t.Error("nominated a pod on no node")
 	}
 	if err := c.Nominate(a, kd.Reason{Code: "lower"}); err == nil {

@@ -212,10 +212,11 @@ func RunExplain(h Host, args []byte, now int64, pod int) int32 {
 			return nil
 		}
 		c := NewCall(h, now)
-		if pod < 0 || pod >= c.podCount {
+		p, ok := c.explained(pod)
+		if !ok {
 			return fmt.Errorf("kd: explain: pod index %d is out of range", pod)
 		}
-		text, err := registered.explain(c, args, c.Pod(pod))
+		text, err := registered.explain(c, args, p)
 		if errors.Is(err, ErrNoExplanation) {
 			return nil
 		}

@@ -44,7 +44,9 @@ type Nomination struct {
 	Reason kd.Reason
 }
 
-// Cluster is a kd.Host over Nodes and Pods.
+// Cluster is a kd.Host over Nodes and Pods. Pods are the table: in table order (node by node,
+// then the pods on no node), as the real host gives them; the node functions (Node.Pods,
+// kd_explain) panic on another order.
 type Cluster struct {
 	Nodes []string
 	// Taints by node index.
@@ -78,32 +80,85 @@ func (c *Cluster) NamespaceCount() int { return len(c.nsIndex()) }
 
 func (c *Cluster) PodColumn(col kd.Column, count int) []int64 {
 	out := make([]int64, count)
-	ns := c.nsIndex()
-	for i := 0; i < count; i++ {
-		p := c.Pods[i]
-		switch col {
-		case kd.ColNode:
-			out[i] = int64(p.Node)
-		case kd.ColCreated:
-			out[i] = p.Created
-		case kd.ColPhase:
-			out[i] = int64(p.Phase)
-		case kd.ColRestarts:
-			out[i] = p.Restarts
-		case kd.ColRestartsWithInit:
-			out[i] = p.RestartsWithInit
-		case kd.ColNamespace:
-			out[i] = int64(sort.SearchStrings(ns, p.Namespace))
-		case kd.ColCPURequest:
-			out[i] = p.CPURequestMilli
-		case kd.ColMemoryRequest:
-			out[i] = p.MemoryRequest
-		case kd.ColPriority:
-			out[i] = int64(p.Priority)
-		}
+	for i := range out {
+		out[i] = c.value(i, col)
 	}
 	return out
 }
+
+// value is column col of pod i.
+func (c *Cluster) value(i int, col kd.Column) int64 {
+	p := c.Pods[i]
+	switch col {
+	case kd.ColNode:
+		return int64(p.Node)
+	case kd.ColCreated:
+		return p.Created
+	case kd.ColPhase:
+		return int64(p.Phase)
+	case kd.ColRestarts:
+		return p.Restarts
+	case kd.ColRestartsWithInit:
+		return p.RestartsWithInit
+	case kd.ColNamespace:
+		return int64(sort.SearchStrings(c.nsIndex(), p.Namespace))
+	case kd.ColCPURequest:
+		return p.CPURequestMilli
+	case kd.ColMemoryRequest:
+		return p.MemoryRequest
+	case kd.ColPriority:
+		return int64(p.Priority)
+	}
+	return 0
+}
+
+// nodeSlice is the table indexes of node's pods. The node functions need Pods in table order
+// (node by node, then the pods on no node), as the real host gives them; a Cluster in another
+// order panics with a sentence saying so.
+func (c *Cluster) nodeSlice(node int) (offset, count int) {
+	last := 0
+	for i, p := range c.Pods {
+		at := p.Node
+		if at < 0 {
+			at = len(c.Nodes)
+		}
+		if at < last {
+			panic("kdtest: the node functions need Cluster.Pods in table order (node by node, then the pods on no node)")
+		}
+		last = at
+		if at < node {
+			offset = i + 1
+		}
+		if p.Node == node {
+			count++
+		}
+	}
+	return offset, count
+}
+
+func (c *Cluster) NodePodCount(node int) int {
+	_, n := c.nodeSlice(node)
+	return n
+}
+
+func (c *Cluster) NodePodOffset(node int) int {
+	off, _ := c.nodeSlice(node)
+	return off
+}
+
+func (c *Cluster) NodePodColumn(node int, col kd.Column, count int) []int64 {
+	off, n := c.nodeSlice(node)
+	if count > n {
+		panic("kdtest: NodePodColumn: count exceeds the node's pods")
+	}
+	out := make([]int64, count)
+	for k := range out {
+		out[k] = c.value(off+k, col)
+	}
+	return out
+}
+
+func (c *Cluster) PodNamespace(pod int) string { return c.Pods[pod].Namespace }
 
 func (c *Cluster) NamespaceName(ns int) string { return c.nsIndex()[ns] }
 func (c *Cluster) NodeName(node int) string    { return c.Nodes[node] }

@@ -8,8 +8,9 @@
 
 use std::sync::{Arc, Mutex};
 
+pub use super::table::{CallTable, FullTable};
 use crate::evictor::EvictionReason;
-use crate::snapshot::{NodeId, PodId, Snapshot};
+use crate::snapshot::{PodId, Snapshot};
 
 /// The ABI version this host speaks; the guest's `kd_abi_version` export must return it.
 pub const ABI_VERSION: i32 = 1;
@@ -81,6 +82,17 @@ pub const HOST_POD_OWNERS: &str = "pod_owners";
 /// the last nomination.
 pub const HOST_REASON_STRING: &str = "reason_string";
 
+/// Host function `(node: i32) -> i32` (v1.1): how many pods of node index `node` the table holds.
+pub const HOST_NODE_POD_COUNT: &str = "node_pod_count";
+/// Host function `(node: i32) -> i32` (v1.1): the table index of the node's first pod (its pods
+/// are the indexes `offset..offset + node_pod_count(node)`).
+pub const HOST_NODE_POD_OFFSET: &str = "node_pod_offset";
+/// Host function `(node, column, dst, count: i32) -> i32` (v1.1): like `pod_column`, for the
+/// first `count` pods of one node.
+pub const HOST_NODE_POD_COLUMN: &str = "node_pod_column";
+/// Host function `(pod, buf, cap: i32) -> i32` (v1.1): the pod's namespace.
+pub const HOST_POD_NAMESPACE: &str = "pod_namespace";
+
 /// Every host function of ABI v1 and its additive revision v1.1 (a module importing anything else
 /// is refused; a module importing none of v1.1's loads as before).
 pub const HOST_FUNCTIONS: &[&str] = &[
@@ -105,6 +117,10 @@ pub const HOST_FUNCTIONS: &[&str] = &[
     HOST_POD_CONTAINERS,
     HOST_POD_OWNERS,
     HOST_REASON_STRING,
+    HOST_NODE_POD_COUNT,
+    HOST_NODE_POD_OFFSET,
+    HOST_NODE_POD_COLUMN,
+    HOST_POD_NAMESPACE,
 ];
 
 /// Column: the pod's node as an index into the call's nodes, -1 when it is on none of them.
@@ -176,94 +192,6 @@ impl Interner {
     }
 }
 
-/// The pods and nodes one call sees: the pods on the given nodes (in node order, then each node's
-/// pod order), then the live pods on no given node (node index -1).
-pub struct CallTable {
-    /// The call's nodes (index = node index in the ABI).
-    pub nodes: Vec<NodeId>,
-    /// The table's pods (index = pod index in the ABI).
-    pub pods: Vec<PodId>,
-    /// Node index of each pod, -1 when on none of the call's nodes.
-    pub pod_node: Vec<i32>,
-    /// Namespace index of each pod.
-    pub pod_namespace: Vec<i32>,
-    /// The namespaces (index = namespace index in the ABI).
-    pub namespaces: Vec<Arc<str>>,
-}
-
-impl CallTable {
-    /// A table without nodes or pods (the load-time checks).
-    pub fn build_empty() -> Self {
-        CallTable {
-            nodes: Vec::new(),
-            pods: Vec::new(),
-            pod_node: Vec::new(),
-            pod_namespace: Vec::new(),
-            namespaces: Vec::new(),
-        }
-    }
-
-    /// The table for `nodes` on `snapshot`. Each pod is read once: the pods of the given nodes
-    /// with their namespaces in one pass, then the live pods not seen there.
-    pub fn build(snapshot: &Snapshot, nodes: &[NodeId]) -> Self {
-        let mut table = CallTable {
-            nodes: nodes.to_vec(),
-            pods: Vec::with_capacity(snapshot.pods.len()),
-            pod_node: Vec::with_capacity(snapshot.pods.len()),
-            pod_namespace: Vec::with_capacity(snapshot.pods.len()),
-            namespaces: Vec::new(),
-        };
-        let mut namespaces = NamespaceIndex::default();
-        let mut seen = vec![false; snapshot.pods.len()];
-        for (j, &n) in nodes.iter().enumerate() {
-            for p in snapshot.pods_on_node(n) {
-                if let Some(s) = seen.get_mut(p as usize) {
-                    *s = true;
-                }
-                table.push(p, j as i32, namespaces.index(&snapshot.pod(p).namespace));
-            }
-        }
-        for p in snapshot.live_pods() {
-            if !seen[p as usize] {
-                table.push(p, -1, namespaces.index(&snapshot.pod(p).namespace));
-            }
-        }
-        table.namespaces = namespaces.names;
-        table
-    }
-
-    fn push(&mut self, pod: PodId, node: i32, namespace: i32) {
-        self.pods.push(pod);
-        self.pod_node.push(node);
-        self.pod_namespace.push(namespace);
-    }
-}
-
-/// The distinct namespaces of a table, numbered in the order first seen.
-#[derive(Default)]
-struct NamespaceIndex {
-    names: Vec<Arc<str>>,
-    /// Pods share their namespace's `Arc` in most snapshots: looked up by pointer first.
-    by_ptr: rustc_hash::FxHashMap<*const u8, i32>,
-}
-
-impl NamespaceIndex {
-    fn index(&mut self, ns: &Arc<str>) -> i32 {
-        if let Some(&id) = self.by_ptr.get(&ns.as_ptr()) {
-            return id;
-        }
-        let id = match self.names.iter().position(|n| n == ns) {
-            Some(i) => i as i32,
-            None => {
-                self.names.push(ns.clone());
-                (self.names.len() - 1) as i32
-            }
-        };
-        self.by_ptr.insert(ns.as_ptr(), id);
-        id
-    }
-}
-
 /// One nomination as the guest gave it (validated when given).
 pub struct Nomination {
     /// The pod's index in the call table.
@@ -305,7 +233,7 @@ pub struct CallState {
     /// Nominations so far.
     pub nominations: Vec<Nomination>,
     /// Pod indices nominated (for duplicates).
-    pub nominated: Vec<bool>,
+    pub nominated: rustc_hash::FxHashSet<usize>,
     /// The first malformed answer, if any (the call then fails with this text).
     pub malformed: Option<String>,
     /// What the guest gave to `fail`.
@@ -333,13 +261,12 @@ impl CallState {
         plugin: Arc<str>,
         interner: Arc<Interner>,
     ) -> Self {
-        let n = table.pods.len();
         CallState {
             export,
             snapshot,
             table,
             nominations: Vec::new(),
-            nominated: vec![false; n],
+            nominated: Default::default(),
             malformed: None,
             failed: None,
             explanation: None,
@@ -350,22 +277,28 @@ impl CallState {
         }
     }
 
+    /// The call's snapshot (None at policy load).
+    pub fn snap(&self) -> Option<&Snapshot> {
+        self.snapshot.as_ref().map(SnapshotRef::get)
+    }
+
+    /// The whole table (built on first use).
+    pub fn full(&self) -> &FullTable {
+        self.table.full(self.snap())
+    }
+
     /// The snapshot and pod id of table index `index`, or why there is none.
     pub(super) fn pod(&self, index: i32) -> Result<(&Snapshot, PodId), String> {
+        let s = self.snap();
         let id = usize::try_from(index)
             .ok()
-            .and_then(|i| self.table.pods.get(i))
-            .ok_or_else(|| {
-                format!(
-                    "pod index {index} is out of range (the call has {} pods)",
-                    self.table.pods.len()
-                )
-            })?;
-        let s = self
-            .snapshot
-            .as_ref()
-            .ok_or("no pods at policy load")?
-            .get();
-        Ok((s, *id))
+            .and_then(|i| self.table.pod_id(s, i));
+        match (s, id) {
+            (Some(s), Some(id)) => Ok((s, id)),
+            _ => Err(format!(
+                "pod index {index} is out of range (the call has {} pods)",
+                self.full().pods.len()
+            )),
+        }
     }
 }

@@ -43,7 +43,7 @@ impl WasmPlugin {
         nodes: &[NodeId],
         now: Timestamp,
     ) -> Result<Vec<(PodId, crate::evictor::EvictionReason)>, CallError> {
-        let table = CallTable::build(snapshot, nodes);
+        let table = CallTable::new(nodes);
         let g = &self.guest;
         let (rc, state) = SnapshotRef::scoped(snapshot, |snap| {
             g.invoke(g.entry, Some(snap), table, |store, inst| {
@@ -58,12 +58,17 @@ impl WasmPlugin {
                 None => format!("the guest's {} returned {rc}", g.entry),
             });
         }
-        let pods = state.table.pods;
-        Ok(state
+        let table = state.table;
+        state
             .nominations
             .into_iter()
-            .map(|Nomination { index, reason }| (pods[index], reason))
-            .collect())
+            .map(|Nomination { index, reason }| {
+                table
+                    .pod_id(Some(snapshot), index)
+                    .map(|pod| (pod, reason))
+                    .ok_or_else(|| format!("nominated pod index {index} is not in the table"))
+            })
+            .collect()
     }
 
     /// Asks the guest's `kd_explain` why it would not select `pod` over `nodes`: `Ok(None)` when
@@ -81,13 +86,12 @@ impl WasmPlugin {
         if !g.explains {
             return Ok(None);
         }
-        let table = CallTable::build(snapshot, nodes);
-        let Some(index) = table.pods.iter().position(|&p| p == pod) else {
-            return Ok(None);
+        let table = CallTable::new(nodes);
+        let index = match table.index_of(snapshot, pod) {
+            None => return Ok(None),
+            Some(None) => return Ok(Some(NOT_ON_GIVEN_NODES.to_string())),
+            Some(Some(index)) => index,
         };
-        if table.pod_node[index] < 0 {
-            return Ok(Some(NOT_ON_GIVEN_NODES.to_string()));
-        }
         let index = i32::try_from(index).map_err(|_| format!("pod index {index} is too large"))?;
         let (rc, state) = SnapshotRef::scoped(snapshot, |snap| {
             g.invoke(abi::EXPORT_EXPLAIN, Some(snap), table, |store, inst| {

@@ -16,7 +16,7 @@ pub(super) fn malformed(state: &mut CallState, msg: String) -> wasmtime::Error {
     wasmtime::Error::msg(msg)
 }
 
-fn memory(caller: &mut Caller<'_, CallState>) -> Result<Memory, wasmtime::Error> {
+pub(super) fn memory(caller: &mut Caller<'_, CallState>) -> Result<Memory, wasmtime::Error> {
     if let Some(m) = caller.data().memory {
         return Ok(m);
     }
@@ -132,11 +132,11 @@ pub(super) fn pod_string(
     }
 }
 
-/// The value of `column` for pod `id` (node and namespace come from the table).
-fn column_value(s: &Snapshot, t: &CallTable, i: usize, id: PodId, column: i32) -> i64 {
+/// The value of `column` for pod `id`, for the columns read from the pod (not NODE and
+/// NAMESPACE, which come from the table).
+pub(super) fn column_value(s: &Snapshot, id: PodId, column: i32) -> i64 {
     let pod = s.pod(id);
     match column {
-        COL_NODE => i64::from(t.pod_node[i]),
         COL_CREATED => pod.creation_timestamp.map_or(i64::MIN, |c| c.as_second()),
         COL_PHASE => match pod.phase {
             crate::snapshot::model::PodPhase::Pending => 0,
@@ -147,10 +147,41 @@ fn column_value(s: &Snapshot, t: &CallTable, i: usize, id: PodId, column: i32) -
         },
         COL_RESTARTS => pod.restarts(false),
         COL_RESTARTS_WITH_INIT => pod.restarts(true),
-        COL_NAMESPACE => i64::from(t.pod_namespace[i]),
         COL_CPU_REQUEST => pod.requests.cpu_milli,
         COL_MEMORY_REQUEST => pod.requests.memory,
         _ => i64::from(pod.priority_value()),
+    }
+}
+
+/// The guest bytes for `count` `i64`s at `dst` of a column request `what` (`count` must be
+/// within `0..=n`, `column` a known column); a bad request is a malformed answer.
+pub(super) fn column_dst<'a>(
+    data: &'a mut [u8],
+    state: &mut CallState,
+    what: &str,
+    column: i32,
+    dst: i32,
+    count: i32,
+    n: usize,
+) -> Result<(&'a mut [u8], usize), wasmtime::Error> {
+    if !(COL_NODE..=COL_PRIORITY).contains(&column) {
+        return Err(malformed(state, format!("{what}: unknown column {column}")));
+    }
+    let Some(count) = usize::try_from(count).ok().filter(|&c| c <= n) else {
+        return Err(malformed(
+            state,
+            format!("{what}: count {count} is not within 0..={n}"),
+        ));
+    };
+    let bytes = i32::try_from(count * 8).unwrap_or(i32::MAX);
+    let r = range(data.len(), dst, bytes, what).map_err(|e| malformed(state, e))?;
+    Ok((&mut data[r], count))
+}
+
+/// Writes `values` as little-endian `i64`s into `out` (as many as fit).
+pub(super) fn put_i64s(out: &mut [u8], values: impl Iterator<Item = i64>) {
+    for (chunk, v) in out.chunks_exact_mut(8).zip(values) {
+        chunk.copy_from_slice(&v.to_le_bytes());
     }
 }
 
@@ -160,43 +191,22 @@ fn pod_column(
     dst: i32,
     count: i32,
 ) -> Result<i32, wasmtime::Error> {
-    if !(COL_NODE..=COL_PRIORITY).contains(&column) {
-        return Err(malformed(
-            caller.data_mut(),
-            format!("pod_column: unknown column {column}"),
-        ));
-    }
-    let n = caller.data().table.pods.len();
-    let Some(count) = usize::try_from(count).ok().filter(|&c| c <= n) else {
-        return Err(malformed(
-            caller.data_mut(),
-            format!("pod_column: count {count} is not within 0..={n}"),
-        ));
-    };
+    let n = caller.data().full().pods.len();
     let mem = memory(&mut caller)?;
     let (data, state) = mem.data_and_store_mut(&mut caller);
-    let bytes = i32::try_from(count * 8).unwrap_or(i32::MAX);
-    let r = range(data.len(), dst, bytes, "pod_column").map_err(|e| malformed(state, e))?;
-    let out = &mut data[r];
-    let Some(s) = state.snapshot.as_ref().map(SnapshotRef::get) else {
+    let (out, count) = column_dst(data, state, HOST_POD_COLUMN, column, dst, count, n)?;
+    let Some(s) = state.snap() else {
         return Ok(0);
     };
-    let t = &state.table;
-    let chunks = out.chunks_exact_mut(8);
-    if column == COL_NODE || column == COL_NAMESPACE {
+    let t = state.full();
+    match column {
         // From the table: no pod is read.
-        let from_table = if column == COL_NODE {
-            &t.pod_node
-        } else {
-            &t.pod_namespace
-        };
-        for (chunk, &v) in chunks.zip(from_table) {
-            chunk.copy_from_slice(&i64::from(v).to_le_bytes());
-        }
-    } else {
-        for (i, (chunk, id)) in chunks.zip(s.prefetched(&t.pods)).enumerate() {
-            chunk.copy_from_slice(&column_value(s, t, i, id, column).to_le_bytes());
-        }
+        COL_NODE => put_i64s(out, t.pod_node.iter().map(|&v| i64::from(v))),
+        COL_NAMESPACE => put_i64s(out, t.pod_namespace.iter().map(|&v| i64::from(v))),
+        _ => put_i64s(
+            out,
+            s.prefetched(&t.pods).map(|id| column_value(s, id, column)),
+        ),
     }
     Ok(count as i32)
 }
@@ -264,7 +274,7 @@ fn nominate(
     } else {
         text
     };
-    state.nominated[index] = true;
+    state.nominated.insert(index);
     state.nominations.push(Nomination {
         index,
         reason: EvictionReason::new(code, text),
@@ -281,23 +291,22 @@ fn nominated_index(state: &mut CallState, pod: i32) -> Result<usize, wasmtime::E
             "nominate: called from kd_explain (an explanation must not nominate)".into(),
         ));
     }
-    let n = state.table.pods.len();
-    let Some(index) = usize::try_from(pod).ok().filter(|&i| i < n) else {
-        return Err(malformed(
-            state,
-            format!("nominate: pod index {pod} is out of range (the call has {n} pods)"),
-        ));
+    // A pod on a given node is checked without the whole table; any other index is malformed,
+    // and the whole table only serves to say how.
+    let on_given = state.table.on_given_nodes(state.snap());
+    let Some(index) = usize::try_from(pod).ok().filter(|&i| i < on_given) else {
+        let n = state.full().pods.len();
+        let msg = if usize::try_from(pod).is_ok_and(|i| i < n) {
+            format!("nominate: pod index {pod} is on none of the nodes this call was given")
+        } else {
+            format!("nominate: pod index {pod} is out of range (the call has {n} pods)")
+        };
+        return Err(malformed(state, msg));
     };
-    if state.nominated[index] {
+    if state.nominated.contains(&index) {
         return Err(malformed(
             state,
             format!("nominate: pod index {pod} is nominated twice"),
-        ));
-    }
-    if state.table.pod_node[index] < 0 {
-        return Err(malformed(
-            state,
-            format!("nominate: pod index {pod} is on none of the nodes this call was given"),
         ));
     }
     Ok(index)
@@ -417,7 +426,7 @@ fn namespace_name(
 ) -> Result<i32, wasmtime::Error> {
     let name = usize::try_from(ns)
         .ok()
-        .and_then(|i| c.data().table.namespaces.get(i).cloned());
+        .and_then(|i| c.data().full().namespaces.get(i).cloned());
     match name {
         Some(n) => write_bytes(&mut c, n.as_bytes(), buf, cap, "namespace_name"),
         None => Err(malformed(
@@ -515,10 +524,10 @@ pub fn linker(engine: &wasmtime::Engine) -> Result<Linker<CallState>, wasmtime::
         c.data().table.nodes.len() as i32
     })?;
     l.func_wrap(m, HOST_POD_COUNT, |c: Caller<'_, CallState>| {
-        c.data().table.pods.len() as i32
+        c.data().full().pods.len() as i32
     })?;
     l.func_wrap(m, HOST_NAMESPACE_COUNT, |c: Caller<'_, CallState>| {
-        c.data().table.namespaces.len() as i32
+        c.data().full().namespaces.len() as i32
     })?;
     l.func_wrap(m, HOST_POD_COLUMN, pod_column)?;
     l.func_wrap(m, HOST_NAMESPACE_NAME, namespace_name)?;

@@ -181,6 +181,7 @@ pub fn load(config: &WasmConfig, plugin: &str, point: ExtensionPoint) -> Result<
     let mut linker =
         super::host::linker(&engine).map_err(|e| at_module(format!("host functions: {e}")))?;
     super::facts::link(&mut linker).map_err(|e| at_module(format!("host functions: {e}")))?;
+    super::node_pods::link(&mut linker).map_err(|e| at_module(format!("host functions: {e}")))?;
     let pre = linker
         .instantiate_pre(&module)
         .map_err(|e| at_module(format!("cannot link: {e}")))?;

@@ -10,7 +10,9 @@ pub mod adapter;
 pub mod facts;
 pub mod host;
 pub mod load;
+pub mod node_pods;
 pub mod sandbox;
+pub mod table;
 
 use std::path::Path;
 

@@ -6,8 +6,9 @@
 // Args: the native plugin's (upstream v0.36 RemovePodsViolatingNodeTaintsArgs): namespaces,
 // labelSelector, includePreferNoSchedule, excludedTaints, includedTaints.
 //
-// It reads node taints and pod tolerations and gives the node and taint as string facts through
-// ABI v1.1 (node_taints, pod_tolerations, reason_string).
+// It reads node taints, the pods of the tainted nodes only, pod tolerations and namespaces, and
+// gives the node and taint as string facts through ABI v1.1 (node_taints, node_pod_count,
+// node_pod_offset, node_pod_column, pod_tolerations, pod_namespace, reason_string).
 package main
 
 import (
@@ -69,10 +70,10 @@ func untolerated(a *Args, taints []kd.Taint, tolerations []kd.Toleration) (kd.Ta
 	return kd.Taint{}, false
 }
 
-// enforced is the taints of node n the plugin enforces, in the node's order.
-func enforced(c *kd.Call, a *Args, n int) []kd.Taint {
+// enforced is the taints of a node the plugin enforces, in the node's order.
+func enforced(a *Args, taints []kd.Taint) []kd.Taint {
 	var out []kd.Taint
-	for _, t := range c.NodeTaints(n) {
+	for _, t := range taints {
 		if considered(a, t) {
 			out = append(out, t)
 		}
@@ -80,39 +81,38 @@ func enforced(c *kd.Call, a *Args, n int) []kd.Taint {
 	return out
 }
 
-// Deschedule nominates, node by node, the pods that do not tolerate an enforced taint. Only the
-// pods of nodes with an enforced taint are read further than their node.
+// Deschedule nominates, node by node, the pods that do not tolerate an enforced taint. It reads
+// every node's taints, then only the pods of nodes with an enforced taint (Node.Pods: the host
+// builds no table of the other pods).
 func (NodeTaints) Deschedule(c *kd.Call, a *Args) error {
-	nsOK := a.Namespaces.Mask(c)
-	taints := make([][]kd.Taint, c.NodeCount())
-	for n := range taints {
-		taints[n] = enforced(c, a, n)
-	}
-	nodes := c.Column(kd.ColNode)
-	for i, n := range nodes {
-		if n < 0 || len(taints[n]) == 0 {
+	for n := 0; n < c.NodeCount(); n++ {
+		node := c.Node(n)
+		taints := enforced(a, node.Taints())
+		if len(taints) == 0 {
 			continue
 		}
-		p := c.Pod(i)
-		// Succeeded and Failed pods hold no resources and are not considered.
-		if ph := p.Phase(); ph == kd.Succeeded || ph == kd.Failed {
-			continue
-		}
-		if !nsOK[p.NamespaceIndex()] || !a.LabelSelector.MatchesPod(p) {
-			continue
-		}
-		t, bad := untolerated(a, taints[n], p.Tolerations())
-		if !bad {
-			continue
-		}
-		node, taint := c.NodeName(int(n)), t.String()
-		r := kd.Reason{
-			Code:    "TaintNotTolerated",
-			Text:    node + " taint " + taint + " not tolerated",
-			Strings: []kd.StringFact{{Key: "node", Value: node}, {Key: "taint", Value: taint}},
-		}
-		if err := c.Nominate(p, r); err != nil {
-			return err
+		var name string
+		for _, p := range node.Pods() {
+			// Succeeded and Failed pods hold no resources and are not considered.
+			if ph := p.Phase(); ph == kd.Succeeded || ph == kd.Failed {
+				continue
+			}
+			t, bad := untolerated(a, taints, p.Tolerations())
+			if !bad || !a.Namespaces.Allows(p.Namespace()) || !a.LabelSelector.MatchesPod(p) {
+				continue
+			}
+			if name == "" {
+				name = node.Name()
+			}
+			taint := t.String()
+			r := kd.Reason{
+				Code:    "TaintNotTolerated",
+				Text:    name + " taint " + taint + " not tolerated",
+				Strings: []kd.StringFact{{Key: "node", Value: name}, {Key: "taint", Value: taint}},
+			}
+			if err := c.Nominate(p, r); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
