@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use kube_descheduler_engine::evictor::NodeUsageReport;
 use kube_descheduler_engine::evictor::usage::NodeClass;
+use kube_descheduler_engine::framework::parallel::map_node_chunks;
 use kube_descheduler_engine::snapshot::{NodeId, Pod, PodId, Snapshot};
 
 /// Usage of one node at one moment.
@@ -104,14 +105,17 @@ fn table(
 ) -> NodeUsageTable {
     let res = &report.resources;
     let moved_by_node = moved_by_node(snapshot, moved);
-    let mut rows: Vec<(NodeUsageRow, f64)> = report
-        .nodes
-        .iter()
-        .map(|&n| {
-            let gone = moved_by_node.get(&n).map_or(&[][..], Vec::as_slice);
-            node_row(snapshot, report, n, gone)
-        })
-        .collect();
+    // Rows of large clusters are built on several threads; chunks come back in node order.
+    let chunks = map_node_chunks(snapshot, &report.nodes, |nodes| {
+        nodes
+            .iter()
+            .map(|&n| {
+                let gone = moved_by_node.get(&n).map_or(&[][..], Vec::as_slice);
+                node_row(snapshot, report, n, gone)
+            })
+            .collect::<Vec<_>>()
+    });
+    let mut rows: Vec<(NodeUsageRow, f64)> = chunks.into_iter().flatten().collect();
     sort_rows(&mut rows);
     let levels = |l: &[Option<f64>]| -> BTreeMap<String, f64> {
         res.iter()
