@@ -80,18 +80,11 @@ impl Cluster {
         }
         let out = cmd.output().expect("running tests/control-plane/up");
         // Stop the cluster when this test process ends, however it ends.
-        let _ = Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "while kill -0 {pid} 2>/dev/null; do sleep 1; done; {down} {dir} >/dev/null 2>&1",
-                pid = std::process::id(),
-                down = root().join("tests/control-plane/down").display(),
-                dir = dir.display()
-            ))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
+        when_this_process_ends(&format!(
+            "{down} {dir} >/dev/null 2>&1",
+            down = root().join("tests/control-plane/down").display(),
+            dir = dir.display()
+        ));
         assert!(
             out.status.success(),
             "tests/control-plane/up failed:\n{}\n{}",
@@ -300,6 +293,21 @@ spec:
 "#,
         finalizers = finalizers.join(", ")
     )
+}
+
+/// Runs the shell command `then` once this test process has ended, however it ends (a watcher
+/// polling the process every second): for what a `static` holds, which is never dropped.
+pub fn when_this_process_ends(then: &str) {
+    let _ = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "while kill -0 {pid} 2>/dev/null; do sleep 1; done; {then}",
+            pid = std::process::id(),
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
 }
 
 /// `kube-descheduler` without the environment's `KUBECONFIG`, stdin and stdout closed, stderr

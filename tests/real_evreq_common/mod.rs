@@ -339,6 +339,13 @@ impl Guard {
             .arg(format!("--instance-name={instance}"))
             .spawn()
             .expect("the guard starts");
+        // A guard kept in a `static` is never dropped: stop it with the test process.
+        // (Only if the process still is this guard: its pid may have been reused by then.)
+        crate::real_common::when_this_process_ends(&format!(
+            "grep -qa '{dir}' /proc/{pid}/cmdline 2>/dev/null && kill {pid}",
+            dir = dir.display(),
+            pid = child.id()
+        ));
         let logs = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = std::sync::mpsc::channel();
         if let Some(stderr) = child.stderr.take() {
