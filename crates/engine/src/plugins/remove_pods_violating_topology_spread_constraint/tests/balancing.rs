@@ -203,6 +203,19 @@ fn match_label_keys_cases() -> Vec<Case> {
 fn node_affinity_policy_cases() -> Vec<Case> {
     let c1 = tsc(1, |_| {});
     let none = json!({});
+    // Two pods in zone a, one in zone b, all required to stay in a or b; the constraint ignores
+    // that affinity when counting domains.
+    let ignored_affinity = || {
+        let tsc_ignore = tsc(1, |c| c.node_affinity_policy = Some("Ignore".into()));
+        cat(vec![
+            pods(0, 2, "n1", &tsc_ignore, |b| {
+                b.affinity(affinity_zone_in(&["a", "b"]))
+            }),
+            pods(2, 1, "n2", &tsc_ignore, |b| {
+                b.affinity(affinity_zone_in(&["a", "b"]))
+            }),
+        ])
+    };
     vec![
         (
             "nodeAffinityPolicy Honor: excluded zone is no domain",
@@ -222,44 +235,14 @@ fn node_affinity_policy_cases() -> Vec<Case> {
             "nodeAffinityPolicy Ignore: every zone is a domain",
             json!({"topologyBalanceNodeFit": false}),
             zones(&["a", "b", "c"]),
-            cat(vec![
-                pods(
-                    0,
-                    2,
-                    "n1",
-                    &tsc(1, |c| c.node_affinity_policy = Some("Ignore".into())),
-                    |b| b.affinity(affinity_zone_in(&["a", "b"])),
-                ),
-                pods(
-                    2,
-                    1,
-                    "n2",
-                    &tsc(1, |c| c.node_affinity_policy = Some("Ignore".into())),
-                    |b| b.affinity(affinity_zone_in(&["a", "b"])),
-                ),
-            ]),
+            ignored_affinity(),
             vec!["ns1/p1"],
         ),
         (
             "nodeAffinityPolicy Ignore, topologyBalanceNodeFit: the pod fits no node of zone c",
             none.clone(),
             zones(&["a", "b", "c"]),
-            cat(vec![
-                pods(
-                    0,
-                    2,
-                    "n1",
-                    &tsc(1, |c| c.node_affinity_policy = Some("Ignore".into())),
-                    |b| b.affinity(affinity_zone_in(&["a", "b"])),
-                ),
-                pods(
-                    2,
-                    1,
-                    "n2",
-                    &tsc(1, |c| c.node_affinity_policy = Some("Ignore".into())),
-                    |b| b.affinity(affinity_zone_in(&["a", "b"])),
-                ),
-            ]),
+            ignored_affinity(),
             vec![],
         ),
     ]
