@@ -151,10 +151,12 @@ fn deployment_members<'a>(
         .collect()
 }
 
-/// Rule A's census of `members` now, leaving out the evicted pod (by name, as
-/// [`crate::replicas::census`] does) and the pods this plan evicted (they left); nothing
-/// is being evicted elsewhere in a plan.
-fn members_census(snapshot: &Snapshot, members: &[Member], evicted: &str) -> ReplicaCensus {
+/// Rule A's census of `members` now, leaving out the evicted pod and the pods this plan evicted
+/// (they left); nothing is being evicted elsewhere in a plan. [`crate::replicas::census`] leaves
+/// the evicted pod out by name; a snapshot holds one pod per namespace/name (duplicates are
+/// dropped when it is loaded) and a Deployment's pods share its namespace, so its id is the same
+/// test without reading every member's name.
+fn members_census(snapshot: &Snapshot, members: &[Member], evicted: PodId) -> ReplicaCensus {
     let mut c = ReplicaCensus::default();
     for m in members {
         if m.terminating || snapshot.is_evicted(m.pod) {
@@ -163,7 +165,7 @@ fn members_census(snapshot: &Snapshot, members: &[Member], evicted: &str) -> Rep
         if m.cordoned {
             c.on_unschedulable += 1;
         }
-        if !m.ready || snapshot.pod(m.pod).name == evicted {
+        if !m.ready || m.pod == evicted {
             continue;
         }
         c.other_ready += 1;
@@ -223,7 +225,7 @@ impl GuardState {
                     .replica_sets_of_deployment(snapshot, &snapshot.deployments[i].uid);
                 deployment_members(snapshot, owned.map(|r| r.uid.as_str()))
             });
-            members_census(snapshot, members, &facts_pod.name)
+            members_census(snapshot, members, pod)
         });
         let facts = Facts {
             pod: Some(&facts_pod),
@@ -413,7 +415,7 @@ mod tests {
                 for m in ms {
                     let name = snap.pod(m.pod).name.clone();
                     let want = census(&name, &fresh);
-                    assert_eq!(members_census(&snap, ms, &name), want, "{name}");
+                    assert_eq!(members_census(&snap, ms, m.pod), want, "{name}");
                     nonzero.0 += usize::from(want.other_ready > 0);
                     nonzero.1 += usize::from(want.other_ready_staying > 0);
                     nonzero.2 += usize::from(want.on_unschedulable > 0);
