@@ -48,10 +48,17 @@ fn vm_hwm_kib(pid: u32) -> Option<u64> {
     bench_common::proc_kib(pid, "VmHWM:")
 }
 
+/// How a measured child ended: on its own (successfully), or stopped at the timeout.
+enum Ended {
+    Exited,
+    TimedOut,
+}
+
 /// Waits for the child, polling its VmHWM (every 20 ms) so the wait is bounded; returns its peak
-/// RSS in KiB. Kills it after `timeout`. (`ru_maxrss` from `wait4` would not do: a child spawned
-/// with `CLONE_VM` carries this process's peak — kube-sim and its cluster — across its exec.)
-fn wait_peak(child: &mut std::process::Child, timeout: Duration) -> Result<u64, String> {
+/// RSS in KiB and whether it exited or was stopped after `timeout` (its peak so far then).
+/// (`ru_maxrss` from `wait4` would not do: a child spawned with `CLONE_VM` carries this
+/// process's peak — kube-sim and its cluster — across its exec.)
+fn wait_peak(child: &mut std::process::Child, timeout: Duration) -> Result<(u64, Ended), String> {
     let pid = child.id();
     let started = Instant::now();
     let mut peak = 0;
@@ -60,7 +67,7 @@ fn wait_peak(child: &mut std::process::Child, timeout: Duration) -> Result<u64, 
             peak = peak.max(k);
         }
         match child.try_wait() {
-            Ok(Some(status)) if status.success() => return Ok(peak),
+            Ok(Some(status)) if status.success() => return Ok((peak, Ended::Exited)),
             Ok(Some(status)) => return Err(format!("exited with {status}")),
             Ok(None) => {}
             Err(e) => return Err(format!("waiting: {e}")),
@@ -68,13 +75,14 @@ fn wait_peak(child: &mut std::process::Child, timeout: Duration) -> Result<u64, 
         if started.elapsed() > timeout {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("still running after {} s", timeout.as_secs()));
+            return Ok((peak, Ended::TimedOut));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
 
-/// Runs `bin args` to its exit; `evictions` reads each output line for the count.
+/// Runs `bin args` to its exit, or stops it after `timeout` (the run is then a lower bound, its
+/// last lines printed); `evictions` reads each output line for the count.
 fn measure(
     bin: &Path,
     args: &[String],
@@ -117,14 +125,28 @@ fn measure(
     for r in readers {
         let _ = r.join();
     }
-    let peak = peak.unwrap_or_else(|e| {
-        let tail = tail.lock().map(|t| t.join("\n")).unwrap_or_default();
-        fail(format!("{}: {e}; its last lines:\n{tail}", bin.display()))
+    let last_lines = || tail.lock().map(|t| t.join("\n")).unwrap_or_default();
+    let (peak, ended) = peak.unwrap_or_else(|e| {
+        fail(format!(
+            "{}: {e}; its last lines:\n{}",
+            bin.display(),
+            last_lines()
+        ))
     });
+    let finished = matches!(ended, Ended::Exited);
+    if !finished {
+        eprintln!(
+            "{}: still running after {} s, stopped (the row shows a lower bound); its last lines:\n{}",
+            bin.display(),
+            timeout.as_secs(),
+            last_lines()
+        );
+    }
     Run {
         wall_s: wall,
         peak_rss_mib: peak as f64 / 1024.0,
-        evictions: found.lock().ok().and_then(|f| *f),
+        evictions: found.lock().ok().and_then(|f| *f).filter(|_| finished),
+        finished,
     }
 }
 

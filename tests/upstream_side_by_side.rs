@@ -69,6 +69,7 @@ fn the_table_shows_medians_ratios_and_evictions() {
         wall_s,
         peak_rss_mib,
         evictions,
+        finished: true,
     };
     let table = table(&[Compared {
         nodes: 1000,
@@ -100,5 +101,49 @@ fn the_table_shows_medians_ratios_and_evictions() {
             .expect("a row")
             .starts_with("| 5 / 6 | 1 / 0 | 1.00 | - | - | 10 | - | - | ? |  |"),
         "{missing}"
+    );
+}
+
+/// A run the bench stopped at its timeout is a lower bound: upstream's time and memory and the
+/// multiples get `>` / `≥`, its evictions say it did not finish; if only ours was stopped, the
+/// multiples are upper bounds.
+#[test]
+fn a_run_stopped_at_the_timeout_is_shown_as_a_bound() {
+    let run = |wall_s, peak_rss_mib, evictions, finished| Run {
+        wall_s,
+        peak_rss_mib,
+        evictions,
+        finished,
+    };
+    let row = |ours: Vec<Run>, upstream: Vec<Run>| {
+        let t = table(&[Compared {
+            nodes: 5000,
+            pods: 150000,
+            ours,
+            upstream,
+            load: 1.25,
+        }]);
+        t.lines().nth(2).expect("a row").to_string()
+    };
+    assert_eq!(
+        row(
+            vec![run(2.0, 200.0, Some(34144), true)],
+            vec![run(2400.0, 4400.0, None, false)]
+        ),
+        "| 5000 / 150000 | 1 / 1 | 2.00 | > 2400.00 | > 1200.0 | 200 | ≥ 4400 | ≥ 22.0 | 34144 | unfinished | 1.25 |"
+    );
+    assert_eq!(
+        row(
+            vec![run(10.0, 200.0, None, false)],
+            vec![run(20.0, 400.0, Some(5), true)]
+        ),
+        "| 5000 / 150000 | 1 / 1 | > 10.00 | 20.00 | < 2.0 | ≥ 200 | 400 | ≤ 2.0 | unfinished | 5 | 1.25 |"
+    );
+    assert_eq!(
+        row(
+            vec![run(10.0, 200.0, None, false)],
+            vec![run(20.0, 400.0, None, false)]
+        ),
+        "| 5000 / 150000 | 1 / 1 | > 10.00 | > 20.00 | - | ≥ 200 | ≥ 400 | - | unfinished | unfinished | 1.25 |"
     );
 }

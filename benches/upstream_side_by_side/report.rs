@@ -76,9 +76,15 @@ pub fn own_evictions(line: &str) -> Option<u64> {
 /// One binary's run on one cluster.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
+    /// Start to exit, or to the timeout that stopped it.
     pub wall_s: f64,
+    /// Peak RSS, until exit or the timeout.
     pub peak_rss_mib: f64,
+    /// What its cycle reported (`None` when it did not say, or did not finish).
     pub evictions: Option<u64>,
+    /// It exited; `false`: the bench stopped it at its timeout, so its wall time and peak RSS
+    /// are lower bounds.
+    pub finished: bool,
 }
 
 /// A size's runs: this project's and upstream's, in the order they ran.
@@ -110,17 +116,30 @@ fn cell(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.digits$}"))
 }
 
+/// [`cell`], marked as a lower bound (`bound`, such as `>`) when `lower` is set.
+fn bound_cell(v: Option<f64>, digits: usize, lower: bool, bound: &str) -> String {
+    match v {
+        Some(_) if lower => format!("{bound} {}", cell(v, digits)),
+        _ => cell(v, digits),
+    }
+}
+
 fn evictions_cell(runs: &[Run]) -> String {
     let mut counts: Vec<String> = runs
         .iter()
-        .map(|r| r.evictions.map_or("?".into(), |e| e.to_string()))
+        .map(|r| match (r.finished, r.evictions) {
+            (false, _) => "unfinished".into(),
+            (true, e) => e.map_or("?".into(), |e| e.to_string()),
+        })
         .collect();
     counts.dedup();
     counts.join(", ")
 }
 
 /// The Markdown table: per size, both binaries' median wall time and peak RSS over their runs,
-/// their evictions and upstream's multiples of ours.
+/// their evictions and upstream's multiples of ours. A binary with a run stopped at the timeout
+/// gets `>` on its time and `≥` on its memory (lower bounds), and so do the multiples (if only
+/// our runs were stopped, the multiples are upper bounds: `<`, `≤`).
 pub fn table(sizes: &[Compared]) -> String {
     let mut out = String::from(
         "| nodes / pods | runs | wall s: ours | upstream | × | peak RSS MiB: ours | upstream | × | evictions: ours | upstream | load avg |\n\
@@ -131,18 +150,34 @@ pub fn table(sizes: &[Compared]) -> String {
         let rss = |r: &[Run]| median(r.iter().map(|r| r.peak_rss_mib).collect());
         let (wo, wu) = (wall(&c.ours), wall(&c.upstream));
         let (ro, ru) = (rss(&c.ours), rss(&c.upstream));
+        let stopped = |r: &[Run]| r.iter().any(|r| !r.finished);
+        let (so, su) = (stopped(&c.ours), stopped(&c.upstream));
+        // Upstream stopped: its figures and the multiples are lower bounds; only ours stopped:
+        // the multiples are upper bounds; both: nothing can be said of the multiples.
+        let (times, mem) = match (so, su) {
+            (false, true) => ((true, ">"), (true, "≥")),
+            (true, false) => ((true, "<"), (true, "≤")),
+            _ => ((false, ""), (false, "")),
+        };
+        let multiple = |r: Option<f64>, (lower, b): (bool, &str)| {
+            if so && su {
+                "-".into()
+            } else {
+                bound_cell(r, 1, lower, b)
+            }
+        };
         out.push_str(&format!(
             "| {} / {} | {} / {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} |\n",
             c.nodes,
             c.pods,
             c.ours.len(),
             c.upstream.len(),
-            cell(wo, 2),
-            cell(wu, 2),
-            cell(ratio(wu, wo), 1),
-            cell(ro, 0),
-            cell(ru, 0),
-            cell(ratio(ru, ro), 1),
+            bound_cell(wo, 2, so, ">"),
+            bound_cell(wu, 2, su, ">"),
+            multiple(ratio(wu, wo), times),
+            bound_cell(ro, 0, so, "≥"),
+            bound_cell(ru, 0, su, "≥"),
+            multiple(ratio(ru, ro), mem),
             evictions_cell(&c.ours),
             evictions_cell(&c.upstream),
             c.load
