@@ -12,7 +12,8 @@
 //! `SIDE_BY_SIDE_RUNS=3` (runs per size, the two binaries alternating),
 //! `SIDE_BY_SIDE_UPSTREAM_RUNS=1` (fewer upstream runs for the slow large size: upstream runs
 //! `min(RUNS, UPSTREAM_RUNS)` times at sizes of 5,000 nodes or more), `SIDE_BY_SIDE_TIMEOUT`
-//! (seconds per run, default 1800), `UPSTREAM_DESCHEDULER=/path` (a binary built elsewhere).
+//! (seconds per run, default 1800: a binary still running then is stopped, and its row shows
+//! lower bounds), `UPSTREAM_DESCHEDULER=/path` (a binary built elsewhere).
 
 #[path = "upstream_side_by_side/report.rs"]
 mod report;
