@@ -42,7 +42,14 @@ async fn without_the_detector_least_allocated_evicts_the_small_pods_every_cycle(
     run.wait_evicted("six evictions", 6.0).await;
     let s = sim.clone();
     wait_for("the replacements placed", || small_nodes(&s).len() == 2).await;
-    assert_eq!(small_nodes(&sim), ["n5", "n6"], "replacements land back");
+    // Back on the small nodes, not packed onto n1–n4. Which of the two each lands on depends on
+    // the timing of the two evictions and schedulings (on a loaded machine both once landed on
+    // n5), so only that they are among the two is checked.
+    let nodes = small_nodes(&sim);
+    assert!(
+        nodes.iter().all(|n| n == "n5" || n == "n6"),
+        "replacements land back on n5 / n6: {nodes:?}"
+    );
     let text = run.d.metrics().await;
     assert_eq!(
         metric(&text, "kube_descheduler_placement_returns_total", &[]),
