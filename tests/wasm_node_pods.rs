@@ -1,18 +1,21 @@
 //! ABI v1.1's reading of one node's pods with WAT guests: `node_pod_count`, `node_pod_offset`,
 //! `node_pod_column` and `pod_namespace` answer as the table's order says, a guest nominates
-//! through them, and malformed requests (unknown nodes, columns, counts, pointers, pods) fail the
-//! guest's run with a sentence while the native plugin next to it still evicts.
+//! through them, and malformed requests (unknown nodes, here and in `node_name` / `node_taints`,
+//! columns, counts, pointers, pods) fail the guest's run with a sentence while the native plugin
+//! next to it still evicts.
 
 mod wasm_common;
 
 use wasm_common::*;
 
-/// The v1.1 imports of these guests.
+/// The v1.1 imports of these guests, and v1.0's other reads of a node by index.
 const IMPORTS: &str = r#"
   (import "kube_descheduler" "node_pod_count" (func $node_pod_count (param i32) (result i32)))
   (import "kube_descheduler" "node_pod_offset" (func $node_pod_offset (param i32) (result i32)))
   (import "kube_descheduler" "node_pod_column" (func $node_pod_column (param i32 i32 i32 i32) (result i32)))
   (import "kube_descheduler" "pod_namespace" (func $pod_namespace (param i32 i32 i32) (result i32)))
+  (import "kube_descheduler" "node_name" (func $node_name (param i32 i32 i32) (result i32)))
+  (import "kube_descheduler" "node_taints" (func $node_taints (param i32 i32 i32) (result i32)))
 "#;
 
 /// `(if cond (then (return (i32.const code))))`: the guest returns `code` when `cond` holds.
@@ -149,6 +152,14 @@ fn malformed_node_pod_requests_fail_the_run_and_evict_nothing_of_the_guests() {
         (
             "(drop (call $node_pod_column (i32.const 0) (i32.const 1) (i32.const 65530) (i32.const 2)))",
             "outside the guest's memory",
+        ),
+        (
+            "(drop (call $node_name (i32.const 2) (i32.const 0) (i32.const 64)))",
+            "node_name: unknown node index 2",
+        ),
+        (
+            "(drop (call $node_taints (i32.const -1) (i32.const 0) (i32.const 64)))",
+            "node_taints: unknown node index -1",
         ),
         (
             "(drop (call $pod_namespace (i32.const 99999) (i32.const 0) (i32.const 8)))",

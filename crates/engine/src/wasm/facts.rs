@@ -8,7 +8,8 @@ use serde::Serialize;
 use wasmtime::{Caller, Linker};
 
 use super::abi::*;
-use super::host::{malformed, pod_string, read_str, reason_value, write_bytes};
+use super::host::{pod_string, read_str, reason_value, write_bytes};
+use super::node_pods::with_node;
 use crate::snapshot::model::{ContainerState, Pod};
 
 /// A taint as `node_taints` gives it (an absent value is `""`).
@@ -148,34 +149,20 @@ fn node_taints(
     buf: i32,
     cap: i32,
 ) -> Result<i32, wasmtime::Error> {
-    let text = {
-        let st = c.data();
-        usize::try_from(node)
-            .ok()
-            .and_then(|i| st.table.nodes.get(i))
-            .zip(st.snapshot.as_ref())
-            .map(|(&n, s)| {
-                let facts: Vec<_> = s
-                    .get()
-                    .node(n)
-                    .taints
-                    .iter()
-                    .map(|t| TaintFact {
-                        key: &t.key,
-                        value: t.value.as_deref().unwrap_or(""),
-                        effect: &t.effect,
-                    })
-                    .collect();
-                json(&facts)
+    let text = with_node(&mut c, node, HOST_NODE_TAINTS, |s, n| {
+        let facts: Vec<_> = s
+            .node(n)
+            .taints
+            .iter()
+            .map(|t| TaintFact {
+                key: &t.key,
+                value: t.value.as_deref().unwrap_or(""),
+                effect: &t.effect,
             })
-    };
-    match text {
-        Some(t) => write_bytes(&mut c, t.as_bytes(), buf, cap, HOST_NODE_TAINTS),
-        None => Err(malformed(
-            c.data_mut(),
-            format!("{HOST_NODE_TAINTS}: unknown node index {node}"),
-        )),
-    }
+            .collect();
+        json(&facts)
+    })?;
+    write_bytes(&mut c, text.as_bytes(), buf, cap, HOST_NODE_TAINTS)
 }
 
 /// `reason_string`: a string fact (at most [`MAX_REASON_TEXT`] bytes) on the last nomination.

@@ -5,6 +5,7 @@
 use wasmtime::{Caller, Extern, Linker, Memory};
 
 use super::abi::*;
+use super::node_pods::with_node;
 use crate::evictor::EvictionReason;
 use crate::snapshot::{PodId, Snapshot};
 
@@ -442,21 +443,8 @@ fn node_name(
     buf: i32,
     cap: i32,
 ) -> Result<i32, wasmtime::Error> {
-    let name = {
-        let st = c.data();
-        usize::try_from(node)
-            .ok()
-            .and_then(|i| st.table.nodes.get(i))
-            .zip(st.snapshot.as_ref())
-            .map(|(&n, s)| s.get().node(n).name.clone())
-    };
-    match name {
-        Some(n) => write_bytes(&mut c, n.as_bytes(), buf, cap, "node_name"),
-        None => Err(malformed(
-            c.data_mut(),
-            format!("node_name: unknown node index {node}"),
-        )),
-    }
+    let name = with_node(&mut c, node, HOST_NODE_NAME, |s, n| s.node(n).name.clone())?;
+    write_bytes(&mut c, name.as_bytes(), buf, cap, HOST_NODE_NAME)
 }
 
 fn pod_name(
