@@ -8,8 +8,7 @@ use serde::Serialize;
 use wasmtime::{Caller, Linker};
 
 use super::abi::*;
-use super::host::{pod_string, read_str, reason_value, write_bytes};
-use super::node_pods::with_node;
+use super::host::{pod_string, read_str, reason_value, with_node, write_bytes};
 use crate::snapshot::model::{ContainerState, Pod};
 
 /// A taint as `node_taints` gives it (an absent value is `""`).

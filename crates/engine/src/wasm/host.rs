@@ -5,9 +5,8 @@
 use wasmtime::{Caller, Extern, Linker, Memory};
 
 use super::abi::*;
-use super::node_pods::with_node;
 use crate::evictor::EvictionReason;
-use crate::snapshot::{PodId, Snapshot};
+use crate::snapshot::{NodeId, PodId, Snapshot};
 
 /// Records `msg` as the call's malformed answer and makes the trap that ends it.
 pub(super) fn malformed(state: &mut CallState, msg: String) -> wasmtime::Error {
@@ -28,6 +27,42 @@ pub(super) fn memory(caller: &mut Caller<'_, CallState>) -> Result<Memory, wasmt
             "the module exports no memory".into(),
         )),
     }
+}
+
+/// The node index `node` as a `usize` when the call has that node, else a malformed answer
+/// naming `what`.
+pub(super) fn node_index(
+    c: &mut Caller<'_, CallState>,
+    node: i32,
+    what: &str,
+) -> Result<usize, wasmtime::Error> {
+    match usize::try_from(node)
+        .ok()
+        .filter(|&j| j < c.data().table.nodes.len())
+    {
+        Some(j) => Ok(j),
+        None => Err(unknown_node(c, node, what)),
+    }
+}
+
+/// `f` of the snapshot and the node at index `node` of the call, else a malformed answer naming
+/// `what`.
+pub(super) fn with_node<T>(
+    c: &mut Caller<'_, CallState>,
+    node: i32,
+    what: &str,
+    f: impl FnOnce(&Snapshot, NodeId) -> T,
+) -> Result<T, wasmtime::Error> {
+    let j = node_index(c, node, what)?;
+    let out = {
+        let st = c.data();
+        st.snap().zip(st.table.nodes.get(j)).map(|(s, &n)| f(s, n))
+    };
+    out.ok_or_else(|| unknown_node(c, node, what))
+}
+
+fn unknown_node(c: &mut Caller<'_, CallState>, node: i32, what: &str) -> wasmtime::Error {
+    malformed(c.data_mut(), format!("{what}: unknown node index {node}"))
 }
 
 /// The guest bytes at `ptr..ptr+len`, or a malformed-answer error naming `what`.

@@ -7,44 +7,7 @@
 use wasmtime::{Caller, Linker};
 
 use super::abi::*;
-use super::host::{column_dst, column_value, malformed, memory, pod_string, put_i64s};
-use crate::snapshot::{NodeId, Snapshot};
-
-/// The node index `node` as a `usize` when the call has that node, else a malformed answer
-/// naming `what`.
-fn node_index(
-    c: &mut Caller<'_, CallState>,
-    node: i32,
-    what: &str,
-) -> Result<usize, wasmtime::Error> {
-    match usize::try_from(node)
-        .ok()
-        .filter(|&j| j < c.data().table.nodes.len())
-    {
-        Some(j) => Ok(j),
-        None => Err(unknown_node(c, node, what)),
-    }
-}
-
-/// `f` of the snapshot and the node at index `node` of the call, else a malformed answer naming
-/// `what`.
-pub(super) fn with_node<T>(
-    c: &mut Caller<'_, CallState>,
-    node: i32,
-    what: &str,
-    f: impl FnOnce(&Snapshot, NodeId) -> T,
-) -> Result<T, wasmtime::Error> {
-    let j = node_index(c, node, what)?;
-    let out = {
-        let st = c.data();
-        st.snap().zip(st.table.nodes.get(j)).map(|(s, &n)| f(s, n))
-    };
-    out.ok_or_else(|| unknown_node(c, node, what))
-}
-
-fn unknown_node(c: &mut Caller<'_, CallState>, node: i32, what: &str) -> wasmtime::Error {
-    malformed(c.data_mut(), format!("{what}: unknown node index {node}"))
-}
+use super::host::{column_dst, column_value, memory, node_index, pod_string, put_i64s};
 
 /// `node_pod_count`: how many pods of node index `node` the table holds.
 fn node_pod_count(mut c: Caller<'_, CallState>, node: i32) -> Result<i32, wasmtime::Error> {
