@@ -50,28 +50,88 @@ fn key_prefix((namespace, name): (&str, &str)) -> u128 {
     u128::from_be_bytes(bytes)
 }
 
+/// Lists at least this long are sorted in two halves on two threads, then merged (unit tests use
+/// 2, so the table tests take the split path).
+const SPLIT_FROM: usize = if cfg!(test) { 2 } else { 20_000 };
+
 /// Sorts `items` stably by their list keys. A list already in order (as `kubectl get` writes it)
 /// is checked in one pass and left alone; otherwise the items are sorted through a compact array
 /// of key prefixes and positions, so most comparisons read no object (the pods' keys sit behind
-/// two pointers each), and are then moved to their places once.
-fn sort_listed<T>(items: &mut Vec<T>, key: impl Fn(&T) -> (&str, &str)) {
+/// two pointers each), and are then moved to their places once. A long list is sorted in two
+/// halves on two threads and merged: the order is the same, as ties are broken by position.
+fn sort_listed<T: Sync>(items: &mut Vec<T>, key: impl Fn(&T) -> (&str, &str) + Sync) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let split = cores > 1 && items.len() >= SPLIT_FROM;
+    sort_listed_with(items, key, split);
+}
+
+/// [`sort_listed`], on two threads or on this one as `split` says.
+fn sort_listed_with<T: Sync>(
+    items: &mut Vec<T>,
+    key: impl Fn(&T) -> (&str, &str) + Sync,
+    split: bool,
+) {
     if items.is_sorted_by(|a, b| cmp_listed(key(a), key(b)).is_le()) {
         return;
     }
-    let mut order: Vec<(u128, usize)> = items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| (key_prefix(key(item)), i))
-        .collect();
-    // Ties on the prefix are broken by the whole key, then by position (which makes the result
-    // that of a stable sort).
-    order.sort_unstable_by(|a, b| {
-        a.0.cmp(&b.0)
-            .then_with(|| cmp_listed(key(&items[a.1]), key(&items[b.1])))
-            .then(a.1.cmp(&b.1))
-    });
+    let order = {
+        let items = &*items;
+        // Ties on the prefix are broken by the whole key, then by position (which makes the
+        // result that of a stable sort, and the same however the positions were split).
+        let cmp = |a: &(u128, usize), b: &(u128, usize)| {
+            a.0.cmp(&b.0)
+                .then_with(|| cmp_listed(key(&items[a.1]), key(&items[b.1])))
+                .then(a.1.cmp(&b.1))
+        };
+        // Each thread gathers the keys of its half (reading every object, the slow part) and
+        // sorts them.
+        let sort_part = |part: &mut [(u128, usize)], first: usize| {
+            for (slot, i) in part.iter_mut().zip(first..) {
+                *slot = (key_prefix(key(&items[i])), i);
+            }
+            part.sort_unstable_by(cmp);
+        };
+        let mut keys = vec![(0u128, 0usize); items.len()];
+        if split {
+            let mid = items.len() / 2;
+            let (left, right) = keys.split_at_mut(mid);
+            std::thread::scope(|scope| {
+                let done = scope.spawn(|| sort_part(left, 0));
+                sort_part(right, mid);
+                done.join()
+            })
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            merged_positions(left, right, cmp)
+        } else {
+            sort_part(&mut keys, 0);
+            keys.iter().map(|&(_, i)| i).collect()
+        }
+    };
     let mut slots: Vec<Option<T>> = std::mem::take(items).into_iter().map(Some).collect();
-    items.extend(order.iter().filter_map(|&(_, i)| slots[i].take()));
+    items.extend(order.iter().filter_map(|&i| slots[i].take()));
+}
+
+/// The positions of two lists sorted by `cmp`, merged (the left one first on ties): only the
+/// positions are kept, so the merge adds a quarter of the sort keys' memory.
+fn merged_positions<X: Copy>(
+    a: &[(X, usize)],
+    b: &[(X, usize)],
+    cmp: impl Fn(&(X, usize), &(X, usize)) -> Ordering,
+) -> Vec<usize> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
+        if cmp(x, y).is_le() {
+            out.push(x.1);
+            i += 1;
+        } else {
+            out.push(y.1);
+            j += 1;
+        }
+    }
+    out.extend(a[i..].iter().map(|x| x.1));
+    out.extend(b[j..].iter().map(|y| y.1));
+    out
 }
 
 impl SnapshotBuilder {
@@ -91,7 +151,7 @@ impl SnapshotBuilder {
 
 #[cfg(test)]
 mod tests {
-    use super::{cmp_listed, sort_listed};
+    use super::{cmp_listed, sort_listed, sort_listed_with};
     use std::cmp::Ordering;
 
     /// Keys that tie on their 16-byte prefix, differ only past it, repeat (stability), and
@@ -126,9 +186,17 @@ mod tests {
         items.reverse();
         let mut expected = items.clone();
         expected.sort_by(|a, b| cmp_listed((&a.0, &a.1), (&b.0, &b.1)));
+        let items_copy = items.clone();
         let mut sorted = items;
         sort_listed(&mut sorted, |t| (&t.0, &t.1));
         assert_eq!(sorted, expected);
+        // Sorted in two halves and merged: the same order (ties included).
+        let mut whole = items_copy.clone();
+        sort_listed_with(&mut whole, |t| (&t.0, &t.1), false);
+        let mut halves = items_copy;
+        sort_listed_with(&mut halves, |t| (&t.0, &t.1), true);
+        assert_eq!(whole, expected);
+        assert_eq!(halves, expected);
         // Sorted input stays as it is.
         let mut again = sorted.clone();
         sort_listed(&mut again, |t| (&t.0, &t.1));
