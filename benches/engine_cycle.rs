@@ -78,12 +78,7 @@ fn main() {
 /// The run_scale policy: all ten plugins with the run_scale limits (5 per node, 2,000 in
 /// total), with the percentage and per-workload limits `ENGINE_CYCLE_LIMITS` asks for.
 fn base_policy(root: &Path, limits_mode: &str) -> String {
-    let policy_text = std::fs::read_to_string(root.join("benches/all-plugins-policy.yaml"))
-        .unwrap_or_else(|e| fail(format!("policy: {e}")))
-        .replace(
-            "maxNoOfPodsToEvictPerNode: 10",
-            "maxNoOfPodsToEvictPerNode: 5\nmaxNoOfPodsToEvictTotal: 2000",
-        );
+    let policy_text = bench_common::limited_policy_text(root).unwrap_or_else(|e| fail(e));
     match limits_mode {
         // Every limit is checked, and the new ones refuse pods the plugins then look past.
         "1" => policy_text.replace(

@@ -7,11 +7,13 @@
 //!
 //! Knobs: `PLAN_SCALE_SIZES=5000x155000,20000x620000,100000x1000000` chooses sizes (the growth
 //! series of docs/performance.md), `PLAN_SCALE_RUNS=N` the runs per size (best kept),
-//! `PLAN_SCALE_POLICY=FILE` another policy, `PLAN_SCALE_DROP_FILES=1` deletes each generated
+//! `PLAN_SCALE_POLICY=FILE` another policy (`limited`: all ten plugins with eviction limits of 5
+//! per node and 2,000 in total, as `run_scale`), `PLAN_SCALE_DROP_FILES=1` deletes each generated
 //! cluster file once its size is measured (a 100,000-node file is about 1 GB). Cluster files are
 //! streamed by the generator to `target/bench-data/`, named by their parameters, and reused.
 //! A last run per size adds `--explain` for the first planned pod and reports what it cost.
 
+mod bench_common;
 #[path = "plan_scale/growth.rs"]
 mod growth;
 
@@ -83,13 +85,18 @@ fn main() {
         .unwrap_or(3)
         .max(1);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("target").join("bench-data");
+    let policy = match std::env::var("PLAN_SCALE_POLICY").ok().as_deref() {
+        None => root.join("benches").join("all-plugins-policy.yaml"),
+        Some("limited") => write_limited_policy(&root, &dir),
+        Some(file) => PathBuf::from(file),
+    };
+    println!("policy: {}", policy.display());
     let bench = Bench {
         runs,
         drop_files: std::env::var_os("PLAN_SCALE_DROP_FILES").is_some(),
-        dir: root.join("target").join("bench-data"),
-        policy: std::env::var("PLAN_SCALE_POLICY")
-            .map(PathBuf::from)
-            .unwrap_or_else(|_| root.join("benches").join("all-plugins-policy.yaml")),
+        dir,
+        policy,
     };
     println!(
         "| nodes | pods | snapshot | load s | cycle s | load + cycle s | process wall s | every run: wall s | peak RSS MiB | eviction attempts | --explain 1 pod: explain s / wall s | load avg (1 min) |"
@@ -102,6 +109,16 @@ fn main() {
     if measured.len() > 1 {
         println!("\n{}", growth_table(&measured));
     }
+}
+
+/// The limited policy ([`bench_common::limited_policy_text`]) written to `dir`; its path.
+fn write_limited_policy(root: &Path, dir: &Path) -> PathBuf {
+    let text = bench_common::limited_policy_text(root).unwrap_or_else(|e| fail(e));
+    let path = dir.join("plan-scale-limited-policy.yaml");
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&path, text))
+        .unwrap_or_else(|e| fail(format!("cannot write {}: {e}", path.display())));
+    path
 }
 
 /// What every size is measured with.

@@ -309,14 +309,10 @@ fn main() {
     rt.block_on(sim.shutdown());
 }
 
-/// The run_scale policy: all ten plugins, 5 evictions per node, 2,000 in total; its path.
+/// The run_scale policy (the limited one: all ten plugins, 5 evictions per node, 2,000 in
+/// total), written to `dir`; its path.
 fn write_policy(root: &Path, dir: &Path) -> PathBuf {
-    let policy_text = std::fs::read_to_string(root.join("benches/all-plugins-policy.yaml"))
-        .unwrap_or_else(|e| fail(format!("policy: {e}")))
-        .replace(
-            "maxNoOfPodsToEvictPerNode: 10",
-            "maxNoOfPodsToEvictPerNode: 5\nmaxNoOfPodsToEvictTotal: 2000",
-        );
+    let policy_text = bench_common::limited_policy_text(root).unwrap_or_else(|e| fail(e));
     let policy = dir.join("run-scale-policy.yaml");
     std::fs::write(&policy, policy_text).unwrap_or_else(|e| fail(format!("policy: {e}")));
     policy

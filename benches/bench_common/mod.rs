@@ -108,3 +108,19 @@ pub fn proc_kib(pid: u32, field: &str) -> Option<u64> {
         .parse()
         .ok()
 }
+
+/// All ten plugins (`benches/all-plugins-policy.yaml`) with the eviction limits of a production
+/// run: 5 per node and 2,000 in total (the scale benches' "limited" policy).
+pub fn limited_policy_text(root: &std::path::Path) -> Result<String, String> {
+    let path = root.join("benches/all-plugins-policy.yaml");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    const PER_NODE: &str = "maxNoOfPodsToEvictPerNode: 10";
+    if !text.contains(PER_NODE) {
+        return Err(format!("{} has no `{PER_NODE}` line", path.display()));
+    }
+    Ok(text.replace(
+        PER_NODE,
+        "maxNoOfPodsToEvictPerNode: 5\nmaxNoOfPodsToEvictTotal: 2000",
+    ))
+}
