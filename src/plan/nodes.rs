@@ -1,7 +1,8 @@
 //! Node usage before and after the plan, for each node-usage plugin run (LowNodeUtilization,
 //! HighNodeUtilization): the plugin records its levels when it classifies the nodes
-//! ([`NodeUsageReport`]); this module sums the requests of each node's pods with and without the
-//! pods the plan moves and classifies both by the plugin's levels.
+//! ([`NodeUsageReport`]); this module takes each node's usage without the pods the plan moves (the
+//! snapshot's own sums, which the cycle keeps up to date), adds those pods back for the usage
+//! before, and classifies both by the plugin's levels.
 
 use std::collections::BTreeMap;
 
@@ -11,7 +12,7 @@ use serde::Serialize;
 use kube_descheduler_engine::evictor::NodeUsageReport;
 use kube_descheduler_engine::evictor::usage::NodeClass;
 use kube_descheduler_engine::framework::parallel::map_node_chunks;
-use kube_descheduler_engine::snapshot::{NodeId, Pod, PodId, Snapshot};
+use kube_descheduler_engine::snapshot::{NodeId, NodeUsage, Pod, PodId, Snapshot};
 
 /// Usage of one node at one moment.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -65,6 +66,15 @@ fn request(pod: &Pod, name: &str) -> i64 {
         "pods" => 1,
         "MetricResource" => 0,
         other => pod.requests.get(other),
+    }
+}
+
+/// What the pods counted in `usage` use of resource `name`, as [`request`] counts each pod.
+fn used(usage: &NodeUsage, name: &str) -> i64 {
+    match name {
+        "pods" => usage.pods,
+        "MetricResource" => 0,
+        other => usage.requested.get(other),
     }
 }
 
@@ -165,7 +175,8 @@ fn add_requests(
 }
 
 /// Node `n`'s row (before: with the `gone` pods, after: without them) and its peak percentage
-/// before the plan.
+/// before the plan. After is the snapshot's usage of the node: its non-terminal pods that the
+/// cycle did not mark evicted, summed once and shared by every table.
 fn node_row(
     snapshot: &Snapshot,
     report: &NodeUsageReport,
@@ -173,8 +184,8 @@ fn node_row(
     gone: &[PodId],
 ) -> (NodeUsageRow, f64) {
     let res = &report.resources;
-    let mut after = vec![0i64; res.len()];
-    add_requests(snapshot, res, snapshot.pods_on_node(n), &mut after);
+    let usage = snapshot.node_usage(n);
+    let after: Vec<i64> = res.iter().map(|name| used(&usage, name)).collect();
     let mut before = after.clone();
     add_requests(snapshot, res, gone.iter().copied(), &mut before);
     let caps: Vec<Option<i64>> = res.iter().map(|r| capacity(snapshot, n, r)).collect();
