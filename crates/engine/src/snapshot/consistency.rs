@@ -277,7 +277,7 @@ impl<'a> NameSeen<'a> {
 /// Whether every pod's duplicates directly follow it: the pods are sorted by list key and no two
 /// different names have equal keys (the key joins namespace and name with `/`).
 fn in_list_order(pods: &[Arc<Pod>]) -> bool {
-    pods.is_sorted_by(|a, b| {
+    super::builder::is_sorted_split(pods, |a, b| {
         match super::builder::cmp_listed((&a.namespace, &a.name), (&b.namespace, &b.name)) {
             std::cmp::Ordering::Less => true,
             std::cmp::Ordering::Equal => same_name(a, b),

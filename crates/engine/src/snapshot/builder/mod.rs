@@ -22,7 +22,7 @@ mod pod;
 mod requests;
 mod scheduling;
 
-pub(crate) use order::cmp_listed;
+pub(crate) use order::{cmp_listed, is_sorted_split};
 use pod::SharedParts;
 pub use requests::{pod_requests, pod_requests_of};
 

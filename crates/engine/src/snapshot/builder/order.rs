@@ -54,6 +54,29 @@ fn key_prefix((namespace, name): (&str, &str)) -> u128 {
 /// 2, so the table tests take the split path).
 const SPLIT_FROM: usize = if cfg!(test) { 2 } else { 20_000 };
 
+/// Whether every neighbouring pair of `items` passes `in_order` (as [`slice::is_sorted_by`]); a
+/// long list is checked in two halves on two threads (each a walk over objects behind pointers).
+pub(crate) fn is_sorted_split<T: Sync>(
+    items: &[T],
+    in_order: impl Fn(&T, &T) -> bool + Sync,
+) -> bool {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cores < 2 || items.len() < SPLIT_FROM {
+        return items.is_sorted_by(in_order);
+    }
+    let mid = items.len() / 2;
+    // The halves overlap by one, so the pair across the middle is checked too.
+    let (left, right) = (&items[..=mid], &items[mid..]);
+    std::thread::scope(|scope| {
+        let left = scope.spawn(|| left.is_sorted_by(&in_order));
+        let right = right.is_sorted_by(&in_order);
+        right
+            && left
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
 /// Sorts `items` stably by their list keys. A list already in order (as `kubectl get` writes it)
 /// is checked in one pass and left alone; otherwise the items are sorted through a compact array
 /// of key prefixes and positions, so most comparisons read no object (the pods' keys sit behind
@@ -71,7 +94,13 @@ fn sort_listed_with<T: Sync>(
     key: impl Fn(&T) -> (&str, &str) + Sync,
     split: bool,
 ) {
-    if items.is_sorted_by(|a, b| cmp_listed(key(a), key(b)).is_le()) {
+    let in_order = |a: &T, b: &T| cmp_listed(key(a), key(b)).is_le();
+    let sorted = if split {
+        is_sorted_split(items, in_order)
+    } else {
+        items.is_sorted_by(in_order)
+    };
+    if sorted {
         return;
     }
     let order = {
@@ -151,7 +180,7 @@ impl SnapshotBuilder {
 
 #[cfg(test)]
 mod tests {
-    use super::{cmp_listed, sort_listed, sort_listed_with};
+    use super::{cmp_listed, is_sorted_split, sort_listed, sort_listed_with};
     use std::cmp::Ordering;
 
     /// Keys that tie on their 16-byte prefix, differ only past it, repeat (stability), and
@@ -201,6 +230,23 @@ mod tests {
         let mut again = sorted.clone();
         sort_listed(&mut again, |t| (&t.0, &t.1));
         assert_eq!(again, sorted);
+    }
+
+    /// The split check finds a pair out of order wherever it is, the pair across the middle too.
+    #[test]
+    fn the_split_check_agrees_with_the_whole_walk() {
+        for n in 0..12usize {
+            let sorted: Vec<usize> = (0..n).collect();
+            assert!(is_sorted_split(&sorted, |a, b| a <= b), "{n} sorted");
+            for at in 1..n {
+                let mut v = sorted.clone();
+                v.swap(at - 1, at);
+                assert!(
+                    !is_sorted_split(&v, |a, b| a <= b),
+                    "{n} items, swap at {at}"
+                );
+            }
+        }
     }
 
     #[test]
