@@ -50,9 +50,14 @@ fn key_prefix((namespace, name): (&str, &str)) -> u128 {
     u128::from_be_bytes(bytes)
 }
 
-/// Lists at least this long are sorted in two halves on two threads, then merged (unit tests use
+/// Lists at least this long are checked and sorted in two halves on two threads (unit tests use
 /// 2, so the table tests take the split path).
 const SPLIT_FROM: usize = if cfg!(test) { 2 } else { 20_000 };
+
+/// Whether a list of `len` objects is worth two threads: it is long and the machine has them.
+fn worth_splitting(len: usize) -> bool {
+    len >= SPLIT_FROM && std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+}
 
 /// Whether every neighbouring pair of `items` passes `in_order` (as [`slice::is_sorted_by`]); a
 /// long list is checked in two halves on two threads (each a walk over objects behind pointers).
@@ -60,8 +65,7 @@ pub(crate) fn is_sorted_split<T: Sync>(
     items: &[T],
     in_order: impl Fn(&T, &T) -> bool + Sync,
 ) -> bool {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cores < 2 || items.len() < SPLIT_FROM {
+    if !worth_splitting(items.len()) {
         return items.is_sorted_by(in_order);
     }
     let mid = items.len() / 2;
@@ -83,24 +87,16 @@ pub(crate) fn is_sorted_split<T: Sync>(
 /// two pointers each), and are then moved to their places once. A long list is sorted in two
 /// halves on two threads and merged: the order is the same, as ties are broken by position.
 fn sort_listed<T: Sync>(items: &mut Vec<T>, key: impl Fn(&T) -> (&str, &str) + Sync) {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let split = cores > 1 && items.len() >= SPLIT_FROM;
-    sort_listed_with(items, key, split);
+    sort_listed_with(items, key, worth_splitting(items.len()));
 }
 
-/// [`sort_listed`], on two threads or on this one as `split` says.
+/// [`sort_listed`], sorting on two threads or on this one as `split` says.
 fn sort_listed_with<T: Sync>(
     items: &mut Vec<T>,
     key: impl Fn(&T) -> (&str, &str) + Sync,
     split: bool,
 ) {
-    let in_order = |a: &T, b: &T| cmp_listed(key(a), key(b)).is_le();
-    let sorted = if split {
-        is_sorted_split(items, in_order)
-    } else {
-        items.is_sorted_by(in_order)
-    };
-    if sorted {
+    if is_sorted_split(items, |a, b| cmp_listed(key(a), key(b)).is_le()) {
         return;
     }
     let order = {
