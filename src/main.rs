@@ -35,7 +35,8 @@ unsafe impl Sync for AllocatorOptions {}
 /// with two arenas, cycles no slower), unused pages returned at once (`dirty_decay_ms:0`: at
 /// 5,000 / 155,000 the peak resident size of a `run --dry-run` cycle was 193–196 MiB instead of
 /// 198–204 MiB with a 1 s decay), and returned for good (`MADV_DONTNEED`, so the resident size
-/// shows it) rather than lazily.
+/// shows it) rather than lazily. `plan`, which ends after one piece of work,
+/// turns the return off at its start (see `live::trim::keep_free_memory`).
 #[cfg(all(
     target_os = "linux",
     target_env = "gnu",

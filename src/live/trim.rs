@@ -1,4 +1,5 @@
-//! Handing memory freed by a cycle back to the system.
+//! Handing memory freed by a cycle back to the system, or, in a process that ends after one
+//! piece of work, keeping it for reuse.
 //!
 //! A cycle allocates and frees tens of megabytes at 150,000 pods, while watch events keep
 //! replacing pods of the long-lived cluster state. On Linux with glibc the binary allocates with
@@ -32,6 +33,75 @@ pub fn release_free_memory() {
                 std::ptr::null_mut(),
                 0,
             );
+        }
+    }
+}
+
+/// For a process that ends after one piece of work (`plan`): freed pages stay with the
+/// allocator for reuse instead of going back to the system at once, as the binary's options
+/// (`src/main.rs`) have it for the long-running commands. Sets jemalloc's decay times to -1
+/// (never purge) for arena 0 and as the default of arenas made later (`arena.0.dirty_decay_ms`,
+/// `arenas.dirty_decay_ms` and their muzzy twins); a no-op where the binary does not use
+/// jemalloc. At 5,000 nodes / 155,000 pods `plan` then takes a third fewer page faults
+/// (40,000 instead of 59,600) and less kernel time, for about 5 MiB more peak resident size
+/// (12 % more at 100,000 nodes / 1,000,000 pods); see `docs/performance.md`.
+pub fn keep_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    for control in [
+        c"arenas.dirty_decay_ms",
+        c"arenas.muzzy_decay_ms",
+        c"arena.0.dirty_decay_ms",
+        c"arena.0.muzzy_decay_ms",
+    ] {
+        let mut never: isize = -1;
+        // SAFETY: the name is a NUL-terminated string and the new value a valid `ssize_t` of
+        // the length given, read during the call only; nothing is read back (null pointers).
+        // jemalloc serialises the change with its own locks.
+        unsafe {
+            let _ = tikv_jemalloc_sys::mallctl(
+                control.as_ptr(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                (&raw mut never).cast(),
+                std::mem::size_of::<isize>(),
+            );
+        }
+    }
+}
+
+#[cfg(all(test, target_os = "linux", target_env = "gnu"))]
+mod tests {
+    use super::keep_free_memory;
+
+    /// The value of one of jemalloc's `ssize_t` controls.
+    fn read(control: &std::ffi::CStr) -> isize {
+        let mut value: isize = 0;
+        let mut len = std::mem::size_of::<isize>();
+        // SAFETY: the name is NUL-terminated; `value` and `len` are valid for the call and
+        // `len` is the size of `value`.
+        let code = unsafe {
+            tikv_jemalloc_sys::mallctl(
+                control.as_ptr(),
+                (&raw mut value).cast(),
+                &mut len,
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        assert_eq!(code, 0, "mallctl {control:?}");
+        value
+    }
+
+    #[test]
+    fn keeping_free_memory_turns_purging_off() {
+        keep_free_memory();
+        for control in [
+            c"arenas.dirty_decay_ms",
+            c"arenas.muzzy_decay_ms",
+            c"arena.0.dirty_decay_ms",
+            c"arena.0.muzzy_decay_ms",
+        ] {
+            assert_eq!(read(control), -1, "{control:?}");
         }
     }
 }
