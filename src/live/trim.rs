@@ -43,7 +43,7 @@ pub fn release_free_memory() {
 /// (never purge) for arena 0 and as the default of arenas made later (`arena.0.dirty_decay_ms`,
 /// `arenas.dirty_decay_ms` and their muzzy twins); a no-op where the binary does not use
 /// jemalloc. At 5,000 nodes / 155,000 pods `plan` then takes a third fewer page faults
-/// (40,000 instead of 59,600) and less kernel time, for about 5 MiB more peak resident size
+/// (40,000 instead of 59,600) and less kernel time, for about 6 MiB more peak resident size
 /// (12 % more at 100,000 nodes / 1,000,000 pods); see `docs/performance.md`.
 pub fn keep_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
