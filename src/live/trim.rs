@@ -37,6 +37,16 @@ pub fn release_free_memory() {
     }
 }
 
+/// jemalloc's decay times: the default of arenas made later and arena 0's (the binary runs one
+/// arena), for dirty and for muzzy pages.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const DECAY_CONTROLS: [&std::ffi::CStr; 4] = [
+    c"arenas.dirty_decay_ms",
+    c"arenas.muzzy_decay_ms",
+    c"arena.0.dirty_decay_ms",
+    c"arena.0.muzzy_decay_ms",
+];
+
 /// For a process that ends after one piece of work (`plan`): freed pages stay with the
 /// allocator for reuse instead of going back to the system at once, as the binary's options
 /// (`src/main.rs`) have it for the long-running commands. Sets jemalloc's decay times to -1
@@ -47,12 +57,7 @@ pub fn release_free_memory() {
 /// (12 % more at 100,000 nodes / 1,000,000 pods); see `docs/performance.md`.
 pub fn keep_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    for control in [
-        c"arenas.dirty_decay_ms",
-        c"arenas.muzzy_decay_ms",
-        c"arena.0.dirty_decay_ms",
-        c"arena.0.muzzy_decay_ms",
-    ] {
+    for control in DECAY_CONTROLS {
         let mut never: isize = -1;
         // SAFETY: the name is a NUL-terminated string and the new value a valid `ssize_t` of
         // the length given, read during the call only; nothing is read back (null pointers).
@@ -71,7 +76,7 @@ pub fn keep_free_memory() {
 
 #[cfg(all(test, target_os = "linux", target_env = "gnu"))]
 mod tests {
-    use super::keep_free_memory;
+    use super::{DECAY_CONTROLS, keep_free_memory};
 
     /// The value of one of jemalloc's `ssize_t` controls.
     fn read(control: &std::ffi::CStr) -> isize {
@@ -94,13 +99,10 @@ mod tests {
 
     #[test]
     fn keeping_free_memory_turns_purging_off() {
+        // The test binary runs jemalloc's own defaults (a dirty decay of 10 s).
+        assert_ne!(read(c"arena.0.dirty_decay_ms"), -1);
         keep_free_memory();
-        for control in [
-            c"arenas.dirty_decay_ms",
-            c"arenas.muzzy_decay_ms",
-            c"arena.0.dirty_decay_ms",
-            c"arena.0.muzzy_decay_ms",
-        ] {
+        for control in DECAY_CONTROLS {
             assert_eq!(read(control), -1, "{control:?}");
         }
     }
