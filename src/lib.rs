@@ -47,6 +47,9 @@ pub mod cluster;
 pub mod leader;
 #[doc(hidden)]
 pub mod live;
+/// The allocator's free memory: handed back after a `run` cycle, kept for reuse by `plan`.
+#[doc(hidden)]
+pub mod memory;
 #[doc(hidden)]
 pub mod plan;
 #[doc(hidden)]

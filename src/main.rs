@@ -3,7 +3,7 @@
 
 /// jemalloc on Linux with glibc (unless built with the feature `system-allocator`, for heap
 /// profilers): cycles of `run` and watch events interleave short- and
-/// long-lived allocations, which left glibc's heap ever more fragmented (see `live::trim`).
+/// long-lived allocations, which left glibc's heap ever more fragmented (see `memory`).
 #[cfg(all(
     target_os = "linux",
     target_env = "gnu",
@@ -36,7 +36,7 @@ unsafe impl Sync for AllocatorOptions {}
 /// 5,000 / 155,000 the peak resident size of a `run --dry-run` cycle was 193–196 MiB instead of
 /// 198–204 MiB with a 1 s decay), and returned for good (`MADV_DONTNEED`, so the resident size
 /// shows it) rather than lazily. `plan`, which ends after one piece of work,
-/// turns the return off at its start (see `live::trim::keep_free_memory`).
+/// turns the return off at its start (see `memory::keep_free_memory`).
 #[cfg(all(
     target_os = "linux",
     target_env = "gnu",

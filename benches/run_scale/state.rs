@@ -124,7 +124,7 @@ pub fn run(objects: Vec<Value>, rounds: usize) {
         let ms = t.elapsed().as_secs_f64() * 1000.0;
         std::hint::black_box(&snap);
         drop(snap);
-        kube_descheduler::live::trim::release_free_memory();
+        kube_descheduler::memory::release_free_memory();
         println!("| {r} | {ms:.1} | {:.1} |", heap_mib());
     }
 }

@@ -164,7 +164,7 @@ pub fn run_with(
 ) -> anyhow::Result<()> {
     super::logging::init(super::logging::LogFormat::Text, args.verbosity);
     // One piece of work, then the process ends: freed memory is reused, never handed back.
-    crate::live::trim::keep_free_memory();
+    crate::memory::keep_free_memory();
     let now = now_arg(&args)?;
     let html_file = html_file_arg(&args)?;
     let request_timeout = request_timeout_arg(&args)?;

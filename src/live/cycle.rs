@@ -308,7 +308,7 @@ impl CycleExec for LiveCycle {
                 let out = worker.run_blocking(s2, rt);
                 super::otel::end_cycle();
                 drop(entered);
-                super::trim::release_free_memory();
+                crate::memory::release_free_memory();
                 out
             });
             match ran.await {

@@ -37,4 +37,3 @@ pub mod request_upkeep;
 pub mod returns;
 pub mod run;
 pub mod server;
-pub mod trim;

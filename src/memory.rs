@@ -18,22 +18,10 @@
 /// pages (jemalloc's `thread.tcache.flush` and `arena.<all>.purge`; a no-op where the binary does
 /// not use jemalloc).
 pub fn release_free_memory() {
+    // 4096 is MALLCTL_ARENAS_ALL: every arena. Both controls take no value.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // 4096 is MALLCTL_ARENAS_ALL: every arena.
     for control in [c"thread.tcache.flush", c"arena.4096.purge"] {
-        // SAFETY: the name is a NUL-terminated string; these controls read and write no value
-        // (all pointers null, lengths 0). jemalloc serialises the purge with its own locks, so
-        // it is safe from any thread at any time (unused arenas are skipped); the flush touches
-        // only the calling thread's cache.
-        unsafe {
-            let _ = tikv_jemalloc_sys::mallctl(
-                control.as_ptr(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-            );
-        }
+        write_control(control, None);
     }
 }
 
@@ -58,19 +46,31 @@ const DECAY_CONTROLS: [&std::ffi::CStr; 4] = [
 pub fn keep_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     for control in DECAY_CONTROLS {
-        let mut never: isize = -1;
-        // SAFETY: the name is a NUL-terminated string and the new value a valid `ssize_t` of
-        // the length given, read during the call only; nothing is read back (null pointers).
-        // jemalloc serialises the change with its own locks.
-        unsafe {
-            let _ = tikv_jemalloc_sys::mallctl(
-                control.as_ptr(),
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                (&raw mut never).cast(),
-                std::mem::size_of::<isize>(),
-            );
-        }
+        write_control(control, Some(-1));
+    }
+}
+
+/// Writes `value` to one of jemalloc's `ssize_t` controls, or calls a control that takes no
+/// value (`None`); what jemalloc answers is ignored, as an unknown control changes nothing.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn write_control(control: &std::ffi::CStr, value: Option<isize>) {
+    let mut value = value;
+    let (new, new_len) = match &mut value {
+        Some(v) => ((v as *mut isize).cast(), std::mem::size_of::<isize>()),
+        None => (std::ptr::null_mut(), 0),
+    };
+    // SAFETY: the name is a NUL-terminated string; the new value, if any, is a valid `ssize_t`
+    // of the length given, read during the call only; nothing is read back (null pointers).
+    // jemalloc serialises changes and purges with its own locks, so any thread may call this
+    // at any time (unused arenas are skipped); a cache flush touches only the calling thread's.
+    unsafe {
+        let _ = tikv_jemalloc_sys::mallctl(
+            control.as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            new,
+            new_len,
+        );
     }
 }
 
